@@ -1,0 +1,169 @@
+// Package broker runs the embedded MQTT broker (mochi-mqtt) that lets one
+// chorusd host a whole room: a TCP listener (TLS optional), username and
+// password authentication, and the per-identity publish rules of
+// runtime/topic enforced as an ACL hook.
+//
+// Runtime code never assumes this broker: it speaks MQTT through runtime/bus,
+// which works the same against Mosquitto or a clustered broker.
+//
+// # Usage
+//
+//	b, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:1883", Scheme: topic.New("")})
+//	defer b.Close()
+//	b.URL() // tcp://127.0.0.1:1883
+package broker
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// Config configures the embedded broker.
+type Config struct {
+	// Addr is host:port to listen on; port 0 picks a free one.
+	Addr string
+	// TLS, when set, makes the listener TLS-only.
+	TLS *tls.Config
+	// Users maps usernames to passwords. When empty, any username connects
+	// without a password (AllowAnonymous must then be true), but the ACL
+	// still holds each client to its username.
+	Users map[string]string
+	// AllowAnonymous lets clients connect without a known username/password.
+	AllowAnonymous bool
+	// Scheme gives the topic prefix and the floor identities for the ACL.
+	Scheme topic.Scheme
+	// OpenACL lets every authenticated client publish anywhere: for tests
+	// and benchmarks of the transport only, never for a room.
+	OpenACL bool
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	srv  *mqtt.Server
+	addr string
+	once sync.Once
+}
+
+// Start starts the broker and returns once it accepts connections.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if len(cfg.Users) == 0 && !cfg.AllowAnonymous {
+		return nil, fmt.Errorf("broker: no users configured and anonymous access not allowed")
+	}
+	if cfg.Scheme.Prefix == "" {
+		cfg.Scheme = topic.New("")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:1883"
+	}
+	// Take the port now so that Addr() is exact even for port 0.
+	var ln net.Listener
+	var err error
+	if cfg.TLS != nil {
+		ln, err = tls.Listen("tcp", cfg.Addr, cfg.TLS)
+	} else {
+		ln, err = net.Listen("tcp", cfg.Addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Addr, err)
+	}
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = 16 << 20 // room for camera frames in query results
+	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "broker"), InlineClient: true, Capabilities: caps})
+	if err := srv.AddHook(&aclHook{cfg: cfg, log: log}, nil); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("broker: add ACL hook: %w", err)
+	}
+	l := listeners.NewNet("tcp", ln)
+	if err := srv.AddListener(l); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("broker: add listener: %w", err)
+	}
+	if err := srv.Serve(); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("broker: serve: %w", err)
+	}
+	b := &Broker{srv: srv, addr: ln.Addr().String()}
+	return b, nil
+}
+
+// Addr is the host:port the broker listens on.
+func (b *Broker) Addr() string { return b.addr }
+
+// URL is the broker address in the form runtime/bus dials.
+func (b *Broker) URL() string { return "tcp://" + b.addr }
+
+// Server exposes the mochi server, for tests that must cut connections.
+func (b *Broker) Server() *mqtt.Server { return b.srv }
+
+// Close stops the broker; it is idempotent.
+func (b *Broker) Close() error {
+	var err error
+	b.once.Do(func() { err = b.srv.Close() })
+	return err
+}
+
+// aclHook authenticates users and applies the topic scheme's publish rules.
+type aclHook struct {
+	mqtt.HookBase
+	cfg Config
+	log *slog.Logger
+}
+
+func (h *aclHook) ID() string { return "chorus-acl" }
+
+func (h *aclHook) Provides(b byte) bool {
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck}, []byte{b})
+}
+
+func (h *aclHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	user := string(pk.Connect.Username)
+	if user == "" {
+		h.log.Warn("broker: connection without a username refused", "client", cl.ID)
+		return false
+	}
+	if want, ok := h.cfg.Users[user]; ok {
+		if subtle.ConstantTimeCompare([]byte(want), pk.Connect.Password) == 1 {
+			return true
+		}
+		h.log.Warn("broker: bad password", "user", user, "client", cl.ID)
+		return false
+	}
+	if h.cfg.AllowAnonymous {
+		return true
+	}
+	h.log.Warn("broker: unknown user refused", "user", user, "client", cl.ID)
+	return false
+}
+
+func (h *aclHook) OnACLCheck(cl *mqtt.Client, t string, write bool) bool {
+	user := string(cl.Properties.Username)
+	if h.cfg.OpenACL {
+		return true
+	}
+	if write {
+		ok := h.cfg.Scheme.MayPublish(user, t)
+		if !ok {
+			h.log.Warn("broker: publish denied by ACL", "user", user, "topic", t)
+		}
+		return ok
+	}
+	return h.cfg.Scheme.MayRead(user, t)
+}

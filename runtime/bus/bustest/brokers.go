@@ -1,0 +1,272 @@
+// Package bustest starts real MQTT brokers for tests: the embedded mochi
+// broker in-process, and a real Mosquitto on a free loopback port. ForEach
+// runs a test body against both.
+//
+// When the mosquitto binary is missing the Mosquitto cases are skipped,
+// unless CHORUS_REQUIRE_MOSQUITTO=1 (set by .ci/run), when they fail.
+package bustest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/broker"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// Broker is a running test broker.
+type Broker interface {
+	Name() string
+	URL() string
+	// Restart stops the broker and starts it again on the same address; all
+	// connections drop and retained messages are forgotten.
+	Restart(t testing.TB)
+	// Stop stops the broker for good.
+	Stop()
+}
+
+// Options configure a test broker.
+type Options struct {
+	// Users maps usernames to passwords; empty means anonymous access (each
+	// client still gives a username, which the ACL holds it to).
+	Users map[string]string
+	// ACL enforces the topic scheme's publish rules.
+	ACL bool
+	// Scheme for the ACL; zero means topic.New("").
+	Scheme topic.Scheme
+}
+
+func (o Options) scheme() topic.Scheme {
+	if o.Scheme.Prefix == "" {
+		return topic.New("")
+	}
+	return o.Scheme
+}
+
+// ForEach runs fn as a subtest against the embedded broker and Mosquitto.
+func ForEach(t *testing.T, o Options, fn func(t *testing.T, b Broker)) {
+	t.Run("embedded", func(t *testing.T) { fn(t, StartEmbedded(t, o)) })
+	t.Run("mosquitto", func(t *testing.T) { fn(t, StartMosquitto(t, o)) })
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Embedded is the in-process mochi broker.
+type Embedded struct {
+	o    Options
+	addr string
+	mu   sync.Mutex
+	b    *broker.Broker
+}
+
+// StartEmbedded starts the embedded broker on a free loopback port.
+func StartEmbedded(t testing.TB, o Options) *Embedded {
+	t.Helper()
+	e := &Embedded{o: o, addr: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+	e.start(t)
+	t.Cleanup(e.Stop)
+	return e
+}
+
+func (e *Embedded) start(t testing.TB) {
+	t.Helper()
+	cfg := broker.Config{Addr: e.addr, Users: e.o.Users, AllowAnonymous: len(e.o.Users) == 0, Scheme: e.o.scheme(), OpenACL: !e.o.ACL}
+	var b *broker.Broker
+	var err error
+	for range 50 { // the port may linger for a moment after a restart
+		if b, err = broker.Start(context.Background(), cfg); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("embedded broker: %v", err)
+	}
+	e.mu.Lock()
+	e.b = b
+	e.mu.Unlock()
+}
+
+func (e *Embedded) Name() string { return "embedded" }
+func (e *Embedded) URL() string  { return "tcp://" + e.addr }
+
+// Inner returns the running broker.
+func (e *Embedded) Inner() *broker.Broker {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.b
+}
+
+func (e *Embedded) Restart(t testing.TB) {
+	t.Helper()
+	e.Stop()
+	e.start(t)
+}
+
+func (e *Embedded) Stop() {
+	e.mu.Lock()
+	b := e.b
+	e.b = nil
+	e.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
+}
+
+// Mosquitto is a real mosquitto process on loopback.
+type Mosquitto struct {
+	bin, dir string
+	port     int
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+}
+
+// MosquittoBinary finds mosquitto, or skips (fails when
+// CHORUS_REQUIRE_MOSQUITTO=1) the test.
+func MosquittoBinary(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{"mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CHORUS_REQUIRE_MOSQUITTO") == "1" {
+		t.Fatal("mosquitto not found and CHORUS_REQUIRE_MOSQUITTO=1 (apt-get install -y mosquitto)")
+	}
+	t.Skip("mosquitto not installed; set CHORUS_REQUIRE_MOSQUITTO=1 to make this a failure")
+	return ""
+}
+
+// StartMosquitto starts mosquitto on a free loopback port with the options'
+// users and ACL (the ACL file comes from topic.Scheme.MosquittoACL).
+func StartMosquitto(t testing.TB, o Options) *Mosquitto {
+	t.Helper()
+	m := &Mosquitto{bin: MosquittoBinary(t), dir: t.TempDir(), port: FreePort(t)}
+	conf := []string{
+		fmt.Sprintf("listener %d 127.0.0.1", m.port),
+		"persistence false",
+		"user " + currentUser(),
+		"set_tcp_nodelay true",
+		"log_dest stderr",
+		"log_type error",
+		"log_type warning",
+	}
+	if len(o.Users) > 0 {
+		pw := filepath.Join(m.dir, "passwd")
+		names := make([]string, 0, len(o.Users))
+		for u := range o.Users {
+			names = append(names, u)
+		}
+		sort.Strings(names)
+		if err := os.WriteFile(pw, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range names {
+			out, err := exec.Command("mosquitto_passwd", "-b", pw, u, o.Users[u]).CombinedOutput()
+			if err != nil {
+				t.Fatalf("mosquitto_passwd (apt-get install -y mosquitto): %v: %s", err, out)
+			}
+		}
+		conf = append(conf, "allow_anonymous false", "password_file "+pw)
+	} else {
+		conf = append(conf, "allow_anonymous true")
+	}
+	if o.ACL {
+		acl := filepath.Join(m.dir, "acl")
+		if err := os.WriteFile(acl, []byte(o.scheme().MosquittoACL()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conf = append(conf, "acl_file "+acl)
+	}
+	if err := os.WriteFile(filepath.Join(m.dir, "mosquitto.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.start(t)
+	t.Cleanup(m.Stop)
+	return m
+}
+
+func (m *Mosquitto) start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(m.bin, "-c", filepath.Join(m.dir, "mosquitto.conf"))
+	logf, err := os.OpenFile(filepath.Join(m.dir, "mosquitto.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start mosquitto: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	m.mu.Lock()
+	m.cmd, m.done = cmd, done
+	m.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", m.port), 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-done:
+			log, _ := os.ReadFile(filepath.Join(m.dir, "mosquitto.log"))
+			t.Fatalf("mosquitto exited at start: %s", log)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	m.Stop()
+	t.Fatalf("mosquitto did not listen on port %d within 5 s", m.port)
+}
+
+func (m *Mosquitto) Name() string { return "mosquitto" }
+func (m *Mosquitto) URL() string  { return fmt.Sprintf("tcp://127.0.0.1:%d", m.port) }
+
+func (m *Mosquitto) Restart(t testing.TB) {
+	t.Helper()
+	m.Stop()
+	m.start(t)
+}
+
+func (m *Mosquitto) Stop() {
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.cmd = nil
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-done
+}
+
+// currentUser keeps mosquitto, when started as root, from dropping to the
+// "mosquitto" user, which cannot read the test's private temp folder.
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "root"
+}

@@ -1,0 +1,237 @@
+package bus
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+)
+
+// Options configures an MQTT connection.
+type Options struct {
+	Broker   string // tcp://host:port, ssl://host:port
+	ClientID string // unique per connection
+	Username string // the identity the broker's ACL holds this client to
+	Password string
+	TLS      *tls.Config
+
+	// QoS for publishes and subscriptions: 0 or 1 (default 1, as DESIGN.md).
+	QoS *byte
+
+	// Will is published by the broker if the connection is lost abruptly,
+	// and by Close before a clean disconnect.
+	Will *Retained
+	// Birth is published, retained, on every connect and reconnect.
+	Birth *Retained
+
+	ConnectTimeout time.Duration // default 5 s
+	KeepAlive      time.Duration // default 10 s
+	MaxReconnect   time.Duration // longest wait between reconnect attempts, default 2 s
+	Quiesce        time.Duration // default 250 ms (NOTES.md: Disconnect(0) fires the Will)
+
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+}
+
+// QoS returns a pointer to q, for Options.QoS.
+func QoS(q byte) *byte { return &q }
+
+// MQTT is a Bus over paho.mqtt.golang.
+type MQTT struct {
+	c       paho.Client
+	opts    Options
+	qos     byte
+	log     *slog.Logger
+	metrics *metrics.Metrics
+
+	mu        sync.Mutex
+	subs      map[string]Handler
+	connected int // successful connections so far
+	closed    bool
+	closeOnce sync.Once
+}
+
+var _ Bus = (*MQTT)(nil)
+
+// ErrClosed is returned by operations on a closed bus.
+var ErrClosed = errors.New("bus: closed")
+
+// Dial connects to the broker and returns when the first connection is up
+// or ctx ends.
+func Dial(ctx context.Context, o Options) (*MQTT, error) {
+	if o.Broker == "" {
+		return nil, fmt.Errorf("bus: no broker URL")
+	}
+	if o.ClientID == "" {
+		return nil, fmt.Errorf("bus: no client id")
+	}
+	qos := byte(1)
+	if o.QoS != nil {
+		qos = *o.QoS
+	}
+	if qos > 1 {
+		return nil, fmt.Errorf("bus: qos must be 0 or 1, got %d", qos)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.ConnectTimeout, 5*time.Second)
+	def(&o.KeepAlive, 10*time.Second)
+	def(&o.MaxReconnect, 2*time.Second)
+	def(&o.Quiesce, 250*time.Millisecond)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := &MQTT{opts: o, qos: qos, log: log.With("client", o.ClientID), metrics: metrics.OrNew(o.Metrics), subs: map[string]Handler{}}
+
+	po := paho.NewClientOptions().
+		AddBroker(o.Broker).
+		SetClientID(o.ClientID).
+		SetUsername(o.Username).
+		SetPassword(o.Password).
+		SetProtocolVersion(4). // MQTT 3.1.1
+		SetCleanSession(true).
+		SetOrderMatters(true).
+		SetAutoReconnect(true).
+		SetConnectRetry(false).
+		SetConnectTimeout(o.ConnectTimeout).
+		SetKeepAlive(o.KeepAlive).
+		SetPingTimeout(o.KeepAlive / 2).
+		SetMaxReconnectInterval(o.MaxReconnect).
+		SetWriteTimeout(o.ConnectTimeout).
+		SetOnConnectHandler(b.onConnect).
+		SetConnectionLostHandler(func(_ paho.Client, err error) {
+			b.log.Warn("bus: connection lost", "broker", o.Broker, "err", err)
+		})
+	if o.TLS != nil {
+		po.SetTLSConfig(o.TLS)
+	}
+	if o.Will != nil {
+		po.SetBinaryWill(o.Will.Topic, o.Will.Payload, 1, true)
+	}
+	b.c = paho.NewClient(po)
+	tok := b.c.Connect()
+	if err := wait(ctx, tok, o.ConnectTimeout); err != nil {
+		b.c.Disconnect(0)
+		return nil, fmt.Errorf("bus: connect to %s as %q: %w", o.Broker, o.Username, err)
+	}
+	return b, nil
+}
+
+// onConnect runs (on its own goroutine, started by paho) after every
+// successful connect: resubscribe and announce the birth message.
+func (b *MQTT) onConnect(c paho.Client) {
+	b.mu.Lock()
+	b.connected++
+	first := b.connected == 1
+	subs := make(map[string]Handler, len(b.subs))
+	for f, h := range b.subs {
+		subs[f] = h
+	}
+	b.mu.Unlock()
+	if !first {
+		b.metrics.Reconnects.Inc()
+		b.log.Info("bus: reconnected", "broker", b.opts.Broker, "subscriptions", len(subs))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ConnectTimeout)
+	defer cancel()
+	for f, h := range subs {
+		if err := wait(ctx, c.Subscribe(f, b.qos, wrap(h)), 0); err != nil {
+			b.log.Error("bus: resubscribe failed", "filter", f, "err", err)
+		}
+	}
+	if bm := b.opts.Birth; bm != nil {
+		if err := wait(ctx, c.Publish(bm.Topic, 1, true, bm.Payload), 0); err != nil {
+			b.log.Error("bus: birth message failed", "topic", bm.Topic, "err", err)
+		}
+	}
+}
+
+func wrap(h Handler) paho.MessageHandler {
+	return func(_ paho.Client, m paho.Message) { h(m.Topic(), m.Payload()) }
+}
+
+// wait waits for tok, ctx, or (when limit > 0) limit.
+func wait(ctx context.Context, tok paho.Token, limit time.Duration) error {
+	var timeout <-chan time.Time
+	if limit > 0 {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-tok.Done():
+		return tok.Error()
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timeout:
+		return fmt.Errorf("timed out after %v", limit)
+	}
+}
+
+// Publish implements Bus.
+func (b *MQTT) Publish(ctx context.Context, topic string, payload []byte, retain bool) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	if err := wait(ctx, b.c.Publish(topic, b.qos, retain, payload), 0); err != nil {
+		return fmt.Errorf("bus: publish %s: %w", topic, err)
+	}
+	return nil
+}
+
+// Subscribe implements Bus. The subscription is renewed after reconnects.
+func (b *MQTT) Subscribe(ctx context.Context, filter string, h Handler) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	b.subs[filter] = h
+	b.mu.Unlock()
+	if !b.c.IsConnectionOpen() {
+		return nil // onConnect subscribes it when the connection is back
+	}
+	if err := wait(ctx, b.c.Subscribe(filter, b.qos, wrap(h)), 0); err != nil {
+		if !b.c.IsConnectionOpen() {
+			return nil // lost meanwhile; onConnect subscribes it again
+		}
+		return fmt.Errorf("bus: subscribe %s: %w", filter, err)
+	}
+	return nil
+}
+
+func (b *MQTT) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// Close publishes the Will (the device is leaving on purpose), then
+// disconnects with a quiesce so the broker does not fire the Will itself.
+func (b *MQTT) Close() error {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		if w := b.opts.Will; w != nil && b.c.IsConnectionOpen() {
+			ctx, cancel := context.WithTimeout(context.Background(), b.opts.Quiesce*4)
+			if err := wait(ctx, b.c.Publish(w.Topic, 1, true, w.Payload), 0); err != nil {
+				b.log.Warn("bus: could not announce leaving", "topic", w.Topic, "err", err)
+			}
+			cancel()
+		}
+		b.c.Disconnect(uint(b.opts.Quiesce / time.Millisecond))
+	})
+	return nil
+}

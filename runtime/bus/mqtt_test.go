@@ -1,0 +1,244 @@
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+type received struct {
+	topic   string
+	payload string
+}
+
+// collect subscribes filter and returns a channel of what arrives.
+func collect(t *testing.T, b bus.Bus, filter string) <-chan received {
+	t.Helper()
+	ch := make(chan received, 64)
+	err := b.Subscribe(context.Background(), filter, func(topic string, payload []byte) {
+		select {
+		case ch <- received{topic, string(payload)}:
+		default:
+			t.Errorf("test channel full")
+		}
+	})
+	if err != nil {
+		t.Fatalf("subscribe %s: %v", filter, err)
+	}
+	return ch
+}
+
+func expect(t *testing.T, ch <-chan received, topic, payload string, within time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	for {
+		select {
+		case r := <-ch:
+			if r.topic == topic && r.payload == payload {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("did not receive %q on %s within %v", payload, topic, within)
+		}
+	}
+}
+
+func expectNone(t *testing.T, ch <-chan received, topic string, within time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	for {
+		select {
+		case r := <-ch:
+			if r.topic == topic {
+				t.Fatalf("received %q on %s, which the broker should have refused", r.payload, topic)
+			}
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+func dial(t *testing.T, url, id string, mod ...func(*bus.Options)) *bus.MQTT {
+	t.Helper()
+	o := bus.Options{Broker: url, ClientID: id + "-" + t.Name(), Username: id, MaxReconnect: 200 * time.Millisecond}
+	for _, m := range mod {
+		m(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := bus.Dial(ctx, o)
+	if err != nil {
+		t.Fatalf("dial %s as %s: %v", url, id, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestRoundTrip(t *testing.T) {
+	bustest.ForEach(t, bustest.Options{}, func(t *testing.T, br bustest.Broker) {
+		a := dial(t, br.URL(), "a")
+		b := dial(t, br.URL(), "b")
+		ch := collect(t, b, "test/+/x")
+		for i := range 3 {
+			p := fmt.Sprintf("hello %d", i)
+			if err := a.Publish(context.Background(), "test/one/x", []byte(p), false); err != nil {
+				t.Fatal(err)
+			}
+			expect(t, ch, "test/one/x", p, 5*time.Second)
+		}
+	})
+}
+
+func TestRetainedPresenceAndLastWill(t *testing.T) {
+	s := topic.New("")
+	bustest.ForEach(t, bustest.Options{ACL: true}, func(t *testing.T, br bustest.Broker) {
+		pt := s.Presence("lr", "kyoko")
+		var dev string
+		switch b := br.(type) {
+		case *bustest.Embedded:
+			dev = b.Inner().Addr()
+		default:
+			dev = strings.TrimPrefix(br.URL(), "tcp://")
+		}
+		proxy := bustest.StartProxy(t, dev)
+		kyoko := dial(t, proxy.URL(), "kyoko", func(o *bus.Options) {
+			o.Birth = &bus.Retained{Topic: pt, Payload: []byte("online")}
+			o.Will = &bus.Retained{Topic: pt, Payload: []byte("offline")}
+		})
+		_ = kyoko
+		// A client that arrives later still sees the retained presence.
+		late := dial(t, br.URL(), "watcher")
+		ch := collect(t, late, s.Presences("lr"))
+		expect(t, ch, pt, "online", 5*time.Second)
+
+		// Kill the connection without DISCONNECT: the broker fires the Will.
+		proxy.Cut()
+		expect(t, ch, pt, "offline", 10*time.Second)
+
+		// The Will is retained too.
+		later := dial(t, br.URL(), "watcher2")
+		expect(t, collect(t, later, s.Presences("lr")), pt, "offline", 5*time.Second)
+	})
+}
+
+func TestCleanCloseAnnouncesOffline(t *testing.T) {
+	s := topic.New("")
+	bustest.ForEach(t, bustest.Options{ACL: true}, func(t *testing.T, br bustest.Broker) {
+		pt := s.Presence("lr", "hana")
+		w := dial(t, br.URL(), "watcher")
+		ch := collect(t, w, s.Presences("lr"))
+		hana := dial(t, br.URL(), "hana", func(o *bus.Options) {
+			o.Birth = &bus.Retained{Topic: pt, Payload: []byte("online")}
+			o.Will = &bus.Retained{Topic: pt, Payload: []byte("offline")}
+		})
+		expect(t, ch, pt, "online", 5*time.Second)
+		hana.Close()
+		expect(t, ch, pt, "offline", 5*time.Second)
+		if err := hana.Publish(context.Background(), pt, []byte("x"), false); err != bus.ErrClosed {
+			t.Fatalf("publish after close: %v, want ErrClosed", err)
+		}
+		hana.Close() // idempotent
+	})
+}
+
+func TestReconnectAfterBrokerRestart(t *testing.T) {
+	s := topic.New("")
+	bustest.ForEach(t, bustest.Options{}, func(t *testing.T, br bustest.Broker) {
+		m := metrics.New()
+		pt := s.Presence("lr", "kyoko")
+		sub := dial(t, br.URL(), "sub", func(o *bus.Options) { o.Metrics = m })
+		ch := collect(t, sub, "test/#")
+		dev := dial(t, br.URL(), "kyoko", func(o *bus.Options) {
+			o.Birth = &bus.Retained{Topic: pt, Payload: []byte("online")}
+		})
+		pub := dial(t, br.URL(), "pub")
+		if err := pub.Publish(context.Background(), "test/before", []byte("1"), false); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, ch, "test/before", "1", 5*time.Second)
+
+		br.Restart(t) // drops every connection and forgets retained messages
+
+		// The subscriber resubscribes on its own; keep publishing until it hears.
+		deadline := time.Now().Add(15 * time.Second)
+		var got atomic.Bool
+		for !got.Load() && time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			pub.Publish(ctx, "test/after", []byte("2"), false)
+			cancel()
+			select {
+			case r := <-ch:
+				if r.topic == "test/after" {
+					got.Store(true)
+				}
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if !got.Load() {
+			t.Fatal("subscriber did not receive after the broker restarted")
+		}
+		if n := testutil.ToFloat64(m.Reconnects); n < 1 {
+			t.Fatalf("reconnects metric = %v, want >= 1", n)
+		}
+		// The device re-announced its presence to the new broker.
+		w := dial(t, br.URL(), "watcher")
+		expect(t, collect(t, w, s.Presences("lr")), pt, "online", 10*time.Second)
+		_ = dev
+	})
+}
+
+func TestACL(t *testing.T) {
+	s := topic.New("")
+	users := map[string]string{"kyoko": "pw-k", "hana": "pw-h", "floor": "pw-f", "watcher": "pw-w"}
+	bustest.ForEach(t, bustest.Options{ACL: true, Users: users}, func(t *testing.T, br bustest.Broker) {
+		withPW := func(o *bus.Options) { o.Password = users[o.Username] }
+		w := dial(t, br.URL(), "watcher", withPW)
+		ch := collect(t, w, s.Prefix+"/#")
+		kyoko := dial(t, br.URL(), "kyoko", withPW)
+		floor := dial(t, br.URL(), "floor", withPW)
+		hana := dial(t, br.URL(), "hana", withPW)
+		ctx := context.Background()
+		short := func() context.Context {
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			t.Cleanup(cancel)
+			return c
+		}
+
+		// Denied: a state, a presence and a grant not under one's own name.
+		kyoko.Publish(short(), s.State("lr", "hana"), []byte("spoofed state"), false)
+		kyoko.Publish(short(), s.Presence("lr", "hana"), []byte("spoofed presence"), true)
+		hana.Publish(short(), s.Turns("lr"), []byte("fake grant"), false)
+		// Allowed: own state, and a grant from the floor, published after.
+		if err := floor.Publish(ctx, s.Turns("lr"), []byte("grant"), false); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, ch, s.Turns("lr"), "grant", 5*time.Second)
+		expectNone(t, ch, s.State("lr", "hana"), 300*time.Millisecond)
+
+		k2 := dial(t, br.URL(), "kyoko", withPW) // the embedded broker disconnects a denied QoS 1 publisher
+		if err := k2.Publish(ctx, s.State("lr", "kyoko"), []byte("own state"), false); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, ch, s.State("lr", "kyoko"), "own state", 5*time.Second)
+
+		// A wrong password never connects.
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if b, err := bus.Dial(c, bus.Options{Broker: br.URL(), ClientID: "intruder", Username: "kyoko", Password: "wrong"}); err == nil {
+			b.Close()
+			t.Fatal("connected with a wrong password")
+		}
+	})
+}

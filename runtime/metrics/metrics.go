@@ -1,0 +1,133 @@
+// Package metrics holds the Prometheus metrics of a Chorus process and the one
+// place where rejected input is counted and logged.
+//
+// # Usage
+//
+// One *Metrics is built per process (or per test) with New and handed down to
+// every component; its Registry is what /metrics serves. Components accept a
+// nil *Metrics and then keep a private one, so tests need not wire it.
+//
+// Rejected input (a malformed payload, a spoof, a late or unknown State) goes
+// through Reject, which counts it by source and kind and logs it at most once
+// per source, peer and kind per minute (DESIGN.md: "logged once").
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use.
+package metrics
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics is the set of Chorus metrics, registered in Registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	BadInput      *prometheus.CounterVec // source, kind
+	Votes         prometheus.Counter
+	LateStates    prometheus.Counter
+	DroppedStates *prometheus.CounterVec // reason
+	Grants        *prometheus.CounterVec // reason
+	TurnLatency   prometheus.Histogram   // message arrival → grant published
+	QueryLatency  *prometheus.HistogramVec
+	QueryErrors   *prometheus.CounterVec // type, reason
+	FirstAudio    prometheus.Histogram
+	Reconnects    prometheus.Counter
+	BrainFailures *prometheus.CounterVec // reason
+
+	limiter limiter
+}
+
+// New builds a Metrics with a fresh registry that also carries the Go and
+// process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) prometheus.Collector { r.MustRegister(c); return c }
+	lat := []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30}
+	m := &Metrics{
+		Registry: r,
+		BadInput: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_bad_input_total",
+			Help: "Payloads rejected, by source (message, state, grant, ...) and kind (oversize, syntax, spoof, ...)."},
+			[]string{"source", "kind"})).(*prometheus.CounterVec),
+		Votes: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_floor_votes_total",
+			Help: "States counted by the floor."})).(prometheus.Counter),
+		LateStates: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_floor_late_states_total",
+			Help: "States that arrived after their message was decided."})).(prometheus.Counter),
+		DroppedStates: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_floor_dropped_states_total",
+			Help: "States dropped by the floor, by reason."}, []string{"reason"})).(*prometheus.CounterVec),
+		Grants: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_floor_grants_total",
+			Help: "Turn grants published, by reason."}, []string{"reason"})).(*prometheus.CounterVec),
+		TurnLatency: f(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chorus_floor_turn_latency_seconds",
+			Help: "From a message's arrival at the floor to its grant.", Buckets: lat})).(prometheus.Histogram),
+		QueryLatency: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chorus_query_latency_seconds",
+			Help: "Query round trip as the client sees it, by type.", Buckets: lat}, []string{"type"})).(*prometheus.HistogramVec),
+		QueryErrors: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_query_errors_total",
+			Help: "Queries that failed, by type and reason."}, []string{"type", "reason"})).(*prometheus.CounterVec),
+		FirstAudio: f(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chorus_speak_first_audio_seconds",
+			Help: "From a speak query's arrival to its first PCM frame at the audio driver.", Buckets: lat})).(prometheus.Histogram),
+		Reconnects: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_mqtt_reconnects_total",
+			Help: "MQTT connections re-established after a loss."})).(prometheus.Counter),
+		BrainFailures: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_brain_failures_total",
+			Help: "Brain calls that fell back to listen, by reason."}, []string{"reason"})).(*prometheus.CounterVec),
+	}
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.limiter.every = time.Minute
+	return m
+}
+
+// OrNew returns m, or a fresh Metrics when m is nil.
+func OrNew(m *Metrics) *Metrics {
+	if m == nil {
+		return New()
+	}
+	return m
+}
+
+// Reject counts one rejected input and logs it, at most once per minute for
+// the same source, peer and kind.
+func (m *Metrics) Reject(log *slog.Logger, source, peer, kind string, err error) {
+	m.BadInput.WithLabelValues(source, kind).Inc()
+	if log != nil && m.limiter.allow(source+"\x00"+peer+"\x00"+kind, time.Now()) {
+		log.Warn("rejected input", "source", source, "peer", peer, "kind", kind, "err", err)
+	}
+}
+
+// maxLimiterKeys bounds the limiter's memory: a flood of distinct peers can
+// cost at most this many entries.
+const maxLimiterKeys = 4096
+
+// limiter lets one event per key through per period.
+type limiter struct {
+	mu    sync.Mutex
+	every time.Duration
+	last  map[string]time.Time
+}
+
+func (l *limiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = make(map[string]time.Time)
+	}
+	if t, ok := l.last[key]; ok && now.Sub(t) < l.every {
+		return false
+	}
+	if len(l.last) >= maxLimiterKeys {
+		for k, t := range l.last {
+			if now.Sub(t) >= l.every {
+				delete(l.last, k)
+			}
+		}
+		if len(l.last) >= maxLimiterKeys {
+			return false // still full of recent keys: stay quiet rather than grow
+		}
+	}
+	l.last[key] = now
+	return true
+}

@@ -1,0 +1,471 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Default payload caps. A cap of 0 passed to a decoder means the default.
+const (
+	DefaultMaxBytes       = 64 << 10 // messages, states, grants, presence, realtime
+	DefaultMaxResultBytes = 8 << 20  // query results carry camera frames
+	MaxIDLen              = 128      // message and query ids
+	MaxIdentityLen        = 64       // companion, device, floor and room names
+)
+
+// ValidIdentity reports why s cannot be a companion, device, room or floor
+// identity, or "" when it can. Identities are MQTT topic segments, so they
+// must not contain '/', '+', '#', spaces or control characters.
+func ValidIdentity(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > MaxIdentityLen:
+		return "must be at most 64 bytes"
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	case strings.ContainsAny(s, "/+#$"):
+		return "must not contain '/', '+', '#' or '$'"
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return "must not contain spaces or control characters"
+		}
+	}
+	return ""
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields, trailing data and payloads over max bytes.
+func decodeStrict(typ string, b []byte, max int, v any) error {
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	if len(b) > max {
+		return fieldErr(typ, "", KindOversize, "payload is %d bytes, cap is %d", len(b), max)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonErr(typ, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fieldErr(typ, "", KindSyntax, "trailing data after the JSON value")
+	}
+	return nil
+}
+
+// checker collects the first validation failure of a payload.
+type checker struct {
+	typ string
+	err *Error
+}
+
+func (c *checker) fail(field string, kind Kind, format string, args ...any) {
+	if c.err == nil {
+		c.err = fieldErr(c.typ, field, kind, format, args...)
+	}
+}
+
+func (c *checker) literal(field, got, want string) {
+	if got == "" {
+		c.fail(field, KindMissing, "required, must be %q", want)
+	} else if got != want {
+		c.fail(field, KindInvalid, "must be %q, got %q", want, got)
+	}
+}
+
+func (c *checker) id(field, s string) {
+	switch {
+	case s == "":
+		c.fail(field, KindMissing, "required and must not be empty")
+	case len(s) > MaxIDLen:
+		c.fail(field, KindInvalid, "must be at most %d bytes", MaxIDLen)
+	case !utf8.ValidString(s):
+		c.fail(field, KindInvalid, "must be valid UTF-8")
+	}
+}
+
+func (c *checker) identity(field, s string) {
+	if s == "" {
+		c.fail(field, KindMissing, "required and must not be empty")
+	} else if why := ValidIdentity(s); why != "" {
+		c.fail(field, KindInvalid, "%s", why)
+	}
+}
+
+func (c *checker) object(field string, raw json.RawMessage, required bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		if required {
+			c.fail(field, KindMissing, "required, must be an object")
+		}
+		return
+	}
+	if t[0] != '{' {
+		c.fail(field, KindInvalid, "must be an object")
+	}
+}
+
+func (c *checker) nonNegative(field string, n int) {
+	if n < 0 {
+		c.fail(field, KindInvalid, "must not be negative, got %d", n)
+	}
+}
+
+func (c *checker) done() error {
+	if c.err == nil {
+		return nil
+	}
+	return c.err
+}
+
+// DecodeMessage decodes and validates a message.send payload.
+func DecodeMessage(b []byte, max int) (Message, error) {
+	var m Message
+	if err := decodeStrict("message", b, max, &m); err != nil {
+		return Message{}, err
+	}
+	return m, m.Validate()
+}
+
+// Validate checks a Message as DecodeMessage does.
+func (m Message) Validate() error {
+	c := checker{typ: "message"}
+	c.literal("jsonrpc", m.JSONRPC, JSONRPC)
+	c.literal("method", m.Method, MethodMessage)
+	c.id("params.id", m.Params.ID)
+	c.identity("params.from", m.Params.From)
+	for i, to := range m.Params.To {
+		if why := ValidIdentity(to); why != "" {
+			c.fail("params.to["+itoa(i)+"]", KindInvalid, "%s", why)
+		}
+	}
+	if !utf8.ValidString(m.Params.Message) {
+		c.fail("params.message", KindInvalid, "must be valid UTF-8")
+	}
+	if e, ok := m.Params.Metadata["emotion"]; ok {
+		if s, isStr := e.(string); !isStr || !Emotion(s).Valid() {
+			c.fail("params.metadata.emotion", KindInvalid, "must be one of neutral, happy, sad, angry, got %v", e)
+		}
+	}
+	return c.done()
+}
+
+// stateWire mirrors State with pointers, to tell absent from zero.
+type stateWire struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  *struct {
+		ID         *string  `json:"id"`
+		From       string   `json:"from"`
+		MessageID  string   `json:"messageId"`
+		State      Speech   `json:"state"`
+		Importance *float64 `json:"importance"`
+		Selected   *bool    `json:"selected"`
+		Closing    *Closing `json:"closing"`
+	} `json:"params"`
+}
+
+// DecodeState decodes and validates a state.send payload. An absent
+// "closing" becomes ClosingNone; "id" may be absent.
+func DecodeState(b []byte, max int) (State, error) {
+	var w stateWire
+	if err := decodeStrict("state", b, max, &w); err != nil {
+		return State{}, err
+	}
+	c := checker{typ: "state"}
+	c.literal("jsonrpc", w.JSONRPC, JSONRPC)
+	c.literal("method", w.Method, MethodState)
+	if w.Params == nil {
+		c.fail("params", KindMissing, "required, must be an object")
+		return State{}, c.done()
+	}
+	p := w.Params
+	s := State{JSONRPC: w.JSONRPC, Method: w.Method, Params: StateParams{From: p.From, MessageID: p.MessageID, State: p.State, Closing: ClosingNone}}
+	if p.ID != nil {
+		c.id("params.id", *p.ID)
+		s.Params.ID = *p.ID
+	}
+	c.identity("params.from", p.From)
+	c.id("params.messageId", p.MessageID)
+	switch p.State {
+	case Speak, Listen:
+	case "":
+		c.fail("params.state", KindMissing, `required, must be "speak" or "listen"`)
+	default:
+		c.fail("params.state", KindInvalid, `must be "speak" or "listen", got %q`, p.State)
+	}
+	if p.Importance == nil {
+		c.fail("params.importance", KindMissing, "required, a number from 0 to 10")
+	} else if *p.Importance < MinImportance || *p.Importance > MaxImportance {
+		c.fail("params.importance", KindInvalid, "must be from 0 to 10, got %v", *p.Importance)
+	} else {
+		s.Params.Importance = *p.Importance
+	}
+	if p.Selected == nil {
+		c.fail("params.selected", KindMissing, "required, a boolean")
+	} else {
+		s.Params.Selected = *p.Selected
+	}
+	if p.Closing != nil {
+		if !p.Closing.Valid() {
+			c.fail("params.closing", KindInvalid, `must be one of none, pre-closing, closing, terminal, got %q`, *p.Closing)
+		}
+		s.Params.Closing = *p.Closing
+	}
+	if err := c.done(); err != nil {
+		return State{}, err
+	}
+	return s, nil
+}
+
+// Validate checks a State as DecodeState does (for states built in code).
+func (s State) Validate() error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fieldErr("state", "", KindInvalid, "%v", err)
+	}
+	_, err = DecodeState(b, 0)
+	return err
+}
+
+var grantReasons = map[string]bool{ReasonSelected: true, ReasonSpeak: true, ReasonRest: true, ReasonExpired: true, ReasonHeld: true}
+var decidedBy = map[string]bool{DecidedAllVoted: true, DecidedDeadline: true, DecidedEvicted: true}
+
+// DecodeTurnGrant decodes and validates a TurnGrant.
+func DecodeTurnGrant(b []byte, max int) (TurnGrant, error) {
+	var g TurnGrant
+	var presence struct {
+		Speaker json.RawMessage `json:"speaker"`
+		Votes   json.RawMessage `json:"votes"`
+	}
+	if err := decodeStrict("grant", b, max, &g); err != nil {
+		return TurnGrant{}, err
+	}
+	_ = json.Unmarshal(b, &presence) // already known to be valid JSON
+	c := checker{typ: "grant"}
+	c.identity("from", g.From)
+	c.id("messageId", g.MessageID)
+	if presence.Speaker == nil {
+		c.fail("speaker", KindMissing, "required, a companion id or null")
+	} else if g.Speaker != nil {
+		c.identity("speaker", *g.Speaker)
+	}
+	if !grantReasons[g.Reason] {
+		c.fail("reason", KindInvalid, "must be one of selected, speak, rest, expired, held, got %q", g.Reason)
+	}
+	if !decidedBy[g.DecidedBy] {
+		c.fail("decidedBy", KindInvalid, "must be one of all-voted, deadline, evicted, got %q", g.DecidedBy)
+	}
+	if presence.Votes == nil {
+		c.fail("votes", KindMissing, "required, an array")
+	}
+	for i, v := range g.Votes {
+		f := "votes[" + itoa(i) + "]"
+		c.identity(f+".from", v.From)
+		if v.State != Speak && v.State != Listen {
+			c.fail(f+".state", KindInvalid, `must be "speak" or "listen", got %q`, v.State)
+		}
+		if v.Importance < MinImportance || v.Importance > MaxImportance {
+			c.fail(f+".importance", KindInvalid, "must be from 0 to 10, got %v", v.Importance)
+		}
+		if !v.Closing.Valid() {
+			c.fail(f+".closing", KindInvalid, "must be one of none, pre-closing, closing, terminal, got %q", v.Closing)
+		}
+	}
+	for i, m := range g.Missing {
+		c.identity("missing["+itoa(i)+"]", m)
+	}
+	if err := c.done(); err != nil {
+		return TurnGrant{}, err
+	}
+	return g, nil
+}
+
+// DecodePresence decodes and validates a Presence.
+func DecodePresence(b []byte, max int) (Presence, error) {
+	var w struct {
+		Online *bool     `json:"online"`
+		Device string    `json:"device"`
+		Since  time.Time `json:"since"`
+	}
+	if err := decodeStrict("presence", b, max, &w); err != nil {
+		return Presence{}, err
+	}
+	c := checker{typ: "presence"}
+	if w.Online == nil {
+		c.fail("online", KindMissing, "required, a boolean")
+	}
+	c.identity("device", w.Device)
+	if w.Since.IsZero() {
+		c.fail("since", KindMissing, "required, an RFC 3339 time")
+	}
+	if err := c.done(); err != nil {
+		return Presence{}, err
+	}
+	return Presence{Online: *w.Online, Device: w.Device, Since: w.Since}, nil
+}
+
+// DecodeQuery decodes and validates a query.send or query.cancel payload.
+func DecodeQuery(b []byte, max int) (Query, error) {
+	var q Query
+	if err := decodeStrict("query", b, max, &q); err != nil {
+		return Query{}, err
+	}
+	return q, q.Validate()
+}
+
+// Validate checks a Query as DecodeQuery does.
+func (q Query) Validate() error {
+	c := checker{typ: "query"}
+	c.literal("jsonrpc", q.JSONRPC, JSONRPC)
+	switch q.Method {
+	case MethodQuery, MethodQueryCancel:
+	case "":
+		c.fail("method", KindMissing, `required, must be "query.send" or "query.cancel"`)
+	default:
+		c.fail("method", KindInvalid, `must be "query.send" or "query.cancel", got %q`, q.Method)
+	}
+	c.id("id", q.ID)
+	c.identity("params.from", q.Params.From)
+	if q.Params.Type == "" {
+		c.fail("params.type", KindMissing, "required and must not be empty")
+	} else if len(q.Params.Type) > MaxIdentityLen {
+		c.fail("params.type", KindInvalid, "must be at most 64 bytes")
+	}
+	c.object("params.body", q.Params.Body, false)
+	return c.done()
+}
+
+// DecodeQueryResult decodes and validates a QueryResult; max 0 means
+// DefaultMaxResultBytes.
+func DecodeQueryResult(b []byte, max int) (QueryResult, error) {
+	if max <= 0 {
+		max = DefaultMaxResultBytes
+	}
+	var w struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Result  *struct {
+			Success *bool           `json:"success"`
+			Body    json.RawMessage `json:"body"`
+		} `json:"result"`
+		Error *string `json:"error"`
+	}
+	if err := decodeStrict("result", b, max, &w); err != nil {
+		return QueryResult{}, err
+	}
+	c := checker{typ: "result"}
+	c.literal("jsonrpc", w.JSONRPC, JSONRPC)
+	c.id("id", w.ID)
+	r := QueryResult{JSONRPC: w.JSONRPC, ID: w.ID}
+	switch {
+	case w.Result == nil && w.Error == nil:
+		c.fail("result", KindMissing, `one of "result" and "error" is required`)
+	case w.Result != nil && w.Error != nil:
+		c.fail("error", KindInvalid, `must not be set together with "result"`)
+	case w.Error != nil:
+		if *w.Error == "" {
+			c.fail("error", KindMissing, "must not be empty")
+		}
+		r.Error = *w.Error
+	default:
+		if w.Result.Success == nil {
+			c.fail("result.success", KindMissing, "required, a boolean")
+		}
+		c.object("result.body", w.Result.Body, true)
+		if c.err == nil {
+			r.Result = &ResultBody{Success: *w.Result.Success, Body: w.Result.Body}
+		}
+	}
+	if err := c.done(); err != nil {
+		return QueryResult{}, err
+	}
+	return r, nil
+}
+
+func (c *checker) limits(l Limits) {
+	c.nonNegative("limits.rate_limit", l.RateLimitMs)
+	c.nonNegative("limits.per_agent", l.PerAgent)
+	c.nonNegative("limits.per_day", l.PerDay)
+	c.nonNegative("limits.max_length", l.MaxLength)
+	c.nonNegative("limits.phase_timeout", l.PhaseTimeoutMs)
+	c.nonNegative("limits.silence_timeout", l.SilenceTimeoutMs)
+}
+
+// DecodePhase decodes and validates a realtime Phase event.
+func DecodePhase(b []byte, max int) (Phase, error) {
+	var p Phase
+	if err := decodeStrict("phase", b, max, &p); err != nil {
+		return Phase{}, err
+	}
+	c := checker{typ: "phase"}
+	c.identity("from", p.From)
+	c.id("phase", p.Phase)
+	if p.Event != PhaseStart && p.Event != PhaseEnd {
+		c.fail("event", KindInvalid, `must be "start" or "end", got %q`, p.Event)
+	}
+	if p.Kind != PhaseTalk && p.Kind != PhaseWhisper {
+		c.fail("kind", KindInvalid, `must be "talk" or "whisper", got %q`, p.Kind)
+	}
+	if p.Kind == PhaseWhisper && p.Event == PhaseStart && len(p.Members) == 0 {
+		c.fail("members", KindMissing, "a whisper phase must list its members")
+	}
+	for i, m := range p.Members {
+		c.identity("members["+itoa(i)+"]", m)
+	}
+	c.limits(p.Limits)
+	if err := c.done(); err != nil {
+		return Phase{}, err
+	}
+	return p, nil
+}
+
+// DecodePost decodes and validates a realtime Post.
+func DecodePost(b []byte, max int) (Post, error) {
+	var p Post
+	if err := decodeStrict("post", b, max, &p); err != nil {
+		return Post{}, err
+	}
+	c := checker{typ: "post"}
+	c.identity("from", p.From)
+	c.id("phase", p.Phase)
+	c.id("id", p.ID)
+	if !utf8.ValidString(p.Text) {
+		c.fail("text", KindInvalid, "must be valid UTF-8")
+	}
+	if err := c.done(); err != nil {
+		return Post{}, err
+	}
+	return p, nil
+}
+
+// DecodePostAck decodes and validates the floor's answer to a Post.
+func DecodePostAck(b []byte, max int) (PostAck, error) {
+	var a PostAck
+	if err := decodeStrict("postack", b, max, &a); err != nil {
+		return PostAck{}, err
+	}
+	c := checker{typ: "postack"}
+	c.identity("from", a.From)
+	c.id("phase", a.Phase)
+	c.id("postId", a.PostID)
+	c.nonNegative("idx", a.Idx)
+	c.nonNegative("remaining", a.Remaining)
+	if !a.Accepted && a.Reason == "" {
+		c.fail("reason", KindMissing, "a rejected post must say why")
+	}
+	if err := c.done(); err != nil {
+		return PostAck{}, err
+	}
+	return a, nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

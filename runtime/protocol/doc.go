@@ -1,0 +1,24 @@
+// Package protocol defines the Chorus wire types and their strict decoders.
+//
+// The shapes follow aikyo's JSON-RPC 2.0 messages (message.send, state.send,
+// query.send and its result) so that a payload written by an aikyo client
+// decodes here, plus the types Chorus adds: TurnGrant, Presence, and the
+// realtime Phase, Post and PostAck.
+//
+// # Decoding
+//
+// Every Decode function is strict (DESIGN.md, "Decoding is strict"): a payload
+// larger than the cap, with unknown fields, a missing or empty id, a number out
+// of range, a bad enum value, a wrong "jsonrpc" or "method", or trailing data is
+// rejected with an *Error that names the field and says what is wrong. The
+// Error's Kind is a small fixed set, suitable as a metrics label.
+//
+// Where aikyo's versions differ, both are accepted: a State's "id" may be
+// present (Japanese schema) or absent (English schema), and an absent
+// "closing" means ClosingNone.
+//
+// # Concurrency
+//
+// The types are plain values; decoders keep no state and are safe to call from
+// any goroutine.
+package protocol

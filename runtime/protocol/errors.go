@@ -1,0 +1,89 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind classifies why a payload was rejected. The set is fixed so that it can
+// label a metric.
+type Kind string
+
+const (
+	KindOversize     Kind = "oversize"      // larger than the configured cap
+	KindSyntax       Kind = "syntax"        // not JSON, or trailing data
+	KindUnknownField Kind = "unknown_field" // a field the schema does not have
+	KindMissing      Kind = "missing"       // a required field is absent or empty
+	KindInvalid      Kind = "invalid"       // wrong type, out of range, bad enum
+	KindSpoof        Kind = "spoof"         // "from" differs from the topic's identity
+)
+
+// Kinds lists every Kind, for pre-registering metric labels.
+var Kinds = []Kind{KindOversize, KindSyntax, KindUnknownField, KindMissing, KindInvalid, KindSpoof}
+
+// Error is a rejected payload: which type, which field, what is wrong.
+type Error struct {
+	Type  string // the wire type being decoded, e.g. "state"
+	Field string // JSON path of the offending field, e.g. "params.importance"; empty for the whole payload
+	Kind  Kind
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("protocol: %s: %s", e.Type, e.Msg)
+	}
+	return fmt.Sprintf("protocol: %s: %s: %s", e.Type, e.Field, e.Msg)
+}
+
+// KindOf returns the Kind of a decoding error, or KindInvalid for any other
+// non-nil error.
+func KindOf(err error) Kind {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Kind
+	}
+	return KindInvalid
+}
+
+func fieldErr(typ, field string, kind Kind, format string, args ...any) *Error {
+	return &Error{Type: typ, Field: field, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// jsonErr turns an encoding/json error into an *Error naming the field.
+func jsonErr(typ string, err error) *Error {
+	var syn *json.SyntaxError
+	var ute *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fieldErr(typ, "", KindSyntax, "invalid JSON at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &ute):
+		return fieldErr(typ, ute.Field, KindInvalid, "must be %s, got JSON %s", goTypeName(ute.Type.Kind().String()), ute.Value)
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fieldErr(typ, strings.Trim(name, `"`), KindUnknownField, "unknown field")
+	}
+	if strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "EOF") {
+		return fieldErr(typ, "", KindSyntax, "truncated JSON")
+	}
+	return fieldErr(typ, "", KindSyntax, "%s", strings.TrimPrefix(msg, "json: "))
+}
+
+func goTypeName(kind string) string {
+	switch kind {
+	case "float64", "float32", "int", "int64", "int32", "uint", "uint64":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "string":
+		return "a string"
+	case "slice":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return kind
+}

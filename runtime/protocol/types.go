@@ -1,0 +1,283 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// JSONRPC is the only accepted value of the "jsonrpc" field.
+const JSONRPC = "2.0"
+
+// Method names on the wire.
+const (
+	MethodMessage     = "message.send"
+	MethodState       = "state.send"
+	MethodQuery       = "query.send"
+	MethodQueryCancel = "query.cancel"
+)
+
+// Message is what a companion, a user client or the floor says in a room
+// (aikyo's message.send).
+type Message struct {
+	JSONRPC string        `json:"jsonrpc"`
+	Method  string        `json:"method"`
+	Params  MessageParams `json:"params"`
+}
+
+// MessageParams is the body of a Message.
+type MessageParams struct {
+	ID      string   `json:"id"`
+	From    string   `json:"from"`
+	To      []string `json:"to"`
+	Message string   `json:"message"`
+	// Metadata is free-form as in aikyo; "emotion", when present, must be one
+	// of the Emotion values.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// NewMessage builds a message.send notification.
+func NewMessage(id, from string, to []string, text string, emotion Emotion) Message {
+	if to == nil {
+		to = []string{}
+	}
+	m := Message{JSONRPC: JSONRPC, Method: MethodMessage, Params: MessageParams{ID: id, From: from, To: to, Message: text}}
+	if emotion != "" {
+		m.Params.Metadata = map[string]any{"emotion": string(emotion)}
+	}
+	return m
+}
+
+// Emotion returns the message's emotion metadata, or EmotionNeutral.
+func (p MessageParams) Emotion() Emotion {
+	if s, ok := p.Metadata["emotion"].(string); ok {
+		return Emotion(s)
+	}
+	return EmotionNeutral
+}
+
+// Emotion is the tone of an utterance (aikyo's speak tool).
+type Emotion string
+
+const (
+	EmotionNeutral Emotion = "neutral"
+	EmotionHappy   Emotion = "happy"
+	EmotionSad     Emotion = "sad"
+	EmotionAngry   Emotion = "angry"
+)
+
+// Valid reports whether e is a known emotion.
+func (e Emotion) Valid() bool {
+	switch e {
+	case EmotionNeutral, EmotionHappy, EmotionSad, EmotionAngry:
+		return true
+	}
+	return false
+}
+
+// Speech is a companion's wish for the next turn.
+type Speech string
+
+const (
+	Speak  Speech = "speak"
+	Listen Speech = "listen"
+)
+
+// Closing is the stage of winding a conversation down (aikyo-closing).
+type Closing string
+
+const (
+	ClosingNone     Closing = "none"
+	ClosingPre      Closing = "pre-closing"
+	ClosingClosing  Closing = "closing"
+	ClosingTerminal Closing = "terminal"
+)
+
+// Valid reports whether c is one of the four stages.
+func (c Closing) Valid() bool {
+	switch c {
+	case ClosingNone, ClosingPre, ClosingClosing, ClosingTerminal:
+		return true
+	}
+	return false
+}
+
+// Rank orders the stages: none 0, pre-closing 1, closing 2, terminal 3.
+func (c Closing) Rank() int {
+	switch c {
+	case ClosingPre:
+		return 1
+	case ClosingClosing:
+		return 2
+	case ClosingTerminal:
+		return 3
+	}
+	return 0
+}
+
+// Importance bounds, as in aikyo's StateBody schema.
+const (
+	MinImportance = 0
+	MaxImportance = 10
+)
+
+// State is a companion's vote on who speaks after a message (aikyo's
+// state.send).
+type State struct {
+	JSONRPC string      `json:"jsonrpc"`
+	Method  string      `json:"method"`
+	Params  StateParams `json:"params"`
+}
+
+// StateParams is the body of a State.
+type StateParams struct {
+	ID         string  `json:"id,omitempty"` // present in aikyo's Japanese schema only
+	From       string  `json:"from"`
+	MessageID  string  `json:"messageId"`
+	State      Speech  `json:"state"`
+	Importance float64 `json:"importance"`
+	Selected   bool    `json:"selected"`
+	Closing    Closing `json:"closing"`
+}
+
+// NewState builds a state.send notification.
+func NewState(p StateParams) State {
+	if p.Closing == "" {
+		p.Closing = ClosingNone
+	}
+	return State{JSONRPC: JSONRPC, Method: MethodState, Params: p}
+}
+
+// Grant reasons.
+const (
+	ReasonSelected = "selected" // the speaker was named and wanted it most
+	ReasonSpeak    = "speak"    // the speaker asked to speak with the highest importance
+	ReasonRest     = "rest"     // nobody eligible: the conversation rests
+	ReasonExpired  = "expired"  // the pending message was evicted before a decision
+	ReasonHeld     = "held"     // a human holds the floor
+)
+
+// Decided-by values of a TurnGrant.
+const (
+	DecidedAllVoted = "all-voted"
+	DecidedDeadline = "deadline"
+	DecidedEvicted  = "evicted"
+)
+
+// TurnGrant is the floor's decision for one message (added by Chorus).
+type TurnGrant struct {
+	From      string   `json:"from"` // the floor identity
+	MessageID string   `json:"messageId"`
+	Speaker   *string  `json:"speaker"` // null: nobody speaks
+	Reason    string   `json:"reason"`
+	DecidedBy string   `json:"decidedBy"`
+	Votes     []Vote   `json:"votes"`
+	Missing   []string `json:"missing,omitempty"` // participants that did not vote in time
+}
+
+// SpeakerID returns the granted speaker or "".
+func (g TurnGrant) SpeakerID() string {
+	if g.Speaker == nil {
+		return ""
+	}
+	return *g.Speaker
+}
+
+// Vote is one State as the floor counted it.
+type Vote struct {
+	From       string  `json:"from"`
+	State      Speech  `json:"state"`
+	Importance float64 `json:"importance"`
+	Selected   bool    `json:"selected"`
+	Closing    Closing `json:"closing"`
+}
+
+// VoteOf condenses a State into a Vote.
+func VoteOf(p StateParams) Vote {
+	return Vote{From: p.From, State: p.State, Importance: p.Importance, Selected: p.Selected, Closing: p.Closing}
+}
+
+// Presence is retained under presence/{id}; the Last Will sets Online false.
+type Presence struct {
+	Online bool      `json:"online"`
+	Device string    `json:"device"`
+	Since  time.Time `json:"since"`
+}
+
+// Query asks a device for something (aikyo's query.send). Method is
+// query.send, or query.cancel to stop the running query named by Params.Body's
+// "id".
+type Query struct {
+	JSONRPC string      `json:"jsonrpc"`
+	Method  string      `json:"method"`
+	ID      string      `json:"id"`
+	Params  QueryParams `json:"params"`
+}
+
+// QueryParams is the body of a Query.
+type QueryParams struct {
+	From string          `json:"from"`
+	Type string          `json:"type"`
+	Body json.RawMessage `json:"body,omitempty"` // a JSON object, or absent
+}
+
+// QueryResult answers a Query: exactly one of Result and Error is set.
+type QueryResult struct {
+	JSONRPC string      `json:"jsonrpc"`
+	ID      string      `json:"id"`
+	Result  *ResultBody `json:"result,omitempty"`
+	Error   string      `json:"error,omitempty"`
+}
+
+// ResultBody is a successful or failed result with its data.
+type ResultBody struct {
+	Success bool            `json:"success"`
+	Body    json.RawMessage `json:"body"`
+}
+
+// Phase kinds and events of the realtime mode.
+const (
+	PhaseTalk    = "talk"
+	PhaseWhisper = "whisper"
+	PhaseStart   = "start"
+	PhaseEnd     = "end"
+)
+
+// Limits are the hard limits of a realtime phase (aiwolf realtime design).
+type Limits struct {
+	RateLimitMs      int `json:"rate_limit"`      // minimum gap between two posts of one agent
+	PerAgent         int `json:"per_agent"`       // accepted posts per agent per phase
+	PerDay           int `json:"per_day"`         // accepted posts per agent per day
+	MaxLength        int `json:"max_length"`      // characters (runes), not bytes
+	PhaseTimeoutMs   int `json:"phase_timeout"`   // the phase ends after this
+	SilenceTimeoutMs int `json:"silence_timeout"` // the phase ends after this long without a post
+}
+
+// Phase announces the start or end of a realtime phase.
+type Phase struct {
+	From    string   `json:"from"`
+	Phase   string   `json:"phase"`
+	Event   string   `json:"event"`
+	Kind    string   `json:"kind"`
+	Reason  string   `json:"reason,omitempty"`
+	Members []string `json:"members,omitempty"` // whisper channel members
+	Limits  Limits   `json:"limits"`
+}
+
+// Post is a companion's realtime utterance: text, "LISTEN" or "Over".
+type Post struct {
+	From  string `json:"from"`
+	Phase string `json:"phase"`
+	ID    string `json:"id"`
+	Text  string `json:"text"`
+}
+
+// PostAck is the floor's answer to a Post.
+type PostAck struct {
+	From      string `json:"from"`
+	Phase     string `json:"phase"`
+	PostID    string `json:"postId"`
+	Accepted  bool   `json:"accepted"`
+	Idx       int    `json:"idx,omitempty"`
+	Remaining int    `json:"remaining"`
+	Reason    string `json:"reason,omitempty"`
+}

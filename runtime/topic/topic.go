@@ -1,0 +1,222 @@
+// Package topic builds and parses every Chorus MQTT topic name, and holds the
+// publish rules (ACL) that brokers enforce on them. It is the one place where
+// the topic scheme of DESIGN.md ("Topics") is written down in code.
+//
+// # Usage
+//
+//	s := topic.New("chorus")
+//	s.State("livingroom", "kyoko") // chorus/rooms/livingroom/states/kyoko
+//	r, ok := s.Parse(t)            // what a received topic is, and whose
+//	s.MayPublish(user, t)          // the ACL rule for user publishing on t
+//
+// Every topic that carries what one identity says ends in that identity; a
+// receiver compares a payload's "from" with Route.Identity and drops spoofs.
+package topic
+
+import (
+	"strings"
+)
+
+// DefaultPrefix is the topic prefix when the config names none.
+const DefaultPrefix = "chorus"
+
+// DefaultFloorID is the identity floors publish under.
+const DefaultFloorID = "floor"
+
+// Scheme builds topics under one prefix. FloorIDs lists the identities
+// allowed to publish grants, phases and floor answers.
+type Scheme struct {
+	Prefix   string
+	FloorIDs []string
+}
+
+// New returns the scheme for prefix ("" means DefaultPrefix) with the
+// default floor identity.
+func New(prefix string) Scheme {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Scheme{Prefix: prefix, FloorIDs: []string{DefaultFloorID}}
+}
+
+func (s Scheme) room(room string, rest ...string) string {
+	return s.Prefix + "/rooms/" + room + "/" + strings.Join(rest, "/")
+}
+
+// Message is where sender publishes a Message in room.
+func (s Scheme) Message(room, sender string) string { return s.room(room, "messages", sender) }
+
+// Messages is the filter for every Message in room.
+func (s Scheme) Messages(room string) string { return s.room(room, "messages", "+") }
+
+// State is where companion publishes its States in room.
+func (s Scheme) State(room, companion string) string { return s.room(room, "states", companion) }
+
+// States is the filter for every State in room.
+func (s Scheme) States(room string) string { return s.room(room, "states", "+") }
+
+// Turns is where the floor publishes TurnGrants for room.
+func (s Scheme) Turns(room string) string { return s.room(room, "turns") }
+
+// Presence is companion's retained presence in room.
+func (s Scheme) Presence(room, companion string) string { return s.room(room, "presence", companion) }
+
+// Presences is the filter for every presence in room.
+func (s Scheme) Presences(room string) string { return s.room(room, "presence", "+") }
+
+// Phase is where the floor announces realtime phases in room.
+func (s Scheme) Phase(room string) string { return s.room(room, "phase") }
+
+// FloorIn is where companion posts realtime utterances.
+func (s Scheme) FloorIn(room, companion string) string { return s.room(room, "floor", "in", companion) }
+
+// FloorIns is the filter for every realtime post in room.
+func (s Scheme) FloorIns(room string) string { return s.room(room, "floor", "in", "+") }
+
+// FloorOut is where the floor answers companion's posts.
+func (s Scheme) FloorOut(room, companion string) string {
+	return s.room(room, "floor", "out", companion)
+}
+
+// FloorLeader is the retained claim of the active floor of room.
+func (s Scheme) FloorLeader(room string) string { return s.room(room, "floor", "leader") }
+
+// Queries is where queries to device are published.
+func (s Scheme) Queries(device string) string { return s.Prefix + "/devices/" + device + "/queries" }
+
+// Results is where device publishes its query results.
+func (s Scheme) Results(device string) string { return s.Prefix + "/devices/" + device + "/results" }
+
+// Kind names what a topic carries.
+type Kind string
+
+const (
+	KindMessage  Kind = "message"
+	KindState    Kind = "state"
+	KindTurns    Kind = "grant"
+	KindPresence Kind = "presence"
+	KindPhase    Kind = "phase"
+	KindFloorIn  Kind = "post"
+	KindFloorOut Kind = "postack"
+	KindLeader   Kind = "leader"
+	KindQuery    Kind = "query"
+	KindResult   Kind = "result"
+)
+
+// Route is a parsed topic: its kind, room or device, and the identity it
+// belongs to (empty for topics that carry no single identity).
+type Route struct {
+	Kind     Kind
+	Room     string // for room topics
+	Device   string // for device topics
+	Identity string // the last segment for per-identity topics
+}
+
+// Parse tells what t is. ok is false for topics outside the scheme.
+func (s Scheme) Parse(t string) (r Route, ok bool) {
+	rest, found := strings.CutPrefix(t, s.Prefix+"/")
+	if !found {
+		return Route{}, false
+	}
+	seg := strings.Split(rest, "/")
+	for _, p := range seg {
+		if p == "" {
+			return Route{}, false
+		}
+	}
+	switch {
+	case len(seg) == 3 && seg[0] == "devices" && seg[2] == "queries":
+		return Route{Kind: KindQuery, Device: seg[1]}, true
+	case len(seg) == 3 && seg[0] == "devices" && seg[2] == "results":
+		return Route{Kind: KindResult, Device: seg[1], Identity: seg[1]}, true
+	case len(seg) < 3 || seg[0] != "rooms":
+		return Route{}, false
+	}
+	room := seg[1]
+	switch {
+	case len(seg) == 3 && seg[2] == "turns":
+		return Route{Kind: KindTurns, Room: room}, true
+	case len(seg) == 3 && seg[2] == "phase":
+		return Route{Kind: KindPhase, Room: room}, true
+	case len(seg) == 4 && seg[2] == "messages":
+		return Route{Kind: KindMessage, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "states":
+		return Route{Kind: KindState, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "presence":
+		return Route{Kind: KindPresence, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "floor" && seg[3] == "leader":
+		return Route{Kind: KindLeader, Room: room}, true
+	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "in":
+		return Route{Kind: KindFloorIn, Room: room, Identity: seg[4]}, true
+	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "out":
+		return Route{Kind: KindFloorOut, Room: room, Identity: seg[4]}, true
+	}
+	return Route{}, false
+}
+
+// IsFloor reports whether id is one of the floor identities.
+func (s Scheme) IsFloor(id string) bool {
+	for _, f := range s.FloorIDs {
+		if f == id {
+			return true
+		}
+	}
+	return false
+}
+
+// MayPublish is the ACL rule: whether the client authenticated as user may
+// publish on t. Per-identity topics are writable by that identity only;
+// grants, phases, floor answers and the floor leader claim by a floor
+// identity only; queries by anyone authenticated; nothing else at all.
+func (s Scheme) MayPublish(user, t string) bool {
+	if user == "" || strings.ContainsAny(t, "+#") {
+		return false
+	}
+	r, ok := s.Parse(t)
+	if !ok {
+		return false
+	}
+	switch r.Kind {
+	case KindMessage:
+		// A floor may speak into a room (realtime broadcasts) under its own name.
+		return r.Identity == user
+	case KindState, KindPresence, KindFloorIn, KindResult:
+		return r.Identity == user
+	case KindTurns, KindPhase, KindFloorOut, KindLeader:
+		return s.IsFloor(user)
+	case KindQuery:
+		return true
+	}
+	return false
+}
+
+// MayRead is the read rule: any authenticated client may subscribe under the
+// prefix; nothing outside it.
+func (s Scheme) MayRead(user, filter string) bool {
+	return user != "" && (filter == s.Prefix+"/#" || strings.HasPrefix(filter, s.Prefix+"/"))
+}
+
+// MosquittoACL renders the same publish rules as a Mosquitto acl_file.
+func (s Scheme) MosquittoACL() string {
+	p := s.Prefix
+	var b strings.Builder
+	b.WriteString("# Chorus ACL, generated by runtime/topic: every identity publishes only under its own name.\n")
+	for _, line := range []string{
+		"pattern read " + p + "/#",
+		"pattern write " + p + "/rooms/+/messages/%u",
+		"pattern write " + p + "/rooms/+/states/%u",
+		"pattern write " + p + "/rooms/+/presence/%u",
+		"pattern write " + p + "/rooms/+/floor/in/%u",
+		"pattern write " + p + "/devices/%u/results",
+		"pattern write " + p + "/devices/+/queries",
+	} {
+		b.WriteString(line + "\n")
+	}
+	for _, f := range s.FloorIDs {
+		b.WriteString("\nuser " + f + "\n")
+		for _, t := range []string{"turns", "phase", "floor/out/+", "floor/leader"} {
+			b.WriteString("topic write " + p + "/rooms/+/" + t + "\n")
+		}
+	}
+	return b.String()
+}
