@@ -53,7 +53,7 @@ func decodeStrict(typ string, b []byte, max int, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonErr(typ, err)
+		return jsonErr(typ, b, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return fieldErr(typ, "", KindSyntax, "trailing data after the JSON value")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kind classifies why a payload was rejected. The set is fixed so that it can
@@ -53,10 +54,13 @@ func fieldErr(typ, field string, kind Kind, format string, args ...any) *Error {
 }
 
 // jsonErr turns an encoding/json error into an *Error naming the field.
-func jsonErr(typ string, err error) *Error {
+func jsonErr(typ string, b []byte, err error) *Error {
 	var syn *json.SyntaxError
 	var ute *json.UnmarshalTypeError
+	var pte *time.ParseError
 	switch {
+	case errors.As(err, &pte):
+		return fieldErr(typ, timeField(b), KindInvalid, "must be an RFC 3339 time, got %q", pte.Value)
 	case errors.As(err, &syn):
 		return fieldErr(typ, "", KindSyntax, "invalid JSON at byte %d: %v", syn.Offset, syn)
 	case errors.As(err, &ute):
@@ -64,7 +68,8 @@ func jsonErr(typ string, err error) *Error {
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return fieldErr(typ, strings.Trim(name, `"`), KindUnknownField, "unknown field")
+		name = strings.Trim(name, `"`)
+		return fieldErr(typ, unknownPath(b, name), KindUnknownField, "unknown field")
 	}
 	if strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "EOF") {
 		return fieldErr(typ, "", KindSyntax, "truncated JSON")
@@ -87,3 +92,27 @@ func goTypeName(kind string) string {
 	}
 	return kind
 }
+
+// unknownPath finds where an unknown field sits: at the top or in "params"
+// (the only nested objects of the wire types that are strict).
+func unknownPath(b []byte, name string) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return name
+	}
+	if _, ok := top[name]; ok {
+		return name
+	}
+	for _, outer := range []string{"params", "result", "limits"} {
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(top[outer], &inner) == nil {
+			if _, ok := inner[name]; ok {
+				return outer + "." + name
+			}
+		}
+	}
+	return name
+}
+
+// timeField names the time field of a payload: Presence has only "since".
+func timeField([]byte) string { return "since" }

@@ -1,0 +1,153 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the .golden files of testdata/")
+
+// decoders maps each testdata folder to its decoder, returning the value
+// re-encoded canonically.
+var decoders = map[string]func([]byte) (any, error){
+	"message":  func(b []byte) (any, error) { return DecodeMessage(b, 0) },
+	"state":    func(b []byte) (any, error) { return DecodeState(b, 0) },
+	"grant":    func(b []byte) (any, error) { return DecodeTurnGrant(b, 0) },
+	"presence": func(b []byte) (any, error) { return DecodePresence(b, 0) },
+	"query":    func(b []byte) (any, error) { return DecodeQuery(b, 0) },
+	"result":   func(b []byte) (any, error) { return DecodeQueryResult(b, 0) },
+	"phase":    func(b []byte) (any, error) { return DecodePhase(b, 0) },
+	"post":     func(b []byte) (any, error) { return DecodePost(b, 0) },
+	"postack":  func(b []byte) (any, error) { return DecodePostAck(b, 0) },
+}
+
+// TestGolden decodes every testdata/<type>/<case>.json and compares the
+// outcome (the canonical re-encoding, or the error) with <case>.golden.
+// Run with -update to rewrite the golden files after a deliberate change.
+func TestGolden(t *testing.T) {
+	for typ, decode := range decoders {
+		files, err := filepath.Glob(filepath.Join("testdata", typ, "*.json"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no golden inputs for %s", typ)
+		}
+		for _, f := range files {
+			t.Run(typ+"/"+filepath.Base(f), func(t *testing.T) {
+				in, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got string
+				v, err := decode(in)
+				if err != nil {
+					got = "error: " + err.Error() + "\nkind: " + string(KindOf(err)) + "\n"
+				} else {
+					b, _ := json.MarshalIndent(v, "", "  ")
+					got = string(b) + "\n"
+				}
+				golden := strings.TrimSuffix(f, ".json") + ".golden"
+				if *update {
+					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run go test -update to create it)", err)
+				}
+				if got != string(want) {
+					t.Errorf("%s:\ngot:\n%s\nwant:\n%s", f, got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		field string
+		kind  Kind
+	}{
+		{"importance over 10", `{"jsonrpc":"2.0","method":"state.send","params":{"from":"a","messageId":"m","state":"speak","importance":10.5,"selected":false}}`, "params.importance", KindInvalid},
+		{"unknown field", `{"jsonrpc":"2.0","method":"state.send","params":{"from":"a","messageId":"m","state":"speak","importance":1,"selected":false,"x":1}}`, "params.x", KindUnknownField},
+		{"wrong type", `{"jsonrpc":"2.0","method":"state.send","params":{"from":"a","messageId":"m","state":"speak","importance":1,"selected":"yes"}}`, "params.selected", KindInvalid},
+		{"empty from", `{"jsonrpc":"2.0","method":"state.send","params":{"from":"","messageId":"m","state":"speak","importance":1,"selected":false}}`, "params.from", KindMissing},
+		{"wrong jsonrpc", `{"jsonrpc":"2","method":"state.send","params":{"from":"a","messageId":"m","state":"speak","importance":1,"selected":false}}`, "jsonrpc", KindInvalid},
+		{"bad closing", `{"jsonrpc":"2.0","method":"state.send","params":{"from":"a","messageId":"m","state":"speak","importance":1,"selected":false,"closing":"later"}}`, "params.closing", KindInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeState([]byte(tt.in), 0)
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if pe.Field != tt.field || pe.Kind != tt.kind {
+				t.Fatalf("field %q kind %q, want %q %q (%v)", pe.Field, pe.Kind, tt.field, tt.kind, err)
+			}
+		})
+	}
+}
+
+func TestSizeCap(t *testing.T) {
+	big := `{"jsonrpc":"2.0","method":"message.send","params":{"id":"m","from":"u","to":[],"message":"` + strings.Repeat("x", 2000) + `"}}`
+	if _, err := DecodeMessage([]byte(big), 1024); KindOf(err) != KindOversize {
+		t.Fatalf("2 KB message under a 1 KB cap: %v, want oversize", err)
+	}
+	if _, err := DecodeMessage([]byte(big), 4096); err != nil {
+		t.Fatalf("2 KB message under a 4 KB cap: %v", err)
+	}
+	huge := make([]byte, DefaultMaxBytes+1)
+	if _, err := DecodeState(huge, 0); KindOf(err) != KindOversize {
+		t.Fatalf("default cap not applied: %v", err)
+	}
+}
+
+func TestClosingDefaultsToNone(t *testing.T) {
+	s, err := DecodeState([]byte(`{"jsonrpc":"2.0","method":"state.send","params":{"from":"a","messageId":"m","state":"listen","importance":0,"selected":false}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Params.Closing != ClosingNone {
+		t.Fatalf("closing = %q, want none", s.Params.Closing)
+	}
+}
+
+func TestBuiltValuesRoundTrip(t *testing.T) {
+	m := NewMessage("m1", "kyoko", nil, "やあ", EmotionHappy)
+	b, _ := json.Marshal(m)
+	got, err := DecodeMessage(b, 0)
+	if err != nil || got.Params.Emotion() != EmotionHappy || got.Params.To == nil {
+		t.Fatalf("message round trip: %+v %v", got, err)
+	}
+	st := NewState(StateParams{From: "kyoko", MessageID: "m1", State: Speak, Importance: 5})
+	if err := st.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sp := "kyoko"
+	g := TurnGrant{From: "floor", MessageID: "m1", Speaker: &sp, Reason: ReasonSpeak, DecidedBy: DecidedAllVoted, Votes: []Vote{VoteOf(st.Params)}}
+	b, _ = json.Marshal(g)
+	if got, err := DecodeTurnGrant(b, 0); err != nil || got.SpeakerID() != "kyoko" {
+		t.Fatalf("grant round trip: %+v %v", got, err)
+	}
+}
+
+func TestValidIdentity(t *testing.T) {
+	for _, ok := range []string{"kyoko", "companion_kyoko", "pi5-robot.1", "きょうこ"} {
+		if why := ValidIdentity(ok); why != "" {
+			t.Errorf("ValidIdentity(%q) = %q", ok, why)
+		}
+	}
+	for _, bad := range []string{"", "a/b", "a+b", "a#", "$SYS", "a b", "a\x00", strings.Repeat("a", 65)} {
+		if ValidIdentity(bad) == "" {
+			t.Errorf("ValidIdentity(%q) accepted", bad)
+		}
+	}
+}

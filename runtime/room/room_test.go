@@ -1,0 +1,87 @@
+package room_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+func dial(t *testing.T, url, id string) bus.Bus {
+	t.Helper()
+	b, err := bus.Dial(context.Background(), bus.Options{Broker: url, ClientID: id + "-" + t.Name(), Username: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestBadInputRejectedAndCounted sends malformed, oversized and spoofed
+// payloads through a real broker (with the ACL off, so that only the
+// receiver stands between them and the room), then a valid one, which must
+// still arrive.
+func TestBadInputRejectedAndCounted(t *testing.T) {
+	s := topic.New("")
+	bustest.ForEach(t, bustest.Options{}, func(t *testing.T, br bustest.Broker) {
+		m := metrics.New()
+		r := room.New(dial(t, br.URL(), "floor"), s, "lr", nil, m)
+		r.MaxBytes = 1024
+		states := make(chan protocol.State, 16)
+		grants := make(chan protocol.TurnGrant, 16)
+		ctx := context.Background()
+		if err := r.OnState(ctx, func(st protocol.State) { states <- st }); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.OnGrant(ctx, func(g protocol.TurnGrant) { grants <- g }); err != nil {
+			t.Fatal(err)
+		}
+		evil := dial(t, br.URL(), "evil")
+		send := func(tp, p string) {
+			if err := evil.Publish(ctx, tp, []byte(p), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		valid := `{"jsonrpc":"2.0","method":"state.send","params":{"from":"kyoko","messageId":"m1","state":"speak","importance":5,"selected":false}}`
+		send(s.State("lr", "kyoko"), `{"jsonrpc":"2.0"`)                                             // truncated
+		send(s.State("lr", "kyoko"), `{"jsonrpc":"2.0","method":"state.send","params":{"x":1}}`)     // unknown field
+		send(s.State("lr", "kyoko"), strings.Replace(valid, `"importance":5`, `"importance":50`, 1)) // out of range
+		send(s.State("lr", "kyoko"), strings.Replace(valid, `"selected":false`, `"selected":false,"pad":"`+strings.Repeat("x", 2000)+`"`, 1))
+		send(s.State("lr", "hana"), valid) // kyoko's state on hana's topic: spoof
+		send(s.Turns("lr"), `{"from":"kyoko","messageId":"m1","speaker":"kyoko","reason":"speak","decidedBy":"all-voted","votes":[]}`)
+		send(s.State("lr", "kyoko"), valid)
+
+		select {
+		case st := <-states:
+			if st.Params.From != "kyoko" || st.Params.Importance != 5 {
+				t.Fatalf("got %+v", st.Params)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the valid state never arrived")
+		}
+		select {
+		case st := <-states:
+			t.Fatalf("a bad state got through: %+v", st)
+		case g := <-grants:
+			t.Fatalf("a grant from a non-floor got through: %+v", g)
+		case <-time.After(100 * time.Millisecond):
+		}
+		for _, c := range []struct{ source, kind string }{
+			{"state", "syntax"}, {"state", "unknown_field"}, {"state", "invalid"},
+			{"state", "oversize"}, {"state", "spoof"}, {"grant", "spoof"},
+		} {
+			if n := testutil.ToFloat64(m.BadInput.WithLabelValues(c.source, c.kind)); n != 1 {
+				t.Errorf("bad input %s/%s counted %v times, want 1", c.source, c.kind, n)
+			}
+		}
+	})
+}
