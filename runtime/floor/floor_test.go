@@ -1,0 +1,315 @@
+package floor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// flush waits until the floor has handled every event queued before it.
+func (f *Floor) flush(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	f.events <- event{kind: evBarrier, barrier: done}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("floor loop did not answer")
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	mem    *bustest.Memory
+	s      topic.Scheme
+	clk    *clock.Fake
+	m      *metrics.Metrics
+	grants chan protocol.TurnGrant
+	conns  map[string]*bustest.MemConn
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, mem: bustest.NewMemory(), s: topic.New(""), clk: clock.NewFake(time.Unix(1_800_000_000, 0)),
+		m: metrics.New(), grants: make(chan protocol.TurnGrant, 128), conns: map[string]*bustest.MemConn{}}
+	obs := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
+	if err := obs.OnGrant(context.Background(), func(g protocol.TurnGrant) { h.grants <- g }); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// startFloor starts a floor instance and returns it once it is active or
+// standing by, as asked.
+func (h *harness) startFloor(instance string, cfg Config) (*Floor, *bustest.MemConn, context.CancelFunc) {
+	h.t.Helper()
+	conn := h.mem.Conn(nil, LeaderWill(h.s, "lr", instance))
+	cfg.Room = room.New(conn, h.s, "lr", nil, h.m)
+	cfg.Instance = instance
+	cfg.Clock = h.clk
+	f, err := New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); f.Run(ctx) }()
+	h.t.Cleanup(func() { cancel(); wg.Wait() })
+	waitFor(h.t, func() bool { return len(h.mem.Subscriptions()) > 0 && f.subscribed() })
+	return f, conn, cancel
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (h *harness) join(id string) *room.Room {
+	r := room.New(nil, h.s, "lr", nil, nil)
+	birth, will := r.PresenceMessages(id, id+"-dev", h.clk.Now())
+	c := h.mem.Conn(birth, will)
+	h.conns[id] = c
+	r.Bus = c
+	return r
+}
+
+func (h *harness) say(r *room.Room, from, id string) {
+	h.t.Helper()
+	if err := r.SendMessage(context.Background(), protocol.NewMessage(id, from, nil, "hello from "+from, "")); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) vote(r *room.Room, p protocol.StateParams) {
+	h.t.Helper()
+	if p.Closing == "" {
+		p.Closing = protocol.ClosingNone
+	}
+	if err := r.SendState(context.Background(), protocol.NewState(p)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) grant() protocol.TurnGrant {
+	h.t.Helper()
+	select {
+	case g := <-h.grants:
+		return g
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("no grant")
+	}
+	return protocol.TurnGrant{}
+}
+
+func (h *harness) noGrant() {
+	h.t.Helper()
+	select {
+	case g := <-h.grants:
+		h.t.Fatalf("unexpected grant %+v", g)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func TestAllVotedDecidesAtOnce(t *testing.T) {
+	h := newHarness(t)
+	a, b, user := h.join("a"), h.join("b"), h.join("user-client")
+	_ = user
+	f, _, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	f.flush(t)
+	if !f.Active() {
+		t.Fatal("a lone floor must become active after the join wait")
+	}
+	h.conns["user-client"].Close() // users are not companions: it leaves, so it does not vote
+	f.flush(t)
+	h.say(room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil), "user", "m1")
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 4})
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 6})
+	g := h.grant()
+	if g.SpeakerID() != "b" || g.Reason != protocol.ReasonSpeak || g.DecidedBy != protocol.DecidedAllVoted || len(g.Votes) != 2 {
+		t.Fatalf("grant %+v", g)
+	}
+	// A late state for a decided message is ignored and counted.
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 10})
+	f.flush(t)
+	h.noGrant()
+	if n := testutil.ToFloat64(h.m.LateStates); n != 1 {
+		t.Fatalf("late states = %v, want 1", n)
+	}
+}
+
+func TestDeadlineDecidesWithoutSilentVoter(t *testing.T) {
+	h := newHarness(t)
+	a, _, _ := h.join("a"), h.join("b"), h.join("c")
+	f, _, _ := h.startFloor("f1", Config{VoteTimeout: 3 * time.Second})
+	h.clk.Advance(DefaultJoinWait)
+	h.say(a, "a", "m1") // a speaks: b and c vote
+	h.vote(room.New(h.conns["b"], h.s, "lr", nil, nil), protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Selected: true, Importance: 1})
+	f.flush(t)
+	h.clk.Advance(2999 * time.Millisecond)
+	f.flush(t)
+	h.noGrant()
+	h.clk.Advance(time.Millisecond)
+	g := h.grant()
+	if g.SpeakerID() != "b" || g.Reason != protocol.ReasonSelected || g.DecidedBy != protocol.DecidedDeadline {
+		t.Fatalf("grant %+v", g)
+	}
+	if len(g.Missing) != 1 || g.Missing[0] != "c" {
+		t.Fatalf("missing = %v, want [c]", g.Missing)
+	}
+}
+
+func TestDroppedStates(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	h.say(a, "a", "m1")
+	// a sent m1, so a is not a participant of its own message.
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	// A state for a message nobody sent.
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "nope", State: protocol.Speak, Importance: 9})
+	// A newcomer after the message arrived is not a participant either.
+	late := h.join("latecomer")
+	h.vote(late, protocol.StateParams{From: "latecomer", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	f.flush(t)
+	for reason, want := range map[string]float64{"not_participant": 2, "unknown_message": 1} {
+		if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues(reason)); n != want {
+			t.Errorf("dropped %s = %v, want %v", reason, n, want)
+		}
+	}
+	// Duplicates: the last state before the decision counts.
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	g := h.grant() // b was the only participant: decided on its first vote
+	if g.SpeakerID() != "b" {
+		t.Fatalf("grant %+v", g)
+	}
+}
+
+func TestLastVoteBeforeDecisionCounts(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := h.join("a"), h.join("b"), h.join("c")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	h.say(a, "a", "m1")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Importance: 0})
+	h.vote(c, protocol.StateParams{From: "c", MessageID: "m1", State: protocol.Speak, Importance: 2})
+	f.flush(t)
+	if g := h.grant(); g.SpeakerID() != "c" {
+		t.Fatalf("grant %+v, want c (b changed its mind to listen)", g)
+	}
+}
+
+func TestNobodyEligibleRests(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	h.say(a, "a", "m1")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9, Closing: protocol.ClosingTerminal})
+	if g := h.grant(); g.Speaker != nil || g.Reason != protocol.ReasonRest {
+		t.Fatalf("grant %+v, want rest", g)
+	}
+}
+
+func TestPendingBounded(t *testing.T) {
+	h := newHarness(t)
+	a, _ := h.join("a"), h.join("b")
+	f, _, _ := h.startFloor("f1", Config{MaxPending: 3})
+	h.clk.Advance(DefaultJoinWait)
+	for i := range 4 {
+		h.say(a, "a", fmt.Sprintf("m%d", i))
+	}
+	f.flush(t)
+	g := h.grant()
+	if g.MessageID != "m0" || g.Reason != protocol.ReasonExpired || g.DecidedBy != protocol.DecidedEvicted {
+		t.Fatalf("grant %+v, want m0 expired", g)
+	}
+	if len(f.pending) != 3 {
+		t.Fatalf("%d pending, want 3", len(f.pending))
+	}
+	h.clk.Advance(DefaultVoteTimeout)
+	for range 3 {
+		if g := h.grant(); g.DecidedBy != protocol.DecidedDeadline {
+			t.Fatalf("grant %+v", g)
+		}
+	}
+	f.flush(t)
+	if len(f.pending) != 0 || h.clk.Pending() != 0 {
+		t.Fatalf("%d pending, %d timers left", len(f.pending), h.clk.Pending())
+	}
+}
+
+func TestLeavingParticipantDoesNotStallVote(t *testing.T) {
+	h := newHarness(t)
+	a, b, _ := h.join("a"), h.join("b"), h.join("c")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	h.say(a, "a", "m1")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
+	f.flush(t)
+	h.noGrant()
+	h.conns["c"].Kill() // its Last Will marks it offline
+	g := h.grant()
+	if g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
+		t.Fatalf("grant %+v", g)
+	}
+}
+
+func TestStandbyTakesOver(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f1, c1, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	f1.flush(t)
+	f2, _, _ := h.startFloor("f2", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	f2.flush(t)
+	if !f1.Active() || f2.Active() {
+		t.Fatalf("active: f1 %v f2 %v; want f1 only", f1.Active(), f2.Active())
+	}
+	h.say(a, "a", "m1")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
+	if g := h.grant(); g.SpeakerID() != "b" {
+		t.Fatalf("grant %+v", g)
+	}
+	f2.flush(t)
+	h.noGrant() // the standby decided too, silently
+
+	// The active floor dies mid-vote: its will marks its claim offline.
+	h.say(b, "b", "m2")
+	f1.flush(t)
+	c1.Kill()
+	f2.flush(t)
+	if !f2.Active() {
+		t.Fatal("standby did not take over")
+	}
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m2", State: protocol.Speak, Importance: 5})
+	if g := h.grant(); g.MessageID != "m2" || g.SpeakerID() != "a" {
+		t.Fatalf("grant after takeover %+v", g)
+	}
+	var claim Claim
+	json.Unmarshal(h.mem.Retained(h.s.FloorLeader("lr")), &claim)
+	if claim.Instance != "f2" || !claim.Online {
+		t.Fatalf("retained claim %+v", claim)
+	}
+}
