@@ -198,9 +198,13 @@ func (f *Floor) Run(ctx context.Context) error {
 		func() error {
 			return r.OnPresence(ctx, func(p room.PresenceEvent) { f.push(event{kind: evPresence, presence: p}) })
 		},
-		func() error { return r.OnMessage(ctx, func(m protocol.Message) { f.push(event{kind: evMessage, msg: m}) }) },
+		func() error {
+			return r.OnMessage(ctx, func(m protocol.Message) { f.push(event{kind: evMessage, msg: m}) })
+		},
 		func() error { return r.OnState(ctx, func(s protocol.State) { f.push(event{kind: evState, state: s}) }) },
-		func() error { return r.OnGrant(ctx, func(g protocol.TurnGrant) { f.push(event{kind: evGrant, grant: g}) }) },
+		func() error {
+			return r.OnGrant(ctx, func(g protocol.TurnGrant) { f.push(event{kind: evGrant, grant: g}) })
+		},
 	}
 	for _, s := range subs {
 		if err := s(); err != nil {
