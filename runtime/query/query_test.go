@@ -1,0 +1,193 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+func serve(t *testing.T, b bus.Bus, device string, handlers map[string]Handler) {
+	t.Helper()
+	s := &Server{Bus: b, Scheme: topic.New(""), Device: device}
+	for typ, h := range handlers {
+		s.Handle(typ, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+func echo(_ context.Context, from string, body json.RawMessage) (any, error) {
+	return map[string]any{"from": from, "body": body}, nil
+}
+
+func TestRoundTripOnRealBrokers(t *testing.T) {
+	bustest.ForEach(t, bustest.Options{ACL: true}, func(t *testing.T, br bustest.Broker) {
+		dial := func(id string) bus.Bus {
+			b, err := bus.Dial(context.Background(), bus.Options{Broker: br.URL(), ClientID: id + t.Name(), Username: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return b
+		}
+		serve(t, dial("pi5"), "pi5", map[string]Handler{"echo": echo})
+		c := NewClient(dial("kyoko"), topic.New(""), "kyoko", ClientOptions{Timeout: 5 * time.Second})
+		var res json.RawMessage
+		var err error
+		for range 20 { // the server subscribes asynchronously
+			if res, err = c.Ask(context.Background(), "pi5", "echo", map[string]string{"x": "y"}, 250*time.Millisecond); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(res), `"from":"kyoko"`) || !strings.Contains(string(res), `"x":"y"`) {
+			t.Fatalf("result %s", res)
+		}
+		if c.Pending() != 0 {
+			t.Fatalf("%d pending after answer", c.Pending())
+		}
+	})
+}
+
+func TestClientServer(t *testing.T) {
+	mem := bustest.NewMemory()
+	release := make(chan struct{})
+	serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{
+		"echo": echo,
+		"fail": func(context.Context, string, json.RawMessage) (any, error) { return nil, errors.New("camera unplugged") },
+		"boom": func(context.Context, string, json.RawMessage) (any, error) { panic("driver bug") },
+		"slow": func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+			select {
+			case <-release:
+				return map[string]any{}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+	})
+	time.Sleep(10 * time.Millisecond) // let Serve subscribe
+	offline := map[string]bool{"gone": true}
+	c := NewClient(mem.Conn(nil, nil), topic.New(""), "kyoko", ClientOptions{Timeout: time.Second, MaxPending: 2,
+		Online: func(d string) (bool, bool) { return !offline[d], offline[d] }})
+	ctx := context.Background()
+
+	t.Run("answer", func(t *testing.T) {
+		if _, err := c.Ask(ctx, "pi5", "echo", nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("unknown type names it", func(t *testing.T) {
+		_, err := c.Ask(ctx, "pi5", "smell", nil, 0)
+		var re *RemoteError
+		if !errors.As(err, &re) || !strings.Contains(re.Msg, `unknown query type "smell"`) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("handler error", func(t *testing.T) {
+		if _, err := c.Ask(ctx, "pi5", "fail", nil, 0); err == nil || !strings.Contains(err.Error(), "camera unplugged") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("handler panic is an error result", func(t *testing.T) {
+		if _, err := c.Ask(ctx, "pi5", "boom", nil, 0); err == nil || !strings.Contains(err.Error(), "panicked") {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := c.Ask(ctx, "pi5", "echo", nil, 0); err != nil {
+			t.Fatalf("device did not stay up: %v", err)
+		}
+	})
+	t.Run("offline fails fast", func(t *testing.T) {
+		start := time.Now()
+		_, err := c.Ask(ctx, "gone", "speak", nil, 0)
+		if !errors.Is(err, ErrOffline) || time.Since(start) > 100*time.Millisecond {
+			t.Fatalf("err = %v after %v", err, time.Since(start))
+		}
+	})
+	t.Run("timeout cleans up", func(t *testing.T) {
+		_, err := c.Ask(ctx, "nobody-home", "vision", nil, 50*time.Millisecond)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("err = %v", err)
+		}
+		if c.Pending() != 0 {
+			t.Fatalf("%d pending after timeout", c.Pending())
+		}
+	})
+	t.Run("pending bounded", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() { defer wg.Done(); c.Ask(ctx, "pi5", "slow", nil, 0) }()
+		}
+		waitPending(t, c, 2)
+		if _, err := c.Ask(ctx, "pi5", "echo", nil, 0); !errors.Is(err, ErrTooMany) {
+			t.Fatalf("err = %v, want ErrTooMany", err)
+		}
+		close(release)
+		wg.Wait()
+	})
+}
+
+func waitPending(t *testing.T, c *Client, n int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for c.Pending() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("pending = %d, want %d", c.Pending(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestResultOnlyFromTheDeviceAsked(t *testing.T) {
+	mem := bustest.NewMemory()
+	s := topic.New("")
+	// An impostor answers every query it sees on pi5's topic, on its own results topic and on pi5's.
+	imp := mem.Conn(nil, nil)
+	imp.Subscribe(context.Background(), s.Queries("pi5"), func(_ string, b []byte) {
+		var q struct{ ID string }
+		json.Unmarshal(b, &q)
+		fake, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": q.ID, "result": map[string]any{"success": true, "body": map[string]any{"fake": true}}})
+		imp.Publish(context.Background(), s.Results("evil"), fake, false)
+	})
+	c := NewClient(mem.Conn(nil, nil), s, "kyoko", ClientOptions{})
+	c.watch(context.Background(), "evil")
+	if _, err := c.Ask(context.Background(), "pi5", "vision", nil, 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v: a result from another device was accepted", err)
+	}
+}
+
+func TestCancelStopsRunningQuery(t *testing.T) {
+	mem := bustest.NewMemory()
+	stopped := make(chan struct{})
+	serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{
+		"speak": func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+			<-ctx.Done()
+			close(stopped)
+			return nil, ctx.Err()
+		},
+	})
+	time.Sleep(10 * time.Millisecond)
+	c := NewClient(mem.Conn(nil, nil), topic.New(""), "kyoko", ClientOptions{})
+	_, err := c.Ask(context.Background(), "pi5", "speak", nil, 50*time.Millisecond) // the client cancels a speak it gives up on
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(2 * time.Second):
+		t.Fatal("query.cancel did not stop the running speak")
+	}
+}

@@ -1,0 +1,172 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// Handler answers one query type. body is the query's params.body (may be
+// nil). The returned value becomes result.body; an error becomes an error
+// result whose text should say what failed.
+type Handler func(ctx context.Context, from string, body json.RawMessage) (any, error)
+
+// DefaultMaxRunning bounds the queries a server runs at once.
+const DefaultMaxRunning = 16
+
+// Server answers the queries addressed to one device.
+type Server struct {
+	Bus        bus.Bus
+	Scheme     topic.Scheme
+	Device     string
+	MaxBytes   int // cap on query payloads; 0 means protocol.DefaultMaxBytes
+	MaxRunning int
+	Log        *slog.Logger
+	Metrics    *metrics.Metrics
+
+	mu       sync.Mutex
+	handlers map[string]Handler
+	running  map[string]context.CancelFunc
+}
+
+// Handle registers h for queries of type typ.
+func (s *Server) Handle(typ string, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handlers == nil {
+		s.handlers = map[string]Handler{}
+	}
+	s.handlers[typ] = h
+}
+
+// Serve subscribes and answers until ctx ends; it returns after every
+// running handler has returned.
+func (s *Server) Serve(ctx context.Context) error {
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
+	}
+	s.Metrics = metrics.OrNew(s.Metrics)
+	if s.MaxRunning <= 0 {
+		s.MaxRunning = DefaultMaxRunning
+	}
+	s.mu.Lock()
+	s.running = map[string]context.CancelFunc{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, s.MaxRunning)
+	queue := make(chan protocol.Query, 64)
+	err := s.Bus.Subscribe(ctx, s.Scheme.Queries(s.Device), func(_ string, b []byte) {
+		q, err := protocol.DecodeQuery(b, s.MaxBytes)
+		if err != nil {
+			s.Metrics.Reject(s.Log, "query", s.Device, string(protocol.KindOf(err)), err)
+			if q.ID != "" {
+				s.reply(ctx, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: err.Error()})
+			}
+			return
+		}
+		select {
+		case queue <- q:
+		default:
+			s.reply(ctx, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: "device busy: query queue full"})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("query server %s: %w", s.Device, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case q := <-queue:
+			if q.Method == protocol.MethodQueryCancel {
+				s.cancel(q)
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				s.run(ctx, q)
+			}()
+		}
+	}
+}
+
+func (s *Server) cancel(q protocol.Query) {
+	var body struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(q.Params.Body, &body) != nil || body.ID == "" {
+		s.Metrics.Reject(s.Log, "query", q.Params.From, string(protocol.KindInvalid), fmt.Errorf("query.cancel without body.id"))
+		return
+	}
+	s.mu.Lock()
+	stop := s.running[body.ID]
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+func (s *Server) run(ctx context.Context, q protocol.Query) {
+	s.mu.Lock()
+	h := s.handlers[q.Params.Type]
+	qctx, cancel := context.WithCancel(ctx)
+	s.running[q.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, q.ID)
+		s.mu.Unlock()
+		cancel()
+	}()
+	res := protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID}
+	if h == nil {
+		res.Error = fmt.Sprintf("unknown query type %q", q.Params.Type)
+		s.reply(ctx, res)
+		return
+	}
+	body, err := safeCall(qctx, h, q)
+	if err != nil {
+		res.Error = err.Error()
+	} else {
+		b, err := json.Marshal(body)
+		if err != nil || len(b) == 0 || b[0] != '{' {
+			res.Error = fmt.Sprintf("%s handler returned a body that is not a JSON object", q.Params.Type)
+		} else {
+			res.Result = &protocol.ResultBody{Success: true, Body: b}
+		}
+	}
+	s.reply(ctx, res)
+}
+
+// safeCall turns a handler panic into an error result: one bad query must
+// not take the device down.
+func safeCall(ctx context.Context, h Handler, q protocol.Query) (body any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s handler panicked: %v", q.Params.Type, r)
+		}
+	}()
+	return h(ctx, q.Params.From, q.Params.Body)
+}
+
+func (s *Server) reply(ctx context.Context, r protocol.QueryResult) {
+	b, _ := json.Marshal(r)
+	if err := s.Bus.Publish(ctx, s.Scheme.Results(s.Device), b, false); err != nil && ctx.Err() == nil {
+		s.Log.Error("query: result not published", "id", r.ID, "err", err)
+	}
+}
