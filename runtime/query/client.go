@@ -107,7 +107,7 @@ func NewClient(b bus.Bus, s topic.Scheme, from string, o ClientOptions) *Client 
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Client{bus: b, scheme: s, from: from, o: o, log: log, m: metrics.OrNew(o.Metrics),
-		prefix: from + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-",
+		prefix:  from + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-",
 		pending: map[string]*call{}, devices: map[string]bool{}}
 }
 

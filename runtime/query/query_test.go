@@ -67,7 +67,9 @@ func TestClientServer(t *testing.T) {
 	release := make(chan struct{})
 	serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{
 		"echo": echo,
-		"fail": func(context.Context, string, json.RawMessage) (any, error) { return nil, errors.New("camera unplugged") },
+		"fail": func(context.Context, string, json.RawMessage) (any, error) {
+			return nil, errors.New("camera unplugged")
+		},
 		"boom": func(context.Context, string, json.RawMessage) (any, error) { panic("driver bug") },
 		"slow": func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
 			select {
