@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -280,4 +282,13 @@ type PostAck struct {
 	Idx       int    `json:"idx,omitempty"`
 	Remaining int    `json:"remaining"`
 	Reason    string `json:"reason,omitempty"`
+}
+
+// NewID returns a random 128-bit id in hex, for messages and queries.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // never on Linux ≥ 3.17
+	}
+	return hex.EncodeToString(b[:])
 }

@@ -1,0 +1,107 @@
+// Package brain defines what a companion asks of its mind: for each message,
+// a State (speak or listen, importance, selected, closing) together with the
+// draft of what it would say if granted the floor, so a granted turn needs
+// no second model round trip (DESIGN.md, "Companion and brain").
+//
+// Providers live in subpackages: rule (offline, deterministic), and the LLM
+// clients. braintest holds a scripted fake.
+package brain
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// Card is a companion's persona (aikyo's companion card).
+type Card struct {
+	ID          string   `yaml:"id" json:"id"`
+	Name        string   `yaml:"name" json:"name"`
+	Personality string   `yaml:"personality" json:"personality"`
+	Story       string   `yaml:"story" json:"story"`
+	SampleLines []string `yaml:"sample_lines" json:"sample_lines"`
+	Language    string   `yaml:"language" json:"language"` // "ja" or "en"
+}
+
+// Validate names the first bad field of a card.
+func (c Card) Validate() error {
+	if why := protocol.ValidIdentity(c.ID); why != "" {
+		return fmt.Errorf("card.id: %s", why)
+	}
+	if strings.TrimSpace(c.Name) == "" {
+		return fmt.Errorf("card.name: must not be empty")
+	}
+	if c.Language != "ja" && c.Language != "en" {
+		return fmt.Errorf("card.language: must be \"ja\" or \"en\", got %q", c.Language)
+	}
+	return nil
+}
+
+// Input is everything a brain sees for one decision.
+type Input struct {
+	Card    Card
+	History []protocol.Message // oldest first, bounded by the companion
+	Message protocol.Message   // the message to react to
+	// Present lists the companions in the room (ids), for addressing.
+	Present []string
+	// Turn counts the messages since the conversation (re)started.
+	Turn int
+	// ClosingInstruction is set when the runtime asks the brain to wind the
+	// conversation down (the repetition judge fired): the seed's sentence.
+	ClosingInstruction string
+	// Remaining is the realtime mode's remaining post count; -1 in turn mode.
+	Remaining int
+}
+
+// Thought is a brain's State for a message, and its draft utterance.
+type Thought struct {
+	State      protocol.Speech
+	Importance float64
+	Selected   bool
+	Closing    protocol.Closing
+	Draft      string
+	Emotion    protocol.Emotion
+	To         []string
+}
+
+// Validate checks a Thought as the wire would.
+func (t Thought) Validate() error {
+	switch {
+	case t.State != protocol.Speak && t.State != protocol.Listen:
+		return fmt.Errorf("state must be speak or listen, got %q", t.State)
+	case t.Importance < protocol.MinImportance || t.Importance > protocol.MaxImportance:
+		return fmt.Errorf("importance must be from 0 to 10, got %v", t.Importance)
+	case !t.Closing.Valid():
+		return fmt.Errorf("closing must be none, pre-closing, closing or terminal, got %q", t.Closing)
+	case t.Emotion != "" && !t.Emotion.Valid():
+		return fmt.Errorf("emotion must be neutral, happy, sad or angry, got %q", t.Emotion)
+	}
+	return nil
+}
+
+// Utterance is what a companion says when granted the floor.
+type Utterance struct {
+	Text    string
+	Emotion protocol.Emotion
+	To      []string
+}
+
+// Brain is a companion's mind.
+type Brain interface {
+	// Think decides the State for in.Message and drafts the utterance.
+	Think(ctx context.Context, in Input) (Thought, error)
+	// Utter writes the utterance when the floor is granted; the two-call
+	// path (brain.draft: false) uses it instead of the draft.
+	Utter(ctx context.Context, in Input) (Utterance, error)
+}
+
+// ClosingInstruction returns the seed's repetition instruction
+// (aikyo-closing.ja.md) in the card's language.
+func ClosingInstruction(lang string) string {
+	if lang == "ja" {
+		return "最重要:会話が繰り返しになっています。直ちにclosingをpre-closing,closing,terminalの順に変えて終了するか、話題を変えてください。"
+	}
+	return "Most important: the conversation is repeating itself. Immediately move closing through pre-closing, closing and terminal to end it, or change the topic."
+}

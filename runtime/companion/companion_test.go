@@ -1,0 +1,288 @@
+package companion_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
+	"github.com/chorus-robotics/chorus/runtime/brain/rule"
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/floor"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+type roomRig struct {
+	t      *testing.T
+	url    string
+	s      topic.Scheme
+	ctx    context.Context
+	wg     sync.WaitGroup
+	events chan any // protocol.Message and protocol.TurnGrant, in arrival order
+	mu     sync.Mutex
+	spoken map[string][]string // device -> texts said through the speaker
+	m      *metrics.Metrics
+}
+
+func newRig(t *testing.T) *roomRig {
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &roomRig{t: t, url: br.URL(), s: topic.New(""), ctx: ctx, events: make(chan any, 1024), spoken: map[string][]string{}, m: metrics.New()}
+	t.Cleanup(func() { cancel(); r.wg.Wait() })
+	obs := room.New(r.dial("observer", nil, nil), r.s, "lr", nil, nil)
+	obs.OnMessage(ctx, func(m protocol.Message) { r.events <- m })
+	obs.OnGrant(ctx, func(g protocol.TurnGrant) { r.events <- g })
+	return r
+}
+
+func (r *roomRig) dial(id string, birth, will *bus.Retained) bus.Bus {
+	b, err := bus.Dial(r.ctx, bus.Options{Broker: r.url, ClientID: id + "-" + r.t.Name(), Username: id, Birth: birth, Will: will})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func (r *roomRig) go_(fn func(ctx context.Context) error) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := fn(r.ctx); err != nil {
+			r.t.Errorf("run: %v", err)
+		}
+	}()
+}
+
+func (r *roomRig) startFloor(vote time.Duration) {
+	b := r.dial("floor", nil, floor.LeaderWill(r.s, "lr", "f1"))
+	f, err := floor.New(floor.Config{Room: room.New(b, r.s, "lr", nil, r.m), Instance: "f1", VoteTimeout: vote, JoinWait: 50 * time.Millisecond})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.go_(f.Run)
+}
+
+// startCompanion runs a companion with a body that records what it says.
+func (r *roomRig) startCompanion(card brain.Card, b brain.Brain, mod func(*companion.Config)) {
+	rm := room.New(nil, r.s, "lr", nil, r.m)
+	birth, will := rm.PresenceMessages(card.ID, card.ID, time.Now())
+	rm.Bus = r.dial(card.ID, birth, will)
+	srv := &query.Server{Bus: rm.Bus, Scheme: r.s, Device: card.ID}
+	srv.Handle("speak", func(_ context.Context, _ string, body json.RawMessage) (any, error) {
+		var q struct{ Message, Emotion string }
+		json.Unmarshal(body, &q)
+		r.mu.Lock()
+		r.spoken[card.ID] = append(r.spoken[card.ID], q.Message)
+		r.mu.Unlock()
+		return map[string]any{"durationMs": 1}, nil
+	})
+	r.go_(srv.Serve)
+	cfg := companion.Config{Room: rm, Card: card, Brain: b, Device: card.ID,
+		Queries: query.NewClient(rm.Bus, r.s, card.ID, query.ClientOptions{Timeout: 5 * time.Second}), Pause: 5 * time.Millisecond}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := companion.New(cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.go_(c.Run)
+}
+
+func (r *roomRig) userSays(text string, to ...string) string {
+	ur := room.New(r.dial("user", nil, nil), r.s, "lr", nil, nil)
+	id := protocol.NewID()
+	if err := ur.SendMessage(r.ctx, protocol.NewMessage(id, "user", to, text, "")); err != nil {
+		r.t.Fatal(err)
+	}
+	return id
+}
+
+// until collects events until a rest grant or the time limit.
+func (r *roomRig) untilRest(limit time.Duration) (msgs []protocol.Message, grants []protocol.TurnGrant) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		select {
+		case e := <-r.events:
+			switch v := e.(type) {
+			case protocol.Message:
+				msgs = append(msgs, v)
+			case protocol.TurnGrant:
+				grants = append(grants, v)
+				if v.Speaker == nil {
+					return
+				}
+			}
+		case <-timer.C:
+			r.t.Fatalf("no rest within %v: %d messages, %d grants", limit, len(msgs), len(grants))
+		}
+	}
+}
+
+func cards() []brain.Card {
+	return []brain.Card{
+		{ID: "kyoko", Name: "Kyoko", SampleLines: []string{"I love tea.", "Shall we sing?"}, Language: "en"},
+		{ID: "hana", Name: "Hana", SampleLines: []string{"Flowers are the best.", "I saw a bird today."}, Language: "en"},
+		{ID: "aya", Name: "Aya", SampleLines: []string{"Let me think.", "Math is fun."}, Language: "en"},
+	}
+}
+
+func waitPresent(t *testing.T, r *roomRig, n int) {
+	t.Helper()
+	got := make(chan string, 16)
+	obs := room.New(r.dial("presence-watch", nil, nil), r.s, "lr", nil, nil)
+	obs.OnPresence(r.ctx, func(p room.PresenceEvent) {
+		if p.Presence.Online {
+			got <- p.ID
+		}
+	})
+	seen := map[string]bool{}
+	timeout := time.After(5 * time.Second)
+	for len(seen) < n {
+		select {
+		case id := <-got:
+			seen[id] = true
+		case <-timeout:
+			t.Fatalf("only %v present", seen)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // let floor and companions see it too
+}
+
+func TestRoomRunsToTerminalAndRestarts(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(2 * time.Second)
+	for _, c := range cards() {
+		r.startCompanion(c, rule.New(3, nil), nil)
+	}
+	waitPresent(t, r, 3)
+	r.userSays("Hello everyone, what shall we talk about?")
+	msgs, grants := r.untilRest(20 * time.Second)
+
+	if len(msgs) < 5 { // the user, turns 1..2, pre-closing, closing
+		t.Fatalf("only %d messages before rest", len(msgs))
+	}
+	last := grants[len(grants)-1]
+	for _, v := range last.Votes {
+		if v.Closing != protocol.ClosingTerminal {
+			t.Fatalf("room rested with a non-terminal vote: %+v", last)
+		}
+	}
+	prev := ""
+	for _, m := range msgs[1:] {
+		if m.Params.From == prev {
+			t.Fatalf("%s spoke twice in a row", prev)
+		}
+		prev = m.Params.From
+	}
+	// Every companion message went through its speaker first.
+	r.mu.Lock()
+	for _, m := range msgs[1:] {
+		if !contains(r.spoken[m.Params.From], m.Params.Message) {
+			t.Errorf("%s published %q without speaking it", m.Params.From, m.Params.Message)
+		}
+	}
+	r.mu.Unlock()
+	for _, g := range grants {
+		if g.DecidedBy != protocol.DecidedAllVoted {
+			t.Errorf("grant for %s decided by %s, want all-voted (every companion is alive)", g.MessageID, g.DecidedBy)
+		}
+	}
+
+	// A user message restarts the rested room.
+	r.userSays("Kyoko, are you still there?")
+	msgs2, _ := r.untilRest(20 * time.Second)
+	if len(msgs2) < 2 || msgs2[1].Params.From != "kyoko" {
+		t.Fatalf("after the restart: %d messages, first reply from %v", len(msgs2), msgs2)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestBadBrainBecomesListen(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(2 * time.Second)
+	bad := &braintest.Func{
+		ThinkFn: func(context.Context, brain.Input) (brain.Thought, error) {
+			return brain.Thought{State: "shout", Importance: 42}, nil // invalid every time
+		},
+	}
+	failing := &braintest.Func{
+		ThinkFn: func(context.Context, brain.Input) (brain.Thought, error) { return brain.Thought{}, errors.New("model down") },
+	}
+	cs := cards()
+	r.startCompanion(cs[0], bad, nil)
+	r.startCompanion(cs[1], failing, nil)
+	waitPresent(t, r, 2)
+	r.userSays("anyone?")
+	_, grants := r.untilRest(10 * time.Second)
+	g := grants[len(grants)-1]
+	if len(g.Votes) != 2 {
+		t.Fatalf("votes %+v", g.Votes)
+	}
+	for _, v := range g.Votes {
+		if v.State != protocol.Listen || v.Importance != 0 {
+			t.Fatalf("vote %+v, want listen with importance 0", v)
+		}
+	}
+	if th, _ := bad.Calls(); th != 2 {
+		t.Fatalf("bad brain called %d times, want 2 (one retry)", th)
+	}
+	if n := testutil.ToFloat64(r.m.BrainFailures.WithLabelValues("error")); n != 2 {
+		t.Fatalf("brain failures = %v, want 2", n)
+	}
+}
+
+func TestMutedNeverSpeaksAndTwoCallPath(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(2 * time.Second)
+	cs := cards()
+	r.startCompanion(cs[0], rule.New(3, nil), func(c *companion.Config) { c.Muted = func() bool { return true } })
+	utterer := &braintest.Func{
+		ThinkFn: func(_ context.Context, in brain.Input) (brain.Thought, error) {
+			if in.Message.Params.From != "user" {
+				return brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone}, nil
+			}
+			return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "draft"}, nil
+		},
+		UtterFn: func(context.Context, brain.Input) (brain.Utterance, error) {
+			return brain.Utterance{Text: "from the second call"}, nil
+		},
+	}
+	r.startCompanion(cs[1], utterer, func(c *companion.Config) { c.TwoCall = true })
+	waitPresent(t, r, 2)
+	r.userSays("Kyoko, please answer")
+	msgs, grants := r.untilRest(10 * time.Second)
+	if grants[0].SpeakerID() != "hana" {
+		t.Fatalf("first grant %+v: the muted kyoko must not get the floor", grants[0])
+	}
+	if len(msgs) != 2 || msgs[1].Params.Message != "from the second call" {
+		t.Fatalf("messages %v", msgs)
+	}
+	if _, u := utterer.Calls(); u != 1 {
+		t.Fatalf("utter calls = %d, want 1", u)
+	}
+	_ = fmt.Sprint
+}
