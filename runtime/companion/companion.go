@@ -97,13 +97,13 @@ type Companion struct {
 	wg     sync.WaitGroup
 
 	// owned by Run
-	history   []protocol.Message
-	present   map[string]bool
-	turn      int // messages since the conversation (re)started
-	count     int // States since the last terminal (maxTurn)
-	thoughts  map[string]thoughtFor
-	thinking  int
-	speaking  bool
+	history  []protocol.Message
+	present  map[string]bool
+	turn     int // messages since the conversation (re)started
+	count    int // States since the last terminal (maxTurn)
+	thoughts map[string]thoughtFor
+	thinking int
+	speaking bool
 }
 
 type thoughtFor struct {

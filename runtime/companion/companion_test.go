@@ -230,7 +230,9 @@ func TestBadBrainBecomesListen(t *testing.T) {
 		},
 	}
 	failing := &braintest.Func{
-		ThinkFn: func(context.Context, brain.Input) (brain.Thought, error) { return brain.Thought{}, errors.New("model down") },
+		ThinkFn: func(context.Context, brain.Input) (brain.Thought, error) {
+			return brain.Thought{}, errors.New("model down")
+		},
 	}
 	cs := cards()
 	r.startCompanion(cs[0], bad, nil)
