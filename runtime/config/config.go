@@ -1,0 +1,547 @@
+// Package config is a robot's configuration: one YAML file per device,
+// decoded strictly (an unknown key is an error) and validated as a whole
+// before anything touches hardware. Validate reports every bad field at
+// once, each by its path ("drivers.camera.device: must be ..."). Secrets
+// never live in the YAML: it names the environment variable or file that
+// holds them.
+//
+// # Usage
+//
+//	cfg, err := config.Load("firmware-configs/pi5-robot.yaml")
+//	if err != nil { ... }          // every problem, one per line
+//	pw, err := cfg.MQTT.Password() // from the environment or a file
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// Version is the config format this build reads.
+const Version = 1
+
+// Config is one device's configuration.
+type Config struct {
+	Version   int         `yaml:"version"`
+	Device    Device      `yaml:"device"`
+	Room      Room        `yaml:"room"`
+	MQTT      MQTT        `yaml:"mqtt"`
+	Companion *brain.Card `yaml:"companion"` // absent on a speaker-only device
+	Brain     Brain       `yaml:"brain"`
+	Drivers   Drivers     `yaml:"drivers"`
+	Query     Query       `yaml:"query"`
+	HTTP      HTTP        `yaml:"http"`
+	Log       Log         `yaml:"log"`
+
+	path string
+}
+
+// Device names the body.
+type Device struct {
+	ID    string `yaml:"id"`
+	Model string `yaml:"model"`
+}
+
+// Room is the conversation this device takes part in.
+type Room struct {
+	Name          string        `yaml:"name"`
+	Floor         bool          `yaml:"floor"`          // run a floor for the room here
+	FloorInstance string        `yaml:"floor_instance"` // default: the device id
+	VoteTimeout   time.Duration `yaml:"vote_timeout"`
+	MaxPending    int           `yaml:"max_pending"`
+	Pause         time.Duration `yaml:"pause"`
+	History       int           `yaml:"history"`
+	MaxTurn       int           `yaml:"max_turn"`
+	Repetition    Repetition    `yaml:"repetition"`
+	MaxPayload    int           `yaml:"max_payload"` // bytes; 0 means 64 KiB
+}
+
+// Repetition configures the repetition judge.
+type Repetition struct {
+	Threshold float64 `yaml:"threshold"`
+	Window    int     `yaml:"window"`
+}
+
+// MQTT is how the device reaches its room's broker.
+type MQTT struct {
+	Broker           string   `yaml:"broker"` // tcp://host:port or ssl://host:port
+	Prefix           string   `yaml:"prefix"`
+	Username         string   `yaml:"username"` // default: the companion id, else the device id
+	PasswordEnv      string   `yaml:"password_env"`
+	PasswordFile     string   `yaml:"password_file"`
+	FloorIDs         []string `yaml:"floor_ids"` // identities allowed to grant turns; default [floor]
+	FloorPasswordEnv string   `yaml:"floor_password_env"`
+	Embedded         Embedded `yaml:"embedded"`
+}
+
+// Embedded runs the room's broker inside this chorusd.
+type Embedded struct {
+	Enabled        bool   `yaml:"enabled"`
+	Listen         string `yaml:"listen"` // host:port
+	AllowAnonymous bool   `yaml:"allow_anonymous"`
+	// UsersFile is a YAML map of username: password, kept out of the config.
+	UsersFile string `yaml:"users_file"`
+	TLSCert   string `yaml:"tls_cert"`
+	TLSKey    string `yaml:"tls_key"`
+}
+
+// Brain chooses and configures the companion's mind.
+type Brain struct {
+	Provider     string        `yaml:"provider"` // rule, openai, anthropic
+	Draft        *bool         `yaml:"draft"`    // default true: speak the draft, one model call per turn
+	Timeout      time.Duration `yaml:"timeout"`
+	ClosingAfter int           `yaml:"closing_after"` // rule brain
+	BaseURL      string        `yaml:"base_url"`
+	Model        string        `yaml:"model"`
+	APIKeyEnv    string        `yaml:"api_key_env"`
+	JSONMode     bool          `yaml:"json_mode"` // plain JSON mode instead of JSON schema
+	MaxTokens    int           `yaml:"max_tokens"`
+}
+
+// UseDraft reports whether a granted turn speaks the draft.
+func (b Brain) UseDraft() bool { return b.Draft == nil || *b.Draft }
+
+// Drivers are the body's hardware adapters.
+type Drivers struct {
+	Camera Camera `yaml:"camera"`
+	Audio  Audio  `yaml:"audio"`
+	TTS    TTS    `yaml:"tts"`
+	GPIO   GPIO   `yaml:"gpio"`
+}
+
+// Camera driver settings.
+type Camera struct {
+	Kind    string `yaml:"kind"`   // none, testpattern, image, gocv
+	Device  string `yaml:"device"` // gocv: index ("0"), /dev/videoN, or a video/image-sequence file
+	Path    string `yaml:"path"`   // image: a still image or a folder of frames
+	Width   int    `yaml:"width"`
+	Height  int    `yaml:"height"`
+	FPS     int    `yaml:"fps"`
+	Quality int    `yaml:"quality"` // JPEG quality
+}
+
+// Audio output driver settings.
+type Audio struct {
+	Kind       string `yaml:"kind"` // null, wav, portaudio
+	Dir        string `yaml:"dir"`  // wav: where utterances are written
+	Device     string `yaml:"device"`
+	SampleRate int    `yaml:"sample_rate"`
+}
+
+// TTS engine settings.
+type TTS struct {
+	Kind     string `yaml:"kind"` // auto, espeak-ng, open_jtalk, voicevox, piper, tone
+	Binary   string `yaml:"binary"`
+	Voice    string `yaml:"voice"`
+	Speed    int    `yaml:"speed"`
+	Pitch    int    `yaml:"pitch"`
+	URL      string `yaml:"url"`     // voicevox engine
+	Speaker  int    `yaml:"speaker"` // voicevox speaker id
+	Model    string `yaml:"model"`   // piper voice model
+	Dict     string `yaml:"dict"`    // open_jtalk dictionary folder
+	MaxChars int    `yaml:"max_chars"`
+}
+
+// GPIO pins by name (periph names, e.g. GPIO17).
+type GPIO struct {
+	LED    string `yaml:"led"`
+	Button string `yaml:"button"`
+}
+
+// Query settings.
+type Query struct {
+	Timeout    time.Duration `yaml:"timeout"`
+	MaxPending int           `yaml:"max_pending"`
+	MaxResult  int           `yaml:"max_result"` // bytes
+}
+
+// HTTP serves /healthz and /metrics.
+type HTTP struct {
+	Listen string `yaml:"listen"` // default 127.0.0.1:9100; "off" disables
+}
+
+// Log settings.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text, json
+}
+
+// Load reads, decodes strictly, fills defaults and validates path.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.path = path
+	return c, nil
+}
+
+// Decode reads one YAML document, strictly, then fills defaults and
+// validates.
+func Decode(r io.Reader) (*Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 1<<20 {
+		return nil, errors.New("larger than 1 MiB")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty file")
+		}
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Path is the file the config came from, if any.
+func (c *Config) Path() string { return c.path }
+
+// SetDefaults fills every unset field with its default.
+func (c *Config) SetDefaults() {
+	if c.Room.VoteTimeout == 0 {
+		c.Room.VoteTimeout = 3 * time.Second
+	}
+	if c.Room.MaxPending == 0 {
+		c.Room.MaxPending = 64
+	}
+	if c.Room.Pause == 0 {
+		c.Room.Pause = 300 * time.Millisecond
+	}
+	if c.Room.History == 0 {
+		c.Room.History = 10
+	}
+	if c.Room.Repetition.Threshold == 0 {
+		c.Room.Repetition.Threshold = 0.7
+	}
+	if c.Room.Repetition.Window == 0 {
+		c.Room.Repetition.Window = 5
+	}
+	if c.Room.FloorInstance == "" {
+		c.Room.FloorInstance = c.Device.ID
+	}
+	if c.MQTT.Prefix == "" {
+		c.MQTT.Prefix = "chorus"
+	}
+	if len(c.MQTT.FloorIDs) == 0 {
+		c.MQTT.FloorIDs = []string{"floor"}
+	}
+	if c.MQTT.Embedded.Enabled && c.MQTT.Embedded.Listen == "" {
+		c.MQTT.Embedded.Listen = "127.0.0.1:1883"
+	}
+	if c.MQTT.Broker == "" && c.MQTT.Embedded.Enabled {
+		c.MQTT.Broker = "tcp://" + c.MQTT.Embedded.Listen
+	}
+	if c.MQTT.Username == "" {
+		c.MQTT.Username = c.Identity()
+	}
+	if c.Brain.Provider == "" {
+		c.Brain.Provider = "rule"
+	}
+	if c.Brain.Timeout == 0 {
+		c.Brain.Timeout = 20 * time.Second
+	}
+	d := &c.Drivers
+	if d.Camera.Kind == "" {
+		d.Camera.Kind = "none"
+	}
+	if d.Camera.Width == 0 {
+		d.Camera.Width = 640
+	}
+	if d.Camera.Height == 0 {
+		d.Camera.Height = 480
+	}
+	if d.Camera.FPS == 0 {
+		d.Camera.FPS = 10
+	}
+	if d.Camera.Quality == 0 {
+		d.Camera.Quality = 80
+	}
+	if d.Audio.Kind == "" {
+		d.Audio.Kind = "null"
+	}
+	if d.TTS.Kind == "" {
+		d.TTS.Kind = "auto"
+	}
+	if d.TTS.MaxChars == 0 {
+		d.TTS.MaxChars = 2000
+	}
+	if c.Query.Timeout == 0 {
+		c.Query.Timeout = 30 * time.Second
+	}
+	if c.Query.MaxPending == 0 {
+		c.Query.MaxPending = 256
+	}
+	if c.Query.MaxResult == 0 {
+		c.Query.MaxResult = protocol.DefaultMaxResultBytes
+	}
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = "127.0.0.1:9100"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+}
+
+// Identity is the name the device publishes under: its companion's id, or
+// the device id on a speaker-only device.
+func (c *Config) Identity() string {
+	if c.Companion != nil && c.Companion.ID != "" {
+		return c.Companion.ID
+	}
+	return c.Device.ID
+}
+
+// Errors is every problem of a config, one per field.
+type Errors []string
+
+func (e Errors) Error() string { return strings.Join(e, "\n") }
+
+type problems struct{ list Errors }
+
+func (p *problems) add(field, format string, args ...any) {
+	p.list = append(p.list, field+": "+fmt.Sprintf(format, args...))
+}
+
+func (p *problems) identity(field, v string) {
+	if why := protocol.ValidIdentity(v); why != "" {
+		p.add(field, "%s (got %q)", why, v)
+	}
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate reports every bad field at once.
+func (c *Config) Validate() error {
+	var p problems
+	if c.Version != Version {
+		p.add("version", "must be %d, got %d", Version, c.Version)
+	}
+	p.identity("device.id", c.Device.ID)
+	p.identity("room.name", c.Room.Name)
+	r := c.Room
+	if r.VoteTimeout < 10*time.Millisecond || r.VoteTimeout > time.Minute {
+		p.add("room.vote_timeout", "must be from 10ms to 1m, got %v", r.VoteTimeout)
+	}
+	if r.MaxPending < 1 || r.MaxPending > 4096 {
+		p.add("room.max_pending", "must be from 1 to 4096, got %d", r.MaxPending)
+	}
+	if r.Pause < 0 || r.Pause > time.Minute {
+		p.add("room.pause", "must be from 0 to 1m, got %v", r.Pause)
+	}
+	if r.History < 1 || r.History > 1000 {
+		p.add("room.history", "must be from 1 to 1000, got %d", r.History)
+	}
+	if r.MaxTurn < 0 {
+		p.add("room.max_turn", "must not be negative, got %d", r.MaxTurn)
+	}
+	if r.Repetition.Threshold <= 0 || r.Repetition.Threshold > 1 {
+		p.add("room.repetition.threshold", "must be above 0 and at most 1, got %v", r.Repetition.Threshold)
+	}
+	if r.Repetition.Window < 2 || r.Repetition.Window > 100 {
+		p.add("room.repetition.window", "must be from 2 to 100, got %d", r.Repetition.Window)
+	}
+	if r.MaxPayload < 0 {
+		p.add("room.max_payload", "must not be negative, got %d", r.MaxPayload)
+	}
+	if r.Floor {
+		p.identity("room.floor_instance", r.FloorInstance)
+	}
+	m := c.MQTT
+	if !strings.HasPrefix(m.Broker, "tcp://") && !strings.HasPrefix(m.Broker, "ssl://") {
+		p.add("mqtt.broker", "must be tcp://host:port or ssl://host:port, got %q", m.Broker)
+	}
+	p.identity("mqtt.prefix", m.Prefix)
+	p.identity("mqtt.username", m.Username)
+	for i, f := range m.FloorIDs {
+		p.identity(fmt.Sprintf("mqtt.floor_ids[%d]", i), f)
+	}
+	if m.PasswordEnv != "" && m.PasswordFile != "" {
+		p.add("mqtt.password_file", "set either password_env or password_file, not both")
+	}
+	if m.Embedded.Enabled {
+		if !strings.Contains(m.Embedded.Listen, ":") {
+			p.add("mqtt.embedded.listen", "must be host:port, got %q", m.Embedded.Listen)
+		}
+		if !m.Embedded.AllowAnonymous && m.Embedded.UsersFile == "" {
+			p.add("mqtt.embedded.users_file", "required unless allow_anonymous is true")
+		}
+		if (m.Embedded.TLSCert == "") != (m.Embedded.TLSKey == "") {
+			p.add("mqtt.embedded.tls_key", "tls_cert and tls_key go together")
+		}
+	}
+	if c.Companion != nil {
+		if err := c.Companion.Validate(); err != nil {
+			p.list = append(p.list, "companion"+strings.TrimPrefix(err.Error(), "card"))
+		}
+	}
+	b := c.Brain
+	if !oneOf(b.Provider, "rule", "openai", "anthropic") {
+		p.add("brain.provider", "must be rule, openai or anthropic, got %q", b.Provider)
+	}
+	if b.Timeout < 100*time.Millisecond || b.Timeout > 5*time.Minute {
+		p.add("brain.timeout", "must be from 100ms to 5m, got %v", b.Timeout)
+	}
+	if b.ClosingAfter < 0 {
+		p.add("brain.closing_after", "must not be negative, got %d", b.ClosingAfter)
+	}
+	if b.Provider == "openai" || b.Provider == "anthropic" {
+		if b.Model == "" {
+			p.add("brain.model", "required for provider %s", b.Provider)
+		}
+		if b.BaseURL != "" && !strings.HasPrefix(b.BaseURL, "http://") && !strings.HasPrefix(b.BaseURL, "https://") {
+			p.add("brain.base_url", "must be an http:// or https:// URL, got %q", b.BaseURL)
+		}
+		if b.Provider == "anthropic" && b.APIKeyEnv == "" {
+			p.add("brain.api_key_env", "required for provider anthropic (the name of the variable that holds the key)")
+		}
+	}
+	d := c.Drivers
+	if !oneOf(d.Camera.Kind, "none", "testpattern", "image", "gocv") {
+		p.add("drivers.camera.kind", "must be none, testpattern, image or gocv, got %q", d.Camera.Kind)
+	}
+	if d.Camera.Kind == "image" && d.Camera.Path == "" {
+		p.add("drivers.camera.path", "required for kind image")
+	}
+	if d.Camera.Kind == "gocv" && d.Camera.Device == "" {
+		p.add("drivers.camera.device", "required for kind gocv (an index such as 0, /dev/videoN, or a video file)")
+	}
+	if d.Camera.Width < 16 || d.Camera.Width > 4096 || d.Camera.Height < 16 || d.Camera.Height > 4096 {
+		p.add("drivers.camera.width", "width and height must be from 16 to 4096, got %dx%d", d.Camera.Width, d.Camera.Height)
+	}
+	if d.Camera.FPS < 1 || d.Camera.FPS > 120 {
+		p.add("drivers.camera.fps", "must be from 1 to 120, got %d", d.Camera.FPS)
+	}
+	if d.Camera.Quality < 1 || d.Camera.Quality > 100 {
+		p.add("drivers.camera.quality", "must be from 1 to 100, got %d", d.Camera.Quality)
+	}
+	if !oneOf(d.Audio.Kind, "null", "wav", "portaudio") {
+		p.add("drivers.audio.kind", "must be null, wav or portaudio, got %q", d.Audio.Kind)
+	}
+	if d.Audio.Kind == "wav" && d.Audio.Dir == "" {
+		p.add("drivers.audio.dir", "required for kind wav")
+	}
+	if d.Audio.SampleRate != 0 && (d.Audio.SampleRate < 8000 || d.Audio.SampleRate > 192000) {
+		p.add("drivers.audio.sample_rate", "must be from 8000 to 192000, got %d", d.Audio.SampleRate)
+	}
+	if !oneOf(d.TTS.Kind, "auto", "none", "espeak-ng", "open_jtalk", "voicevox", "piper", "tone") {
+		p.add("drivers.tts.kind", "must be auto, none, espeak-ng, open_jtalk, voicevox, piper or tone, got %q", d.TTS.Kind)
+	}
+	if d.TTS.Kind == "voicevox" && !strings.HasPrefix(d.TTS.URL, "http") {
+		p.add("drivers.tts.url", "required for kind voicevox: the engine's http:// URL")
+	}
+	if d.TTS.Kind == "piper" && (d.TTS.Binary == "" || d.TTS.Model == "") {
+		p.add("drivers.tts.binary", "piper needs binary (its path) and model")
+	}
+	if d.TTS.MaxChars < 1 || d.TTS.MaxChars > 100000 {
+		p.add("drivers.tts.max_chars", "must be from 1 to 100000, got %d", d.TTS.MaxChars)
+	}
+	if c.Query.Timeout < 100*time.Millisecond || c.Query.Timeout > 10*time.Minute {
+		p.add("query.timeout", "must be from 100ms to 10m, got %v", c.Query.Timeout)
+	}
+	if c.Query.MaxPending < 1 || c.Query.MaxPending > 100000 {
+		p.add("query.max_pending", "must be from 1 to 100000, got %d", c.Query.MaxPending)
+	}
+	if c.HTTP.Listen != "off" && !strings.Contains(c.HTTP.Listen, ":") {
+		p.add("http.listen", "must be host:port or off, got %q", c.HTTP.Listen)
+	}
+	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
+		p.add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if !oneOf(c.Log.Format, "text", "json") {
+		p.add("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	if len(p.list) > 0 {
+		return p.list
+	}
+	return nil
+}
+
+// secret reads a secret from the variable env or the file path.
+func secret(field, env, path string) (string, error) {
+	switch {
+	case env != "":
+		v, ok := os.LookupEnv(env)
+		if !ok {
+			return "", fmt.Errorf("%s: environment variable %s is not set", field, env)
+		}
+		return v, nil
+	case path != "":
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return "", nil
+}
+
+// Password returns the MQTT password ("" when none is configured).
+func (m MQTT) Password() (string, error) {
+	return secret("mqtt.password_env", m.PasswordEnv, m.PasswordFile)
+}
+
+// APIKey returns the brain's API key ("" when none is configured).
+func (b Brain) APIKey() (string, error) { return secret("brain.api_key_env", b.APIKeyEnv, "") }
+
+// Users reads the embedded broker's users file: a YAML map of name to
+// password.
+func (e Embedded) Users() (map[string]string, error) {
+	if e.UsersFile == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(e.UsersFile)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt.embedded.users_file: %w", err)
+	}
+	var u map[string]string
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&u); err != nil {
+		return nil, fmt.Errorf("mqtt.embedded.users_file %s: %w", e.UsersFile, err)
+	}
+	return u, nil
+}
+
+// Resolve makes a relative path in the config relative to the config's
+// folder.
+func (c *Config) Resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) || c.path == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.path), p)
+}
