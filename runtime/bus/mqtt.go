@@ -146,7 +146,7 @@ func (b *MQTT) onConnect(c paho.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ConnectTimeout)
 	defer cancel()
 	for f, h := range subs {
-		if err := wait(ctx, c.Subscribe(f, b.qos, wrap(h)), 0); err != nil {
+		if err := b.subscribe(ctx, f, h); err != nil {
 			b.log.Error("bus: resubscribe failed", "filter", f, "err", err)
 		}
 	}
@@ -202,13 +202,43 @@ func (b *MQTT) Subscribe(ctx context.Context, filter string, h Handler) error {
 	if !b.c.IsConnectionOpen() {
 		return nil // onConnect subscribes it when the connection is back
 	}
-	if err := wait(ctx, b.c.Subscribe(filter, b.qos, wrap(h)), 0); err != nil {
+	if err := b.subscribe(ctx, filter, h); err != nil {
 		if !b.c.IsConnectionOpen() {
 			return nil // lost meanwhile; onConnect subscribes it again
 		}
 		return fmt.Errorf("bus: subscribe %s: %w", filter, err)
 	}
 	return nil
+}
+
+// subscribe sends SUBSCRIBE and checks the granted code. A refusal is
+// retried a few times with a new packet id: mochi 2.7.9 shares one inflight
+// map between both directions and answers 0x91 "packet identifier in use"
+// when paho's SUBSCRIBE id equals the id of a retained QoS 1 message the
+// broker is still delivering to us (seen in the demo: a subscription
+// silently missing).
+func (b *MQTT) subscribe(ctx context.Context, filter string, h Handler) error {
+	var last error
+	for attempt := range 10 {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		tok := b.c.Subscribe(filter, b.qos, wrap(h))
+		if err := wait(ctx, tok, 0); err != nil {
+			return err
+		}
+		code, ok := tok.(*paho.SubscribeToken).Result()[filter]
+		if ok && code < 0x80 {
+			return nil
+		}
+		last = fmt.Errorf("broker refused the subscription (code 0x%02x)", code)
+		b.log.Debug("bus: subscription refused; retrying", "filter", filter, "code", code, "attempt", attempt+1)
+	}
+	return last
 }
 
 func (b *MQTT) isClosed() bool {

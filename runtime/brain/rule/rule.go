@@ -157,7 +157,12 @@ func (b *Brain) line(in brain.Input, stage protocol.Closing) brain.Utterance {
 		}
 	}
 	var parts []string
-	if ja {
+	if slices.Contains(in.Present, m.From) {
+		// Answering another companion: react to them by name, never quote
+		// (quotes of quotes pile up).
+		r := reactions(ja)
+		parts = append(parts, fmt.Sprintf(r[int(hash(c.ID, m.ID, "react")%uint32(len(r)))], m.From))
+	} else if ja {
 		parts = append(parts, fmt.Sprintf("「%s」かあ。", snippet(m.Message, 16)))
 	} else {
 		parts = append(parts, fmt.Sprintf("%q, you say.", snippet(m.Message, 24)))
@@ -180,6 +185,13 @@ func (b *Brain) line(in brain.Input, stage protocol.Closing) brain.Utterance {
 	}
 	u.Text = strings.Join(parts, sep)
 	return u
+}
+
+func reactions(ja bool) []string {
+	if ja {
+		return []string{"%sの話、いいね！", "へえ、そうなんだ、%s。", "なるほどね、%s。", "%s、それ面白い！"}
+	}
+	return []string{"That's lovely, %s!", "Really, %s?", "Oh, I see what you mean, %s.", "Ha, that's so like you, %s."}
 }
 
 func pick(ja bool, jaText, enText string) string {

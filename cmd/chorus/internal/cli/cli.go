@@ -1,0 +1,216 @@
+// Package cli implements the chorus subcommands.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/device/demo"
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+	"github.com/chorus-robotics/chorus/runtime/transcript"
+)
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"demo":  {"run a whole room in this process: broker, floor, three companions (no hardware, no API key)", runDemo},
+	"say":   {"say something into a room as a user", runSay},
+	"watch": {"print a room's live transcript", runWatch},
+}
+
+// Main runs the subcommand in args and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "chorus: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "chorus %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: chorus <command> [flags]\n\ncommands:")
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nchorus <command> -h shows its flags.")
+}
+
+func logger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("configs", "", "folder of device configs (default: firmware-configs/demo)")
+	out := fs.String("out", "out/demo", "folder for each utterance's WAV audio")
+	turns := fs.Int("turns", 0, "stop after this many companion turns (0: run until the room reaches terminal)")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
+	msg := fs.String("message", "", "the user's opening line")
+	level := fs.String("log", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sum, err := demo.Run(ctx, demo.Options{Dir: demo.FindDir(*dir), Out: *out, Turns: *turns, Timeout: *timeout,
+		Message: *msg, W: stdout, Log: logger(stderr, *level)})
+	if err != nil {
+		return err
+	}
+	how := fmt.Sprintf("stopped after %d turns", sum.Turns)
+	if sum.Terminal {
+		how = fmt.Sprintf("reached terminal after %d turns", sum.Turns)
+	} else if sum.Rested {
+		how = fmt.Sprintf("rested after %d turns", sum.Turns)
+	}
+	fmt.Fprintf(stdout, "\nThe conversation %s in %.1fs; %d utterances written to %s/\n", how, sum.Elapsed.Seconds(), len(sum.Audio), *out)
+	return nil
+}
+
+type roomFlags struct {
+	broker, prefix, room, user, passwordEnv string
+}
+
+func (r *roomFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.broker, "broker", "tcp://127.0.0.1:1883", "MQTT broker URL")
+	fs.StringVar(&r.prefix, "prefix", topic.DefaultPrefix, "topic prefix")
+	fs.StringVar(&r.room, "room", "", "room name (required)")
+	fs.StringVar(&r.user, "as", "user", "identity to connect and speak as")
+	fs.StringVar(&r.passwordEnv, "password-env", "CHORUS_MQTT_PASSWORD", "environment variable holding the MQTT password, if any")
+}
+
+func (r *roomFlags) connect(ctx context.Context, suffix string) (*room.Room, bus.Bus, error) {
+	if why := protocol.ValidIdentity(r.room); why != "" {
+		return nil, nil, fmt.Errorf("-room: %s", why)
+	}
+	if why := protocol.ValidIdentity(r.user); why != "" {
+		return nil, nil, fmt.Errorf("-as: %s", why)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := bus.Dial(dctx, bus.Options{Broker: r.broker, ClientID: r.user + "-" + suffix + "-" + protocol.NewID()[:8],
+		Username: r.user, Password: os.Getenv(r.passwordEnv)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return room.New(b, topic.New(r.prefix), r.room, nil, nil), b, nil
+}
+
+func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("say", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var rf roomFlags
+	rf.register(fs)
+	to := fs.String("to", "", "comma-separated companion ids to address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	text := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(text) == "" {
+		return errors.New("nothing to say: chorus say -room NAME [flags] TEXT")
+	}
+	r, b, err := rf.connect(ctx, "say")
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var toList []string
+	if *to != "" {
+		toList = strings.Split(*to, ",")
+	}
+	m := protocol.NewMessage(protocol.NewID(), rf.user, toList, text, "")
+	if err := r.SendMessage(ctx, m); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, m.Params.ID)
+	return nil
+}
+
+func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var rf roomFlags
+	rf.register(fs)
+	until := fs.String("until", "", "exit when: rest (the room rests), terminal (it rests at terminal)")
+	timeout := fs.Duration("timeout", 0, "exit with an error after this long (0: never)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *until != "" && *until != "rest" && *until != "terminal" {
+		return fmt.Errorf("-until: must be rest or terminal, got %q", *until)
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	r, b, err := rf.connect(ctx, "watch")
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	done := make(chan struct{}, 1)
+	p := &transcript.Printer{W: stdout}
+	err = p.Follow(ctx, r, func(e transcript.Event) {
+		if e.Grant == nil || e.Grant.Speaker != nil || *until == "" {
+			return
+		}
+		terminal := len(e.Grant.Votes) > 0
+		for _, v := range e.Grant.Votes {
+			terminal = terminal && v.Closing == protocol.ClosingTerminal
+		}
+		if *until == "rest" || terminal {
+			select {
+			case done <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		if *timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("the room did not reach %q within %v", *until, *timeout)
+		}
+		return nil
+	}
+}

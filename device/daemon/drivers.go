@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/audio/null"
+	"github.com/chorus-robotics/chorus/drivers/audio/wav"
+	"github.com/chorus-robotics/chorus/drivers/tts"
+	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
+	"github.com/chorus-robotics/chorus/drivers/tts/openjtalk"
+	"github.com/chorus-robotics/chorus/drivers/tts/tone"
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/rule"
+	"github.com/chorus-robotics/chorus/runtime/config"
+)
+
+// audioOutputs builds an audio output per config kind. Build-tagged files
+// add their drivers in init (portaudio).
+var audioOutputs = map[string]func(c *config.Config) (audio.Output, error){
+	"null": func(*config.Config) (audio.Output, error) { return &null.Output{}, nil },
+	"wav":  func(c *config.Config) (audio.Output, error) { return wav.New(c.Resolve(c.Drivers.Audio.Dir)) },
+}
+
+func kinds[V any](m map[string]V) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
+
+func openAudio(c *config.Config) (audio.Output, error) {
+	mk, ok := audioOutputs[c.Drivers.Audio.Kind]
+	if !ok {
+		return nil, fmt.Errorf("drivers.audio.kind: %q is not built into this binary (have %s; build with -tags portaudio)", c.Drivers.Audio.Kind, kinds(audioOutputs))
+	}
+	out, err := mk(c)
+	if err != nil {
+		return nil, fmt.Errorf("drivers.audio: %w", err)
+	}
+	return out, nil
+}
+
+func lookupEnv(k string) (string, bool) { return os.LookupEnv(k) }
+
+// chooseTTS builds the configured engine; "auto" picks Open JTalk for a
+// Japanese companion when it is installed, else espeak-ng, else the tone
+// generator (and says so).
+func chooseTTS(c *config.Config, log *slog.Logger) (tts.Engine, error) {
+	t := c.Drivers.TTS
+	lang := "en"
+	if c.Companion != nil {
+		lang = c.Companion.Language
+	}
+	kind := t.Kind
+	if kind == "auto" {
+		switch {
+		case lang == "ja" && tts.Available("open_jtalk") && fileExists(openjtalk.DefaultVoice):
+			kind = "open_jtalk"
+		case tts.Available("espeak-ng"):
+			kind = "espeak-ng"
+		default:
+			kind = "tone"
+			log.Warn("tts: espeak-ng is not installed; speaking with the tone generator (beeps, no words)")
+		}
+	}
+	switch kind {
+	case "espeak-ng":
+		voice := t.Voice
+		if voice == "" {
+			voice = lang
+		}
+		return &espeak.Engine{Binary: t.Binary, Voice: voice, Speed: t.Speed, Pitch: t.Pitch}, nil
+	case "open_jtalk":
+		return &openjtalk.Engine{Binary: t.Binary, Dict: t.Dict, Voice: t.Voice, Speed: float64(t.Speed) / 100, Pitch: float64(t.Pitch)}, nil
+	case "tone", "none":
+		return tone.Engine{}, nil
+	}
+	return nil, fmt.Errorf("drivers.tts.kind: %q is not available yet in this build", kind)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// brain builds the configured brain.
+func (d *Daemon) brain() (brain.Brain, error) {
+	if d.opts.Brain != nil {
+		return d.opts.Brain, nil
+	}
+	switch d.cfg.Brain.Provider {
+	case "rule":
+		return rule.New(d.cfg.Brain.ClosingAfter, d.log), nil
+	}
+	return nil, fmt.Errorf("brain.provider: %q is not available yet in this build", d.cfg.Brain.Provider)
+}

@@ -1,0 +1,89 @@
+// Package transcript follows a room and prints what happens in it: every
+// message, and every floor decision with the votes behind it. `chorus demo`
+// and `chorus watch` use it.
+package transcript
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// Event is one line of the transcript, for callers that act on it.
+type Event struct {
+	Message *protocol.Message
+	Grant   *protocol.TurnGrant
+}
+
+// Printer writes a room's transcript to W.
+type Printer struct {
+	W     io.Writer
+	start time.Time
+	mu    sync.Mutex
+}
+
+// Follow subscribes to r's messages and grants, prints them, and passes
+// each on to fn (which must not block; nil is fine).
+func (p *Printer) Follow(ctx context.Context, r *room.Room, fn func(Event)) error {
+	p.start = time.Now()
+	if err := r.OnMessage(ctx, func(m protocol.Message) {
+		p.message(m)
+		if fn != nil {
+			fn(Event{Message: &m})
+		}
+	}); err != nil {
+		return err
+	}
+	return r.OnGrant(ctx, func(g protocol.TurnGrant) {
+		p.grant(g)
+		if fn != nil {
+			fn(Event{Grant: &g})
+		}
+	})
+}
+
+func (p *Printer) stamp() string {
+	return fmt.Sprintf("[%6.2fs]", time.Since(p.start).Seconds())
+}
+
+func (p *Printer) message(m protocol.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	to := "all"
+	if len(m.Params.To) > 0 {
+		to = strings.Join(m.Params.To, ", ")
+	}
+	emo := ""
+	if e := m.Params.Emotion(); e != protocol.EmotionNeutral {
+		emo = " (" + string(e) + ")"
+	}
+	fmt.Fprintf(p.W, "%s %s → %s%s: %s\n", p.stamp(), m.Params.From, to, emo, m.Params.Message)
+}
+
+func (p *Printer) grant(g protocol.TurnGrant) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var votes []string
+	for _, v := range g.Votes {
+		sel := ""
+		if v.Selected {
+			sel = " selected"
+		}
+		votes = append(votes, fmt.Sprintf("%s %s %g%s %s", v.From, v.State, v.Importance, sel, v.Closing))
+	}
+	for _, m := range g.Missing {
+		votes = append(votes, m+" (no vote)")
+	}
+	fmt.Fprintf(p.W, "%s   votes: %s\n", strings.Repeat(" ", 9), strings.Join(votes, " | "))
+	who := "nobody — the room rests"
+	if s := g.SpeakerID(); s != "" {
+		who = s
+	}
+	fmt.Fprintf(p.W, "%s   grant: %s (%s, %s)\n", strings.Repeat(" ", 9), who, g.Reason, g.DecidedBy)
+}
