@@ -66,6 +66,7 @@ type Daemon struct {
 	ready     atomic.Bool
 	mu        sync.Mutex
 	closers   []func()
+	probes    []namedProbe
 	Companion *companion.Companion
 	Floor     *floor.Floor
 }
@@ -184,6 +185,7 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 			return err
 		}
 		d.Floor = f
+		d.probes = append(d.probes, namedProbe{"floor", f})
 		spawn("floor", f.Run)
 	}
 
@@ -203,6 +205,7 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 			return err
 		}
 		d.Companion = c
+		d.probes = append(d.probes, namedProbe{"companion", c})
 		spawn("companion", c.Run)
 	}
 	if cfg.HTTP.Listen != "off" {

@@ -97,7 +97,9 @@ func (d *Daemon) brain() (brain.Brain, error) {
 	}
 	switch d.cfg.Brain.Provider {
 	case "rule":
-		return rule.New(d.cfg.Brain.ClosingAfter, d.log), nil
+		b := rule.New(d.cfg.Brain.ClosingAfter, d.log)
+		b.Delay = d.cfg.Brain.Delay
+		return b, nil
 	}
 	return nil, fmt.Errorf("brain.provider: %q is not available yet in this build", d.cfg.Brain.Provider)
 }

@@ -120,6 +120,7 @@ type event struct {
 	id       string
 	in       brain.Input
 	thought  brain.Thought
+	barrier  chan struct{}
 }
 
 const (
@@ -129,6 +130,7 @@ const (
 	evThought
 	evSpeak
 	evSpoke
+	evBarrier
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -240,9 +242,28 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		c.onGrant(ctx, e.grant)
 	case evSpeak:
 		c.speak(ctx, e.id)
+	case evBarrier:
+		close(e.barrier)
 	case evSpoke:
 		c.speaking = false
 		c.status(Listening)
+	}
+}
+
+// Ping returns once the companion's loop has handled everything queued
+// before it (for the watchdog).
+func (c *Companion) Ping(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case c.events <- event{kind: evBarrier, barrier: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -102,6 +102,7 @@ type Brain struct {
 	Draft        *bool         `yaml:"draft"`    // default true: speak the draft, one model call per turn
 	Timeout      time.Duration `yaml:"timeout"`
 	ClosingAfter int           `yaml:"closing_after"` // rule brain
+	Delay        time.Duration `yaml:"delay"`         // rule brain: simulated thinking time
 	BaseURL      string        `yaml:"base_url"`
 	Model        string        `yaml:"model"`
 	APIKeyEnv    string        `yaml:"api_key_env"`
@@ -415,6 +416,9 @@ func (c *Config) Validate() error {
 	}
 	if b.Timeout < 100*time.Millisecond || b.Timeout > 5*time.Minute {
 		p.add("brain.timeout", "must be from 100ms to 5m, got %v", b.Timeout)
+	}
+	if b.Delay < 0 || b.Delay > time.Minute {
+		p.add("brain.delay", "must be from 0 to 1m, got %v", b.Delay)
 	}
 	if b.ClosingAfter < 0 {
 		p.add("brain.closing_after", "must not be negative, got %d", b.ClosingAfter)

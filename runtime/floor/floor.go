@@ -167,6 +167,23 @@ func LeaderWill(s topic.Scheme, roomName, instance string) *bus.Retained {
 
 func (f *Floor) subscribed() bool { return f.ready.Load() }
 
+// Ping returns once the floor's loop has handled everything queued before
+// it: proof that the loop turns (for the watchdog, and for tests).
+func (f *Floor) Ping(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case f.events <- event{kind: evBarrier, barrier: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Active reports whether this floor currently decides for the room.
 func (f *Floor) Active() bool { return f.active.Load() }
 

@@ -21,11 +21,9 @@ import (
 // flush waits until the floor has handled every event queued before it.
 func (f *Floor) flush(t *testing.T) {
 	t.Helper()
-	done := make(chan struct{})
-	f.events <- event{kind: evBarrier, barrier: done}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.Ping(ctx); err != nil {
 		t.Fatal("floor loop did not answer")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -32,8 +33,11 @@ const DefaultClosingAfter = 6
 // Brain is the rule brain.
 type Brain struct {
 	ClosingAfter int
-	Log          *slog.Logger
-	once         sync.Once
+	// Delay is simulated thinking time before each Think answers, so a demo
+	// paces like a model and tests can catch a companion mid-vote.
+	Delay time.Duration
+	Log   *slog.Logger
+	once  sync.Once
 }
 
 var _ brain.Brain = (*Brain)(nil)
@@ -93,6 +97,15 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	b.once.Do(func() {
 		b.Log.Info("brain: using the offline rule brain (no model); its lines are built from the card", "companion", in.Card.ID)
 	})
+	if b.Delay > 0 {
+		t := time.NewTimer(b.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return brain.Thought{}, ctx.Err()
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return brain.Thought{}, err
 	}

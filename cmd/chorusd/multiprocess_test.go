@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// buildBinaries builds chorusd and chorus into a temp folder once per test.
+func buildBinaries(t *testing.T) (chorusd, chorus string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir, "github.com/chorus-robotics/chorus/cmd/chorusd", "github.com/chorus-robotics/chorus/cmd/chorus")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "chorusd"), filepath.Join(dir, "chorus")
+}
+
+const companionYAML = `version: 1
+device: {id: dev-%[1]s}
+room: {name: lab, vote_timeout: 3s, pause: 20ms}
+mqtt: {broker: %[2]s}
+companion:
+  id: %[1]s
+  name: %[1]s
+  sample_lines: ["I am %[1]s.", "Nice weather."]
+  language: en
+brain: {provider: rule, closing_after: 4, delay: %[3]s}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+log: {level: info}
+`
+
+const floorYAML = `version: 1
+device: {id: floor-box}
+room: {name: lab, floor: true, vote_timeout: 3s}
+mqtt: {broker: %s}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+log: {level: info}
+`
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan struct{}
+}
+
+func start(t *testing.T, bin, cfg, name string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(bin, "--config", cfg), log: &bytes.Buffer{}, done: make(chan struct{})}
+	var mu sync.Mutex
+	w := writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return p.log.Write(b) })
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("--- %s log:\n%s", p.name, p.log.String())
+			mu.Unlock()
+		}
+	})
+	return p
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+type observer struct {
+	presence chan room.PresenceEvent
+	messages chan protocol.Message
+	grants   chan protocol.TurnGrant
+}
+
+func observe(t *testing.T, url string) *observer {
+	t.Helper()
+	b, err := bus.Dial(context.Background(), bus.Options{Broker: url, ClientID: "observer-" + t.Name(), Username: "observer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	o := &observer{presence: make(chan room.PresenceEvent, 64), messages: make(chan protocol.Message, 256), grants: make(chan protocol.TurnGrant, 256)}
+	r := room.New(b, topic.New(""), "lab", nil, nil)
+	ctx := context.Background()
+	r.OnPresence(ctx, func(p room.PresenceEvent) { o.presence <- p })
+	r.OnMessage(ctx, func(m protocol.Message) { o.messages <- m })
+	r.OnGrant(ctx, func(g protocol.TurnGrant) { o.grants <- g })
+	return o
+}
+
+func (o *observer) waitOnline(t *testing.T, ids ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	timeout := time.After(15 * time.Second)
+	for len(want) > 0 {
+		select {
+		case p := <-o.presence:
+			if p.Presence.Online {
+				delete(want, p.ID)
+			}
+		case <-timeout:
+			t.Fatalf("not online: %v", want)
+		}
+	}
+}
+
+func say(t *testing.T, chorus, url, text string) string {
+	t.Helper()
+	out, err := exec.Command(chorus, "say", "-broker", url, "-room", "lab", text).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chorus say: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func setup(t *testing.T, delays map[string]string) (url, chorus string, procs map[string]*proc, o *observer) {
+	chorusd, chorus := buildBinaries(t)
+	br := bustest.StartMosquitto(t, bustest.Options{ACL: true})
+	url = br.URL()
+	dir := t.TempDir()
+	procs = map[string]*proc{}
+	o = observe(t, url)
+	fcfg := filepath.Join(dir, "floor.yaml")
+	os.WriteFile(fcfg, []byte(fmt.Sprintf(floorYAML, url)), 0o644)
+	procs["floor"] = start(t, chorusd, fcfg, "floor")
+	for _, id := range []string{"ann", "ben", "cat"} {
+		d := delays[id]
+		if d == "" {
+			d = "0s"
+		}
+		cfg := filepath.Join(dir, id+".yaml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf(companionYAML, id, url, d)), 0o644)
+		procs[id] = start(t, chorusd, cfg, id)
+	}
+	o.waitOnline(t, "ann", "ben", "cat")
+	time.Sleep(700 * time.Millisecond) // the floor claims the room after its join wait
+	return url, chorus, procs, o
+}
+
+func TestThreeProcessesRunToTerminal(t *testing.T) {
+	url, chorus, _, o := setup(t, nil)
+	say(t, chorus, url, "Hello robots, how are you?")
+	var turns int
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m := <-o.messages:
+			if m.Params.From != "user" {
+				turns++
+			}
+		case g := <-o.grants:
+			if g.Speaker != nil {
+				continue
+			}
+			for _, v := range g.Votes {
+				if v.Closing != protocol.ClosingTerminal {
+					t.Fatalf("rested before terminal: %+v", g)
+				}
+			}
+			if turns < 4 {
+				t.Fatalf("terminal after only %d turns", turns)
+			}
+			return
+		case <-timeout:
+			t.Fatalf("no terminal within 30 s (%d turns)", turns)
+		}
+	}
+}
+
+func TestKilledCompanionDoesNotStallTheRoom(t *testing.T) {
+	// cat thinks slowly, so it is still deciding when it dies.
+	url, chorus, procs, o := setup(t, map[string]string{"cat": "1500ms"})
+	sent := time.Now()
+	id := say(t, chorus, url, "Hello robots, how are you?")
+	time.Sleep(300 * time.Millisecond)
+	procs["cat"].cmd.Process.Signal(syscall.SIGKILL)
+
+	var first protocol.TurnGrant
+	offline := false
+	timeout := time.After(10 * time.Second)
+	for first.MessageID == "" || !offline {
+		select {
+		case g := <-o.grants:
+			if g.MessageID == id {
+				first = g
+			}
+		case p := <-o.presence:
+			if p.ID == "cat" && !p.Presence.Online {
+				offline = true
+			}
+		case <-timeout:
+			t.Fatalf("grant %+v, cat offline %v", first, offline)
+		}
+	}
+	if d := time.Since(sent); d > 3*time.Second+500*time.Millisecond {
+		t.Fatalf("decided after %v, beyond the 3 s vote deadline", d)
+	}
+	if first.Speaker == nil || *first.Speaker == "cat" || len(first.Votes) != 2 {
+		t.Fatalf("first grant %+v", first)
+	}
+	// The room goes on with ann and ben, to terminal.
+	spoke := map[string]int{}
+	timeout = time.After(30 * time.Second)
+	for {
+		select {
+		case m := <-o.messages:
+			spoke[m.Params.From]++
+		case g := <-o.grants:
+			if g.Speaker == nil {
+				if spoke["cat"] > 0 || spoke["ann"]+spoke["ben"] < 3 {
+					t.Fatalf("spoke %v", spoke)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatalf("room did not go on: spoke %v", spoke)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package daemon
+
+import (
+	"context"
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"io"
+	"log/slog"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+)
+
+// Prober is a loop that can prove it is still turning.
+type Prober interface {
+	Ping(ctx context.Context) error
+}
+
+// NotifyReady tells systemd the daemon is up (Type=notify); outside systemd
+// it does nothing.
+func NotifyReady(log *slog.Logger) {
+	if ok, err := sd.SdNotify(false, sd.SdNotifyReady); err != nil {
+		log.Warn("systemd notify READY failed", "err", err)
+	} else if ok {
+		log.Info("told systemd we are ready")
+	}
+}
+
+// NotifyStopping tells systemd the daemon is shutting down.
+func NotifyStopping() { sd.SdNotify(false, sd.SdNotifyStopping) }
+
+// Watchdog feeds systemd's watchdog (WatchdogSec) at half its period, but
+// only while every loop answers a ping in time: a stuck floor, companion
+// or bus stops the pings, and systemd restarts the service.
+func (d *Daemon) Watchdog(ctx context.Context) {
+	period, err := sd.SdWatchdogEnabled(false)
+	if err != nil || period == 0 {
+		return
+	}
+	t := time.NewTicker(period / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := d.Alive(ctx, period/4); err != nil {
+				d.log.Error("watchdog: a loop is stuck; not feeding systemd", "err", err)
+				continue
+			}
+			sd.SdNotify(false, sd.SdNotifyWatchdog)
+		}
+	}
+}
+
+// Alive pings every loop of the daemon and fails if one does not answer
+// within limit.
+func (d *Daemon) Alive(ctx context.Context, limit time.Duration) error {
+	if !d.Ready() {
+		return errNotReady
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	d.mu.Lock()
+	probes := append([]namedProbe(nil), d.probes...)
+	d.mu.Unlock()
+	for _, p := range probes {
+		if err := p.p.Ping(ctx); err != nil {
+			return &stuckError{name: p.name, err: err}
+		}
+	}
+	return nil
+}
+
+type namedProbe struct {
+	name string
+	p    Prober
+}
+
+type stuckError struct {
+	name string
+	err  error
+}
+
+func (e *stuckError) Error() string { return e.name + " did not answer: " + e.err.Error() }
+
+type readyError struct{}
+
+func (readyError) Error() string { return "not ready" }
+
+var errNotReady = readyError{}
+
+// Main runs a daemon for cfg the way chorusd does: logs to w as the config
+// says, READY once up, the watchdog fed while the loops turn, STOPPING on
+// the way out.
+func Main(ctx context.Context, cfg *config.Config, w io.Writer) error {
+	log := NewLogger(w, cfg.Log)
+	d, err := New(cfg, Options{Log: log})
+	if err != nil {
+		return err
+	}
+	defer NotifyStopping()
+	return d.Run(ctx, func() {
+		NotifyReady(log)
+		go d.Watchdog(ctx)
+	})
+}
+
+// NewLogger builds the process logger from the log section of a config.
+func NewLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	o := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
