@@ -82,8 +82,22 @@ type Floor struct {
 	seq         uint64
 	leader      string
 	unannounced []protocol.TurnGrant
+	early       map[string][]earlyState // States that overtook their Message
+	earlyCount  int
 	done        map[string]bool // message ids whose grant was seen on the bus
 }
+
+// earlyState is a State that arrived before its Message. MQTT orders
+// messages per publisher only: a broker that fans out on several threads
+// (mochi) or a cluster can hand the floor a companion's State before the
+// Message it answers. Such States wait (bounded, for one vote timeout) for
+// their Message instead of being dropped.
+type earlyState struct {
+	s  protocol.StateParams
+	at time.Time
+}
+
+const maxEarly = 1024
 
 type ballot struct {
 	msg          protocol.Message
@@ -155,6 +169,7 @@ func New(cfg Config) (*Floor, error) {
 		decided:   map[string]bool{},
 		lastSpoke: map[string]uint64{},
 		done:      map[string]bool{},
+		early:     map[string][]earlyState{},
 	}, nil
 }
 
@@ -305,6 +320,46 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 		return
 	}
 	b.timer = f.cfg.Clock.AfterFunc(f.cfg.VoteTimeout, func() { f.timerEvent(ctx, event{kind: evDeadline, id: id}) })
+	if es, ok := f.early[id]; ok {
+		delete(f.early, id)
+		f.earlyCount -= len(es)
+		for _, e := range es {
+			if _, open := f.pending[id]; open {
+				f.onState(ctx, e.s)
+			}
+		}
+	}
+}
+
+// keepEarly holds a State whose Message has not arrived yet; States older
+// than the vote timeout are counted as unknown and dropped.
+func (f *Floor) keepEarly(s protocol.StateParams) {
+	now := f.cfg.Clock.Now()
+	m := f.cfg.Room.Metrics
+	if f.earlyCount >= maxEarly/2 {
+		for id, es := range f.early {
+			kept := es[:0]
+			for _, e := range es {
+				if now.Sub(e.at) < f.cfg.VoteTimeout {
+					kept = append(kept, e)
+				} else {
+					m.DroppedStates.WithLabelValues("unknown_message").Inc()
+				}
+			}
+			f.earlyCount -= len(es) - len(kept)
+			if len(kept) == 0 {
+				delete(f.early, id)
+			} else {
+				f.early[id] = kept
+			}
+		}
+	}
+	if f.earlyCount >= maxEarly {
+		m.DroppedStates.WithLabelValues("unknown_message").Inc()
+		return
+	}
+	f.early[s.MessageID] = append(f.early[s.MessageID], earlyState{s: s, at: now})
+	f.earlyCount++
 }
 
 func (f *Floor) evictOldest(ctx context.Context) {
@@ -327,7 +382,7 @@ func (f *Floor) onState(ctx context.Context, s protocol.StateParams) {
 		m.LateStates.Inc()
 		return
 	case !ok:
-		m.DroppedStates.WithLabelValues("unknown_message").Inc()
+		f.keepEarly(s)
 		return
 	case !b.participants[s.From]:
 		m.DroppedStates.WithLabelValues("not_participant").Inc()

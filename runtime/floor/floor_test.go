@@ -189,16 +189,25 @@ func TestDroppedStates(t *testing.T) {
 	late := h.join("latecomer")
 	h.vote(late, protocol.StateParams{From: "latecomer", MessageID: "m1", State: protocol.Speak, Importance: 9})
 	f.flush(t)
+	// The state for "nope" waits for its message for one vote timeout, then
+	// counts as unknown.
+	h.clk.Advance(DefaultVoteTimeout)
+	for range 600 {
+		h.vote(b, protocol.StateParams{From: "b", MessageID: fmt.Sprintf("never-%d", 0), State: protocol.Speak, Importance: 1})
+	}
+	f.flush(t)
+	if g := h.grant(); g.MessageID != "m1" || g.DecidedBy != protocol.DecidedDeadline {
+		t.Fatalf("grant %+v", g)
+	}
+	h.say(a, "a", "m1b")
+	f.flush(t)
 	for reason, want := range map[string]float64{"not_participant": 2, "unknown_message": 1} {
 		if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues(reason)); n != want {
 			t.Errorf("dropped %s = %v, want %v", reason, n, want)
 		}
 	}
-	// Duplicates: the last state before the decision counts.
-	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9})
-	g := h.grant() // b was the only participant: decided on its first vote
-	if g.SpeakerID() != "b" {
-		t.Fatalf("grant %+v", g)
+	if n := len(f.early["never-0"]); n != 600 {
+		t.Fatalf("%d early states kept", n)
 	}
 }
 
@@ -309,5 +318,46 @@ func TestStandbyTakesOver(t *testing.T) {
 	json.Unmarshal(h.mem.Retained(h.s.FloorLeader("lr")), &claim)
 	if claim.Instance != "f2" || !claim.Online {
 		t.Fatalf("retained claim %+v", claim)
+	}
+}
+
+func TestStateBeforeItsMessage(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	// b's State overtakes a's Message (brokers order per publisher only).
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
+	f.flush(t)
+	h.say(a, "a", "m1")
+	g := h.grant()
+	if g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
+		t.Fatalf("grant %+v", g)
+	}
+	if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 0 {
+		t.Fatalf("unknown_message = %v", n)
+	}
+}
+
+func TestEarlyStatesBounded(t *testing.T) {
+	h := newHarness(t)
+	b := h.join("b")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	for i := range maxEarly + 50 {
+		h.vote(b, protocol.StateParams{From: "b", MessageID: fmt.Sprintf("ghost-%d", i), State: protocol.Speak, Importance: 3})
+	}
+	f.flush(t)
+	if f.earlyCount > maxEarly {
+		t.Fatalf("%d early states kept, cap %d", f.earlyCount, maxEarly)
+	}
+	if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 50 {
+		t.Fatalf("unknown_message = %v, want 50", n)
+	}
+	h.clk.Advance(DefaultVoteTimeout)
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "late", State: protocol.Speak, Importance: 3})
+	f.flush(t)
+	if f.earlyCount != 1 {
+		t.Fatalf("stale early states not dropped: %d kept", f.earlyCount)
 	}
 }

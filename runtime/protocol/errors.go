@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Kind classifies why a payload was rejected. The set is fixed so that it can
@@ -57,14 +56,11 @@ func fieldErr(typ, field string, kind Kind, format string, args ...any) *Error {
 func jsonErr(typ string, b []byte, err error) *Error {
 	var syn *json.SyntaxError
 	var ute *json.UnmarshalTypeError
-	var pte *time.ParseError
 	switch {
-	case errors.As(err, &pte):
-		return fieldErr(typ, timeField(b), KindInvalid, "must be an RFC 3339 time, got %q", pte.Value)
 	case errors.As(err, &syn):
-		return fieldErr(typ, "", KindSyntax, "invalid JSON at byte %d: %v", syn.Offset, syn)
+		return fieldErr(typ, "", KindSyntax, "invalid JSON: %s", syntaxMsg(syn.Error()))
 	case errors.As(err, &ute):
-		return fieldErr(typ, ute.Field, KindInvalid, "must be %s, got JSON %s", goTypeName(ute.Type.Kind().String()), ute.Value)
+		return fieldErr(typ, ute.Field, KindInvalid, "must be %s, got JSON %s", goTypeName(ute.Type.Kind().String()), jsonKind(ute.Value))
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -114,5 +110,40 @@ func unknownPath(b []byte, name string) string {
 	return name
 }
 
-// timeField names the time field of a payload: Presence has only "since".
-func timeField([]byte) string { return "since" }
+// syntaxMsg keeps the decoder's reason and drops the echo of the payload
+// that follows it (a log line must not carry a megabyte of input).
+func syntaxMsg(m string) string {
+	m = strings.TrimPrefix(m, "json: ")
+	if i := strings.Index(m, ": "); i >= 0 {
+		m = m[:i]
+	}
+	return m
+}
+
+// jsonKind names the JSON type of a value as the decoder reports it: either
+// the type's name or the raw value.
+func jsonKind(v string) string {
+	t := strings.TrimSpace(v)
+	if t == "" {
+		return "value"
+	}
+	switch t[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		if t == "true" || t == "false" || strings.HasPrefix(t, "true") || strings.HasPrefix(t, "false") {
+			return "boolean"
+		}
+	case 'n':
+		if strings.HasPrefix(t, "null") {
+			return "null"
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return "number"
+	}
+	return t // already a type name ("string", "number", ...)
+}

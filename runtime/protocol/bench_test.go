@@ -1,0 +1,37 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+func grantWithVotes(n int) []byte {
+	sp := "v00"
+	g := TurnGrant{From: "floor", MessageID: "m1", Speaker: &sp, Reason: ReasonSpeak, DecidedBy: DecidedAllVoted}
+	for i := range n {
+		g.Votes = append(g.Votes, Vote{From: fmt.Sprintf("v%02d", i), State: Listen, Importance: float64(i % 10), Closing: ClosingNone})
+	}
+	b, _ := json.Marshal(g)
+	return b
+}
+
+func BenchmarkDecodeTurnGrant50(b *testing.B) {
+	p := grantWithVotes(50)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if _, err := DecodeTurnGrant(p, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeState(b *testing.B) {
+	p := []byte(`{"jsonrpc":"2.0","method":"state.send","params":{"from":"kyoko","messageId":"8f1c","state":"speak","importance":7,"selected":true,"closing":"none"}}`)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if _, err := DecodeState(p, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
