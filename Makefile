@@ -1,0 +1,52 @@
+# Chorus — common tasks. The README's two commands are `make demo` and `make test`.
+GO      ?= go
+PKGS    ?= ./...
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: demo test test-tagged bench fuzz dist lint clean
+
+demo:
+	$(GO) run ./cmd/chorus demo
+
+# The full test suite, as CI runs it (Mosquitto, espeak-ng, Open JTalk, OpenCV and
+# PortAudio come from .ci/install-deps).
+test: lint
+	$(GO) test -race -count=1 $(PKGS)
+	$(MAKE) test-tagged
+
+# Drivers that need C libraries, built and tested for real.
+test-tagged:
+	$(GO) test -race -count=1 -tags "gocv portaudio" ./drivers/... ./device/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	CGO_ENABLED=0 $(GO) build $(PKGS)
+
+bench:
+	$(GO) test -run XXX -bench . -benchtime 2000x ./runtime/bench/ ./runtime/protocol/
+	$(GO) run ./cmd/chorus bench bus
+	$(GO) run ./cmd/chorus bench floor
+
+# 60 s per decoder (issue 2: every decoder fuzzed at least a minute).
+FUZZTIME ?= 60s
+fuzz:
+	for f in $$($(GO) test -list 'Fuzz.*' ./runtime/protocol/ | grep ^Fuzz); do \
+	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./runtime/protocol/ || exit 1; done
+	$(GO) test -run XXX -fuzz '^FuzzDecodeWAV$$' -fuzztime $(FUZZTIME) ./drivers/audio/
+
+# Pure-Go binaries for the boards: arm64 (Pi 4/5, Zero 2 W on a 64-bit OS), armv7, armv6.
+dist:
+	@mkdir -p dist
+	for t in arm64: arm:7 arm:6 amd64:; do \
+	  arch=$${t%%:*}; arm=$${t##*:}; suffix=$$arch$${arm:+v$$arm}; \
+	  for cmd in chorusd chorus; do \
+	    CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+	      -o dist/$$cmd-linux-$$suffix ./cmd/$$cmd || exit 1; \
+	  done; \
+	done
+	@ls -l dist
+
+clean:
+	rm -rf dist out

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/runtime/bench"
+	"github.com/chorus-robotics/chorus/runtime/broker"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+func init() {
+	commands["bench"] = command{"measure: bench bus (round trip vs raw paho), bench floor (turn latency for N companions)", runBench}
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "bus" && args[0] != "floor") {
+		return errors.New("usage: chorus bench bus|floor [-broker URL] [flags]")
+	}
+	what := args[0]
+	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("broker", "", "broker URL (default: start the embedded broker on a free loopback port)")
+	rounds := fs.Int("rounds", 1000, "measurements per case")
+	ns := fs.String("n", "2,5,10,50", "floor: companion counts")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	name := *url
+	if *url == "" {
+		br, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, Scheme: topic.New("")})
+		if err != nil {
+			return err
+		}
+		defer br.Close()
+		*url, name = br.URL(), "embedded"
+	}
+	switch what {
+	case "bus":
+		fmt.Fprintf(stdout, "bus round trip, 64-byte payload, %d messages, broker %s\n", *rounds, name)
+		for _, qos := range []byte{0, 1} {
+			raw, err := bench.RawRoundTrip(ctx, *url, qos, *rounds)
+			if err != nil {
+				return err
+			}
+			b, err := bench.BusRoundTrip(ctx, *url, qos, *rounds)
+			if err != nil {
+				return err
+			}
+			rs, bs := bench.Summarize(raw), bench.Summarize(b)
+			fmt.Fprintf(stdout, "  qos%d raw paho: %v\n  qos%d bus:      %v  (p50 %.2f×, p99 %.2f× raw)\n", qos, rs, qos, bs,
+				float64(bs.P50)/float64(rs.P50), float64(bs.P99)/float64(rs.P99))
+		}
+	case "floor":
+		fmt.Fprintf(stdout, "floor: message published → grant at every companion (instant brain), %d rounds, broker %s\n", *rounds, name)
+		for _, f := range strings.Split(*ns, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 500 {
+				return fmt.Errorf("-n: bad companion count %q", f)
+			}
+			ds, err := bench.FloorLatency(ctx, *url, n, *rounds)
+			if err != nil {
+				return fmt.Errorf("n=%d: %w", n, err)
+			}
+			fmt.Fprintf(stdout, "  N=%-3d %v\n", n, bench.Summarize(ds))
+		}
+	}
+	return nil
+}
