@@ -28,7 +28,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/chorus-robotics/chorus/device/speak"
+	"github.com/chorus-robotics/chorus/device/vision"
 	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/broker"
@@ -163,6 +165,15 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 		return err
 	}
 	srv.Handle("speak", speaker.Handle)
+	if cfg.Drivers.Camera.Kind != "none" {
+		src, err := openCamera(cfg)
+		if err != nil {
+			return err
+		}
+		capture := &camera.Capture{Source: src, Interval: time.Second / time.Duration(cfg.Drivers.Camera.FPS), Log: d.log}
+		spawn("camera", capture.Run)
+		srv.Handle("vision", (&vision.Eye{Camera: capture}).Handle)
+	}
 	spawn("query server", srv.Serve)
 
 	if cfg.Room.Floor {

@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"fmt"
+	"github.com/chorus-robotics/chorus/drivers/camera"
+	cimage "github.com/chorus-robotics/chorus/drivers/camera/image"
+	"github.com/chorus-robotics/chorus/drivers/camera/testpattern"
 	"log/slog"
 	"os"
 	"sort"
@@ -13,7 +16,9 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
 	"github.com/chorus-robotics/chorus/drivers/tts/openjtalk"
+	"github.com/chorus-robotics/chorus/drivers/tts/piper"
 	"github.com/chorus-robotics/chorus/drivers/tts/tone"
+	"github.com/chorus-robotics/chorus/drivers/tts/voicevox"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/rule"
 	"github.com/chorus-robotics/chorus/runtime/config"
@@ -24,6 +29,27 @@ import (
 var audioOutputs = map[string]func(c *config.Config) (audio.Output, error){
 	"null": func(*config.Config) (audio.Output, error) { return &null.Output{}, nil },
 	"wav":  func(c *config.Config) (audio.Output, error) { return wav.New(c.Resolve(c.Drivers.Audio.Dir)) },
+}
+
+// cameraSources builds a camera source per config kind; gocv adds itself
+// in a build-tagged file.
+var cameraSources = map[string]func(c *config.Config) camera.Source{
+	"testpattern": func(c *config.Config) camera.Source {
+		d := c.Drivers.Camera
+		return &testpattern.Source{Width: d.Width, Height: d.Height, Quality: d.Quality}
+	},
+	"image": func(c *config.Config) camera.Source {
+		d := c.Drivers.Camera
+		return &cimage.Source{Path: c.Resolve(d.Path), Width: d.Width, Height: d.Height, Quality: d.Quality}
+	},
+}
+
+func openCamera(c *config.Config) (camera.Source, error) {
+	mk, ok := cameraSources[c.Drivers.Camera.Kind]
+	if !ok {
+		return nil, fmt.Errorf("drivers.camera.kind: %q is not built into this binary (have %s; build with -tags gocv)", c.Drivers.Camera.Kind, kinds(cameraSources))
+	}
+	return mk(c), nil
 }
 
 func kinds[V any](m map[string]V) string {
@@ -79,6 +105,10 @@ func chooseTTS(c *config.Config, log *slog.Logger) (tts.Engine, error) {
 		return &espeak.Engine{Binary: t.Binary, Voice: voice, Speed: t.Speed, Pitch: t.Pitch}, nil
 	case "open_jtalk":
 		return &openjtalk.Engine{Binary: t.Binary, Dict: t.Dict, Voice: t.Voice, Speed: float64(t.Speed) / 100, Pitch: float64(t.Pitch)}, nil
+	case "voicevox":
+		return &voicevox.Engine{URL: t.URL, Speaker: t.Speaker, Speed: float64(t.Speed) / 100}, nil
+	case "piper":
+		return &piper.Engine{Binary: c.Resolve(t.Binary), Model: c.Resolve(t.Model), Speed: float64(t.Speed) / 100}, nil
 	case "tone", "none":
 		return tone.Engine{}, nil
 	}
