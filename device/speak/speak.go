@@ -36,6 +36,9 @@ type Speaker struct {
 	MaxChars int
 	Log      *slog.Logger
 	Metrics  *metrics.Metrics
+	// WholeText synthesizes the whole text in one call instead of sentence
+	// by sentence: the slower path, kept to measure against.
+	WholeText bool
 	// OnFirstAudio, if set, is told how long the first PCM took to reach
 	// the audio driver (for benchmarks).
 	OnFirstAudio func(time.Duration)
@@ -142,6 +145,9 @@ type chunk struct {
 func (s *Speaker) play(ctx context.Context, text, emotion string) (Result, error) {
 	start := time.Now()
 	sentences := Sentences(text)
+	if s.WholeText {
+		sentences = []string{strings.Join(sentences, " ")}
+	}
 	res := Result{Sentences: len(sentences), Engine: s.TTS.Name()}
 	st, err := s.Out.Begin(ctx, firstWords(text))
 	if err != nil {

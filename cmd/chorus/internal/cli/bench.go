@@ -9,18 +9,21 @@ import (
 	"strconv"
 	"strings"
 
+	dbench "github.com/chorus-robotics/chorus/device/bench"
+	"github.com/chorus-robotics/chorus/drivers/tts"
+	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
 	"github.com/chorus-robotics/chorus/runtime/bench"
 	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus (round trip vs raw paho), bench floor (turn latency for N companions)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | vision | speak (see BENCHMARKS.md)", runBench}
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "bus" && args[0] != "floor") {
-		return errors.New("usage: chorus bench bus|floor [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor vision speak ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|vision|speak [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
@@ -55,6 +58,29 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rs, bs := bench.Summarize(raw), bench.Summarize(b)
 			fmt.Fprintf(stdout, "  qos%d raw paho: %v\n  qos%d bus:      %v  (p50 %.2f×, p99 %.2f× raw)\n", qos, rs, qos, bs,
 				float64(bs.P50)/float64(rs.P50), float64(bs.P99)/float64(rs.P99))
+		}
+	case "vision":
+		ds, err := dbench.VisionRoundTrip(ctx, *url, 640, 480, *rounds)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "vision query 640x480, published → result at the companion, broker %s\n  %v\n", name, bench.Summarize(ds))
+	case "speak":
+		if !tts.Available("espeak-ng") {
+			return errors.New("espeak-ng is not installed (apt-get install espeak-ng)")
+		}
+		n := min(*rounds, 200)
+		fmt.Fprintf(stdout, "speak, time to first audio, three sentences with espeak-ng, %d runs\n", n)
+		for _, whole := range []bool{false, true} {
+			ds, err := dbench.FirstAudio(ctx, &espeak.Engine{}, dbench.ThreeSentences, whole, n)
+			if err != nil {
+				return err
+			}
+			label := "sentence by sentence"
+			if whole {
+				label = "whole text         "
+			}
+			fmt.Fprintf(stdout, "  %s %v\n", label, bench.Summarize(ds))
 		}
 	case "floor":
 		fmt.Fprintf(stdout, "floor: message published → grant at every companion (instant brain), %d rounds, broker %s\n", *rounds, name)

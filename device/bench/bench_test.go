@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/tts"
+	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
+	rbench "github.com/chorus-robotics/chorus/runtime/bench"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+)
+
+func report(b *testing.B, ds []time.Duration, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := rbench.Summarize(ds)
+	b.ReportMetric(float64(s.P50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(s.P99.Microseconds()), "p99-µs")
+}
+
+// BenchmarkVisionRoundTrip: a 640×480 vision query on the embedded broker.
+func BenchmarkVisionRoundTrip(b *testing.B) {
+	url := bustest.StartEmbedded(b, bustest.Options{}).URL()
+	b.ResetTimer()
+	ds, err := VisionRoundTrip(context.Background(), url, 640, 480, b.N)
+	report(b, ds, err)
+}
+
+// BenchmarkSpeakFirstAudio: three sentences with espeak-ng, sentence by
+// sentence against the whole text.
+func BenchmarkSpeakFirstAudio(b *testing.B) {
+	if !tts.Available("espeak-ng") {
+		b.Skip("espeak-ng not installed")
+	}
+	for _, whole := range []bool{false, true} {
+		name := "sentences"
+		if whole {
+			name = "whole-text"
+		}
+		b.Run(name, func(b *testing.B) {
+			ds, err := FirstAudio(context.Background(), &espeak.Engine{}, ThreeSentences, whole, b.N)
+			report(b, ds, err)
+		})
+	}
+}
+
+func TestSmoke(t *testing.T) {
+	url := bustest.StartEmbedded(t, bustest.Options{}).URL()
+	ds, err := VisionRoundTrip(context.Background(), url, 320, 240, 3)
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("%d, %v", len(ds), err)
+	}
+}

@@ -1,0 +1,139 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const minimal = `version: 1
+device: {id: dev1}
+room: {name: lab}
+mqtt: {broker: "tcp://127.0.0.1:1883"}
+`
+
+func TestMinimalDefaults(t *testing.T) {
+	c, err := Decode(strings.NewReader(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Room.VoteTimeout.Seconds() != 3 || c.Room.MaxPending != 64 || c.Room.History != 10 ||
+		c.Room.Repetition.Threshold != 0.7 || c.Room.Repetition.Window != 5 || c.Brain.Provider != "rule" ||
+		c.MQTT.Username != "dev1" || c.MQTT.FloorIDs[0] != "floor" || c.HTTP.Listen != "127.0.0.1:9100" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if !c.Brain.UseDraft() {
+		t.Fatal("draft must default to true")
+	}
+}
+
+func TestEveryBadFieldNamedAtOnce(t *testing.T) {
+	bad := `version: 2
+device: {id: "a/b"}
+room: {name: lab, vote_timeout: 5ms, repetition: {threshold: 1.5}}
+mqtt: {broker: "http://x"}
+companion: {id: k, name: "", language: fr}
+brain: {provider: gpt, timeout: 1h}
+drivers:
+  camera: {kind: webcam, quality: 101}
+  audio: {kind: wav}
+  tts: {kind: voicevox}
+log: {level: loud}
+`
+	_, err := Decode(strings.NewReader(bad))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		"version: must be 1, got 2",
+		"device.id: must not contain",
+		"room.vote_timeout: must be from 10ms to 1m, got 5ms",
+		"room.repetition.threshold:",
+		"mqtt.broker: must be tcp://",
+		"companion.name: must not be empty",
+		"brain.provider: must be rule, openai or anthropic, got \"gpt\"",
+		"brain.timeout:",
+		"drivers.camera.kind:",
+		"drivers.camera.quality:",
+		"drivers.audio.dir: required for kind wav",
+		"drivers.tts.url: required for kind voicevox",
+		"log.level:",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestUnknownKeyIsAnError(t *testing.T) {
+	_, err := Decode(strings.NewReader(minimal + "room_name: oops\n"))
+	if err == nil || !strings.Contains(err.Error(), "room_name") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = Decode(strings.NewReader(strings.Replace(minimal, "room: {name: lab}", "room: {name: lab, vote_timout: 2s}", 1)))
+	if err == nil || !strings.Contains(err.Error(), "vote_timout") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSecretsFromEnvironmentAndFiles(t *testing.T) {
+	c, err := Decode(strings.NewReader(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MQTT.PasswordEnv = "CHORUS_TEST_PW"
+	if _, err := c.MQTT.Password(); err == nil || !strings.Contains(err.Error(), "CHORUS_TEST_PW is not set") {
+		t.Fatalf("unset variable: %v", err)
+	}
+	t.Setenv("CHORUS_TEST_PW", "s3cret")
+	if pw, err := c.MQTT.Password(); err != nil || pw != "s3cret" {
+		t.Fatalf("%q %v", pw, err)
+	}
+	f := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(f, []byte("from-file\n"), 0o600)
+	c.MQTT.PasswordEnv, c.MQTT.PasswordFile = "", f
+	if pw, err := c.MQTT.Password(); err != nil || pw != "from-file" {
+		t.Fatalf("%q %v", pw, err)
+	}
+	// A secret written into the YAML itself has no field to go to.
+	_, err = Decode(strings.NewReader(strings.Replace(minimal, `mqtt: {broker: "tcp://127.0.0.1:1883"}`, `mqtt: {broker: "tcp://127.0.0.1:1883", password: hunter2}`, 1)))
+	if err == nil || !strings.Contains(err.Error(), "password") {
+		t.Fatalf("a password in the YAML was accepted: %v", err)
+	}
+}
+
+func TestEmptyAndHugeFiles(t *testing.T) {
+	if _, err := Decode(strings.NewReader("")); err == nil {
+		t.Fatal("empty accepted")
+	}
+	if _, err := Decode(strings.NewReader(strings.Repeat("#", 1<<20+10))); err == nil {
+		t.Fatal("huge accepted")
+	}
+}
+
+// TestFirmwareConfigs loads and validates every shipped config.
+func TestFirmwareConfigs(t *testing.T) {
+	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
+	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
+	files = append(files, demo...)
+	if len(files) < 7 {
+		t.Fatalf("only %d firmware configs", len(files))
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(minimal))
+	f.Add([]byte("version: 1\ndevice: {id: [1,2]}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Decode(strings.NewReader(string(b)))
+		if err == nil && c.Validate() != nil {
+			t.Fatal("Decode accepted what Validate rejects")
+		}
+	})
+}
