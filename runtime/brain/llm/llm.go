@@ -1,0 +1,398 @@
+// Package llm is the brain on a chat model, whatever the provider: it
+// renders the prompts, asks for the State and the draft in one call with
+// JSON-schema output, runs the vision tool (a vision query to the
+// companion's own device, then the image sent to the model to describe),
+// and checks what the model returns. Providers (runtime/brain/openai,
+// runtime/brain/anthropic) only translate a Request to their API.
+//
+// Bad output — invalid JSON, unknown fields, a value out of range, an
+// unknown enum, an empty utterance — is an error naming what is wrong; the
+// companion retries once and then listens.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/prompts"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// Role of a turn in a chat.
+type Role string
+
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+	Tool      Role = "tool"
+)
+
+// Image is a picture sent to the model.
+type Image struct {
+	MIME   string
+	Base64 string
+}
+
+// ToolCall is the model asking to run a tool.
+type ToolCall struct {
+	ID   string
+	Name string
+	Args json.RawMessage
+}
+
+// Turn is one message of a chat.
+type Turn struct {
+	Role       Role
+	Text       string
+	Image      *Image     // user turns
+	ToolCalls  []ToolCall // assistant turns
+	ToolCallID string     // tool turns: which call this answers
+	ToolName   string
+}
+
+// ToolDef describes a tool to the model.
+type ToolDef struct {
+	Name        string
+	Description string
+	Parameters  map[string]any // JSON Schema of the arguments
+}
+
+// Request is one chat call.
+type Request struct {
+	System     string
+	Turns      []Turn
+	Schema     map[string]any // structured output; nil for free text
+	SchemaName string
+	Tools      []ToolDef
+	ForceTool  string // the model must call this tool
+}
+
+// Response is the model's answer.
+type Response struct {
+	Text      string
+	ToolCalls []ToolCall
+	Refusal   string
+	Truncated bool // stopped by the token limit
+}
+
+// Chatter is a chat model provider.
+type Chatter interface {
+	Chat(ctx context.Context, r Request) (Response, error)
+}
+
+// ErrNoImages is returned (wrapped) by a provider whose model refused an
+// image part.
+var ErrNoImages = errors.New("the model does not accept images")
+
+// Looker takes a picture with the companion's own camera (a vision query).
+type Looker func(ctx context.Context) (Image, error)
+
+// Brain is a brain.Brain on a Chatter.
+type Brain struct {
+	Chat   Chatter
+	Look   Looker // nil: no camera, no vision tool
+	Draft  bool   // ask for the draft in the state call (brain.draft)
+	Log    *slog.Logger
+	Rounds int // tool rounds per call, default 3
+}
+
+var _ brain.Brain = (*Brain)(nil)
+
+var speechEnum = []any{"speak", "listen"}
+var closingEnum = []any{"none", "pre-closing", "closing", "terminal"}
+var emotionEnum = []any{"neutral", "happy", "sad", "angry"}
+
+func utteranceSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"message": map[string]any{"type": "string", "description": "what you say, in character"},
+			"to":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "ids of those you address"},
+			"emotion": map[string]any{"type": "string", "enum": emotionEnum},
+		},
+		"required":             []any{"message", "to", "emotion"},
+		"additionalProperties": false,
+	}
+}
+
+// StateSchema is the JSON Schema of the state answer, with or without the
+// draft.
+func StateSchema(draft bool) map[string]any {
+	props := map[string]any{
+		"state":      map[string]any{"type": "string", "enum": speechEnum},
+		"importance": map[string]any{"type": "number", "description": "0 to 10"},
+		"selected":   map[string]any{"type": "boolean"},
+		"closing":    map[string]any{"type": "string", "enum": closingEnum},
+	}
+	req := []any{"state", "importance", "selected", "closing"}
+	if draft {
+		props["draft"] = utteranceSchema()
+		req = append(req, "draft")
+	}
+	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}
+
+// Tools offered to the model.
+var (
+	speakTool  = ToolDef{Name: "speak", Description: "Say something to the room.", Parameters: utteranceSchema()}
+	visionTool = ToolDef{Name: "vision", Description: "Look through your camera and learn what is in front of you.",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}}
+)
+
+func (b *Brain) log() *slog.Logger {
+	if b.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.Log
+}
+
+// Think implements brain.Brain: one call for the State and the draft.
+func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error) {
+	sys, err := prompts.System(in)
+	if err != nil {
+		return brain.Thought{}, err
+	}
+	user, err := prompts.State(in, b.Draft)
+	if err != nil {
+		return brain.Thought{}, err
+	}
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchema(b.Draft), SchemaName: "companion_state"}
+	if b.Look != nil && b.Draft {
+		req.Tools = []ToolDef{visionTool}
+	}
+	resp, err := b.run(ctx, in, req)
+	if err != nil {
+		return brain.Thought{}, err
+	}
+	return ParseThought(resp.Text, b.Draft)
+}
+
+// Utter implements brain.Brain: the two-call path's second call, which must
+// end in the speak tool.
+func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, error) {
+	sys, err := prompts.System(in)
+	if err != nil {
+		return brain.Utterance{}, err
+	}
+	user, err := prompts.Utter(in)
+	if err != nil {
+		return brain.Utterance{}, err
+	}
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: []ToolDef{speakTool}, ForceTool: "speak"}
+	if b.Look != nil {
+		req.Tools = append(req.Tools, visionTool)
+		req.ForceTool = "" // it may look first; the prompt asks for speak
+	}
+	resp, err := b.run(ctx, in, req)
+	if err != nil {
+		return brain.Utterance{}, err
+	}
+	for _, c := range resp.ToolCalls {
+		if c.Name == "speak" {
+			return ParseUtterance(c.Args)
+		}
+	}
+	if strings.TrimSpace(resp.Text) != "" { // a model that answered in plain text
+		return brain.Utterance{Text: strings.TrimSpace(resp.Text), Emotion: protocol.EmotionNeutral}, nil
+	}
+	return brain.Utterance{}, errors.New("llm: the model did not call speak")
+}
+
+// run calls the model, runs vision tool calls, and calls again, up to
+// Rounds times. A speak call ends the loop (its arguments are the answer).
+func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response, error) {
+	rounds := b.Rounds
+	if rounds <= 0 {
+		rounds = 3
+	}
+	for range rounds {
+		resp, err := b.Chat.Chat(ctx, req)
+		if err != nil {
+			return Response{}, err
+		}
+		switch {
+		case resp.Refusal != "":
+			return Response{}, fmt.Errorf("llm: the model refused: %s", clip(resp.Refusal))
+		case resp.Truncated:
+			return Response{}, errors.New("llm: the answer was cut off at the token limit")
+		}
+		var vision []ToolCall
+		for _, c := range resp.ToolCalls {
+			switch c.Name {
+			case "speak":
+				return resp, nil
+			case "vision":
+				vision = append(vision, c)
+			default:
+				return Response{}, fmt.Errorf("llm: the model called an unknown tool %q", c.Name)
+			}
+		}
+		if len(vision) == 0 {
+			return resp, nil
+		}
+		req.Turns = append(req.Turns, Turn{Role: Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		for _, c := range vision {
+			req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: b.see(ctx, in)})
+		}
+		req.ForceTool = ""
+	}
+	return Response{}, fmt.Errorf("llm: still calling tools after %d rounds", rounds)
+}
+
+// see runs the vision tool: a picture from the device, described by the
+// model. Failures become the tool's answer, so the turn goes on.
+func (b *Brain) see(ctx context.Context, in brain.Input) string {
+	if b.Look == nil {
+		return "vision is not available on this robot"
+	}
+	img, err := b.Look(ctx)
+	if err != nil {
+		b.log().Warn("vision tool: no picture", "err", err)
+		return "the camera gave no picture: " + err.Error()
+	}
+	instr, err := prompts.Vision(in.Card.Language)
+	if err != nil {
+		return "vision failed: " + err.Error()
+	}
+	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: instr, Image: &img}}})
+	if err != nil {
+		if errors.Is(err, ErrNoImages) {
+			b.log().Error("vision tool: this model does not accept images; the turn goes on without vision", "err", err)
+		} else {
+			b.log().Warn("vision tool: description failed", "err", err)
+		}
+		return "vision is not available: " + err.Error()
+	}
+	return resp.Text
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+type draftWire struct {
+	Message string   `json:"message"`
+	To      []string `json:"to"`
+	Emotion string   `json:"emotion"`
+}
+
+type stateWire struct {
+	State      *string    `json:"state"`
+	Importance *float64   `json:"importance"`
+	Selected   *bool      `json:"selected"`
+	Closing    *string    `json:"closing"`
+	Draft      *draftWire `json:"draft"`
+}
+
+func strictJSON(s string, v any) error {
+	s = strings.TrimSpace(s)
+	// Some local servers wrap JSON in a code fence even in JSON mode.
+	if strings.HasPrefix(s, "```") {
+		s = strings.TrimPrefix(strings.TrimPrefix(s, "```json"), "```")
+		s = strings.TrimSuffix(strings.TrimSpace(s), "```")
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// ParseThought checks a state answer.
+func ParseThought(text string, draft bool) (brain.Thought, error) {
+	var w stateWire
+	if err := strictJSON(text, &w); err != nil {
+		return brain.Thought{}, fmt.Errorf("llm: state answer is not the JSON asked for: %w (got %q)", err, clip(text))
+	}
+	var problems []string
+	t := brain.Thought{Closing: protocol.ClosingNone, Emotion: protocol.EmotionNeutral}
+	switch {
+	case w.State == nil:
+		problems = append(problems, "state missing")
+	case *w.State != "speak" && *w.State != "listen":
+		problems = append(problems, fmt.Sprintf("state %q is not speak or listen", *w.State))
+	default:
+		t.State = protocol.Speech(*w.State)
+	}
+	switch {
+	case w.Importance == nil:
+		problems = append(problems, "importance missing")
+	case *w.Importance < 0 || *w.Importance > 10:
+		problems = append(problems, fmt.Sprintf("importance %v is outside 0..10", *w.Importance))
+	default:
+		t.Importance = *w.Importance
+	}
+	if w.Selected == nil {
+		problems = append(problems, "selected missing")
+	} else {
+		t.Selected = *w.Selected
+	}
+	if w.Closing != nil {
+		if !protocol.Closing(*w.Closing).Valid() {
+			problems = append(problems, fmt.Sprintf("closing %q is not none, pre-closing, closing or terminal", *w.Closing))
+		} else {
+			t.Closing = protocol.Closing(*w.Closing)
+		}
+	}
+	if draft {
+		if w.Draft == nil {
+			problems = append(problems, "draft missing")
+		} else if u, err := checkUtterance(*w.Draft); err != nil {
+			if t.State == protocol.Speak {
+				problems = append(problems, "draft: "+err.Error())
+			}
+		} else {
+			t.Draft, t.Emotion, t.To = u.Text, u.Emotion, u.To
+		}
+	}
+	if len(problems) > 0 {
+		return brain.Thought{}, fmt.Errorf("llm: bad state answer: %s", strings.Join(problems, "; "))
+	}
+	return t, nil
+}
+
+// ParseUtterance checks the arguments of a speak call.
+func ParseUtterance(args json.RawMessage) (brain.Utterance, error) {
+	var w draftWire
+	if err := strictJSON(string(args), &w); err != nil {
+		return brain.Utterance{}, fmt.Errorf("llm: speak arguments are not the JSON asked for: %w", err)
+	}
+	u, err := checkUtterance(w)
+	if err != nil {
+		return brain.Utterance{}, fmt.Errorf("llm: speak: %w", err)
+	}
+	return u, nil
+}
+
+func checkUtterance(w draftWire) (brain.Utterance, error) {
+	text := strings.TrimSpace(w.Message)
+	if text == "" {
+		return brain.Utterance{}, errors.New("empty utterance")
+	}
+	e := protocol.Emotion(w.Emotion)
+	if w.Emotion == "" {
+		e = protocol.EmotionNeutral
+	}
+	if !e.Valid() {
+		return brain.Utterance{}, fmt.Errorf("emotion %q is not neutral, happy, sad or angry", w.Emotion)
+	}
+	var to []string
+	for _, id := range w.To {
+		if protocol.ValidIdentity(id) == "" {
+			to = append(to, id)
+		}
+	}
+	return brain.Utterance{Text: text, Emotion: e, To: to}, nil
+}

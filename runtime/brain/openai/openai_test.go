@@ -1,0 +1,301 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// server is an OpenAI-compatible endpoint that answers /chat/completions
+// with scripted replies and keeps every request for the test to check.
+type server struct {
+	t       *testing.T
+	mu      sync.Mutex
+	reqs    []map[string]any
+	headers []http.Header
+	replies []func(w http.ResponseWriter, req map[string]any)
+	*httptest.Server
+}
+
+func newServer(t *testing.T, replies ...func(w http.ResponseWriter, req map[string]any)) *server {
+	s := &server{t: t, replies: replies}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+			t.Errorf("%s %s", r.Method, r.URL.Path)
+			http.NotFound(w, r)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		var req map[string]any
+		if err := json.Unmarshal(b, &req); err != nil {
+			t.Errorf("request is not JSON: %v", err)
+		}
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.headers = append(s.headers, r.Header.Clone())
+		i := len(s.reqs) - 1
+		s.mu.Unlock()
+		if i >= len(s.replies) {
+			t.Errorf("unexpected request %d", i+1)
+			http.Error(w, "no more replies", 500)
+			return
+		}
+		s.replies[i](w, req)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *server) requests() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reqs
+}
+
+// completion writes a chat.completion the way OpenAI and llama.cpp do.
+func completion(content string, finish string, toolCalls ...map[string]any) func(http.ResponseWriter, map[string]any) {
+	return func(w http.ResponseWriter, req map[string]any) {
+		msg := map[string]any{"role": "assistant", "content": content, "refusal": nil}
+		if len(toolCalls) > 0 {
+			msg["content"] = nil
+			msg["tool_calls"] = toolCalls
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-abc123", "object": "chat.completion", "created": 1763770000, "model": req["model"],
+			"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
+			"usage":   map[string]any{"prompt_tokens": 412, "completion_tokens": 58, "total_tokens": 470},
+		})
+	}
+}
+
+func toolCall(id, name, args string) map[string]any {
+	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}
+}
+
+func input() brain.Input {
+	return brain.Input{
+		Card:    brain.Card{ID: "kyoko", Name: "Kyoko", Personality: "cheerful", Language: "en"},
+		Message: protocol.NewMessage("m1", "user", []string{"kyoko"}, "Kyoko, what do you see?", ""),
+		Present: []string{"kyoko", "hana"}, Remaining: -1,
+	}
+}
+
+func brainFor(s *server, look llm.Looker, draft bool, log *slog.Logger) *llm.Brain {
+	return &llm.Brain{Chat: New(Config{BaseURL: s.URL + "/v1", APIKey: "sk-test-123", Model: "qwen2.5-7b-instruct", MaxRetries: 2}),
+		Look: look, Draft: draft, Log: log}
+}
+
+const goodState = `{"state":"speak","importance":8,"selected":true,"closing":"none","draft":{"message":"I see a red cup on the table!","to":["user"],"emotion":"happy"}}`
+
+func TestThinkOneCallWithSchema(t *testing.T) {
+	s := newServer(t, completion(goodState, "stop"))
+	th, err := brainFor(s, nil, true, nil).Think(context.Background(), input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.State != protocol.Speak || th.Importance != 8 || !th.Selected || th.Draft != "I see a red cup on the table!" || th.Emotion != protocol.EmotionHappy {
+		t.Fatalf("thought %+v", th)
+	}
+	req := s.requests()[0]
+	if req["model"] != "qwen2.5-7b-instruct" {
+		t.Errorf("model %v", req["model"])
+	}
+	if h := s.headers[0].Get("Authorization"); h != "Bearer sk-test-123" {
+		t.Errorf("Authorization %q", h)
+	}
+	rf := req["response_format"].(map[string]any)
+	js := rf["json_schema"].(map[string]any)
+	if rf["type"] != "json_schema" || js["name"] != "companion_state" || js["strict"] != true {
+		t.Errorf("response_format %v", rf)
+	}
+	props := js["schema"].(map[string]any)["properties"].(map[string]any)
+	for _, f := range []string{"state", "importance", "selected", "closing", "draft"} {
+		if props[f] == nil {
+			t.Errorf("schema lacks %s", f)
+		}
+	}
+	msgs := req["messages"].([]any)
+	if msgs[0].(map[string]any)["role"] != "system" || !strings.Contains(msgs[1].(map[string]any)["content"].(string), "Kyoko, what do you see?") {
+		t.Errorf("messages %v", msgs)
+	}
+	if req["tools"] != nil {
+		t.Errorf("tools offered without a camera: %v", req["tools"])
+	}
+}
+
+func TestVisionToolSendsTheImage(t *testing.T) {
+	var sawImage string
+	s := newServer(t,
+		completion("", "tool_calls", toolCall("call_1", "vision", "{}")),
+		func(w http.ResponseWriter, req map[string]any) {
+			msgs := req["messages"].([]any)
+			parts := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
+			for _, p := range parts {
+				pm := p.(map[string]any)
+				if pm["type"] == "image_url" {
+					sawImage = pm["image_url"].(map[string]any)["url"].(string)
+				}
+			}
+			completion("A red cup on a wooden table.", "stop")(w, req)
+		},
+		func(w http.ResponseWriter, req map[string]any) {
+			msgs := req["messages"].([]any)
+			last := msgs[len(msgs)-1].(map[string]any)
+			if last["role"] != "tool" || last["tool_call_id"] != "call_1" || last["content"] != "A red cup on a wooden table." {
+				t.Errorf("tool result %v", last)
+			}
+			if msgs[len(msgs)-2].(map[string]any)["tool_calls"] == nil {
+				t.Errorf("the assistant's tool call was not sent back")
+			}
+			completion(goodState, "stop")(w, req)
+		},
+	)
+	look := func(context.Context) (llm.Image, error) { return llm.Image{MIME: "image/jpeg", Base64: "/9j/4AAQ"}, nil }
+	th, err := brainFor(s, look, true, nil).Think(context.Background(), input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sawImage != "data:image/jpeg;base64,/9j/4AAQ" || th.Draft == "" {
+		t.Fatalf("image part %q, thought %+v", sawImage, th)
+	}
+	tools := s.requests()[0]["tools"].([]any)
+	if tools[0].(map[string]any)["function"].(map[string]any)["name"] != "vision" {
+		t.Errorf("tools %v", tools)
+	}
+}
+
+func TestModelWithoutImagesGoesOnWithoutVision(t *testing.T) {
+	s := newServer(t,
+		completion("", "tool_calls", toolCall("call_1", "vision", "{}")),
+		func(w http.ResponseWriter, req map[string]any) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"image input is not supported by this model","type":"invalid_request_error","code":null}}`)
+		},
+		func(w http.ResponseWriter, req map[string]any) {
+			msgs := req["messages"].([]any)
+			if c := msgs[len(msgs)-1].(map[string]any)["content"].(string); !strings.Contains(c, "not available") {
+				t.Errorf("tool result %q", c)
+			}
+			completion(goodState, "stop")(w, req)
+		},
+	)
+	var logs bytes.Buffer
+	look := func(context.Context) (llm.Image, error) { return llm.Image{MIME: "image/jpeg", Base64: "AAAA"}, nil }
+	if _, err := brainFor(s, look, true, slog.New(slog.NewTextHandler(&logs, nil))).Think(context.Background(), input()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "does not accept images") {
+		t.Fatalf("no clear log line:\n%s", logs.String())
+	}
+}
+
+func TestRetriesA429ThenSucceeds(t *testing.T) {
+	s := newServer(t,
+		func(w http.ResponseWriter, req map[string]any) {
+			w.Header().Set("Retry-After-Ms", "10")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(429)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+		},
+		completion(goodState, "stop"),
+	)
+	if _, err := brainFor(s, nil, true, nil).Think(context.Background(), input()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.requests()); n != 2 {
+		t.Fatalf("%d requests", n)
+	}
+}
+
+func TestBadAnswersAreErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply func(http.ResponseWriter, map[string]any)
+		want  string
+	}{
+		{"refusal", func(w http.ResponseWriter, req map[string]any) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`)
+		}, "refused"},
+		{"truncated JSON", completion(`{"state":"speak","importance":`, "length"), "cut off"},
+		{"invalid JSON", completion(`Sure! Here is my state: speak`, "stop"), "not the JSON"},
+		{"importance out of range", completion(`{"state":"speak","importance":11,"selected":false,"closing":"none","draft":{"message":"hi","to":[],"emotion":"happy"}}`, "stop"), "outside 0..10"},
+		{"unknown enum", completion(`{"state":"shout","importance":1,"selected":false,"closing":"none","draft":{"message":"hi","to":[],"emotion":"happy"}}`, "stop"), "not speak or listen"},
+		{"empty utterance", completion(`{"state":"speak","importance":5,"selected":false,"closing":"none","draft":{"message":"  ","to":[],"emotion":"neutral"}}`, "stop"), "empty utterance"},
+		{"server error", func(w http.ResponseWriter, _ map[string]any) { http.Error(w, "boom", 500) }, "500"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			replies := []func(http.ResponseWriter, map[string]any){tt.reply, tt.reply, tt.reply}
+			s := newServer(t, replies...)
+			_, err := brainFor(s, nil, true, nil).Think(context.Background(), input())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	s := newServer(t, func(w http.ResponseWriter, req map[string]any) { <-release })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := brainFor(s, nil, true, nil).Think(ctx, input())
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Fatalf("err = %v after %v", err, time.Since(start))
+	}
+}
+
+func TestUtterTwoCallPathUsesSpeak(t *testing.T) {
+	s := newServer(t, completion("", "tool_calls", toolCall("call_9", "speak", `{"message":"Hello, Hana!","to":["hana"],"emotion":"happy"}`)))
+	u, err := brainFor(s, nil, false, nil).Utter(context.Background(), input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Text != "Hello, Hana!" || u.Emotion != protocol.EmotionHappy || len(u.To) != 1 {
+		t.Fatalf("utterance %+v", u)
+	}
+	req := s.requests()[0]
+	tc := req["tool_choice"].(map[string]any)
+	if tc["type"] != "function" || tc["function"].(map[string]any)["name"] != "speak" {
+		t.Errorf("tool_choice %v", tc)
+	}
+	params := req["tools"].([]any)[0].(map[string]any)["function"].(map[string]any)["parameters"].(map[string]any)
+	if params["properties"].(map[string]any)["emotion"] == nil {
+		t.Errorf("speak parameters %v", params)
+	}
+}
+
+func TestJSONModeFallback(t *testing.T) {
+	s := newServer(t, completion("```json\n"+goodState+"\n```", "stop"))
+	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL + "/v1", Model: "llama3", JSONMode: true}), Draft: true}
+	if _, err := b.Think(context.Background(), input()); err != nil {
+		t.Fatal(err)
+	}
+	req := s.requests()[0]
+	if req["response_format"].(map[string]any)["type"] != "json_object" {
+		t.Errorf("response_format %v", req["response_format"])
+	}
+	sys := req["messages"].([]any)[0].(map[string]any)["content"].(string)
+	if !strings.Contains(sys, `"additionalProperties":false`) {
+		t.Errorf("the schema is not in the prompt:\n%s", sys)
+	}
+}
