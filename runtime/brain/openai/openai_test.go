@@ -164,7 +164,9 @@ func TestVisionToolSendsTheImage(t *testing.T) {
 			completion(goodState, "stop")(w, req)
 		},
 	)
-	look := func(context.Context) (llm.Image, error) { return llm.Image{MIME: "image/jpeg", Base64: "/9j/4AAQ"}, nil }
+	look := func(context.Context) (llm.Image, error) {
+		return llm.Image{MIME: "image/jpeg", Base64: "/9j/4AAQ"}, nil
+	}
 	th, err := brainFor(s, look, true, nil).Think(context.Background(), input())
 	if err != nil {
 		t.Fatal(err)

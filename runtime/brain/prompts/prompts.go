@@ -43,7 +43,9 @@ func render(name, lang string, d Data) (string, error) {
 }
 
 // System is the persona prompt.
-func System(in brain.Input) (string, error) { return render("system", in.Card.Language, Data{Input: in}) }
+func System(in brain.Input) (string, error) {
+	return render("system", in.Card.Language, Data{Input: in})
+}
 
 // State is the state prompt (and, with draft, the request for the draft).
 func State(in brain.Input, draft bool) (string, error) {
