@@ -16,6 +16,7 @@ package daemon
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/companion"
@@ -201,13 +203,27 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 	}
 
 	if cfg.Companion != nil {
-		b, err := d.brain()
-		if err != nil {
-			return err
-		}
 		qc := query.NewClient(main, s, id, query.ClientOptions{Timeout: cfg.Query.Timeout, MaxPending: cfg.Query.MaxPending,
 			MaxResultBytes: cfg.Query.MaxResult, Log: d.log, Metrics: d.m})
 		d.onClose(qc.Close)
+		var look llm.Looker
+		if cfg.Drivers.Camera.Kind != "none" {
+			look = func(ctx context.Context) (llm.Image, error) {
+				body, err := qc.Ask(ctx, cfg.Device.ID, "vision", nil, 10*time.Second)
+				if err != nil {
+					return llm.Image{}, err
+				}
+				var v vision.Result
+				if err := json.Unmarshal(body, &v); err != nil {
+					return llm.Image{}, fmt.Errorf("vision result: %w", err)
+				}
+				return llm.Image{MIME: v.MIME, Base64: v.Image}, nil
+			}
+		}
+		b, err := d.brain(look)
+		if err != nil {
+			return err
+		}
 		c, err := companion.New(companion.Config{Room: rm, Card: *cfg.Companion, Brain: b, Device: cfg.Device.ID, Queries: qc,
 			HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
 			Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,

@@ -20,6 +20,9 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/tts/tone"
 	"github.com/chorus-robotics/chorus/drivers/tts/voicevox"
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/anthropic"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/openai"
 	"github.com/chorus-robotics/chorus/runtime/brain/rule"
 	"github.com/chorus-robotics/chorus/runtime/config"
 )
@@ -120,16 +123,31 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// brain builds the configured brain.
-func (d *Daemon) brain() (brain.Brain, error) {
+// brain builds the configured brain. look takes a picture through the
+// device's own vision query (nil when the device has no camera).
+func (d *Daemon) brain(look llm.Looker) (brain.Brain, error) {
 	if d.opts.Brain != nil {
 		return d.opts.Brain, nil
 	}
-	switch d.cfg.Brain.Provider {
-	case "rule":
-		b := rule.New(d.cfg.Brain.ClosingAfter, d.log)
-		b.Delay = d.cfg.Brain.Delay
-		return b, nil
+	b := d.cfg.Brain
+	if b.Provider == "rule" {
+		r := rule.New(b.ClosingAfter, d.log)
+		r.Delay = b.Delay
+		return r, nil
 	}
-	return nil, fmt.Errorf("brain.provider: %q is not available yet in this build", d.cfg.Brain.Provider)
+	key, err := b.APIKey()
+	if err != nil {
+		return nil, err
+	}
+	var chat llm.Chatter
+	switch b.Provider {
+	case "openai":
+		chat = openai.New(openai.Config{BaseURL: b.BaseURL, APIKey: key, Model: b.Model, JSONMode: b.JSONMode, MaxTokens: b.MaxTokens})
+	case "anthropic":
+		chat = anthropic.New(anthropic.Config{BaseURL: b.BaseURL, APIKey: key, Model: b.Model, MaxTokens: b.MaxTokens})
+	default:
+		return nil, fmt.Errorf("brain.provider: unknown provider %q", b.Provider)
+	}
+	d.log.Info("brain: language model", "provider", b.Provider, "model", b.Model, "base_url", b.BaseURL, "draft", b.UseDraft())
+	return &llm.Brain{Chat: chat, Look: look, Draft: b.UseDraft(), Log: d.log}, nil
 }

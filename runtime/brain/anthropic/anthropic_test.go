@@ -1,0 +1,172 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+type server struct {
+	mu      sync.Mutex
+	reqs    []map[string]any
+	headers []http.Header
+	*httptest.Server
+}
+
+// newServer answers POST /v1/messages with the scripted replies, in order.
+func newServer(t *testing.T, replies ...func(http.ResponseWriter, map[string]any)) *server {
+	s := &server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/messages" || r.Method != http.MethodPost {
+			t.Errorf("%s %s", r.Method, r.URL.Path)
+		}
+		b, _ := io.ReadAll(r.Body)
+		var req map[string]any
+		json.Unmarshal(b, &req)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.headers = append(s.headers, r.Header.Clone())
+		i := len(s.reqs) - 1
+		s.mu.Unlock()
+		if i >= len(replies) {
+			t.Errorf("unexpected request %d", i+1)
+			http.Error(w, "no more replies", 500)
+			return
+		}
+		replies[i](w, req)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func message(stop string, content ...map[string]any) func(http.ResponseWriter, map[string]any) {
+	return func(w http.ResponseWriter, req map[string]any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "model": req["model"],
+			"content": content, "stop_reason": stop, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": 380, "output_tokens": 61},
+		})
+	}
+}
+
+func text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+func toolUse(id, name string, input map[string]any) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
+}
+
+func input() brain.Input {
+	return brain.Input{Card: brain.Card{ID: "hana", Name: "Hana", Language: "ja"},
+		Message: protocol.NewMessage("m1", "user", nil, "ハナ、何が見える？", ""), Present: []string{"hana"}, Remaining: -1}
+}
+
+const goodState = `{"state":"speak","importance":7,"selected":true,"closing":"none","draft":{"message":"赤いコップが見えるよ！","to":["user"],"emotion":"happy"}}`
+
+func TestThinkWithStructuredOutputAndVision(t *testing.T) {
+	s := newServer(t,
+		message("tool_use", text("見てみるね。"), toolUse("toolu_01", "vision", map[string]any{})),
+		func(w http.ResponseWriter, req map[string]any) {
+			msgs := req["messages"].([]any)
+			blocks := msgs[0].(map[string]any)["content"].([]any)
+			img := blocks[0].(map[string]any)
+			src := img["source"].(map[string]any)
+			if img["type"] != "image" || src["type"] != "base64" || src["media_type"] != "image/jpeg" || src["data"] != "/9j/AAAA" {
+				t.Errorf("image block %v", img)
+			}
+			message("end_turn", text("テーブルの上に赤いコップ。"))(w, req)
+		},
+		func(w http.ResponseWriter, req map[string]any) {
+			msgs := req["messages"].([]any)
+			last := msgs[len(msgs)-1].(map[string]any)
+			res := last["content"].([]any)[0].(map[string]any)
+			if last["role"] != "user" || res["type"] != "tool_result" || res["tool_use_id"] != "toolu_01" {
+				t.Errorf("tool result turn %v", last)
+			}
+			message("end_turn", text(goodState))(w, req)
+		},
+	)
+	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "sk-ant-test", Model: "claude-haiku-4-5"}), Draft: true,
+		Look: func(context.Context) (llm.Image, error) {
+			return llm.Image{MIME: "image/jpeg", Base64: "/9j/AAAA"}, nil
+		}}
+	th, err := b.Think(context.Background(), input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Draft != "赤いコップが見えるよ！" || !th.Selected {
+		t.Fatalf("thought %+v", th)
+	}
+	h := s.headers[0]
+	if h.Get("X-Api-Key") != "sk-ant-test" || h.Get("Anthropic-Version") == "" {
+		t.Errorf("headers: key %q version %q", h.Get("X-Api-Key"), h.Get("Anthropic-Version"))
+	}
+	req := s.reqs[0]
+	if req["model"] != "claude-haiku-4-5" || req["max_tokens"] != 1024.0 {
+		t.Errorf("model %v max_tokens %v", req["model"], req["max_tokens"])
+	}
+	format := req["output_config"].(map[string]any)["format"].(map[string]any)
+	if format["type"] != "json_schema" || format["schema"].(map[string]any)["properties"].(map[string]any)["draft"] == nil {
+		t.Errorf("output_config %v", req["output_config"])
+	}
+	sys := req["system"].([]any)[0].(map[string]any)["text"].(string)
+	if !strings.Contains(sys, "Hana") {
+		t.Errorf("system %q", sys)
+	}
+	if !strings.Contains(req["messages"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string), "以下のメッセージに対するあなたの状態を判断してください。") {
+		t.Error("the Japanese state prompt was not sent")
+	}
+	tool := req["tools"].([]any)[0].(map[string]any)
+	if tool["name"] != "vision" || tool["input_schema"].(map[string]any)["type"] != "object" {
+		t.Errorf("tools %v", req["tools"])
+	}
+}
+
+func TestUtterForcesSpeak(t *testing.T) {
+	s := newServer(t, message("tool_use", toolUse("toolu_02", "speak", map[string]any{"message": "またね！", "to": []any{"user"}, "emotion": "happy"})))
+	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "claude-haiku-4-5"})}
+	u, err := b.Utter(context.Background(), input())
+	if err != nil || u.Text != "またね！" {
+		t.Fatalf("%+v %v", u, err)
+	}
+	tc := s.reqs[0]["tool_choice"].(map[string]any)
+	if tc["type"] != "tool" || tc["name"] != "speak" {
+		t.Errorf("tool_choice %v", tc)
+	}
+}
+
+func TestRefusalTruncationAndOverload(t *testing.T) {
+	for name, tc := range map[string]struct {
+		replies []func(http.ResponseWriter, map[string]any)
+		want    string
+	}{
+		"refusal":   {[]func(http.ResponseWriter, map[string]any){message("refusal", text("I can't continue this."))}, "refused"},
+		"truncated": {[]func(http.ResponseWriter, map[string]any){message("max_tokens", text(`{"state":"spe`))}, "cut off"},
+		"overloaded then ok": {[]func(http.ResponseWriter, map[string]any){
+			func(w http.ResponseWriter, _ map[string]any) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After-Ms", "10")
+				w.WriteHeader(529)
+				io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+			},
+			message("end_turn", text(goodState)),
+		}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newServer(t, tc.replies...)
+			b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "m"}), Draft: true}
+			_, err := b.Think(context.Background(), input())
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,166 @@
+// Package llmtest is a stand-in for a local model server (llama.cpp's
+// OpenAI-compatible /v1/chat/completions): it checks the requests it gets,
+// plays a plausible companion, and answers in the real response format
+// after a configurable latency. Tests and benchmarks use it; no test needs
+// the internet.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server is a fake OpenAI-compatible server.
+type Server struct {
+	*httptest.Server
+	// Latency is added to every answer (a model's thinking time).
+	Latency time.Duration
+	// ClosingAfter: from this many history lines on, the companions close.
+	ClosingAfter int
+	// Model is the model name requests must carry ("" accepts any).
+	Model string
+
+	calls    atomic.Int64
+	mu       sync.Mutex
+	problems []string
+}
+
+// New starts a server; Close it when done.
+func New() *Server {
+	s := &Server{ClosingAfter: 4}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	return s
+}
+
+// URL of the API root, for brain.base_url.
+func (s *Server) BaseURL() string { return s.Server.URL + "/v1" }
+
+// Calls is the number of chat completions served.
+func (s *Server) Calls() int64 { return s.calls.Load() }
+
+// Problems lists what was wrong with the requests received.
+func (s *Server) Problems() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.problems...)
+}
+
+func (s *Server) problem(format string, args ...any) {
+	s.mu.Lock()
+	s.problems = append(s.problems, fmt.Sprintf(format, args...))
+	s.mu.Unlock()
+}
+
+type request struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string         `json:"name"`
+			Schema map[string]any `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+}
+
+var idRe = regexp.MustCompile(`\(id: ([^)]+)\)`)
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		s.problem("%s %s", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+		return
+	}
+	var req request
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		s.problem("request is not JSON: %v", err)
+		http.Error(w, "bad json", 400)
+		return
+	}
+	s.calls.Add(1)
+	if s.Model != "" && req.Model != s.Model {
+		s.problem("model %q, want %q", req.Model, s.Model)
+	}
+	if len(req.Messages) < 2 || req.Messages[0].Role != "system" {
+		s.problem("want a system message first, got %d messages", len(req.Messages))
+		http.Error(w, "bad messages", 400)
+		return
+	}
+	var system, user string
+	json.Unmarshal(req.Messages[0].Content, &system)
+	json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &user)
+	me := "someone"
+	if m := idRe.FindStringSubmatch(system); m != nil {
+		me = m[1]
+	}
+	turn := historyLines(user)
+	closing := "none"
+	switch {
+	case turn >= s.ClosingAfter+2:
+		closing = "terminal"
+	case turn == s.ClosingAfter+1:
+		closing = "closing"
+	case turn == s.ClosingAfter:
+		closing = "pre-closing"
+	}
+	line := fmt.Sprintf("This is %s speaking, turn %d.", me, turn)
+	if closing == "closing" {
+		line = "Thank you, this was fun!"
+	}
+	time.Sleep(s.Latency)
+
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	finish := "stop"
+	switch {
+	case req.ResponseFormat != nil && req.ResponseFormat.Type == "json_schema":
+		if req.ResponseFormat.JSONSchema == nil || req.ResponseFormat.JSONSchema.Name != "companion_state" {
+			s.problem("json_schema without the companion_state schema")
+		}
+		state := map[string]any{"state": "speak", "importance": float64(len(me)%5 + 3), "selected": false, "closing": closing}
+		if closing == "terminal" {
+			state["state"] = "listen"
+		}
+		if props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any); props["draft"] != nil {
+			state["draft"] = map[string]any{"message": line, "to": []string{}, "emotion": "happy"}
+		}
+		b, _ := json.Marshal(state)
+		msg["content"] = string(b)
+	case len(req.Tools) > 0:
+		args, _ := json.Marshal(map[string]any{"message": line, "to": []string{}, "emotion": "neutral"})
+		msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
+			"function": map[string]any{"name": "speak", "arguments": string(args)}}}
+		finish = "tool_calls"
+	default:
+		msg["content"] = line
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": fmt.Sprintf("chatcmpl-%d", s.calls.Load()), "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340},
+	})
+}
+
+// historyLines counts the "- who: text" lines of the conversation so far,
+// which the prompts put first, before a blank line.
+func historyLines(prompt string) int {
+	head, _, _ := strings.Cut(prompt, "\n\n")
+	return strings.Count(head, "\n- ")
+}
