@@ -76,3 +76,35 @@ func TestFloorLatencySmoke(t *testing.T) {
 		t.Fatalf("%d round trips, %v", len(rt), err)
 	}
 }
+
+// BenchmarkTurnGap: one model call per turn (the draft) against two, with a
+// model server that takes 300 ms per call.
+func BenchmarkTurnGap(b *testing.B) {
+	for _, draft := range []bool{true, false} {
+		name := "one-call"
+		if !draft {
+			name = "two-call"
+		}
+		b.Run(name, func(b *testing.B) {
+			url := startBroker(b, "embedded")
+			b.ResetTimer()
+			ds, err := TurnGap(context.Background(), url, 300*time.Millisecond, draft, b.N)
+			report(b, ds, err)
+		})
+	}
+}
+
+func TestTurnGapSmoke(t *testing.T) {
+	url := bustest.StartEmbedded(t, bustest.Options{ACL: true}).URL()
+	one, err := TurnGap(context.Background(), url, 50*time.Millisecond, true, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := TurnGap(context.Background(), url, 50*time.Millisecond, false, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Summarize(one).P50 >= Summarize(two).P50 {
+		t.Fatalf("one-call %v is not faster than two-call %v", Summarize(one).P50, Summarize(two).P50)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	dbench "github.com/chorus-robotics/chorus/device/bench"
 	"github.com/chorus-robotics/chorus/drivers/tts"
@@ -22,8 +23,8 @@ func init() {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor vision speak ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|vision|speak [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor vision speak turngap ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|vision|speak|turngap [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
@@ -82,6 +83,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			fmt.Fprintf(stdout, "  %s %v\n", label, bench.Summarize(ds))
 		}
+	case "turngap":
+		n := min(*rounds, 30)
+		fmt.Fprintf(stdout, "turn gap: user message → granted companion's message, 3 companions, model server 300 ms/call, %d rounds, broker %s\n", n, name)
+		var p50 [2]float64
+		for i, draft := range []bool{true, false} {
+			ds, err := bench.TurnGap(ctx, *url, 300*time.Millisecond, draft, n)
+			if err != nil {
+				return err
+			}
+			st := bench.Summarize(ds)
+			p50[i] = float64(st.P50)
+			label := map[bool]string{true: "one call (draft)   ", false: "two calls (no draft)"}[draft]
+			fmt.Fprintf(stdout, "  %s %v\n", label, st)
+		}
+		fmt.Fprintf(stdout, "  one-call / two-call at p50: %.2f\n", p50[0]/p50[1])
 	case "floor":
 		fmt.Fprintf(stdout, "floor: message published → grant at every companion (instant brain), %d rounds, broker %s\n", *rounds, name)
 		for _, f := range strings.Split(*ns, ",") {

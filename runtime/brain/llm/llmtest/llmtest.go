@@ -27,6 +27,9 @@ type Server struct {
 	ClosingAfter int
 	// Model is the model name requests must carry ("" accepts any).
 	Model string
+	// OnlyUsers makes the companions want to speak only after a user's
+	// message, so each user message gets exactly one answer (benchmarks).
+	OnlyUsers bool
 
 	calls    atomic.Int64
 	mu       sync.Mutex
@@ -134,7 +137,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			s.problem("json_schema without the companion_state schema")
 		}
 		state := map[string]any{"state": "speak", "importance": float64(len(me)%5 + 3), "selected": false, "closing": closing}
-		if closing == "terminal" {
+		if closing == "terminal" || (s.OnlyUsers && !strings.Contains(user, `"from": "user"`)) {
 			state["state"] = "listen"
 		}
 		if props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any); props["draft"] != nil {
