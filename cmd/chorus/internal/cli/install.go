@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/chorus-robotics/chorus/device/install"
+)
+
+func init() {
+	commands["install"] = command{"lay chorusd, its config and units into a root filesystem (an SD card)", runInstall}
+}
+
+func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("install", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	root := fs.String("root", "", "root filesystem to install into, e.g. /media/$USER/rootfs (required)")
+	cfg := fs.String("config", "", "the device config, e.g. firmware-configs/pi5-robot.yaml (required)")
+	bin := fs.String("binary", "", "the chorusd built for the board (default: chorusd beside this program, else on PATH)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *root == "" || *cfg == "" {
+		return errors.New("-root and -config are required")
+	}
+	if *bin == "" {
+		if self, err := os.Executable(); err == nil {
+			if p := filepath.Join(filepath.Dir(self), "chorusd"); fileExists(p) {
+				*bin = p
+			}
+		}
+		if *bin == "" {
+			p, err := exec.LookPath("chorusd")
+			if err != nil {
+				return errors.New("no chorusd found: build it (make dist) and pass -binary")
+			}
+			*bin = p
+		}
+	}
+	steps, err := install.Run(install.Options{Root: *root, Config: *cfg, Binary: *bin})
+	for _, s := range steps {
+		what := "unchanged"
+		if s.Changed {
+			what = "written"
+		}
+		fmt.Fprintf(stdout, "  %-60s %s\n", s.Path, what)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "installed into %s; on first boot: systemd-sysusers, then the service starts (secrets go in /etc/default/chorusd)\n", *root)
+	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}

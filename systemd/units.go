@@ -1,0 +1,20 @@
+// Package systemd embeds the unit files and their companions, so that
+// `chorus install` can lay them into a root filesystem.
+package systemd
+
+import _ "embed"
+
+// Service is chorusd.service.
+//
+//go:embed chorusd.service
+var Service []byte
+
+// Env is the commented defaults/environment file (/etc/default/chorusd).
+//
+//go:embed chorusd.env
+var Env []byte
+
+// Sysusers is the sysusers.d entry for the chorus user.
+//
+//go:embed chorus.sysusers
+var Sysusers []byte
