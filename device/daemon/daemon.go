@@ -28,10 +28,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/chorus-robotics/chorus/device/button"
+	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/device/speak"
 	"github.com/chorus-robotics/chorus/device/vision"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/drivers/gpio"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -202,6 +205,40 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 		spawn("floor", f.Run)
 	}
 
+	// The panel: status LED and button (pins by name; a missing pin stops
+	// the start with an error naming it).
+	var statusLED *led.LED
+	var muted atomic.Bool
+	if name := cfg.Drivers.GPIO.LED; name != "" {
+		pin, err := gpio.Pin(name)
+		if err != nil {
+			return fmt.Errorf("drivers.gpio.led: %w", err)
+		}
+		statusLED = led.New(pin)
+		spawn("status led", statusLED.Run)
+	}
+	if name := cfg.Drivers.GPIO.Button; name != "" {
+		pin, err := gpio.Pin(name)
+		if err != nil {
+			return fmt.Errorf("drivers.gpio.button: %w", err)
+		}
+		btn := &button.Button{Pin: pin,
+			OnShort: func() {
+				m := !muted.Load()
+				muted.Store(m)
+				d.log.Info("button: mute", "muted", m)
+			},
+			OnLong: func(held bool) {
+				d.log.Info("button: the human holds the floor", "held", held)
+				hctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				if err := rm.SendHold(hctx, id, held, time.Now()); err != nil {
+					d.log.Error("button: hold not published", "err", err)
+				}
+			}}
+		spawn("button", btn.Run)
+	}
+
 	if cfg.Companion != nil {
 		qc := query.NewClient(main, s, id, query.ClientOptions{Timeout: cfg.Query.Timeout, MaxPending: cfg.Query.MaxPending,
 			MaxResultBytes: cfg.Query.MaxResult, Log: d.log, Metrics: d.m})
@@ -227,7 +264,13 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 		c, err := companion.New(companion.Config{Room: rm, Card: *cfg.Companion, Brain: b, Device: cfg.Device.ID, Queries: qc,
 			HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
 			Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
-			TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout})
+			TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
+			Muted: muted.Load,
+			OnStatus: func(st companion.Status) {
+				if statusLED != nil {
+					statusLED.Set(st)
+				}
+			}})
 		if err != nil {
 			return err
 		}
@@ -313,11 +356,14 @@ func (d *Daemon) serveHTTP(ctx context.Context, wg *sync.WaitGroup) error {
 			d.log.Error("http server", "err", err)
 		}
 	}()
-	d.onClose(func() {
+	wg.Add(1)
+	go func() { // the server stops with the daemon's context, before Run waits for it
+		defer wg.Done()
+		<-ctx.Done()
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		hs.Shutdown(c)
-	})
+	}()
 	return nil
 }
 

@@ -82,6 +82,7 @@ type Floor struct {
 	seq         uint64
 	leader      string
 	unannounced []protocol.TurnGrant
+	holds       map[string]bool         // companions through which a human holds the floor
 	early       map[string][]earlyState // States that overtook their Message
 	earlyCount  int
 	done        map[string]bool // message ids whose grant was seen on the bus
@@ -115,6 +116,7 @@ type event struct {
 	presence room.PresenceEvent
 	grant    protocol.TurnGrant
 	claim    Claim
+	hold     protocol.Hold
 	id       string
 	barrier  chan struct{}
 }
@@ -128,6 +130,7 @@ const (
 	evDeadline
 	evJoin
 	evBarrier
+	evHold
 )
 
 // Claim is the retained leader claim of a floor instance.
@@ -170,6 +173,7 @@ func New(cfg Config) (*Floor, error) {
 		lastSpoke: map[string]uint64{},
 		done:      map[string]bool{},
 		early:     map[string][]earlyState{},
+		holds:     map[string]bool{},
 	}, nil
 }
 
@@ -237,6 +241,9 @@ func (f *Floor) Run(ctx context.Context) error {
 		func() error {
 			return r.OnGrant(ctx, func(g protocol.TurnGrant) { f.push(event{kind: evGrant, grant: g}) })
 		},
+		func() error {
+			return r.OnHold(ctx, func(h protocol.Hold) { f.push(event{kind: evHold, hold: h}) })
+		},
 	}
 	for _, s := range subs {
 		if err := s(); err != nil {
@@ -287,6 +294,12 @@ func (f *Floor) handle(ctx context.Context, e event) {
 		}
 	case evBarrier:
 		close(e.barrier)
+	case evHold:
+		if e.hold.Held && f.present[e.hold.From] {
+			f.holds[e.hold.From] = true
+		} else {
+			delete(f.holds, e.hold.From)
+		}
 	case evJoin:
 		if f.leader == "" && !f.Active() {
 			f.claim(ctx, "no active floor")
@@ -402,6 +415,7 @@ func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
 		return
 	}
 	delete(f.present, p.ID)
+	delete(f.holds, p.ID) // a hold ends with the body that held it
 	// A companion that left cannot vote: stop waiting for it.
 	for _, b := range f.sortedPending() {
 		if b.participants[p.ID] {
@@ -425,6 +439,10 @@ func (f *Floor) sortedPending() []*ballot {
 }
 
 func (f *Floor) decide(ctx context.Context, b *ballot, by string) {
+	if len(f.holds) > 0 {
+		f.finish(ctx, b, Decision{Reason: protocol.ReasonHeld}, by)
+		return
+	}
 	f.finish(ctx, b, Decide(b.votes, f.lastSpoke), by)
 }
 

@@ -361,3 +361,32 @@ func TestEarlyStatesBounded(t *testing.T) {
 		t.Fatalf("stale early states not dropped: %d kept", f.earlyCount)
 	}
 }
+
+func TestHumanHoldsTheFloor(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.clk.Advance(DefaultJoinWait)
+	if err := b.SendHold(context.Background(), "b", true, h.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.say(a, "a", "m1")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	if g := h.grant(); g.Speaker != nil || g.Reason != protocol.ReasonHeld {
+		t.Fatalf("grant while held %+v", g)
+	}
+	b.SendHold(context.Background(), "b", false, h.clk.Now())
+	h.say(a, "a", "m2")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m2", State: protocol.Speak, Importance: 9})
+	if g := h.grant(); g.SpeakerID() != "b" {
+		t.Fatalf("grant after release %+v", g)
+	}
+	// A hold ends when the body holding it goes offline.
+	b.SendHold(context.Background(), "b", true, h.clk.Now())
+	f.flush(t)
+	h.conns["b"].Kill()
+	f.flush(t)
+	if len(f.holds) != 0 {
+		t.Fatalf("hold outlived its body: %v", f.holds)
+	}
+}

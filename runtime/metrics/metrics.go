@@ -23,6 +23,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // Metrics is the set of Chorus metrics, registered in Registry.
@@ -75,6 +77,16 @@ func New() *Metrics {
 			Help: "MQTT connections re-established after a loss."})).(prometheus.Counter),
 		BrainFailures: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_brain_failures_total",
 			Help: "Brain calls that fell back to listen, by reason."}, []string{"reason"})).(*prometheus.CounterVec),
+	}
+	// Export the zero series too, so dashboards and alerts see them before
+	// the first bad input.
+	for _, src := range []string{"message", "state", "grant", "presence", "query", "result", "hold"} {
+		for _, k := range protocol.Kinds {
+			m.BadInput.WithLabelValues(src, string(k))
+		}
+	}
+	for _, r := range []string{"late", "unknown_message", "not_participant", "duplicate_message", "queue_full"} {
+		m.DroppedStates.WithLabelValues(r)
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.limiter.every = time.Minute

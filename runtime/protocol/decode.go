@@ -493,3 +493,28 @@ func DecodePostAck(b []byte, max int) (PostAck, error) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// DecodeHold decodes and validates a Hold.
+func DecodeHold(b []byte, max int) (Hold, error) {
+	var w struct {
+		From  string `json:"from"`
+		Held  *bool  `json:"held"`
+		Since string `json:"since"`
+	}
+	if err := decodeStrict("hold", b, max, &w); err != nil {
+		return Hold{}, err
+	}
+	c := checker{typ: "hold"}
+	c.identity("from", w.From)
+	if w.Held == nil {
+		c.fail("held", KindMissing, "required, a boolean")
+	}
+	since, err := time.Parse(time.RFC3339Nano, w.Since)
+	if err != nil {
+		c.fail("since", KindInvalid, "must be an RFC 3339 time, got %q", w.Since)
+	}
+	if err := c.done(); err != nil {
+		return Hold{}, err
+	}
+	return Hold{From: w.From, Held: *w.Held, Since: since}, nil
+}

@@ -50,3 +50,4 @@ func FuzzDecodeQueryResult(f *testing.F) { fuzzDecoder(f, "result") }
 func FuzzDecodePhase(f *testing.F)       { fuzzDecoder(f, "phase") }
 func FuzzDecodePost(f *testing.F)        { fuzzDecoder(f, "post") }
 func FuzzDecodePostAck(f *testing.F)     { fuzzDecoder(f, "postack") }
+func FuzzDecodeHold(f *testing.F)        { fuzzDecoder(f, "hold") }

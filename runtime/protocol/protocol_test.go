@@ -24,6 +24,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"phase":    func(b []byte) (any, error) { return DecodePhase(b, 0) },
 	"post":     func(b []byte) (any, error) { return DecodePost(b, 0) },
 	"postack":  func(b []byte) (any, error) { return DecodePostAck(b, 0) },
+	"hold":     func(b []byte) (any, error) { return DecodeHold(b, 0) },
 }
 
 // TestGolden decodes every testdata/<type>/<case>.json and compares the

@@ -292,3 +292,11 @@ func NewID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// Hold says whether a human holds the floor through a companion's body (a
+// long button press): while any hold is on, the floor grants nobody.
+type Hold struct {
+	From  string    `json:"from"`
+	Held  bool      `json:"held"`
+	Since time.Time `json:"since"`
+}

@@ -91,6 +91,17 @@ func (r *Room) OnGrant(ctx context.Context, fn func(protocol.TurnGrant)) error {
 		func(g protocol.TurnGrant) string { return g.From }, fn)
 }
 
+// OnHold calls fn for every valid Hold in the room (retained ones too).
+func (r *Room) OnHold(ctx context.Context, fn func(protocol.Hold)) error {
+	return subscribe(ctx, r, r.Scheme.FloorHolds(r.Name), topic.KindHold, protocol.DecodeHold,
+		func(h protocol.Hold) string { return h.From }, fn)
+}
+
+// SendHold publishes (retained) whether a human holds the floor through id.
+func (r *Room) SendHold(ctx context.Context, id string, held bool, now time.Time) error {
+	return r.publish(ctx, r.Scheme.FloorHold(r.Name, id), protocol.Hold{From: id, Held: held, Since: now.UTC()}, true)
+}
+
 // PresenceEvent is one companion's presence; Cleared means the retained
 // value was removed (an empty payload).
 type PresenceEvent struct {

@@ -78,6 +78,15 @@ func (s Scheme) FloorOut(room, companion string) string {
 	return s.room(room, "floor", "out", companion)
 }
 
+// FloorHold is where a companion's body says a human holds the floor (a
+// long button press), retained.
+func (s Scheme) FloorHold(room, companion string) string {
+	return s.room(room, "floor", "hold", companion)
+}
+
+// FloorHolds is the filter for every hold in room.
+func (s Scheme) FloorHolds(room string) string { return s.room(room, "floor", "hold", "+") }
+
 // FloorLeader is the retained claim of the active floor of room.
 func (s Scheme) FloorLeader(room string) string { return s.room(room, "floor", "leader") }
 
@@ -99,6 +108,7 @@ const (
 	KindFloorIn  Kind = "post"
 	KindFloorOut Kind = "postack"
 	KindLeader   Kind = "leader"
+	KindHold     Kind = "hold"
 	KindQuery    Kind = "query"
 	KindResult   Kind = "result"
 )
@@ -148,6 +158,8 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindLeader, Room: room}, true
 	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "in":
 		return Route{Kind: KindFloorIn, Room: room, Identity: seg[4]}, true
+	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "hold":
+		return Route{Kind: KindHold, Room: room, Identity: seg[4]}, true
 	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "out":
 		return Route{Kind: KindFloorOut, Room: room, Identity: seg[4]}, true
 	}
@@ -180,7 +192,7 @@ func (s Scheme) MayPublish(user, t string) bool {
 	case KindMessage:
 		// A floor may speak into a room (realtime broadcasts) under its own name.
 		return r.Identity == user
-	case KindState, KindPresence, KindFloorIn, KindResult:
+	case KindState, KindPresence, KindFloorIn, KindResult, KindHold:
 		return r.Identity == user
 	case KindTurns, KindPhase, KindFloorOut, KindLeader:
 		return s.IsFloor(user)
@@ -207,6 +219,7 @@ func (s Scheme) MosquittoACL() string {
 		"pattern write " + p + "/rooms/+/states/%u",
 		"pattern write " + p + "/rooms/+/presence/%u",
 		"pattern write " + p + "/rooms/+/floor/in/%u",
+		"pattern write " + p + "/rooms/+/floor/hold/%u",
 		"pattern write " + p + "/devices/%u/results",
 		"pattern write " + p + "/devices/+/queries",
 	} {

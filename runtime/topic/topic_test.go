@@ -16,6 +16,7 @@ func TestParseRoundTrip(t *testing.T) {
 		{s.FloorIn("lr", "hana"), Route{Kind: KindFloorIn, Room: "lr", Identity: "hana"}},
 		{s.FloorOut("lr", "hana"), Route{Kind: KindFloorOut, Room: "lr", Identity: "hana"}},
 		{s.FloorLeader("lr"), Route{Kind: KindLeader, Room: "lr"}},
+		{s.FloorHold("lr", "kyoko"), Route{Kind: KindHold, Room: "lr", Identity: "kyoko"}},
 		{s.Queries("pi5"), Route{Kind: KindQuery, Device: "pi5"}},
 		{s.Results("pi5"), Route{Kind: KindResult, Device: "pi5", Identity: "pi5"}},
 	}
@@ -52,6 +53,8 @@ func TestMayPublish(t *testing.T) {
 		{"floor", s.FloorLeader("lr"), true},
 		{"kyoko", s.FloorLeader("lr"), false},
 		{"pi5", s.Results("pi5"), true},
+		{"kyoko", s.FloorHold("lr", "kyoko"), true},
+		{"kyoko", s.FloorHold("lr", "hana"), false},
 		{"pi4", s.Results("pi5"), false},
 		{"kyoko", s.Queries("pi5"), true},
 		{"", s.Queries("pi5"), false},

@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"periph.io/x/conn/v3/gpio"
+	"periph.io/x/conn/v3/gpio/gpioreg"
+	"periph.io/x/conn/v3/gpio/gpiotest"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+var (
+	ledPin    = &gpiotest.Pin{N: "TEST_LED", Num: 900}
+	buttonPin = &gpiotest.Pin{N: "TEST_BUTTON", Num: 901, EdgesChan: make(chan gpio.Level, 4)}
+	regOnce   sync.Once
+)
+
+func registerPins(t *testing.T) {
+	regOnce.Do(func() {
+		if err := gpioreg.Register(ledPin); err != nil {
+			t.Fatal(err)
+		}
+		if err := gpioreg.Register(buttonPin); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func load(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	c, err := config.Decode(strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func cfgYAML(broker string, httpPort int, gpioLED string) string {
+	return fmt.Sprintf(`version: 1
+device: {id: bot}
+room: {name: lab, floor: true, vote_timeout: 1s, pause: 10ms}
+mqtt: {broker: "%s"}
+companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
+drivers:
+  camera: {kind: testpattern, width: 160, height: 120, fps: 5}
+  audio: {kind: null}
+  tts: {kind: tone}
+  gpio: {led: %s, button: TEST_BUTTON}
+http: {listen: "127.0.0.1:%d"}
+`, broker, gpioLED, httpPort)
+}
+
+func run(t *testing.T, c *config.Config) (*Daemon, context.CancelFunc, chan error) {
+	t.Helper()
+	d, err := New(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		cancel()
+		errc <- err
+		return d, cancel, errc
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready in 10 s")
+	}
+	return d, cancel, errc
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestDeviceWithPanelHealthAndMetrics(t *testing.T) {
+	registerPins(t)
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	port := bustest.FreePort(t)
+	d, cancel, errc := run(t, load(t, cfgYAML(br.URL(), port, "TEST_LED")))
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("run: %v", err)
+		}
+		ledPin.Lock()
+		defer ledPin.Unlock()
+		if ledPin.L != gpio.Low {
+			t.Error("status LED left on after stop")
+		}
+	}()
+
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if code, body := get(t, base+"/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz %d %q", code, body)
+	}
+	ctx, c2 := context.WithTimeout(context.Background(), 2*time.Second)
+	defer c2()
+	if err := d.Alive(ctx, time.Second); err != nil {
+		t.Fatalf("alive: %v", err)
+	}
+	ledPin.Lock()
+	on := ledPin.L == gpio.High
+	ledPin.Unlock()
+	if !on {
+		t.Fatal("status LED not on while listening")
+	}
+
+	// The human holds the floor with a long press: the floor grants nobody.
+	ob, _ := bus.Dial(context.Background(), bus.Options{Broker: br.URL(), ClientID: "obs", Username: "user"})
+	defer ob.Close()
+	obs := room.New(ob, topic.New(""), "lab", nil, nil)
+	holds := make(chan protocol.Hold, 4)
+	grants := make(chan protocol.TurnGrant, 4)
+	obs.OnHold(context.Background(), func(h protocol.Hold) { holds <- h })
+	obs.OnGrant(context.Background(), func(g protocol.TurnGrant) { grants <- g })
+	buttonPin.EdgesChan <- gpio.Low
+	select {
+	case h := <-holds:
+		if !h.Held || h.From != "bot" {
+			t.Fatalf("hold %+v", h)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("a long press did not hold the floor")
+	}
+	time.Sleep(50 * time.Millisecond)
+	obs.SendMessage(context.Background(), protocol.NewMessage("m1", "user", []string{"bot"}, "Bot, talk to me", ""))
+	select {
+	case g := <-grants:
+		if g.Speaker != nil || g.Reason != protocol.ReasonHeld {
+			t.Fatalf("grant while held %+v", g)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no grant")
+	}
+	buttonPin.EdgesChan <- gpio.High
+	select {
+	case h := <-holds:
+		if h.Held {
+			t.Fatalf("release %+v", h)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("release not published")
+	}
+
+	code, metrics := get(t, base+"/metrics")
+	for _, want := range []string{"chorus_floor_grants_total{reason=\"held\"} 1", "chorus_floor_votes_total", "go_goroutines", "chorus_bad_input_total"} {
+		if code != 200 || !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+func TestMissingPinIsAClearStartupError(t *testing.T) {
+	registerPins(t)
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	_, cancel, errc := run(t, load(t, cfgYAML(br.URL(), bustest.FreePort(t), "GPIO999")))
+	defer cancel()
+	err := <-errc
+	if err == nil || !strings.Contains(err.Error(), `drivers.gpio.led`) || !strings.Contains(err.Error(), `no pin named "GPIO999"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
