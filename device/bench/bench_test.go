@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -53,4 +56,22 @@ func TestSmoke(t *testing.T) {
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("%d, %v", len(ds), err)
 	}
+}
+
+func TestStartupReachesReady(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "chorusd")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/chorus-robotics/chorus/cmd/chorusd")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ready, rssKB, err := Startup(context.Background(), bin, "../../firmware-configs/demo/kyoko.yaml", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready <= 0 || rssKB <= 0 {
+		t.Fatalf("ready %v, rss %d kB", ready, rssKB)
+	}
+	t.Logf("READY after %v, RSS %d kB", ready, rssKB)
 }

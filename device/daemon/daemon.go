@@ -164,6 +164,9 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 			return err
 		}
 	}
+	// The watchdog's bus probe: a result for a query nobody asked, echoed
+	// back on the device's own results topic (clients ignore unknown ids).
+	d.probes = append(d.probes, namedProbe{"bus", busProbe{b: devBus, topic: s.Results(cfg.Device.ID)}})
 	srv := &query.Server{Bus: devBus, Scheme: s, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
 	speaker, err := d.speaker()
 	if err != nil {
@@ -336,9 +339,9 @@ func (d *Daemon) startBroker(ctx context.Context, s topic.Scheme) error {
 
 func (d *Daemon) serveHTTP(ctx context.Context, wg *sync.WaitGroup) error {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !d.Ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := d.Alive(r.Context(), 2*time.Second); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))

@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"fmt"
+
 	"context"
+	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"io"
 	"log/slog"
@@ -100,6 +103,7 @@ func Main(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	}
 	defer NotifyStopping()
 	return d.Run(ctx, func() {
+		trimStartupPages()
 		NotifyReady(log)
 		go d.Watchdog(ctx)
 	})
@@ -116,4 +120,15 @@ func NewLogger(w io.Writer, c config.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, o))
 	}
 	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// busProbe pings the bus through the broker and back.
+type busProbe struct {
+	b     *bus.MQTT
+	topic string
+}
+
+func (p busProbe) Ping(ctx context.Context) error {
+	payload := fmt.Sprintf(`{"jsonrpc":"2.0","id":"watchdog-%d","error":"watchdog ping"}`, time.Now().UnixNano())
+	return p.b.Ping(ctx, p.topic, []byte(payload))
 }

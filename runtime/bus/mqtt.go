@@ -52,6 +52,8 @@ type MQTT struct {
 	metrics *metrics.Metrics
 
 	mu        sync.Mutex
+	pings     map[string]chan struct{}
+	pingTopic string
 	subs      map[string]Handler
 	connected int // successful connections so far
 	closed    bool
@@ -264,4 +266,54 @@ func (b *MQTT) Close() error {
 		b.c.Disconnect(uint(b.opts.Quiesce / time.Millisecond))
 	})
 	return nil
+}
+
+// Ping proves the connection turns both ways: it publishes payload on t (a
+// topic this client may write) and waits until its own subscription hands
+// it back. While the client is reconnecting it returns nil: paho is not
+// stuck, the broker is away. The watchdog uses it.
+func (b *MQTT) Ping(ctx context.Context, t string, payload []byte) error {
+	if !b.c.IsConnectionOpen() {
+		return nil
+	}
+	b.mu.Lock()
+	if b.pings == nil {
+		b.pings = map[string]chan struct{}{}
+	}
+	need := b.pingTopic != t
+	b.pingTopic = t
+	ch := make(chan struct{})
+	key := string(payload)
+	b.pings[key] = ch
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.pings, key)
+		b.mu.Unlock()
+	}()
+	if need {
+		err := b.Subscribe(ctx, t, func(_ string, p []byte) {
+			b.mu.Lock()
+			c, ok := b.pings[string(p)]
+			if ok {
+				delete(b.pings, string(p))
+			}
+			b.mu.Unlock()
+			if ok {
+				close(c)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := b.Publish(ctx, t, payload, false); err != nil {
+		return err
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("bus: ping on %s: %w", t, ctx.Err())
+	}
 }

@@ -6,6 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,8 +27,8 @@ func init() {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor vision speak turngap ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|vision|speak|turngap [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor vision speak turngap startup ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|vision|speak|turngap|startup [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
@@ -32,8 +36,35 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	url := fs.String("broker", "", "broker URL (default: start the embedded broker on a free loopback port)")
 	rounds := fs.Int("rounds", 1000, "measurements per case")
 	ns := fs.String("n", "2,5,10,50", "floor: companion counts")
+	chorusd := fs.String("chorusd", "", "startup: the chorusd binary (default: beside this program, else on PATH)")
+	devCfg := fs.String("config", "firmware-configs/demo/kyoko.yaml", "startup: the device config")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if what == "startup" {
+		bin := *chorusd
+		if bin == "" {
+			if self, err := os.Executable(); err == nil && fileExists(filepath.Join(filepath.Dir(self), "chorusd")) {
+				bin = filepath.Join(filepath.Dir(self), "chorusd")
+			} else if bin, err = exec.LookPath("chorusd"); err != nil {
+				return errors.New("no chorusd: build it (CGO_ENABLED=0 go build -o chorusd ./cmd/chorusd) and pass -chorusd")
+			}
+		}
+		n := min(*rounds, 10)
+		var readies []time.Duration
+		var rss []int
+		for range n {
+			r, kb, err := dbench.Startup(ctx, bin, *devCfg, 2*time.Second)
+			if err != nil {
+				return err
+			}
+			readies = append(readies, r)
+			rss = append(rss, kb)
+		}
+		sort.Ints(rss)
+		fmt.Fprintf(stdout, "chorusd %s with %s, %d cold starts\n  start → READY: %v\n  idle RSS after 2 s: median %d kB, max %d kB\n",
+			bin, *devCfg, n, bench.Summarize(readies), rss[len(rss)/2], rss[len(rss)-1])
+		return nil
 	}
 	name := *url
 	if *url == "" {

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package daemon
+
+// trimStartupPages is Linux-only (MADV_PAGEOUT).
+func trimStartupPages() {}
