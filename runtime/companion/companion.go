@@ -102,6 +102,7 @@ type Companion struct {
 	turn     int // messages since the conversation (re)started
 	count    int // States since the last terminal (maxTurn)
 	thoughts map[string]thoughtFor
+	seq      int // increases with every thought, for evicting the oldest
 	thinking int
 	speaking bool
 }
@@ -376,7 +377,8 @@ func (c *Companion) onThought(ctx context.Context, id string, in brain.Input, t 
 	if c.cfg.Muted() {
 		t.State, t.Selected = protocol.Listen, false
 	}
-	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.turn}
+	c.seq++
+	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.seq}
 	if len(c.thoughts) > maxThoughts {
 		oldest, min := "", int(^uint(0)>>1)
 		for k, v := range c.thoughts {

@@ -286,5 +286,29 @@ func TestMutedNeverSpeaksAndTwoCallPath(t *testing.T) {
 	if _, u := utterer.Calls(); u != 1 {
 		t.Fatalf("utter calls = %d, want 1", u)
 	}
-	_ = fmt.Sprint
+}
+
+// TestManyUserMessagesKeepTheNewestThought guards the eviction of old
+// thoughts: the turn count restarts with every user message, so it cannot
+// be what orders them.
+func TestManyUserMessagesKeepTheNewestThought(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(2 * time.Second)
+	only := &braintest.Func{
+		ThinkFn: func(_ context.Context, in brain.Input) (brain.Thought, error) {
+			if in.Message.Params.From != "user" {
+				return brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone}, nil
+			}
+			return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "yes?"}, nil
+		},
+	}
+	r.startCompanion(cards()[0], only, nil)
+	waitPresent(t, r, 1)
+	for i := range 34 { // more than the 32 thoughts kept
+		r.userSays(fmt.Sprintf("message %d", i))
+		msgs, _ := r.untilRest(5 * time.Second)
+		if len(msgs) != 2 {
+			t.Fatalf("round %d: %d messages, want the user's and one answer", i, len(msgs))
+		}
+	}
 }
