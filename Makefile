@@ -25,9 +25,11 @@ lint:
 	CGO_ENABLED=0 $(GO) build $(PKGS)
 
 bench:
-	$(GO) test -run XXX -bench . -benchtime 2000x ./runtime/bench/ ./runtime/protocol/
-	$(GO) run ./cmd/chorus bench bus
-	$(GO) run ./cmd/chorus bench floor
+	$(GO) test -run XXX -bench 'BusRoundTrip|Floor' -benchtime 2000x ./runtime/bench/
+	$(GO) test -run XXX -bench TurnGap -benchtime 30x ./runtime/bench/
+	$(GO) test -run XXX -bench . -benchtime 1000x ./device/bench/
+	$(GO) test -run XXX -bench . ./runtime/protocol/
+	CGO_ENABLED=0 $(GO) build -o /tmp/chorusd-bench ./cmd/chorusd && $(GO) run ./cmd/chorus bench startup -chorusd /tmp/chorusd-bench
 
 # 60 s per decoder (issue 2: every decoder fuzzed at least a minute).
 FUZZTIME ?= 60s
