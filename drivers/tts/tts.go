@@ -47,6 +47,15 @@ func ProsodyOf(emotion string) (Prosody, error) {
 	return Prosody{}, fmt.Errorf("tts: unknown emotion %q (neutral, happy, sad, angry)", emotion)
 }
 
+// Check is what every engine does first: text with something to say
+// (ErrEmpty otherwise) and a known emotion, turned into prosody.
+func Check(text, emotion string) (Prosody, error) {
+	if strings.TrimSpace(text) == "" {
+		return Prosody{}, ErrEmpty
+	}
+	return ProsodyOf(emotion)
+}
+
 // Run runs a TTS binary with text on stdin and returns its stdout. A missing
 // binary, a crash or a non-zero exit is an error that says which and shows
 // the end of stderr.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -254,18 +255,7 @@ func (c *Companion) handle(ctx context.Context, e event) {
 // Ping returns once the companion's loop has handled everything queued
 // before it (for the watchdog).
 func (c *Companion) Ping(ctx context.Context) error {
-	done := make(chan struct{})
-	select {
-	case c.events <- event{kind: evBarrier, barrier: done}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return loop.Ping(ctx, c.events, func(done chan struct{}) event { return event{kind: evBarrier, barrier: done} })
 }
 
 func (c *Companion) me() string { return c.cfg.Card.ID }

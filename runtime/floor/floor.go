@@ -37,6 +37,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -189,18 +190,7 @@ func (f *Floor) subscribed() bool { return f.ready.Load() }
 // Ping returns once the floor's loop has handled everything queued before
 // it: proof that the loop turns (for the watchdog, and for tests).
 func (f *Floor) Ping(ctx context.Context) error {
-	done := make(chan struct{})
-	select {
-	case f.events <- event{kind: evBarrier, barrier: done}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return loop.Ping(ctx, f.events, func(done chan struct{}) event { return event{kind: evBarrier, barrier: done} })
 }
 
 // Active reports whether this floor currently decides for the room.

@@ -6,7 +6,6 @@ package espeak
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/tts"
@@ -26,10 +25,7 @@ func (e *Engine) Name() string { return "espeak-ng" }
 
 // Synthesize implements tts.Engine.
 func (e *Engine) Synthesize(ctx context.Context, text, emotion string) (audio.PCM, error) {
-	if strings.TrimSpace(text) == "" {
-		return audio.PCM{}, tts.ErrEmpty
-	}
-	p, err := tts.ProsodyOf(emotion)
+	p, err := tts.Check(text, emotion)
 	if err != nil {
 		return audio.PCM{}, err
 	}

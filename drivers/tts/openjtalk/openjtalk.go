@@ -37,10 +37,7 @@ func (e *Engine) Name() string { return "open_jtalk" }
 
 // Synthesize implements tts.Engine.
 func (e *Engine) Synthesize(ctx context.Context, text, emotion string) (audio.PCM, error) {
-	if strings.TrimSpace(text) == "" {
-		return audio.PCM{}, tts.ErrEmpty
-	}
-	p, err := tts.ProsodyOf(emotion)
+	p, err := tts.Check(text, emotion)
 	if err != nil {
 		return audio.PCM{}, err
 	}

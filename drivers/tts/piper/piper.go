@@ -28,10 +28,7 @@ func (e *Engine) Name() string { return "piper" }
 
 // Synthesize implements tts.Engine: text on stdin, a WAV file out.
 func (e *Engine) Synthesize(ctx context.Context, text, emotion string) (audio.PCM, error) {
-	if strings.TrimSpace(text) == "" {
-		return audio.PCM{}, tts.ErrEmpty
-	}
-	p, err := tts.ProsodyOf(emotion)
+	p, err := tts.Check(text, emotion)
 	if err != nil {
 		return audio.PCM{}, err
 	}

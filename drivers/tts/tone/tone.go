@@ -7,7 +7,6 @@ package tone
 import (
 	"context"
 	"math"
-	"strings"
 	"unicode"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
@@ -26,10 +25,7 @@ func (Engine) Name() string { return "tone" }
 
 // Synthesize implements tts.Engine.
 func (Engine) Synthesize(ctx context.Context, text, emotion string) (audio.PCM, error) {
-	if strings.TrimSpace(text) == "" {
-		return audio.PCM{}, tts.ErrEmpty
-	}
-	p, err := tts.ProsodyOf(emotion)
+	p, err := tts.Check(text, emotion)
 	if err != nil {
 		return audio.PCM{}, err
 	}
