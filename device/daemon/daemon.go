@@ -243,8 +243,12 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 	}
 
 	if cfg.Companion != nil {
+		devices, err := room.FollowDevices(ctx, rm)
+		if err != nil {
+			return err
+		}
 		qc := query.NewClient(main, s, id, query.ClientOptions{Timeout: cfg.Query.Timeout, MaxPending: cfg.Query.MaxPending,
-			MaxResultBytes: cfg.Query.MaxResult, Log: d.log, Metrics: d.m})
+			MaxResultBytes: cfg.Query.MaxResult, Online: devices.Online, Log: d.log, Metrics: d.m})
 		d.onClose(qc.Close)
 		var look llm.Looker
 		if cfg.Drivers.Camera.Kind != "none" {

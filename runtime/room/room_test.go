@@ -85,3 +85,26 @@ func TestBadInputRejectedAndCounted(t *testing.T) {
 		}
 	})
 }
+
+func TestDevicesFollowsPresence(t *testing.T) {
+	mem := bustest.NewMemory()
+	s := topic.New("")
+	r := room.New(nil, s, "lr", nil, nil)
+	birth, will := r.PresenceMessages("kyoko", "pi5", time.Now())
+	c := mem.Conn(birth, will)
+	obs := room.New(mem.Conn(nil, nil), s, "lr", nil, nil)
+	d, err := room.FollowDevices(context.Background(), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on, known := d.Online("pi5"); !on || !known {
+		t.Fatalf("pi5 online %v known %v", on, known)
+	}
+	if _, known := d.Online("pi4"); known {
+		t.Fatal("a device never seen is known")
+	}
+	c.Kill()
+	if on, known := d.Online("pi5"); on || !known {
+		t.Fatalf("after its will: online %v known %v", on, known)
+	}
+}
