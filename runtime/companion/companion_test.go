@@ -49,7 +49,9 @@ func newRig(t *testing.T) *roomRig {
 }
 
 func (r *roomRig) dial(id string, birth, will *bus.Retained) bus.Bus {
-	b, err := bus.Dial(r.ctx, bus.Options{Broker: r.url, ClientID: id + "-" + r.t.Name(), Username: id, Birth: birth, Will: will})
+	// A client id must be unique: a second connection under the same id
+	// takes the first one over, and they would push each other out forever.
+	b, err := bus.Dial(r.ctx, bus.Options{Broker: r.url, ClientID: id + "-" + protocol.NewID()[:8], Username: id, Birth: birth, Will: will})
 	if err != nil {
 		r.t.Fatal(err)
 	}
