@@ -157,14 +157,19 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 
 	var sum Summary
+	heard := map[string]bool{}
+	restOn := "" // the message a rest grant answered; it may arrive after the grant
 	for done := false; !done; {
 		select {
 		case e := <-events:
 			switch {
-			case e.Message != nil && e.Message.Params.From != "user":
-				sum.Turns++
-				if o.Turns > 0 && sum.Turns >= o.Turns {
-					done = true
+			case e.Message != nil:
+				heard[e.Message.Params.ID] = true
+				if e.Message.Params.From != "user" {
+					sum.Turns++
+					if o.Turns > 0 && sum.Turns >= o.Turns {
+						done = true
+					}
 				}
 			case e.Grant != nil && e.Grant.Speaker == nil:
 				sum.Rested, sum.Terminal = true, len(e.Grant.Votes) > 0
@@ -173,6 +178,9 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 						sum.Terminal = false
 					}
 				}
+				restOn = e.Grant.MessageID
+			}
+			if restOn != "" && heard[restOn] {
 				done = true
 			}
 		case err := <-errc:

@@ -114,21 +114,36 @@ func (r *roomRig) userSays(text string, to ...string) string {
 	return id
 }
 
-// until collects events until a rest grant or the time limit.
+// untilRest collects events until the room rests: a grant of nobody for a
+// message already collected. (A broker orders messages per publisher only,
+// so the floor's rest grant may overtake the message it answers.)
 func (r *roomRig) untilRest(limit time.Duration) (msgs []protocol.Message, grants []protocol.TurnGrant) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
+	seen := map[string]bool{}
+	rest := ""
 	for {
 		select {
 		case e := <-r.events:
 			switch v := e.(type) {
 			case protocol.Message:
 				msgs = append(msgs, v)
+				seen[v.Params.ID] = true
 			case protocol.TurnGrant:
 				grants = append(grants, v)
 				if v.Speaker == nil {
-					return
+					rest = v.MessageID
 				}
+			}
+			if rest != "" && seen[rest] {
+				// Keep the rest grant last, as the floor decided it.
+				for i, g := range grants {
+					if g.MessageID == rest && g.Speaker == nil {
+						grants = append(append(grants[:i:i], grants[i+1:]...), g)
+						break
+					}
+				}
+				return msgs, grants
 			}
 		case <-timer.C:
 			r.t.Fatalf("no rest within %v: %d messages, %d grants", limit, len(msgs), len(grants))
