@@ -6,9 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,7 +20,7 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | vision | speak (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | vision | speak | turngap | startup (see BENCHMARKS.md)", runBench}
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -44,10 +41,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if what == "startup" {
 		bin := *chorusd
 		if bin == "" {
-			if self, err := os.Executable(); err == nil && fileExists(filepath.Join(filepath.Dir(self), "chorusd")) {
-				bin = filepath.Join(filepath.Dir(self), "chorusd")
-			} else if bin, err = exec.LookPath("chorusd"); err != nil {
-				return errors.New("no chorusd: build it (CGO_ENABLED=0 go build -o chorusd ./cmd/chorusd) and pass -chorusd")
+			var err error
+			if bin, err = findChorusd(); err != nil {
+				return fmt.Errorf("%w: CGO_ENABLED=0 go build -o chorusd ./cmd/chorusd, then pass -chorusd", err)
 			}
 		}
 		n := min(*rounds, 10)

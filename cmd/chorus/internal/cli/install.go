@@ -30,18 +30,11 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errors.New("-root and -config are required")
 	}
 	if *bin == "" {
-		if self, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(self), "chorusd"); fileExists(p) {
-				*bin = p
-			}
+		p, err := findChorusd()
+		if err != nil {
+			return fmt.Errorf("%w: build it (make dist) and pass -binary", err)
 		}
-		if *bin == "" {
-			p, err := exec.LookPath("chorusd")
-			if err != nil {
-				return errors.New("no chorusd found: build it (make dist) and pass -binary")
-			}
-			*bin = p
-		}
+		*bin = p
 	}
 	steps, err := install.Run(install.Options{Root: *root, Config: *cfg, Binary: *bin})
 	for _, s := range steps {
@@ -56,6 +49,19 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "installed into %s; on first boot: systemd-sysusers, then the service starts (secrets go in /etc/default/chorusd)\n", *root)
 	return nil
+}
+
+// findChorusd finds the chorusd binary beside this program, else on PATH.
+func findChorusd() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), "chorusd"); fileExists(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("chorusd"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("no chorusd beside this program or on PATH")
 }
 
 func fileExists(p string) bool {
