@@ -144,6 +144,30 @@ func say(t *testing.T, chorus, url, text string) string {
 	return strings.TrimSpace(string(out))
 }
 
+func startMosquittoURL(t *testing.T) string {
+	return bustest.StartMosquitto(t, bustest.Options{ACL: true}).URL()
+}
+
+// waitGrant delivers the grant for message id.
+func waitGrant(o *observer, id string) <-chan protocol.TurnGrant {
+	ch := make(chan protocol.TurnGrant, 1)
+	go func() {
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case g := <-o.grants:
+				if g.MessageID == id {
+					ch <- g
+					return
+				}
+			case <-timeout:
+				return
+			}
+		}
+	}()
+	return ch
+}
+
 func setup(t *testing.T, delays map[string]string) (url, chorus string, procs map[string]*proc, o *observer) {
 	chorusd, chorus := buildBinaries(t)
 	br := bustest.StartMosquitto(t, bustest.Options{ACL: true})
