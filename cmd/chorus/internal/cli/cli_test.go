@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/device/daemon"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/config"
+)
+
+func run(args ...string) (code int, out, errOut string) {
+	var o, e bytes.Buffer
+	code = Main(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestUsageAndUnknownCommand(t *testing.T) {
+	if code, out, _ := run(); code != 0 || !strings.Contains(out, "demo") || !strings.Contains(out, "query") {
+		t.Fatalf("help: %d %q", code, out)
+	}
+	if code, _, errOut := run("dance"); code != 2 || !strings.Contains(errOut, `unknown command "dance"`) {
+		t.Fatalf("unknown: %d %q", code, errOut)
+	}
+}
+
+// TestSayQueryAgainstADevice runs a device in-process and drives it with
+// the CLI: vision to a file, speak, an unknown type, say.
+func TestSayQueryAgainstADevice(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	c, err := config.Decode(strings.NewReader(fmt.Sprintf(`version: 1
+device: {id: bot}
+room: {name: lab, floor: true}
+mqtt: {broker: "%s"}
+companion: {id: bot, name: Bot, language: en}
+drivers: {camera: {kind: testpattern, width: 320, height: 240}, audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+`, br.URL())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(c, daemon.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- d.Run(ctx, func() { close(ready) }) }()
+	defer func() { cancel(); <-done }()
+	<-ready
+	time.Sleep(300 * time.Millisecond) // the camera's first frame
+
+	frame := filepath.Join(t.TempDir(), "f.jpg")
+	if code, out, errOut := run("query", "-broker", br.URL(), "-room", "lab", "-device", "bot", "-type", "vision", "-out", frame); code != 0 {
+		t.Fatalf("vision: %d %s %s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(frame); len(b) < 100 || b[0] != 0xFF || b[1] != 0xD8 {
+		t.Fatal("no JPEG written")
+	}
+	if code, out, _ := run("query", "-broker", br.URL(), "-device", "bot", "-type", "speak", "-body", `{"message":"Hi there."}`); code != 0 || !strings.Contains(out, `"engine":"tone"`) {
+		t.Fatalf("speak: %d %s", code, out)
+	}
+	if code, _, errOut := run("query", "-broker", br.URL(), "-device", "bot", "-type", "smell"); code != 1 || !strings.Contains(errOut, `unknown query type "smell"`) {
+		t.Fatalf("unknown type: %d %s", code, errOut)
+	}
+	if code, out, _ := run("say", "-broker", br.URL(), "-room", "lab", "hello", "bot"); code != 0 || len(strings.TrimSpace(out)) != 32 {
+		t.Fatalf("say: %d %q", code, out)
+	}
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/chorus-robotics/chorus/device/vision"
+	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+func init() {
+	commands["query"] = command{"ask a device: query -device D -type vision|speak [-body JSON] [-out frame.jpg]", runQuery}
+}
+
+func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("query", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var rf roomFlags
+	rf.register(fs)
+	device := fs.String("device", "", "the device to ask (required)")
+	typ := fs.String("type", "", "query type: vision, speak, ... (required)")
+	body := fs.String("body", "", `query body, a JSON object, e.g. '{"message":"Hello","emotion":"happy"}'`)
+	out := fs.String("out", "", "vision: write the frame to this JPEG file")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *device == "" || *typ == "" {
+		return errors.New("-device and -type are required")
+	}
+	var b any
+	if *body != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(*body), &m); err != nil {
+			return fmt.Errorf("-body: must be a JSON object: %w", err)
+		}
+		b = m
+	}
+	if rf.room == "" {
+		rf.room = "_"
+	}
+	r, bus, err := rf.connect(ctx, "query")
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+	var online func(string) (bool, bool)
+	if rf.room != "_" { // with a room, a device known to be offline fails at once
+		devices, err := room.FollowDevices(ctx, r)
+		if err != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond) // retained presence arrives
+		online = devices.Online
+	}
+	c := query.NewClient(bus, r.Scheme, rf.user, query.ClientOptions{Online: online})
+	defer c.Close()
+	res, err := c.Ask(ctx, *device, *typ, b, *timeout)
+	if err != nil {
+		return err
+	}
+	if *typ == "vision" && *out != "" {
+		var v vision.Result
+		if err := json.Unmarshal(res, &v); err != nil {
+			return fmt.Errorf("vision result: %w", err)
+		}
+		img, err := base64.StdEncoding.DecodeString(v.Image)
+		if err != nil {
+			return fmt.Errorf("vision result image: %w", err)
+		}
+		if err := os.WriteFile(*out, img, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%dx%d frame captured at %s written to %s\n", v.Width, v.Height, v.CapturedAt.Format(time.RFC3339Nano), *out)
+		return nil
+	}
+	fmt.Fprintln(stdout, string(res))
+	return nil
+}
