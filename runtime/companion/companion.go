@@ -43,6 +43,7 @@ const (
 	maxThinking         = 4
 	maxThoughts         = 32
 	queueSize           = 1024
+	maxPresent          = 1024 // companions followed in one room
 )
 
 // Asker sends a query to a device and waits for its result
@@ -232,7 +233,9 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	switch e.kind {
 	case evPresence:
 		if !e.presence.Cleared && e.presence.Presence.Online {
-			c.present[e.presence.ID] = true
+			if len(c.present) < maxPresent || c.present[e.presence.ID] {
+				c.present[e.presence.ID] = true
+			}
 		} else {
 			delete(c.present, e.presence.ID)
 		}

@@ -53,6 +53,8 @@ const (
 	maxLastSpoke       = 1024
 	maxUnannounced     = 16
 	publishTimeout     = 2 * time.Second
+	// MaxPresent bounds the companions a floor follows in one room.
+	MaxPresent = 1024
 )
 
 // Config configures a Floor.
@@ -401,6 +403,10 @@ func (f *Floor) onState(ctx context.Context, s protocol.StateParams) {
 func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
 	online := !p.Cleared && p.Presence.Online
 	if online {
+		if !f.present[p.ID] && len(f.present) >= MaxPresent {
+			f.cfg.Room.Metrics.Reject(f.log, "presence", p.ID, "too_many", fmt.Errorf("more than %d companions present; %s ignored", MaxPresent, p.ID))
+			return
+		}
 		f.present[p.ID] = true
 		return
 	}

@@ -390,3 +390,15 @@ func TestHumanHoldsTheFloor(t *testing.T) {
 		t.Fatalf("hold outlived its body: %v", f.holds)
 	}
 }
+
+func TestPresenceBounded(t *testing.T) {
+	h := newHarness(t)
+	f, _, _ := h.startFloor("f1", Config{})
+	for i := range MaxPresent + 10 {
+		h.join(fmt.Sprintf("c%04d", i))
+	}
+	f.flush(t)
+	if len(f.present) != MaxPresent {
+		t.Fatalf("%d companions followed, cap %d", len(f.present), MaxPresent)
+	}
+}
