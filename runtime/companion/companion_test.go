@@ -329,3 +329,49 @@ func TestManyUserMessagesKeepTheNewestThought(t *testing.T) {
 		}
 	}
 }
+
+// TestFloodAndSpoofsDoNotStopTheRoom: a client floods the room with States
+// for a message, malformed payloads and a forged grant; they are dropped
+// and counted, and the conversation still runs to its end.
+func TestFloodAndSpoofsDoNotStopTheRoom(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(2 * time.Second)
+	for _, c := range cards()[:2] {
+		r.startCompanion(c, rule.New(2, nil), nil)
+	}
+	waitPresent(t, r, 2)
+	// QoS 0: mochi disconnects a 3.1.1 client whose QoS 1 publish the ACL
+	// denies, and paho's reconnect goroutine would outlive the test.
+	evil, err := bus.Dial(r.ctx, bus.Options{Broker: r.url, ClientID: "evil-" + protocol.NewID()[:8], Username: "evil", QoS: bus.QoS(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evil.Close()
+	ctx := context.Background()
+	id := r.userSays("Hello, both of you!")
+	for i := range 2000 {
+		st := fmt.Sprintf(`{"jsonrpc":"2.0","method":"state.send","params":{"from":"evil","messageId":%q,"state":"speak","importance":10,"selected":true}}`, id)
+		if i%3 == 0 {
+			st = `{"jsonrpc":"2.0","method":"state.send","params":{` // malformed
+		}
+		evil.Publish(ctx, r.s.State("lr", "evil"), []byte(st), false)
+	}
+	// A forged grant: the broker's ACL refuses it (evil is not the floor).
+	evil.Publish(ctx, r.s.Turns("lr"), []byte(fmt.Sprintf(`{"from":"floor","messageId":%q,"speaker":"evil","reason":"speak","decidedBy":"all-voted","votes":[]}`, id)), false)
+	msgs, grants := r.untilRest(20 * time.Second)
+	for _, g := range grants {
+		if g.SpeakerID() == "evil" {
+			t.Fatalf("a forged or flooded vote won: %+v", g)
+		}
+	}
+	if len(msgs) < 3 {
+		t.Fatalf("only %d messages", len(msgs))
+	}
+	// Before the floor decided they are not a participant's; after, late.
+	dropped := testutil.ToFloat64(r.m.DroppedStates.WithLabelValues("not_participant")) +
+		testutil.ToFloat64(r.m.DroppedStates.WithLabelValues("queue_full")) + testutil.ToFloat64(r.m.LateStates)
+	bad := testutil.ToFloat64(r.m.BadInput.WithLabelValues("state", "syntax"))
+	if dropped < 100 || bad < 100 {
+		t.Fatalf("dropped %v, malformed counted %v", dropped, bad)
+	}
+}
