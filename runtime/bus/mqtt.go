@@ -251,6 +251,8 @@ func (b *MQTT) isClosed() bool {
 
 // Close publishes the Will (the device is leaving on purpose), then
 // disconnects with a quiesce so the broker does not fire the Will itself.
+// Closed while paho is between reconnect attempts, paho's reconnect
+// goroutine ends at its next attempt (within MaxReconnect), not at once.
 func (b *MQTT) Close() error {
 	b.closeOnce.Do(func() {
 		b.mu.Lock()
