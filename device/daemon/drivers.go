@@ -2,9 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"github.com/chorus-robotics/chorus/drivers/camera"
-	cimage "github.com/chorus-robotics/chorus/drivers/camera/image"
-	"github.com/chorus-robotics/chorus/drivers/camera/testpattern"
 	"log/slog"
 	"os"
 	"sort"
@@ -13,6 +10,9 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/audio/null"
 	"github.com/chorus-robotics/chorus/drivers/audio/wav"
+	"github.com/chorus-robotics/chorus/drivers/camera"
+	cimage "github.com/chorus-robotics/chorus/drivers/camera/image"
+	"github.com/chorus-robotics/chorus/drivers/camera/testpattern"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
 	"github.com/chorus-robotics/chorus/drivers/tts/openjtalk"

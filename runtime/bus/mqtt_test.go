@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -72,7 +73,7 @@ func expectNone(t *testing.T, ch <-chan received, topic string, within time.Dura
 
 func dial(t *testing.T, url, id string, mod ...func(*bus.Options)) *bus.MQTT {
 	t.Helper()
-	o := bus.Options{Broker: url, ClientID: id + "-" + t.Name(), Username: id, MaxReconnect: 200 * time.Millisecond}
+	o := bus.Options{Broker: url, ClientID: id + "-" + protocol.NewID()[:8], Username: id, MaxReconnect: 200 * time.Millisecond}
 	for _, m := range mod {
 		m(&o)
 	}

@@ -3,12 +3,13 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	segjson "github.com/segmentio/encoding/json"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // Default payload caps. A cap of 0 passed to a decoder means the default.
