@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
@@ -97,6 +99,27 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 		l.n -= len(q)
 	}
 	return len(p), nil
+}
+
+// RunToWAV runs a TTS binary that writes a WAV file (Open JTalk, piper):
+// args gets the path the binary must write to; the text goes on stdin as one
+// line. It returns the decoded speech and removes the file.
+func RunToWAV(ctx context.Context, name, text, bin string, args func(out string) []string) (audio.PCM, error) {
+	dir, err := os.MkdirTemp("", "chorus-"+name+"-")
+	if err != nil {
+		return audio.PCM{}, fmt.Errorf("tts %s: %w", name, err)
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "out.wav")
+	line := strings.Join(strings.Fields(text), " ") // one utterance per line
+	if _, err := Run(ctx, name, line+"\n", bin, args(out)...); err != nil {
+		return audio.PCM{}, err
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return audio.PCM{}, fmt.Errorf("tts %s: no output: %w", name, err)
+	}
+	return audio.DecodeWAV(b)
 }
 
 // Available reports whether a binary is on PATH.

@@ -8,9 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/tts"
@@ -57,22 +55,9 @@ func (e *Engine) Synthesize(ctx context.Context, text, emotion string) (audio.PC
 	if _, err := os.Stat(voice); err != nil {
 		return audio.PCM{}, fmt.Errorf("tts open_jtalk: voice: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "chorus-jtalk-")
-	if err != nil {
-		return audio.PCM{}, fmt.Errorf("tts open_jtalk: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "out.wav")
 	half := e.Pitch + float64(p.Pitch)/5 // emotion pitch in half-tones
-	// Open JTalk reads one utterance per line: keep it to one line.
-	line := strings.Join(strings.Fields(text), " ")
-	if _, err := tts.Run(ctx, e.Name(), line+"\n", bin, "-x", dict, "-m", voice, "-ow", out,
-		"-r", strconv.FormatFloat(speed*p.Speed, 'f', 2, 64), "-fm", strconv.FormatFloat(half, 'f', 1, 64)); err != nil {
-		return audio.PCM{}, err
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return audio.PCM{}, fmt.Errorf("tts open_jtalk: no output: %w", err)
-	}
-	return audio.DecodeWAV(b)
+	return tts.RunToWAV(ctx, e.Name(), text, bin, func(out string) []string {
+		return []string{"-x", dict, "-m", voice, "-ow", out,
+			"-r", strconv.FormatFloat(speed*p.Speed, 'f', 2, 64), "-fm", strconv.FormatFloat(half, 'f', 1, 64)}
+	})
 }

@@ -6,10 +6,7 @@ package piper
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/tts"
@@ -35,25 +32,13 @@ func (e *Engine) Synthesize(ctx context.Context, text, emotion string) (audio.PC
 	if e.Binary == "" || e.Model == "" {
 		return audio.PCM{}, fmt.Errorf("tts piper: binary and model must be configured")
 	}
-	dir, err := os.MkdirTemp("", "chorus-piper-")
-	if err != nil {
-		return audio.PCM{}, fmt.Errorf("tts piper: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "out.wav")
 	speed := e.Speed
 	if speed <= 0 {
 		speed = 1
 	}
 	// piper's length scale is the inverse of speed.
 	ls := strconv.FormatFloat(1/(speed*p.Speed), 'f', 2, 64)
-	line := strings.Join(strings.Fields(text), " ")
-	if _, err := tts.Run(ctx, e.Name(), line+"\n", e.Binary, "--model", e.Model, "--output_file", out, "--length_scale", ls); err != nil {
-		return audio.PCM{}, err
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return audio.PCM{}, fmt.Errorf("tts piper: no output: %w", err)
-	}
-	return audio.DecodeWAV(b)
+	return tts.RunToWAV(ctx, e.Name(), text, e.Binary, func(out string) []string {
+		return []string{"--model", e.Model, "--output_file", out, "--length_scale", ls}
+	})
 }
