@@ -43,6 +43,15 @@ type Metrics struct {
 	Reconnects    prometheus.Counter
 	BrainFailures *prometheus.CounterVec // reason
 
+	Regrants       prometheus.Counter     // grants published again until the speaker answered
+	FloorActive    prometheus.Gauge       // 1 while this process's floor decides for its room
+	ClaimFailures  prometheus.Counter     // leader claims that did not come back from the broker
+	QueueDrops     *prometheus.CounterVec // component, kind: events a full queue refused
+	IgnoredGrants  *prometheus.CounterVec // reason: grants a companion did not act on
+	Resent         *prometheus.CounterVec // kind: States and Messages a companion published again
+	Duplicates     *prometheus.CounterVec // component, kind: copies delivered again and handled once
+	PublishDropped *prometheus.CounterVec // component: publishes refused or failed
+
 	limiter limiter
 }
 
@@ -77,6 +86,24 @@ func New() *Metrics {
 			Help: "MQTT connections re-established after a loss."})).(prometheus.Counter),
 		BrainFailures: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_brain_failures_total",
 			Help: "Brain calls that fell back to listen, by reason."}, []string{"reason"})).(*prometheus.CounterVec),
+		Regrants: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_floor_regrants_total",
+			Help: "Grants published again because the granted speaker had not answered yet (a lost grant or answer is recovered this way)."})).(prometheus.Counter),
+		FloorActive: f(prometheus.NewGauge(prometheus.GaugeOpts{Name: "chorus_floor_active",
+			Help: "1 while this process's floor decides for its room, 0 while it stands by or cannot claim."})).(prometheus.Gauge),
+		ClaimFailures: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_floor_claim_failures_total",
+			Help: "Leader claims that did not come back from the broker in time (an ACL that denies floor/leader?)."})).(prometheus.Counter),
+		QueueDrops: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_queue_drops_total",
+			Help: "Events a full queue refused, by component and kind."}, []string{"component", "kind"})).(*prometheus.CounterVec),
+		IgnoredGrants: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_companion_ignored_grants_total",
+			Help: "Grants for this companion it did not act on, by reason (already_answered, stale, not_voted, terminal, muted, speaking)."},
+			[]string{"reason"})).(*prometheus.CounterVec),
+		Resent: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_companion_resent_total",
+			Help: "States and answers a companion published again, by kind (a lost one is recovered this way)."}, []string{"kind"})).(*prometheus.CounterVec),
+		Duplicates: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_duplicates_total",
+			Help: "Copies of a message delivered again (at-least-once delivery, a repeated answer) and handled once, by component and kind."},
+			[]string{"component", "kind"})).(*prometheus.CounterVec),
+		PublishDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_publish_dropped_total",
+			Help: "Publishes refused by a full outbox or failed, by component."}, []string{"component"})).(*prometheus.CounterVec),
 	}
 	// Export the zero series too, so dashboards and alerts see them before
 	// the first bad input.

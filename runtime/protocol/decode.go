@@ -519,3 +519,24 @@ func DecodeHold(b []byte, max int) (Hold, error) {
 	}
 	return Hold{From: w.From, Held: *w.Held, Since: since}, nil
 }
+
+// QueryIDOf reads the top-level "id" of a query that failed to decode —
+// oversize, or invalid in some other field — so that the device can still
+// answer it with an error result and the asker need not wait out its
+// timeout. It returns "" when the payload is not a JSON object or its id is
+// missing or not a valid id. Unknown fields and the other fields' types are
+// ignored; the whole payload is scanned once.
+func QueryIDOf(b []byte) string {
+	var w struct {
+		ID string `json:"id"`
+	}
+	if _, err := segjson.Parse(b, &w, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return ""
+	}
+	c := checker{typ: "query"}
+	c.id("id", w.ID)
+	if c.err != nil {
+		return ""
+	}
+	return w.ID
+}

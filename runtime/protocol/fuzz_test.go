@@ -51,3 +51,26 @@ func FuzzDecodePhase(f *testing.F)       { fuzzDecoder(f, "phase") }
 func FuzzDecodePost(f *testing.F)        { fuzzDecoder(f, "post") }
 func FuzzDecodePostAck(f *testing.F)     { fuzzDecoder(f, "postack") }
 func FuzzDecodeHold(f *testing.F)        { fuzzDecoder(f, "hold") }
+
+// FuzzQueryIDOf: reading the id of a bad query never panics, and what it
+// returns is always a valid id.
+func FuzzQueryIDOf(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "query", "*.json"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"id":"x","params":{"body":{"big":"` + string(bytes.Repeat([]byte("a"), 1000)) + `"}}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		id := QueryIDOf(in)
+		if id == "" {
+			return
+		}
+		c := checker{typ: "query"}
+		c.id("id", id)
+		if c.err != nil {
+			t.Fatalf("QueryIDOf returned an invalid id %q: %v", id, c.err)
+		}
+	})
+}

@@ -152,3 +152,24 @@ func TestValidIdentity(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryIDOf(t *testing.T) {
+	big := strings.Repeat("x", DefaultMaxBytes+10)
+	for _, c := range []struct {
+		name, in, want string
+	}{
+		{"valid", `{"jsonrpc":"2.0","method":"query.send","id":"q1","params":{"from":"a","type":"speak"}}`, "q1"},
+		{"oversize body", `{"jsonrpc":"2.0","method":"query.send","id":"q2","params":{"from":"a","type":"speak","body":{"message":"` + big + `"}}}`, "q2"},
+		{"id after the body", `{"params":{"type":""},"id":"q3"}`, "q3"},
+		{"bad other field", `{"jsonrpc":2,"id":"q4"}`, "q4"},
+		{"no id", `{"jsonrpc":"2.0"}`, ""},
+		{"empty id", `{"id":""}`, ""},
+		{"id not a string", `{"id":7}`, ""},
+		{"not JSON", `id=q5`, ""},
+		{"id too long", `{"id":"` + strings.Repeat("a", MaxIDLen+1) + `"}`, ""},
+	} {
+		if got := QueryIDOf([]byte(c.in)); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
