@@ -14,7 +14,7 @@ import (
 
 const llmCompanionYAML = `version: 1
 device: {id: dev-%[1]s}
-room: {name: lab, vote_timeout: 3s, pause: 20ms}
+room: {name: lab, members: [ann, ben, cat], vote_timeout: 3s, pause: 20ms}
 mqtt: {broker: %[2]s}
 companion:
   id: %[1]s
@@ -35,7 +35,7 @@ func TestChorusdWithAnOpenAICompatibleServer(t *testing.T) {
 	t.Cleanup(fake.Close) // after the chorusd processes stop (cleanups run last-in first-out)
 	fake.Model = "llama-3.2-3b-instruct"
 	fake.ClosingAfter = 3
-	br := bustest.StartMosquitto(t, bustest.Options{ACL: true})
+	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster})
 	url := br.URL()
 	dir := t.TempDir()
 	o := observe(t, url)

@@ -34,7 +34,7 @@ func buildBinaries(t *testing.T) (chorusd, chorus string) {
 
 const companionYAML = `version: 1
 device: {id: dev-%[1]s}
-room: {name: lab, vote_timeout: 3s, pause: 20ms}
+room: {name: lab, members: [ann, ben, cat], vote_timeout: 3s, pause: 20ms}
 mqtt: {broker: %[2]s}
 companion:
   id: %[1]s
@@ -49,12 +49,15 @@ log: {level: info}
 
 const floorYAML = `version: 1
 device: {id: floor-box}
-room: {name: lab, floor: true, vote_timeout: 3s}
+room: {name: lab, members: [ann, ben, cat], floor: true, vote_timeout: 3s}
 mqtt: {broker: %s}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "off"}
 log: {level: info}
 `
+
+// labRoster is the test room's members, for the broker's ACL.
+var labRoster = map[string][]string{"lab": {"ann", "ben", "cat"}}
 
 type proc struct {
 	name string
@@ -145,7 +148,7 @@ func say(t *testing.T, chorus, url, text string) string {
 }
 
 func startMosquittoURL(t *testing.T) string {
-	return bustest.StartMosquitto(t, bustest.Options{ACL: true}).URL()
+	return bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster}).URL()
 }
 
 // waitGrant delivers the grant for message id.
@@ -170,7 +173,7 @@ func waitGrant(o *observer, id string) <-chan protocol.TurnGrant {
 
 func setup(t *testing.T, delays map[string]string) (url, chorus string, procs map[string]*proc, o *observer) {
 	chorusd, chorus := buildBinaries(t)
-	br := bustest.StartMosquitto(t, bustest.Options{ACL: true})
+	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster})
 	url = br.URL()
 	dir := t.TempDir()
 	procs = map[string]*proc{}

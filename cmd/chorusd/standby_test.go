@@ -11,7 +11,7 @@ import (
 
 const floorInstanceYAML = `version: 1
 device: {id: %[1]s}
-room: {name: lab, floor: true, vote_timeout: 3s}
+room: {name: lab, members: [ann, ben, cat], floor: true, vote_timeout: 3s}
 mqtt: {broker: %[2]s}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "off"}

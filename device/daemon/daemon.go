@@ -113,7 +113,7 @@ func (d *Daemon) closeAll() {
 }
 
 func (d *Daemon) scheme() topic.Scheme {
-	return topic.Scheme{Prefix: d.cfg.MQTT.Prefix, FloorIDs: d.cfg.MQTT.FloorIDs}
+	return topic.Scheme{Prefix: d.cfg.MQTT.Prefix, FloorIDs: d.cfg.MQTT.FloorIDs}.WithRoster(d.cfg.Room.Name, d.cfg.Room.Members)
 }
 
 // Run starts everything, calls ready once it is up, and runs until ctx ends.
@@ -147,9 +147,11 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 	id := cfg.Identity()
 	rm := room.New(nil, s, cfg.Room.Name, d.log, d.m)
 	rm.MaxBytes = cfg.Room.MaxPayload
-	var birth, will *bus.Retained
+	rm.SetMembers(cfg.Room.Members)
+	var birth func(time.Time) *bus.Retained
+	var will *bus.Retained
 	if cfg.Companion != nil {
-		birth, will = rm.PresenceMessages(id, cfg.Device.ID, time.Now())
+		birth, will = rm.PresenceMessages(id, cfg.Device.ID)
 	}
 	main, err := d.dial(ctx, id, cfg.MQTT.Username, password, birth, will)
 	if err != nil {
@@ -164,9 +166,9 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 			return err
 		}
 	}
-	// The watchdog's bus probe: a result for a query nobody asked, echoed
-	// back on the device's own results topic (clients ignore unknown ids).
-	d.probes = append(d.probes, namedProbe{"bus", busProbe{b: devBus, topic: s.Results(cfg.Device.ID)}})
+	// The watchdog's bus probe: through the broker and back, on a topic of
+	// the device's own that nothing else subscribes to.
+	d.probes = append(d.probes, namedProbe{"bus", busProbe{b: devBus, topic: s.Probe(cfg.Device.ID)}})
 	srv := &query.Server{Bus: devBus, Scheme: s, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
 	speaker, err := d.speaker()
 	if err != nil {
@@ -198,6 +200,8 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 			return err
 		}
 		frm := room.New(fb, s, cfg.Room.Name, d.log, d.m)
+		frm.MaxBytes = cfg.Room.MaxPayload
+		frm.SetMembers(cfg.Room.Members)
 		f, err := floor.New(floor.Config{Room: frm, ID: fid, Instance: cfg.Room.FloorInstance,
 			VoteTimeout: cfg.Room.VoteTimeout, MaxPending: cfg.Room.MaxPending})
 		if err != nil {
@@ -305,7 +309,7 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 	}
 }
 
-func (d *Daemon) dial(ctx context.Context, clientID, user, password string, birth, will *bus.Retained) (*bus.MQTT, error) {
+func (d *Daemon) dial(ctx context.Context, clientID, user, password string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
 	b, err := bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password,
 		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
 	if err != nil {

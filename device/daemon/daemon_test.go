@@ -51,7 +51,7 @@ func load(t *testing.T, yaml string) *config.Config {
 func cfgYAML(broker string, httpPort int, gpioLED string) string {
 	return fmt.Sprintf(`version: 1
 device: {id: bot}
-room: {name: lab, floor: true, vote_timeout: 1s, pause: 10ms}
+room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
 mqtt: {broker: "%s"}
 companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
 drivers:
@@ -98,7 +98,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestDeviceWithPanelHealthAndMetrics(t *testing.T) {
 	registerPins(t)
-	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
 	port := bustest.FreePort(t)
 	d, cancel, errc := run(t, load(t, cfgYAML(br.URL(), port, "TEST_LED")))
 	defer func() {
@@ -176,7 +176,7 @@ func TestDeviceWithPanelHealthAndMetrics(t *testing.T) {
 
 func TestMissingPinIsAClearStartupError(t *testing.T) {
 	registerPins(t)
-	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
 	_, cancel, errc := run(t, load(t, cfgYAML(br.URL(), bustest.FreePort(t), "GPIO999")))
 	defer cancel()
 	err := <-errc

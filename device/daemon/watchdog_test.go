@@ -35,7 +35,7 @@ func TestWatchdogStopsWhenALoopIsStuck(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", sock)
 	t.Setenv("WATCHDOG_USEC", "200000") // 200 ms: pings every 100 ms
 
-	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
 	c := load(t, strings.Replace(cfgYAML(br.URL(), bustest.FreePort(t), "TEST_LED"), "gpio: {led: TEST_LED, button: TEST_BUTTON}", "gpio: {}", 1))
 	d, cancel, errc := run(t, c)
 	defer func() { cancel(); <-errc }()

@@ -68,7 +68,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	defer cancel()
 
 	roomName := cfgs[0].Room.Name
-	s := topic.Scheme{Prefix: cfgs[0].MQTT.Prefix, FloorIDs: cfgs[0].MQTT.FloorIDs}
+	s := topic.Scheme{Prefix: cfgs[0].MQTT.Prefix, FloorIDs: cfgs[0].MQTT.FloorIDs}.WithRoster(roomName, cfgs[0].Room.Members)
 	// mochi logs every client's disconnect as a warning: keep its log to errors.
 	quiet := slog.New(errorsOnly{o.Log.Handler()})
 	br, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, Scheme: s, Logger: quiet})
@@ -132,7 +132,10 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	present := make(chan string, 64)
 	if err := r.OnPresence(ctx, func(p room.PresenceEvent) {
 		if p.Presence.Online {
-			present <- p.ID
+			select { // a bus handler never blocks
+			case present <- p.ID:
+			default:
+			}
 		}
 	}); err != nil {
 		return Summary{}, err
@@ -148,7 +151,12 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	events := make(chan transcript.Event, 256)
 	p := &transcript.Printer{W: o.W}
-	if err := p.Follow(ctx, r, func(e transcript.Event) { events <- e }); err != nil {
+	if err := p.Follow(ctx, r, func(e transcript.Event) {
+		select { // a bus handler never blocks
+		case events <- e:
+		default:
+		}
+	}); err != nil {
 		return Summary{}, err
 	}
 	time.Sleep(100 * time.Millisecond) // let every companion's subscriptions settle

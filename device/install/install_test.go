@@ -55,7 +55,7 @@ func TestInstallIsIdempotent(t *testing.T) {
 func TestRefusesAnInvalidConfigBeforeWriting(t *testing.T) {
 	root := t.TempDir()
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("version: 1\ndevice: {id: x}\nroom: {name: lab}\nmqtt: {broker: nowhere}\n"), 0o644)
+	os.WriteFile(bad, []byte("version: 1\ndevice: {id: x}\nroom: {name: lab, members: [x]}\nmqtt: {broker: nowhere}\n"), 0o644)
 	_, err := Run(Options{Root: root, Config: bad, Binary: "/bin/true"})
 	if err == nil || !strings.Contains(err.Error(), "mqtt.broker") {
 		t.Fatalf("err = %v", err)

@@ -125,6 +125,38 @@ func timeLoop(ctx context.Context, n int, got <-chan struct{}, send func() error
 	return out, nil
 }
 
+// The rooms the benchmarks use, and their rosters: a broker with an ACL
+// must know them (Scheme).
+const (
+	FloorRoom = "bench"
+	GapRoom   = "gap"
+	maxVoters = 500
+)
+
+var gapMembers = []string{"ann", "ben", "cat"}
+
+func voterIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("v%02d", i)
+	}
+	return ids
+}
+
+// Rosters are the benchmark rooms' members, for a broker's ACL.
+func Rosters() map[string][]string {
+	return map[string][]string{FloorRoom: voterIDs(maxVoters), GapRoom: gapMembers}
+}
+
+// Scheme is the default topic scheme with the benchmark rooms' rosters.
+func Scheme() topic.Scheme {
+	s := topic.New("")
+	for room, m := range Rosters() {
+		s = s.WithRoster(room, m)
+	}
+	return s
+}
+
 // FloorLatency runs a floor and n voters that answer every message at once
 // (the instant brain: a State straight from the room callback), sends
 // rounds messages one after the other, and times each from its publish to
@@ -133,14 +165,14 @@ func FloorLatency(ctx context.Context, url string, n, rounds int) ([]time.Durati
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := topic.New("")
-	roomName := "bench" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	roomName := FloorRoom
 	var closers []func() error
 	defer func() {
 		for _, c := range closers {
 			c()
 		}
 	}()
-	dial := func(clientID, user string, birth, will *bus.Retained) (*bus.MQTT, error) {
+	dial := func(clientID, user string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
 		b, err := bus.Dial(ctx, bus.Options{Broker: url, ClientID: clientID + roomName, Username: user, Birth: birth, Will: will})
 		if err == nil {
 			closers = append(closers, b.Close)
@@ -151,7 +183,9 @@ func FloorLatency(ctx context.Context, url string, n, rounds int) ([]time.Durati
 	if err != nil {
 		return nil, err
 	}
-	f, err := floor.New(floor.Config{Room: room.New(fb, s, roomName, nil, nil), Instance: "bench-floor", JoinWait: 20 * time.Millisecond})
+	fr := room.New(fb, s, roomName, nil, nil)
+	fr.SetMembers(voterIDs(n))
+	f, err := floor.New(floor.Config{Room: fr, Instance: "bench-floor", JoinWait: 20 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +203,7 @@ func FloorLatency(ctx context.Context, url string, n, rounds int) ([]time.Durati
 	for i := range n {
 		id := fmt.Sprintf("v%02d", i)
 		r := room.New(nil, s, roomName, nil, nil)
-		birth, will := r.PresenceMessages(id, id, time.Now())
+		birth, will := r.PresenceMessages(id, id)
 		b, err := dial(id, id, birth, will)
 		if err != nil {
 			return nil, err

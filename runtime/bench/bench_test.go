@@ -59,14 +59,14 @@ func BenchmarkFloor(b *testing.B) {
 
 func startBroker(b *testing.B, kind string) string {
 	if kind == "embedded" {
-		return bustest.StartEmbedded(b, bustest.Options{ACL: true}).URL()
+		return bustest.StartEmbedded(b, bustest.Options{ACL: true, Rosters: Rosters()}).URL()
 	}
-	return bustest.StartMosquitto(b, bustest.Options{ACL: true}).URL()
+	return bustest.StartMosquitto(b, bustest.Options{ACL: true, Rosters: Rosters()}).URL()
 }
 
 // TestFloorLatencySmoke keeps the benchmark code itself working in CI.
 func TestFloorLatencySmoke(t *testing.T) {
-	url := bustest.StartEmbedded(t, bustest.Options{ACL: true}).URL()
+	url := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: Rosters()}).URL()
 	ds, err := FloorLatency(context.Background(), url, 3, 5)
 	if err != nil || len(ds) != 5 {
 		t.Fatalf("%d rounds, %v", len(ds), err)
@@ -95,7 +95,7 @@ func BenchmarkTurnGap(b *testing.B) {
 }
 
 func TestTurnGapSmoke(t *testing.T) {
-	url := bustest.StartEmbedded(t, bustest.Options{ACL: true}).URL()
+	url := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: Rosters()}).URL()
 	one, err := TurnGap(context.Background(), url, 50*time.Millisecond, true, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -33,7 +32,7 @@ func TurnGap(ctx context.Context, url string, latency time.Duration, draft bool,
 	defer fake.Close()
 	fake.Latency, fake.OnlyUsers, fake.ClosingAfter = latency, true, 1<<30
 	s := topic.New("")
-	name := "gap" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	name := GapRoom
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -43,7 +42,7 @@ func TurnGap(ctx context.Context, url string, latency time.Duration, draft bool,
 			c()
 		}
 	}()
-	dial := func(user string, birth, will *bus.Retained) (*bus.MQTT, error) {
+	dial := func(user string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
 		b, err := bus.Dial(ctx, bus.Options{Broker: url, ClientID: user + name, Username: user, Birth: birth, Will: will})
 		if err == nil {
 			closers = append(closers, b.Close)
@@ -58,14 +57,18 @@ func TurnGap(ctx context.Context, url string, latency time.Duration, draft bool,
 	if err != nil {
 		return nil, err
 	}
-	f, err := floor.New(floor.Config{Room: room.New(fb, s, name, nil, nil), Instance: "gap-floor", JoinWait: 20 * time.Millisecond})
+	members := gapMembers
+	fr := room.New(fb, s, name, nil, nil)
+	fr.SetMembers(members)
+	f, err := floor.New(floor.Config{Room: fr, Instance: "gap-floor", JoinWait: 20 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
 	runs(f.Run)
-	for _, id := range []string{"ann", "ben", "cat"} {
+	for _, id := range members {
 		r := room.New(nil, s, name, nil, nil)
-		birth, will := r.PresenceMessages(id, id, time.Now())
+		r.SetMembers(members)
+		birth, will := r.PresenceMessages(id, id)
 		b, err := dial(id, birth, will)
 		if err != nil {
 			return nil, err

@@ -27,6 +27,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -49,6 +50,8 @@ type Config struct {
 	OpenACL bool
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics counts denied publishes and connections (nil: a private set).
+	Metrics *metrics.Metrics
 }
 
 // Broker is a running embedded broker.
@@ -87,7 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = 16 << 20 // room for camera frames in query results
 	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "broker"), InlineClient: true, Capabilities: caps})
-	if err := srv.AddHook(&aclHook{cfg: cfg, log: log}, nil); err != nil {
+	if err := srv.AddHook(&aclHook{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics)}, nil); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("broker: add ACL hook: %w", err)
 	}
@@ -121,22 +124,61 @@ func (b *Broker) Close() error {
 }
 
 // aclHook authenticates users and applies the topic scheme's publish rules.
+//
+// A publish the rules deny is acknowledged and dropped, as Mosquitto does:
+// mochi's own ACL check disconnects an MQTT 3.1.1 client for it, and a
+// client that publishes again after reconnecting would loop. A client whose
+// Last Will names a topic it may not publish is refused at CONNECT: mochi
+// sends wills without an ACL check, so a will could forge a grant or mark
+// another companion offline.
 type aclHook struct {
 	mqtt.HookBase
 	cfg Config
 	log *slog.Logger
+	m   *metrics.Metrics
 }
 
 func (h *aclHook) ID() string { return "chorus-acl" }
 
 func (h *aclHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnWill}, []byte{b})
+}
+
+func (h *aclHook) denied(user, topic, what string) {
+	h.m.Reject(h.log, "acl", user, "denied", fmt.Errorf("broker: %s on %q denied by the ACL for %q", what, topic, user))
+}
+
+// OnPublish drops (after acknowledging it) a publish the rules deny.
+func (h *aclHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if h.cfg.OpenACL || cl.Net.Inline {
+		return pk, nil
+	}
+	user := string(cl.Properties.Username)
+	if !h.cfg.Scheme.MayPublish(user, pk.TopicName) {
+		h.denied(user, pk.TopicName, "publish")
+		return pk, packets.CodeSuccessIgnore
+	}
+	return pk, nil
+}
+
+// OnWill is a second guard: a will on a denied topic goes nowhere.
+func (h *aclHook) OnWill(cl *mqtt.Client, will mqtt.Will) (mqtt.Will, error) {
+	user := string(cl.Properties.Username)
+	if !h.cfg.OpenACL && !h.cfg.Scheme.MayPublish(user, will.TopicName) {
+		h.denied(user, will.TopicName, "last will")
+		will.TopicName, will.Retain, will.Payload = "$chorus/denied-will", false, nil
+	}
+	return will, nil
 }
 
 func (h *aclHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
 	user := string(pk.Connect.Username)
 	if user == "" {
 		h.log.Warn("broker: connection without a username refused", "client", cl.ID)
+		return false
+	}
+	if pk.Connect.WillFlag && !h.cfg.OpenACL && !h.cfg.Scheme.MayPublish(user, pk.Connect.WillTopic) {
+		h.denied(user, pk.Connect.WillTopic, "connection with a last will")
 		return false
 	}
 	if want, ok := h.cfg.Users[user]; ok {
@@ -153,17 +195,10 @@ func (h *aclHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool
 	return false
 }
 
+// OnACLCheck answers reads; writes are judged in OnPublish.
 func (h *aclHook) OnACLCheck(cl *mqtt.Client, t string, write bool) bool {
-	user := string(cl.Properties.Username)
-	if h.cfg.OpenACL {
+	if h.cfg.OpenACL || write {
 		return true
 	}
-	if write {
-		ok := h.cfg.Scheme.MayPublish(user, t)
-		if !ok {
-			h.log.Warn("broker: publish denied by ACL", "user", user, "topic", t)
-		}
-		return ok
-	}
-	return h.cfg.Scheme.MayRead(user, t)
+	return h.cfg.Scheme.MayRead(string(cl.Properties.Username), t)
 }

@@ -6,7 +6,7 @@
 //
 //	b, err := bus.Dial(ctx, bus.Options{Broker: "tcp://127.0.0.1:1883", ClientID: "kyoko", Username: "kyoko",
 //		Will: &bus.Retained{Topic: presenceTopic, Payload: offline},
-//		Birth: &bus.Retained{Topic: presenceTopic, Payload: online}})
+//		Birth: func(now time.Time) *bus.Retained { return &bus.Retained{Topic: presenceTopic, Payload: online(now)} }})
 //	b.Subscribe(ctx, "chorus/rooms/lr/messages/+", func(topic string, payload []byte) { ... })
 //	b.Publish(ctx, topic, payload, false)
 //	b.Close()

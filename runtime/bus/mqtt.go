@@ -28,8 +28,10 @@ type Options struct {
 	// Will is published by the broker if the connection is lost abruptly,
 	// and by Close before a clean disconnect.
 	Will *Retained
-	// Birth is published, retained, on every connect and reconnect.
-	Birth *Retained
+	// Birth builds the message published, retained, on every connect and
+	// reconnect; it is given the time of that connect (a presence says
+	// since when the device is online). nil publishes nothing.
+	Birth func(now time.Time) *Retained
 
 	ConnectTimeout time.Duration // default 5 s
 	KeepAlive      time.Duration // default 10 s
@@ -51,16 +53,33 @@ type MQTT struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 
-	mu        sync.Mutex
-	pings     map[string]chan struct{}
-	pingTopic string
-	subs      map[string]Handler
-	connected int // successful connections so far
-	closed    bool
-	closeOnce sync.Once
+	mu          sync.Mutex
+	link        *link // the current connection's state
+	done        chan struct{}
+	pings       map[string]chan struct{}
+	pingTopic   string
+	subs        map[string][]Handler // every handler of a filter hears every message
+	connected   int                  // successful connections so far
+	onReconnect []func()
+	closed      bool
+	closeOnce   sync.Once
 }
 
 var _ Bus = (*MQTT)(nil)
+
+// link is one connection: up is closed once it is connected, lost once it
+// is gone. A new link replaces a lost one.
+type link struct{ up, lost chan struct{} }
+
+func newLink() *link { return &link{up: make(chan struct{}), lost: make(chan struct{})} }
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}
 
 // ErrClosed is returned by operations on a closed bus.
 var ErrClosed = errors.New("bus: closed")
@@ -94,7 +113,8 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &MQTT{opts: o, qos: qos, log: log.With("client", o.ClientID), metrics: metrics.OrNew(o.Metrics), subs: map[string]Handler{}}
+	b := &MQTT{opts: o, qos: qos, log: log.With("client", o.ClientID), metrics: metrics.OrNew(o.Metrics), subs: map[string][]Handler{},
+		link: newLink(), done: make(chan struct{})}
 
 	po := paho.NewClientOptions().
 		AddBroker(o.Broker).
@@ -112,7 +132,12 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 		SetMaxReconnectInterval(o.MaxReconnect).
 		SetWriteTimeout(o.ConnectTimeout).
 		SetOnConnectHandler(b.onConnect).
+		SetStore(publishlessStore{paho.NewMemoryStore()}).
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
+			b.mu.Lock()
+			closeOnce(b.link.lost)
+			b.link = newLink()
+			b.mu.Unlock()
 			b.log.Warn("bus: connection lost", "broker", o.Broker, "err", err)
 		})
 	if o.TLS != nil {
@@ -131,36 +156,67 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 }
 
 // onConnect runs (on its own goroutine, started by paho) after every
-// successful connect: resubscribe and announce the birth message.
+// successful connect: resubscribe, announce the birth message, and after a
+// reconnect tell those who asked (OnReconnect).
 func (b *MQTT) onConnect(c paho.Client) {
 	b.mu.Lock()
+	if c.IsConnectionOpen() {
+		closeOnce(b.link.up)
+	}
 	b.connected++
 	first := b.connected == 1
-	subs := make(map[string]Handler, len(b.subs))
-	for f, h := range b.subs {
-		subs[f] = h
+	filters := make([]string, 0, len(b.subs))
+	for f := range b.subs {
+		filters = append(filters, f)
 	}
+	hooks := append([]func(){}, b.onReconnect...)
 	b.mu.Unlock()
 	if !first {
 		b.metrics.Reconnects.Inc()
-		b.log.Info("bus: reconnected", "broker", b.opts.Broker, "subscriptions", len(subs))
+		b.log.Info("bus: reconnected", "broker", b.opts.Broker, "subscriptions", len(filters))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ConnectTimeout)
 	defer cancel()
-	for f, h := range subs {
-		if err := b.subscribe(ctx, f, h); err != nil {
+	for _, f := range filters {
+		if err := b.subscribe(ctx, f); err != nil {
 			b.log.Error("bus: resubscribe failed", "filter", f, "err", err)
 		}
 	}
-	if bm := b.opts.Birth; bm != nil {
-		if err := wait(ctx, c.Publish(bm.Topic, 1, true, bm.Payload), 0); err != nil {
-			b.log.Error("bus: birth message failed", "topic", bm.Topic, "err", err)
+	if b.opts.Birth != nil {
+		if bm := b.opts.Birth(time.Now()); bm != nil {
+			if err := wait(ctx, c.Publish(bm.Topic, 1, true, bm.Payload), 0); err != nil {
+				b.log.Error("bus: birth message failed", "topic", bm.Topic, "err", err)
+			}
+		}
+	}
+	if !first {
+		for _, h := range hooks {
+			h()
 		}
 	}
 }
 
-func wrap(h Handler) paho.MessageHandler {
-	return func(_ paho.Client, m paho.Message) { h(m.Topic(), m.Payload()) }
+// OnReconnect registers f to run after every reconnect, once the
+// subscriptions are renewed and the birth message is out (a floor says
+// again that it leads; a restarted broker forgot it). f runs on its own
+// goroutine's time and must not block for long.
+func (b *MQTT) OnReconnect(f func()) {
+	b.mu.Lock()
+	b.onReconnect = append(b.onReconnect, f)
+	b.mu.Unlock()
+}
+
+// dispatch is the one paho handler of filter: it hands each message to
+// every handler subscribed to that filter, in the order they subscribed.
+func (b *MQTT) dispatch(filter string) paho.MessageHandler {
+	return func(_ paho.Client, m paho.Message) {
+		b.mu.Lock()
+		hs := b.subs[filter]
+		b.mu.Unlock()
+		for _, h := range hs {
+			h(m.Topic(), m.Payload())
+		}
+	}
 }
 
 // wait waits for tok, ctx, or (when limit > 0) limit.
@@ -181,30 +237,87 @@ func wait(ctx context.Context, tok paho.Token, limit time.Duration) error {
 	}
 }
 
-// Publish implements Bus.
+// Publish implements Bus. It waits for a live connection, and when that
+// connection is lost before the broker acknowledged the message it sends
+// it again on the next one (at least once: receivers are idempotent).
 func (b *MQTT) Publish(ctx context.Context, topic string, payload []byte, retain bool) error {
-	if b.isClosed() {
-		return ErrClosed
+	for {
+		b.mu.Lock()
+		l, closed := b.link, b.closed
+		b.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-l.up:
+		case <-b.done:
+			return ErrClosed
+		case <-ctx.Done():
+			return fmt.Errorf("bus: publish %s: not connected: %w", topic, ctx.Err())
+		}
+		tok := b.c.Publish(topic, b.qos, retain, payload)
+		if err := b.await(ctx, tok, l); err != errLost {
+			if err != nil {
+				return fmt.Errorf("bus: publish %s: %w", topic, err)
+			}
+			return nil
+		}
+		b.log.Debug("bus: connection lost before the broker acknowledged; publishing again", "topic", topic)
 	}
-	if err := wait(ctx, b.c.Publish(topic, b.qos, retain, payload), 0); err != nil {
-		return fmt.Errorf("bus: publish %s: %w", topic, err)
+}
+
+// errLost says the connection went away while a publish waited for its
+// acknowledgement.
+var errLost = errors.New("connection lost")
+
+// await waits for tok on connection l. paho may leave the token of a
+// publish caught by a connection loss pending forever, so the loss ends
+// the wait too (checked once a second besides the lost signal, since paho
+// reports losses on a goroutine of its own).
+func (b *MQTT) await(ctx context.Context, tok paho.Token, l *link) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tok.Done():
+			if err := tok.Error(); err != nil {
+				if !b.c.IsConnectionOpen() {
+					return errLost
+				}
+				return err
+			}
+			return nil
+		case <-l.lost:
+			return errLost
+		case <-tick.C:
+			if !b.c.IsConnectionOpen() {
+				return errLost
+			}
+		case <-b.done:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	return nil
 }
 
 // Subscribe implements Bus. The subscription is renewed after reconnects.
+// Several handlers may subscribe to one filter: each hears every message
+// (and the retained ones, which the broker sends again for the new
+// SUBSCRIBE; earlier handlers see those twice, as at-least-once allows).
 func (b *MQTT) Subscribe(ctx context.Context, filter string, h Handler) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return ErrClosed
 	}
-	b.subs[filter] = h
+	// A new slice each time: dispatch reads it without the lock.
+	b.subs[filter] = append(append([]Handler(nil), b.subs[filter]...), h)
 	b.mu.Unlock()
 	if !b.c.IsConnectionOpen() {
 		return nil // onConnect subscribes it when the connection is back
 	}
-	if err := b.subscribe(ctx, filter, h); err != nil {
+	if err := b.subscribe(ctx, filter); err != nil {
 		if !b.c.IsConnectionOpen() {
 			return nil // lost meanwhile; onConnect subscribes it again
 		}
@@ -219,7 +332,7 @@ func (b *MQTT) Subscribe(ctx context.Context, filter string, h Handler) error {
 // when paho's SUBSCRIBE id equals the id of a retained QoS 1 message the
 // broker is still delivering to us (seen in the demo: a subscription
 // silently missing).
-func (b *MQTT) subscribe(ctx context.Context, filter string, h Handler) error {
+func (b *MQTT) subscribe(ctx context.Context, filter string) error {
 	var last error
 	for attempt := range 10 {
 		if attempt > 0 {
@@ -229,7 +342,7 @@ func (b *MQTT) subscribe(ctx context.Context, filter string, h Handler) error {
 				return ctx.Err()
 			}
 		}
-		tok := b.c.Subscribe(filter, b.qos, wrap(h))
+		tok := b.c.Subscribe(filter, b.qos, b.dispatch(filter))
 		if err := wait(ctx, tok, 0); err != nil {
 			return err
 		}
@@ -258,6 +371,7 @@ func (b *MQTT) Close() error {
 		b.mu.Lock()
 		b.closed = true
 		b.mu.Unlock()
+		defer close(b.done)
 		if w := b.opts.Will; w != nil && b.c.IsConnectionOpen() {
 			ctx, cancel := context.WithTimeout(context.Background(), b.opts.Quiesce*4)
 			if err := wait(ctx, b.c.Publish(w.Topic, 1, true, w.Payload), 0); err != nil {

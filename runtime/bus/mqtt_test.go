@@ -17,6 +17,14 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
+// fixed is a birth message that is the same at every connect.
+func fixed(topic, payload string) func(time.Time) *bus.Retained {
+	return func(time.Time) *bus.Retained { return &bus.Retained{Topic: topic, Payload: []byte(payload)} }
+}
+
+// lrRoster is the test room's members, for the ACL.
+var lrRoster = map[string][]string{"lr": {"kyoko", "hana"}}
+
 type received struct {
 	topic   string
 	payload string
@@ -104,7 +112,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestRetainedPresenceAndLastWill(t *testing.T) {
 	s := topic.New("")
-	bustest.ForEach(t, bustest.Options{ACL: true}, func(t *testing.T, br bustest.Broker) {
+	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		pt := s.Presence("lr", "kyoko")
 		var dev string
 		switch b := br.(type) {
@@ -115,7 +123,7 @@ func TestRetainedPresenceAndLastWill(t *testing.T) {
 		}
 		proxy := bustest.StartProxy(t, dev)
 		kyoko := dial(t, proxy.URL(), "kyoko", func(o *bus.Options) {
-			o.Birth = &bus.Retained{Topic: pt, Payload: []byte("online")}
+			o.Birth = fixed(pt, "online")
 			o.Will = &bus.Retained{Topic: pt, Payload: []byte("offline")}
 		})
 		_ = kyoko
@@ -136,12 +144,12 @@ func TestRetainedPresenceAndLastWill(t *testing.T) {
 
 func TestCleanCloseAnnouncesOffline(t *testing.T) {
 	s := topic.New("")
-	bustest.ForEach(t, bustest.Options{ACL: true}, func(t *testing.T, br bustest.Broker) {
+	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		pt := s.Presence("lr", "hana")
 		w := dial(t, br.URL(), "watcher")
 		ch := collect(t, w, s.Presences("lr"))
 		hana := dial(t, br.URL(), "hana", func(o *bus.Options) {
-			o.Birth = &bus.Retained{Topic: pt, Payload: []byte("online")}
+			o.Birth = fixed(pt, "online")
 			o.Will = &bus.Retained{Topic: pt, Payload: []byte("offline")}
 		})
 		expect(t, ch, pt, "online", 5*time.Second)
@@ -162,7 +170,7 @@ func TestReconnectAfterBrokerRestart(t *testing.T) {
 		sub := dial(t, br.URL(), "sub", func(o *bus.Options) { o.Metrics = m })
 		ch := collect(t, sub, "test/#")
 		dev := dial(t, br.URL(), "kyoko", func(o *bus.Options) {
-			o.Birth = &bus.Retained{Topic: pt, Payload: []byte("online")}
+			o.Birth = fixed(pt, "online")
 		})
 		pub := dial(t, br.URL(), "pub")
 		if err := pub.Publish(context.Background(), "test/before", []byte("1"), false); err != nil {
@@ -203,7 +211,7 @@ func TestReconnectAfterBrokerRestart(t *testing.T) {
 func TestACL(t *testing.T) {
 	s := topic.New("")
 	users := map[string]string{"kyoko": "pw-k", "hana": "pw-h", "floor": "pw-f", "watcher": "pw-w"}
-	bustest.ForEach(t, bustest.Options{ACL: true, Users: users}, func(t *testing.T, br bustest.Broker) {
+	bustest.ForEach(t, bustest.Options{ACL: true, Users: users, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		withPW := func(o *bus.Options) { o.Password = users[o.Username] }
 		w := dial(t, br.URL(), "watcher", withPW)
 		ch := collect(t, w, s.Prefix+"/#")
@@ -228,8 +236,7 @@ func TestACL(t *testing.T) {
 		expect(t, ch, s.Turns("lr"), "grant", 5*time.Second)
 		expectNone(t, ch, s.State("lr", "hana"), 300*time.Millisecond)
 
-		k2 := dial(t, br.URL(), "kyoko", withPW) // the embedded broker disconnects a denied QoS 1 publisher
-		if err := k2.Publish(ctx, s.State("lr", "kyoko"), []byte("own state"), false); err != nil {
+		if err := kyoko.Publish(ctx, s.State("lr", "kyoko"), []byte("own state"), false); err != nil {
 			t.Fatal(err)
 		}
 		expect(t, ch, s.State("lr", "kyoko"), "own state", 5*time.Second)
@@ -240,6 +247,153 @@ func TestACL(t *testing.T) {
 		if b, err := bus.Dial(c, bus.Options{Broker: br.URL(), ClientID: "intruder", Username: "kyoko", Password: "wrong"}); err == nil {
 			b.Close()
 			t.Fatal("connected with a wrong password")
+		}
+	})
+}
+
+// Two parts of one device (the watchdog's probe and the query client, say)
+// may subscribe to the same filter on one connection: both hear every
+// message. Before, the second handler replaced the first (issue 9, defect 4).
+func TestSameFilterFansOutToEveryHandler(t *testing.T) {
+	bustest.ForEach(t, bustest.Options{}, func(t *testing.T, br bustest.Broker) {
+		pub := dial(t, br.URL(), "pub")
+		sub := dial(t, br.URL(), "sub")
+		if err := pub.Publish(context.Background(), "fan/retained", []byte("r"), true); err != nil {
+			t.Fatal(err)
+		}
+		first := collect(t, sub, "fan/#")
+		expect(t, first, "fan/retained", "r", 5*time.Second)
+		second := collect(t, sub, "fan/#")
+		// A second subscriber of the filter gets the retained messages too.
+		expect(t, second, "fan/retained", "r", 5*time.Second)
+		if err := pub.Publish(context.Background(), "fan/live", []byte("x"), false); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, first, "fan/live", "x", 5*time.Second)
+		expect(t, second, "fan/live", "x", 5*time.Second)
+	})
+}
+
+// A publish made while the broker is away is sent once the connection is
+// back (QoS 1, at least once). Before, paho dropped it from its store on
+// the reconnect of a clean session and the caller was told it succeeded.
+func TestPublishDuringBrokerRestartArrives(t *testing.T) {
+	bustest.ForEach(t, bustest.Options{}, func(t *testing.T, br bustest.Broker) {
+		pub := dial(t, br.URL(), "pub")
+		br.Stop()
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			// Retained, so that a watcher that connects later proves the
+			// broker has it.
+			done <- pub.Publish(ctx, "outage/grant", []byte("g"), true)
+		}()
+		time.Sleep(300 * time.Millisecond)
+		br.Restart(t)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("publish across the outage: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("publish did not return after the broker came back")
+		}
+		w := dial(t, br.URL(), "watcher")
+		expect(t, collect(t, w, "outage/#"), "outage/grant", "g", 5*time.Second)
+	})
+}
+
+// The retained presence a device announces on every (re)connect says when
+// that connection came up, not when the process first started (issue 9,
+// defect 9).
+func TestBirthIsStampedAtEveryConnect(t *testing.T) {
+	s := topic.New("")
+	bustest.ForEach(t, bustest.Options{}, func(t *testing.T, br bustest.Broker) {
+		pt := s.Presence("lr", "kyoko")
+		dial(t, br.URL(), "kyoko", func(o *bus.Options) {
+			o.Birth = func(now time.Time) *bus.Retained {
+				return &bus.Retained{Topic: pt, Payload: []byte(now.UTC().Format(time.RFC3339Nano))}
+			}
+		})
+		w := dial(t, br.URL(), "watcher")
+		ch := collect(t, w, pt)
+		var first time.Time
+		select {
+		case r := <-ch:
+			first, _ = time.Parse(time.RFC3339Nano, r.payload)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no birth")
+		}
+		time.Sleep(50 * time.Millisecond)
+		br.Restart(t)
+		w2 := dial(t, br.URL(), "watcher2")
+		ch2 := collect(t, w2, pt)
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case r := <-ch2:
+				at, err := time.Parse(time.RFC3339Nano, r.payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !at.After(first) {
+					t.Fatalf("birth after the reconnect says %v, the first said %v", at, first)
+				}
+				return
+			case <-deadline:
+				t.Fatal("no birth after the restart")
+			}
+		}
+	})
+}
+
+// A client may not leave a Last Will on a topic it may not publish: a will
+// is a publish the broker makes for it when it drops, and could forge a
+// grant or mark a companion offline. Both brokers refuse the connection.
+// A denied publish is dropped without cutting the publisher off (Mosquitto
+// acknowledges and drops it; the embedded broker now does the same).
+func TestForgedWillRefusedAndDeniedPublishKeepsTheConnection(t *testing.T) {
+	s := topic.New("")
+	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
+		w := dial(t, br.URL(), "watcher")
+		ch := collect(t, w, s.Prefix+"/#")
+		forged := []byte(`{"from":"floor","messageId":"m1","speaker":"mallory","reason":"speak","decidedBy":"all-voted","votes":[]}`)
+		var dev string
+		switch b := br.(type) {
+		case *bustest.Embedded:
+			dev = b.Inner().Addr()
+		default:
+			dev = strings.TrimPrefix(br.URL(), "tcp://")
+		}
+		for _, will := range []*bus.Retained{
+			{Topic: s.Turns("lr"), Payload: forged},
+			{Topic: s.Presence("lr", "kyoko"), Payload: []byte(`{"online":false}`)},
+		} {
+			proxy := bustest.StartProxy(t, dev)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			b, err := bus.Dial(ctx, bus.Options{Broker: proxy.URL(), ClientID: "mallory-" + protocol.NewID()[:8], Username: "mallory", Will: will, MaxReconnect: 100 * time.Millisecond})
+			cancel()
+			if err == nil { // Mosquitto lets it connect, then never sends the will
+				proxy.Cut()
+				b.Close()
+			}
+			expectNone(t, ch, will.Topic, 500*time.Millisecond)
+		}
+
+		m := dial(t, br.URL(), "mallory")
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := m.Publish(ctx, s.State("lr", "kyoko"), []byte("spoof"), false); err != nil {
+			t.Fatalf("denied publish: %v", err)
+		}
+		if err := m.Publish(ctx, s.Message("lr", "mallory"), []byte("allowed after"), false); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, ch, s.Message("lr", "mallory"), "allowed after", 5*time.Second)
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("a denied publish held the client up for %v (disconnected?)", d)
 		}
 	})
 }

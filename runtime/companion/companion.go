@@ -7,12 +7,24 @@
 // Closing follows aikyo-closing: the brain says the stage; the local
 // repetition judge adds the closing instruction to the brain's input when
 // the last utterances are too alike; MaxTurn forces terminal; a message from
-// a user (anyone who is not a present companion) restarts a rested room.
+// a user (anyone not on the room's roster) restarts a rested room.
+//
+// # At least once
+//
+// Every message may arrive twice and any one may be lost (DESIGN.md,
+// "Delivery"). A Message seen twice is handled once. A grant acts once: a
+// grant for a message this companion already answered makes it publish the
+// same answer again (the floor repeats a grant until it hears the answer,
+// so a lost grant and a lost answer are both recovered), and a grant for a
+// message older than its newest spoken turn is ignored; both are counted.
+// Its State is sent again every ResendEvery until the grant for that
+// message is seen (a lost State), a few times at most.
 //
 // # Concurrency
 //
 // One goroutine (Run) owns the companion's state. Brain calls and speaking
 // run on goroutines Run starts and waits for; every wait has a timeout.
+// Publishes go through an outbox, so the loop never waits on the network.
 package companion
 
 import (
@@ -27,11 +39,14 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/loop"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/seen"
 )
 
 // Defaults.
@@ -40,10 +55,14 @@ const (
 	DefaultPause        = 300 * time.Millisecond
 	DefaultThinkTimeout = 20 * time.Second
 	DefaultSpeakTimeout = 30 * time.Second
+	DefaultResendEvery  = time.Second
+	maxResends          = 5
 	maxThinking         = 4
 	maxThoughts         = 32
+	maxAnswers          = 32
 	queueSize           = 1024
 	maxPresent          = 1024 // companions followed in one room
+	recentMessages      = 512  // message ids remembered, to handle each once
 )
 
 // Asker sends a query to a device and waits for its result
@@ -81,6 +100,7 @@ type Config struct {
 	TwoCall      bool          // brain.draft: false — ask Utter after the grant
 	ThinkTimeout time.Duration // per brain call, default 20 s
 	SpeakTimeout time.Duration // speak query, default 30 s
+	ResendEvery  time.Duration // State sent again until its grant is seen, default 1 s
 	Clock        clock.Clock
 
 	// Muted, when it returns true, makes the companion vote listen and never
@@ -94,19 +114,40 @@ type Config struct {
 type Companion struct {
 	cfg    Config
 	log    *slog.Logger
+	m      *metrics.Metrics
 	events chan event
 	judge  repetition.Judge
 	wg     sync.WaitGroup
+	out    *bus.Outbox
 
 	// owned by Run
 	history  []protocol.Message
 	present  map[string]bool
-	turn     int // messages since the conversation (re)started
-	count    int // States since the last terminal (maxTurn)
+	heard    *seen.Set // message ids handled
+	turn     int       // messages since the conversation (re)started
+	count    int       // States since the last terminal (maxTurn)
 	thoughts map[string]thoughtFor
 	seq      int // increases with every thought, for evicting the oldest
 	thinking int
 	speaking bool
+	answered map[string]*answer // grants acted on, by message id
+	answers  []string           // their ids, oldest first (bounded)
+	spoke    int                // seq of the newest thought granted and acted on
+	voted    *vote              // the newest State whose grant has not been seen
+}
+
+// answer is what the companion said for a grant: nil Message while it is
+// still speaking, or when it gave the turn up.
+type answer struct {
+	msg  *protocol.Message
+	done bool
+}
+
+// vote is a State sent and not yet seen decided.
+type vote struct {
+	state protocol.State
+	sent  int
+	timer clock.Timer
 }
 
 type thoughtFor struct {
@@ -123,6 +164,7 @@ type event struct {
 	id       string
 	in       brain.Input
 	thought  brain.Thought
+	said     *protocol.Message
 	barrier  chan struct{}
 }
 
@@ -134,12 +176,16 @@ const (
 	evSpeak
 	evSpoke
 	evBarrier
+	evResend
 )
 
 // New checks cfg and returns a Companion; Run starts it.
 func New(cfg Config) (*Companion, error) {
 	if cfg.Room == nil || cfg.Brain == nil {
 		return nil, errors.New("companion: room and brain are required")
+	}
+	if len(cfg.Room.Members) == 0 {
+		return nil, fmt.Errorf("companion: room %s has no roster: list its companions (room.members)", cfg.Room.Name)
 	}
 	if err := cfg.Card.Validate(); err != nil {
 		return nil, fmt.Errorf("companion: %w", err)
@@ -158,6 +204,7 @@ func New(cfg Config) (*Companion, error) {
 	def(&cfg.Pause, DefaultPause)
 	def(&cfg.ThinkTimeout, DefaultThinkTimeout)
 	def(&cfg.SpeakTimeout, DefaultSpeakTimeout)
+	def(&cfg.ResendEvery, DefaultResendEvery)
 	if cfg.Threshold <= 0 {
 		cfg.Threshold = repetition.DefaultThreshold
 	}
@@ -170,21 +217,29 @@ func New(cfg Config) (*Companion, error) {
 	if cfg.Muted == nil {
 		cfg.Muted = func() bool { return false }
 	}
+	log := cfg.Room.Log.With("companion", cfg.Card.ID)
+	m := cfg.Room.Metrics
 	return &Companion{
 		cfg:      cfg,
-		log:      cfg.Room.Log.With("companion", cfg.Card.ID),
+		log:      log,
+		m:        m,
 		events:   make(chan event, queueSize),
 		judge:    repetition.Judge{Window: cfg.Window},
 		present:  map[string]bool{},
+		heard:    seen.New(recentMessages),
 		thoughts: map[string]thoughtFor{},
+		answered: map[string]*answer{},
+		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
+			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}, nil
 }
 
-func (c *Companion) push(e event) {
+func (c *Companion) push(e event, kind string) {
 	select {
 	case c.events <- e:
 	default:
-		c.cfg.Room.Metrics.Reject(c.log, "companion", "", "queue_full", errors.New("companion event queue full"))
+		c.m.QueueDrops.WithLabelValues("companion", kind).Inc()
+		c.m.Reject(c.log, "companion", "", "queue_full", errors.New("companion event queue full"))
 	}
 }
 
@@ -201,13 +256,15 @@ func (c *Companion) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer c.wg.Wait()
 	defer cancel()
-	if err := r.OnPresence(ctx, func(p room.PresenceEvent) { c.push(event{kind: evPresence, presence: p}) }); err != nil {
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.out.Run(ctx) }()
+	if err := r.OnPresence(ctx, func(p room.PresenceEvent) { c.push(event{kind: evPresence, presence: p}, "presence") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
-	if err := r.OnGrant(ctx, func(g protocol.TurnGrant) { c.push(event{kind: evGrant, grant: g}) }); err != nil {
+	if err := r.OnGrant(ctx, func(g protocol.TurnGrant) { c.push(event{kind: evGrant, grant: g}, "grant") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
-	if err := r.OnMessage(ctx, func(m protocol.Message) { c.push(event{kind: evMessage, msg: m}) }); err != nil {
+	if err := r.OnMessage(ctx, func(m protocol.Message) { c.push(event{kind: evMessage, msg: m}, "message") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
 	c.status(Listening)
@@ -251,7 +308,12 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		close(e.barrier)
 	case evSpoke:
 		c.speaking = false
+		if a := c.answered[e.id]; a != nil {
+			a.msg, a.done = e.said, true
+		}
 		c.status(Listening)
+	case evResend:
+		c.resend(ctx, e.id)
 	}
 }
 
@@ -264,8 +326,12 @@ func (c *Companion) Ping(ctx context.Context) error {
 func (c *Companion) me() string { return c.cfg.Card.ID }
 
 func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
+	if !c.heard.Add(m.Params.ID) {
+		c.m.Duplicates.WithLabelValues("companion", "message").Inc()
+		return // seen already (at-least-once delivery, or an answer published again)
+	}
 	from := m.Params.From
-	if from != c.me() && !c.present[from] {
+	if from != c.me() && !c.cfg.Room.IsMember(from) {
 		// A user spoke: a rested or closing conversation starts again.
 		c.turn, c.count = 0, 0
 	} else {
@@ -384,36 +450,110 @@ func (c *Companion) onThought(ctx context.Context, id string, in brain.Input, t 
 	c.publishState(ctx, id, t)
 }
 
+// publishState sends the State for message id and keeps sending it again
+// every ResendEvery until the grant for id is seen (a lost State).
 func (c *Companion) publishState(ctx context.Context, id string, t brain.Thought) {
-	s := protocol.NewState(protocol.StateParams{From: c.me(), MessageID: id, State: t.State, Importance: t.Importance, Selected: t.Selected, Closing: t.Closing})
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := c.cfg.Room.SendState(pctx, s); err != nil && ctx.Err() == nil {
+	s := protocol.NewState(protocol.StateParams{ID: protocol.NewID(), From: c.me(), MessageID: id, State: t.State,
+		Importance: t.Importance, Selected: t.Selected, Closing: t.Closing})
+	if err := c.cfg.Room.QueueState(c.out, s); err != nil {
 		c.log.Error("state not published", "message", id, "err", err)
 	}
+	c.stopResend()
+	c.voted = &vote{state: s}
+	c.voted.timer = c.cfg.Clock.AfterFunc(c.cfg.ResendEvery, func() { c.deliver(ctx, event{kind: evResend, id: id}) })
+}
+
+func (c *Companion) stopResend() {
+	if c.voted != nil && c.voted.timer != nil {
+		c.voted.timer.Stop()
+	}
+	c.voted = nil
+}
+
+func (c *Companion) resend(ctx context.Context, id string) {
+	v := c.voted
+	if v == nil || v.state.Params.MessageID != id {
+		return
+	}
+	if v.sent >= maxResends {
+		c.stopResend()
+		return
+	}
+	v.sent++
+	c.m.Resent.WithLabelValues("state").Inc()
+	if err := c.cfg.Room.QueueState(c.out, v.state); err != nil {
+		c.log.Warn("state not sent again", "message", id, "err", err)
+	}
+	v.timer = c.cfg.Clock.AfterFunc(c.cfg.ResendEvery, func() { c.deliver(ctx, event{kind: evResend, id: id}) })
+}
+
+func (c *Companion) ignore(reason string, g protocol.TurnGrant) {
+	c.m.IgnoredGrants.WithLabelValues(reason).Inc()
+	c.log.Debug("grant ignored", "reason", reason, "message", g.MessageID)
 }
 
 func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
+	if c.voted != nil && c.voted.state.Params.MessageID == g.MessageID {
+		c.stopResend() // the floor decided: the State arrived
+	}
 	if g.SpeakerID() != c.me() {
+		return
+	}
+	if a, ok := c.answered[g.MessageID]; ok {
+		// The floor repeats a grant until it hears the answer: say it again
+		// (the same Message, which every receiver handles once), never
+		// speak it again (issue 9, defect 1).
+		switch {
+		case a.msg != nil:
+			c.m.Resent.WithLabelValues("answer").Inc()
+			if err := c.cfg.Room.QueueMessage(c.out, *a.msg); err != nil {
+				c.log.Warn("answer not sent again", "message", g.MessageID, "err", err)
+			}
+			c.ignore("already_answered", g)
+		case !a.done:
+			c.ignore("speaking", g)
+		default:
+			c.ignore("gave_up", g)
+		}
 		return
 	}
 	tf, ok := c.thoughts[g.MessageID]
 	switch {
 	case !ok:
 		c.log.Warn("granted a turn for a message it did not vote on", "message", g.MessageID)
+		c.ignore("not_voted", g)
+		return
+	case tf.seq <= c.spoke:
+		c.log.Info("granted a turn older than the one it last took; ignored", "message", g.MessageID)
+		c.ignore("stale", g)
 		return
 	case tf.thought.Closing == protocol.ClosingTerminal:
 		c.log.Info("granted the floor at terminal: the conversation is over for this companion")
+		c.ignore("terminal", g)
 		return
 	case c.cfg.Muted():
+		c.ignore("muted", g)
 		return
 	case c.speaking:
 		c.log.Warn("granted while still speaking; skipped", "message", g.MessageID)
+		c.ignore("speaking", g)
 		return
 	}
 	c.speaking = true
+	c.spoke = tf.seq
+	c.remember(g.MessageID)
 	id := g.MessageID
 	c.cfg.Clock.AfterFunc(c.cfg.Pause, func() { c.deliver(ctx, event{kind: evSpeak, id: id}) })
+}
+
+// remember records that the grant for id was acted on (bounded).
+func (c *Companion) remember(id string) {
+	c.answered[id] = &answer{}
+	c.answers = append(c.answers, id)
+	if len(c.answers) > maxAnswers {
+		delete(c.answered, c.answers[0])
+		c.answers = c.answers[1:]
+	}
 }
 
 // speak runs the granted turn on its own goroutine: utterance (draft or a
@@ -424,7 +564,8 @@ func (c *Companion) speak(ctx context.Context, id string) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		defer c.deliver(ctx, event{kind: evSpoke})
+		var said *protocol.Message
+		defer func() { c.deliver(ctx, event{kind: evSpoke, id: id, said: said}) }()
 		u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To}
 		if c.cfg.TwoCall || u.Text == "" {
 			uctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
@@ -453,10 +594,9 @@ func (c *Companion) speak(ctx context.Context, id string) {
 			}
 		}
 		m := protocol.NewMessage(protocol.NewID(), c.me(), to, u.Text, u.Emotion)
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if err := c.cfg.Room.SendMessage(pctx, m); err != nil && ctx.Err() == nil {
+		if err := c.cfg.Room.QueueMessage(c.out, m); err != nil && ctx.Err() == nil {
 			c.log.Error("message not published", "err", err)
 		}
+		said = &m
 	}()
 }

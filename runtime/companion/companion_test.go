@@ -38,7 +38,7 @@ type roomRig struct {
 }
 
 func newRig(t *testing.T) *roomRig {
-	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lr": members}})
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &roomRig{t: t, url: br.URL(), s: topic.New(""), ctx: ctx, events: make(chan any, 1024), spoken: map[string][]string{}, m: metrics.New()}
 	t.Cleanup(func() { cancel(); r.wg.Wait() })
@@ -48,7 +48,10 @@ func newRig(t *testing.T) *roomRig {
 	return r
 }
 
-func (r *roomRig) dial(id string, birth, will *bus.Retained) bus.Bus {
+// members is the rig room's roster.
+var members = []string{"kyoko", "hana", "aya"}
+
+func (r *roomRig) dial(id string, birth func(time.Time) *bus.Retained, will *bus.Retained) bus.Bus {
 	// A client id must be unique: a second connection under the same id
 	// takes the first one over, and they would push each other out forever.
 	b, err := bus.Dial(r.ctx, bus.Options{Broker: r.url, ClientID: id + "-" + protocol.NewID()[:8], Username: id, Birth: birth, Will: will})
@@ -71,7 +74,9 @@ func (r *roomRig) go_(fn func(ctx context.Context) error) {
 
 func (r *roomRig) startFloor(vote time.Duration) {
 	b := r.dial("floor", nil, floor.LeaderWill(r.s, "lr", "f1"))
-	f, err := floor.New(floor.Config{Room: room.New(b, r.s, "lr", nil, r.m), Instance: "f1", VoteTimeout: vote, JoinWait: 50 * time.Millisecond})
+	fr := room.New(b, r.s, "lr", nil, r.m)
+	fr.SetMembers(members)
+	f, err := floor.New(floor.Config{Room: fr, Instance: "f1", VoteTimeout: vote, JoinWait: 50 * time.Millisecond})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -81,7 +86,8 @@ func (r *roomRig) startFloor(vote time.Duration) {
 // startCompanion runs a companion with a body that records what it says.
 func (r *roomRig) startCompanion(card brain.Card, b brain.Brain, mod func(*companion.Config)) {
 	rm := room.New(nil, r.s, "lr", nil, r.m)
-	birth, will := rm.PresenceMessages(card.ID, card.ID, time.Now())
+	rm.SetMembers(members)
+	birth, will := rm.PresenceMessages(card.ID, card.ID)
 	rm.Bus = r.dial(card.ID, birth, will)
 	srv := &query.Server{Bus: rm.Bus, Scheme: r.s, Device: card.ID}
 	srv.Handle("speak", func(_ context.Context, _ string, body json.RawMessage) (any, error) {
@@ -350,11 +356,12 @@ func TestFloodAndSpoofsDoNotStopTheRoom(t *testing.T) {
 	ctx := context.Background()
 	id := r.userSays("Hello, both of you!")
 	for i := range 2000 {
+		// States from a non-member: the broker's ACL drops them.
 		st := fmt.Sprintf(`{"jsonrpc":"2.0","method":"state.send","params":{"from":"evil","messageId":%q,"state":"speak","importance":10,"selected":true}}`, id)
-		if i%3 == 0 {
-			st = `{"jsonrpc":"2.0","method":"state.send","params":{` // malformed
-		}
 		evil.Publish(ctx, r.s.State("lr", "evil"), []byte(st), false)
+		if i%3 == 0 { // malformed Messages, which anyone may send: every receiver drops them
+			evil.Publish(ctx, r.s.Message("lr", "evil"), []byte(`{"jsonrpc":"2.0","method":"message.send","params":{`), false)
+		}
 	}
 	// A forged grant: the broker's ACL refuses it (evil is not the floor).
 	evil.Publish(ctx, r.s.Turns("lr"), []byte(fmt.Sprintf(`{"from":"floor","messageId":%q,"speaker":"evil","reason":"speak","decidedBy":"all-voted","votes":[]}`, id)), false)
@@ -367,11 +374,7 @@ func TestFloodAndSpoofsDoNotStopTheRoom(t *testing.T) {
 	if len(msgs) < 3 {
 		t.Fatalf("only %d messages", len(msgs))
 	}
-	// Before the floor decided they are not a participant's; after, late.
-	dropped := testutil.ToFloat64(r.m.DroppedStates.WithLabelValues("not_participant")) +
-		testutil.ToFloat64(r.m.DroppedStates.WithLabelValues("queue_full")) + testutil.ToFloat64(r.m.LateStates)
-	bad := testutil.ToFloat64(r.m.BadInput.WithLabelValues("state", "syntax"))
-	if dropped < 100 || bad < 100 {
-		t.Fatalf("dropped %v, malformed counted %v", dropped, bad)
+	if n := testutil.ToFloat64(r.m.BadInput.WithLabelValues("message", "syntax")); n < 100 {
+		t.Fatalf("malformed messages counted %v", n)
 	}
 }

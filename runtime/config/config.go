@@ -55,7 +55,11 @@ type Device struct {
 
 // Room is the conversation this device takes part in.
 type Room struct {
-	Name          string        `yaml:"name"`
+	Name string `yaml:"name"`
+	// Members is the room's roster: the ids of its companions. Only they
+	// are present, vote and take the floor; anyone else who may connect is
+	// a user (DESIGN.md, "Room membership is explicit").
+	Members       []string      `yaml:"members"`
 	Floor         bool          `yaml:"floor"`          // run a floor for the room here
 	FloorInstance string        `yaml:"floor_instance"` // default: the device id
 	VoteTimeout   time.Duration `yaml:"vote_timeout"`
@@ -194,7 +198,9 @@ func Load(path string) (*Config, error) {
 }
 
 // Decode reads one YAML document, strictly, then fills defaults and
-// validates.
+// validates. Every problem is reported at once, each by its field's path:
+// a value of the wrong type too ("room.vote_timeout: must be a duration
+// such as 3s or 500ms, got "soon""), without hiding the others.
 func Decode(r io.Reader) (*Config, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
 	if err != nil {
@@ -203,18 +209,47 @@ func Decode(r io.Reader) (*Config, error) {
 	if len(data) > 1<<20 {
 		return nil, errors.New("larger than 1 MiB")
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, errors.New("empty file")
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Config
+	var typed Errors
+	bad := map[string]bool{}
 	if err := dec.Decode(&c); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("empty file")
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, fmt.Errorf("decode: %w", err)
 		}
-		return nil, fmt.Errorf("decode: %w", err)
+		ix := indexFields(&root)
+		for _, msg := range te.Errors {
+			path, problem, ok := ix.explain(msg)
+			if !ok {
+				typed = append(typed, msg)
+				continue
+			}
+			bad[path] = true
+			typed = append(typed, path+": "+problem)
+		}
 	}
 	c.SetDefaults()
+	var all Errors
+	all = append(all, typed...)
 	if err := c.Validate(); err != nil {
-		return nil, err
+		for _, e := range err.(Errors) {
+			path, _, _ := strings.Cut(e, ":")
+			if !bad[path] { // already reported with its type
+				all = append(all, e)
+			}
+		}
+	}
+	if len(all) > 0 {
+		return nil, all
 	}
 	return &c, nil
 }
@@ -382,6 +417,7 @@ func (c *Config) Validate() error {
 	if r.Floor {
 		p.identity("room.floor_instance", r.FloorInstance)
 	}
+	c.validateMembers(&p)
 	m := c.MQTT
 	if !strings.HasPrefix(m.Broker, "tcp://") && !strings.HasPrefix(m.Broker, "ssl://") {
 		p.add("mqtt.broker", "must be tcp://host:port or ssl://host:port, got %q", m.Broker)
@@ -493,6 +529,41 @@ func (c *Config) Validate() error {
 		return p.list
 	}
 	return nil
+}
+
+func (c *Config) validateMembers(p *problems) {
+	r := c.Room
+	if len(r.Members) == 0 {
+		p.add("room.members", "required: the ids of the room's companions (only they vote and take the floor)")
+		return
+	}
+	if len(r.Members) > 1024 {
+		p.add("room.members", "at most 1024 companions, got %d", len(r.Members))
+	}
+	seen := map[string]bool{}
+	for i, id := range r.Members {
+		f := fmt.Sprintf("room.members[%d]", i)
+		p.identity(f, id)
+		if seen[id] {
+			p.add(f, "%q is listed twice", id)
+		}
+		seen[id] = true
+		for _, fid := range c.MQTT.FloorIDs {
+			if id == fid {
+				p.add(f, "%q is a floor identity (mqtt.floor_ids), not a companion", id)
+			}
+		}
+	}
+	if c.Companion != nil && c.Companion.ID != "" && !seen[c.Companion.ID] {
+		p.add("room.members", "must include this device's companion %q", c.Companion.ID)
+	}
+	if c.Companion != nil {
+		for _, fid := range c.MQTT.FloorIDs {
+			if c.Companion.ID == fid {
+				p.add("companion.id", "%q is a floor identity (mqtt.floor_ids); a companion needs a name of its own", fid)
+			}
+		}
+	}
 }
 
 // secret reads a secret from the variable env or the file path.

@@ -9,7 +9,7 @@ import (
 
 const minimal = `version: 1
 device: {id: dev1}
-room: {name: lab}
+room: {name: lab, members: [k]}
 mqtt: {broker: "tcp://127.0.0.1:1883"}
 `
 
@@ -31,7 +31,7 @@ func TestMinimalDefaults(t *testing.T) {
 func TestEveryBadFieldNamedAtOnce(t *testing.T) {
 	bad := `version: 2
 device: {id: "a/b"}
-room: {name: lab, vote_timeout: 5ms, repetition: {threshold: 1.5}}
+room: {name: lab, members: [k], vote_timeout: 5ms, repetition: {threshold: 1.5}}
 mqtt: {broker: "http://x"}
 companion: {id: k, name: "", language: fr}
 brain: {provider: gpt, timeout: 1h}
@@ -71,7 +71,7 @@ func TestUnknownKeyIsAnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "room_name") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = Decode(strings.NewReader(strings.Replace(minimal, "room: {name: lab}", "room: {name: lab, vote_timout: 2s}", 1)))
+	_, err = Decode(strings.NewReader(strings.Replace(minimal, "room: {name: lab, members: [k]}", "room: {name: lab, members: [k], vote_timout: 2s}", 1)))
 	if err == nil || !strings.Contains(err.Error(), "vote_timout") {
 		t.Fatalf("err = %v", err)
 	}
@@ -136,4 +136,43 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("Decode accepted what Validate rejects")
 		}
 	})
+}
+
+// A value of the wrong type names its field's path, as every other error
+// does, and does not hide the file's other problems (issue 9, defect 9).
+func TestTypeErrorsNameTheFieldAndKeepTheOthers(t *testing.T) {
+	bad := `version: 1
+device: {id: dev1}
+room:
+  name: lab
+  members: [k]
+  vote_timeout: soon
+  max_pending: many
+mqtt: {broker: "tcp://127.0.0.1:1883"}
+drivers:
+  camera: {kind: webcam, fps: fast}
+log: {level: loud}
+`
+	_, err := Decode(strings.NewReader(bad))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		`room.vote_timeout: must be a duration such as 3s or 500ms, got "soon"`,
+		`room.max_pending: must be a whole number, got "many"`,
+		`drivers.camera.fps: must be a whole number, got "fast"`,
+		"drivers.camera.kind: must be none", // the other errors are still reported
+		"log.level:",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "cannot unmarshal") {
+		t.Errorf("the decoder's wording leaks through:\n%v", err)
+	}
+	// The field with a bad type is reported once, not also as "must be from 10ms".
+	if strings.Count(err.Error(), "room.vote_timeout") != 1 {
+		t.Errorf("room.vote_timeout reported more than once:\n%v", err)
+	}
 }

@@ -1,28 +1,47 @@
 // Package floor decides who speaks next in a room (DESIGN.md, "Floor
 // control", turn mode).
 //
-// Decide is the pure rule. Floor is the service: per message it snapshots the
-// companions present when the message arrived, collects their States until
-// all have voted or the vote deadline passes, and publishes a TurnGrant.
-// Late States, States from non-participants and States for unknown messages
-// are dropped and counted. Pending messages are bounded; the oldest is
-// evicted with a grant of nobody (reason "expired").
+// Decide is the pure rule. Floor is the service: per message it snapshots
+// the room's members present when the message arrived, collects their
+// States until all have voted or the vote deadline passes, and publishes a
+// TurnGrant. Late States, States from non-participants and States for
+// unknown messages are dropped and counted. Pending messages are bounded;
+// the oldest is evicted with a grant of nobody (reason "expired").
+//
+// # Recovery
+//
+// Delivery is at least once and any single message may be lost (a broker
+// that drops a full queue, a restart). The floor publishes a grant with a
+// speaker again every RegrantEvery until that speaker's answer (or any
+// newer message) arrives, the speaker leaves, or RegrantFor passes. A
+// companion acts once per grant and answers a repeated grant of a message
+// it already answered by publishing its answer again, so a lost grant and
+// a lost answer are both recovered within one interval. After its own
+// reconnect the floor says again that it leads and gives pending votes a
+// grace period, since it could not hear while it was away.
 //
 // # Standby
 //
 // Several floors may run for one room. They elect one through a retained
 // claim on the room's floor/leader topic, whose Last Will marks the claim
-// offline. The standby keeps the same books (it shadows every vote) but
-// publishes nothing; when the active floor's claim goes offline it claims
-// the floor at once and announces any decision the old floor did not.
-// Two floors that both claim settle it by instance name: the lower wins.
+// offline. A floor is active only once it has read its own claim back from
+// the broker: a claim that never comes back (an ACL that denies it) is
+// logged loudly and retried, and the floor grants nothing meanwhile, so
+// two floors can never both grant. The standby keeps the same books (it
+// shadows every vote) but publishes nothing; when the active floor's
+// claim goes offline it claims the floor and announces any decision the
+// old floor did not. Two floors that both claim settle it by instance
+// name: the lower wins.
 //
 // # Concurrency
 //
-// One goroutine (Run) owns all state. Bus callbacks and timers only push
-// events into a bounded queue; when the queue is full the event is dropped
-// and counted. Time comes from a clock.Clock, so tests drive deadlines with
-// a fake clock.
+// One goroutine (Run) owns all state. Bus callbacks and timers never
+// block: Messages and States go into a bounded queue (a full queue drops
+// and counts them); control events (presence, holds, claims, grants seen,
+// timers) go into a mailbox that keeps the latest of each and never drops
+// one. Publishes go through an outbox, so the loop never waits on the
+// network. Time comes from a clock.Clock, so tests drive deadlines with a
+// fake clock.
 package floor
 
 import (
@@ -32,80 +51,110 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
-	"github.com/chorus-robotics/chorus/runtime/loop"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/seen"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // Defaults.
 const (
-	DefaultVoteTimeout = 3 * time.Second
-	DefaultMaxPending  = 64
-	DefaultJoinWait    = 500 * time.Millisecond
-	queueSize          = 4096
-	recentDecided      = 256
-	maxLastSpoke       = 1024
-	maxUnannounced     = 16
-	publishTimeout     = 2 * time.Second
+	DefaultVoteTimeout  = 3 * time.Second
+	DefaultMaxPending   = 64
+	DefaultJoinWait     = 500 * time.Millisecond
+	DefaultRegrantEvery = time.Second
+	DefaultRegrantFor   = time.Minute
+	DefaultClaimCheck   = 2 * time.Second
+	claimRetry          = 5 * time.Second
+	reconnectGrace      = 1500 * time.Millisecond
+	queueSize           = 4096
+	recentDecided       = 256
+	maxLastSpoke        = 1024
+	maxUnannounced      = 16
 	// MaxPresent bounds the companions a floor follows in one room.
 	MaxPresent = 1024
 )
 
 // Config configures a Floor.
 type Config struct {
-	Room        *room.Room
+	Room        *room.Room    // with its roster (Members) set
 	ID          string        // identity grants are signed with; default topic.DefaultFloorID
 	Instance    string        // unique per floor process, for the leader election
 	VoteTimeout time.Duration // default 3 s
 	MaxPending  int           // default 64
 	JoinWait    time.Duration // how long to listen for a retained claim before claiming; default 500 ms
 	Clock       clock.Clock   // default clock.Real
+	// RegrantEvery is how often a grant is published again while its
+	// speaker has not answered; RegrantFor is when the floor gives up.
+	RegrantEvery time.Duration // default 1 s
+	RegrantFor   time.Duration // default 1 min
+	// ClaimCheck is how long the floor waits to read its leader claim back
+	// before it says it cannot claim the room; default 2 s.
+	ClaimCheck time.Duration
 }
 
 // Floor is the floor service of one room.
 type Floor struct {
 	cfg    Config
 	log    *slog.Logger
-	events chan event
+	m      *metrics.Metrics
+	events chan event // Messages and States
+	ctl    *mailbox   // everything else
+	out    *bus.Outbox
 	active atomic.Bool
 	ready  atomic.Bool // subscriptions are in place
 
 	// owned by Run
 	present     map[string]bool
 	pending     map[string]*ballot
-	decided     map[string]bool
-	decidedRing []string
+	decided     *seen.Set
 	lastSpoke   map[string]uint64
 	seq         uint64
 	leader      string
 	unannounced []protocol.TurnGrant
-	holds       map[string]bool         // companions through which a human holds the floor
-	early       map[string][]earlyState // States that overtook their Message
-	earlyCount  int
-	done        map[string]bool // message ids whose grant was seen on the bus
+	holds       map[string]bool       // companions through which a human holds the floor
+	early       map[string]earlyState // per voter: its newest State whose Message has not arrived
+	done        *seen.Set             // message ids whose grant was seen on the bus
+	claimSince  time.Time             // our claim awaiting read-back; zero when none
+	awaiting    *awaited              // the grant whose speaker has not answered yet
+	last        lastGrant             // the newest grant decided or seen, for a takeover
 }
 
 // earlyState is a State that arrived before its Message. MQTT orders
 // messages per publisher only: a broker that fans out on several threads
 // (mochi) or a cluster can hand the floor a companion's State before the
-// Message it answers. Such States wait (bounded, for one vote timeout) for
-// their Message instead of being dropped.
+// Message it answers. Such a State waits (for one vote timeout) for its
+// Message instead of being dropped. Each voter keeps only its newest, so
+// a flood from one voter can never push out another's.
 type earlyState struct {
 	s  protocol.StateParams
 	at time.Time
 }
 
-const maxEarly = 1024
+// awaited is a grant whose speaker has not answered yet.
+type awaited struct {
+	g     protocol.TurnGrant
+	since time.Time
+	timer clock.Timer
+}
+
+// lastGrant is the newest grant and the message count when it was made.
+type lastGrant struct {
+	g   protocol.TurnGrant
+	seq uint64
+}
 
 type ballot struct {
 	msg          protocol.Message
 	arrived      time.Time
+	deadline     time.Time
 	seq          uint64
 	participants map[string]bool
 	votes        map[string]protocol.StateParams
@@ -113,28 +162,9 @@ type ballot struct {
 }
 
 type event struct {
-	kind     int
-	msg      protocol.Message
-	state    protocol.State
-	presence room.PresenceEvent
-	grant    protocol.TurnGrant
-	claim    Claim
-	hold     protocol.Hold
-	id       string
-	barrier  chan struct{}
+	msg   *protocol.Message
+	state protocol.StateParams
 }
-
-const (
-	evMessage = iota
-	evState
-	evPresence
-	evGrant
-	evClaim
-	evDeadline
-	evJoin
-	evBarrier
-	evHold
-)
 
 // Claim is the retained leader claim of a floor instance.
 type Claim struct {
@@ -148,34 +178,47 @@ func New(cfg Config) (*Floor, error) {
 	if cfg.Room == nil {
 		return nil, errors.New("floor: no room")
 	}
+	if len(cfg.Room.Members) == 0 {
+		return nil, fmt.Errorf("floor: room %s has no roster: list its companions (room.members)", cfg.Room.Name)
+	}
 	if cfg.ID == "" {
 		cfg.ID = topic.DefaultFloorID
 	}
 	if cfg.Instance == "" {
 		return nil, errors.New("floor: no instance name")
 	}
-	if cfg.VoteTimeout <= 0 {
-		cfg.VoteTimeout = DefaultVoteTimeout
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
 	}
+	def(&cfg.VoteTimeout, DefaultVoteTimeout)
+	def(&cfg.JoinWait, DefaultJoinWait)
+	def(&cfg.RegrantEvery, DefaultRegrantEvery)
+	def(&cfg.RegrantFor, DefaultRegrantFor)
+	def(&cfg.ClaimCheck, DefaultClaimCheck)
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
-	}
-	if cfg.JoinWait <= 0 {
-		cfg.JoinWait = DefaultJoinWait
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	log := cfg.Room.Log.With("floor", cfg.Instance, "room", cfg.Room.Name)
+	m := cfg.Room.Metrics
 	return &Floor{
-		cfg:       cfg,
-		log:       cfg.Room.Log.With("floor", cfg.Instance, "room", cfg.Room.Name),
-		events:    make(chan event, queueSize),
+		cfg:    cfg,
+		log:    log,
+		m:      m,
+		events: make(chan event, queueSize),
+		ctl:    newMailbox(),
+		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
+			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("floor").Inc() }},
 		present:   map[string]bool{},
 		pending:   map[string]*ballot{},
-		decided:   map[string]bool{},
+		decided:   seen.New(recentDecided),
 		lastSpoke: map[string]uint64{},
-		done:      map[string]bool{},
-		early:     map[string][]earlyState{},
+		done:      seen.New(recentDecided),
+		early:     map[string]earlyState{},
 		holds:     map[string]bool{},
 	}, nil
 }
@@ -189,26 +232,55 @@ func LeaderWill(s topic.Scheme, roomName, instance string) *bus.Retained {
 
 func (f *Floor) subscribed() bool { return f.ready.Load() }
 
-// Ping returns once the floor's loop has handled everything queued before
-// it: proof that the loop turns (for the watchdog, and for tests).
+// Ping returns once the floor's loop has handled every control event and
+// every Message and State queued before it: proof that the loop turns (for
+// the watchdog, and for tests).
 func (f *Floor) Ping(ctx context.Context) error {
-	return loop.Ping(ctx, f.events, func(done chan struct{}) event { return event{kind: evBarrier, barrier: done} })
+	done := make(chan struct{})
+	f.ctl.barrier(done)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Active reports whether this floor currently decides for the room.
 func (f *Floor) Active() bool { return f.active.Load() }
 
-func (f *Floor) push(e event) {
+func (f *Floor) setActive(on bool) {
+	f.active.Store(on)
+	if on {
+		f.m.FloorActive.Set(1)
+	} else {
+		f.m.FloorActive.Set(0)
+	}
+}
+
+func (f *Floor) push(e event, kind string) {
 	select {
 	case f.events <- e:
 	default:
-		f.cfg.Room.Metrics.DroppedStates.WithLabelValues("queue_full").Inc()
+		if kind == "state" {
+			f.m.DroppedStates.WithLabelValues("queue_full").Inc()
+		}
+		f.m.QueueDrops.WithLabelValues("floor", kind).Inc()
 	}
 }
 
 // Run subscribes to the room and decides until ctx ends.
 func (f *Floor) Run(ctx context.Context) error {
 	r := f.cfg.Room
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() { defer wg.Done(); f.out.Run(ctx) }()
+	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
+		rc.OnReconnect(func() { f.ctl.flag(flagReconnected) })
+	}
 	subs := []func() error{
 		func() error {
 			return r.Bus.Subscribe(ctx, r.Scheme.FloorLeader(r.Name), func(_ string, b []byte) {
@@ -217,25 +289,23 @@ func (f *Floor) Run(ctx context.Context) error {
 				}
 				var c Claim
 				if err := json.Unmarshal(b, &c); err != nil || protocol.ValidIdentity(c.Instance) != "" {
-					r.Metrics.Reject(f.log, "leader", "", string(protocol.KindInvalid), fmt.Errorf("bad leader claim: %q", b))
+					f.m.Reject(f.log, "leader", "", string(protocol.KindInvalid), fmt.Errorf("bad leader claim: %.200q", b))
 					return
 				}
-				f.push(event{kind: evClaim, claim: c})
+				if !f.ctl.claim(c) {
+					f.m.Reject(f.log, "leader", c.Instance, "too_many", fmt.Errorf("more than %d floor instances claim room %s", maxClaimInstances, r.Name))
+				}
 			})
 		},
+		func() error { return r.OnPresence(ctx, f.ctl.presenceEvent) },
 		func() error {
-			return r.OnPresence(ctx, func(p room.PresenceEvent) { f.push(event{kind: evPresence, presence: p}) })
+			return r.OnMessage(ctx, func(m protocol.Message) { f.push(event{msg: &m}, "message") })
 		},
 		func() error {
-			return r.OnMessage(ctx, func(m protocol.Message) { f.push(event{kind: evMessage, msg: m}) })
+			return r.OnState(ctx, func(s protocol.State) { f.push(event{state: s.Params}, "state") })
 		},
-		func() error { return r.OnState(ctx, func(s protocol.State) { f.push(event{kind: evState, state: s}) }) },
-		func() error {
-			return r.OnGrant(ctx, func(g protocol.TurnGrant) { f.push(event{kind: evGrant, grant: g}) })
-		},
-		func() error {
-			return r.OnHold(ctx, func(h protocol.Hold) { f.push(event{kind: evHold, hold: h}) })
-		},
+		func() error { return r.OnGrant(ctx, f.ctl.grant) },
+		func() error { return r.OnHold(ctx, f.ctl.hold) },
 	}
 	for _, s := range subs {
 		if err := s(); err != nil {
@@ -243,12 +313,16 @@ func (f *Floor) Run(ctx context.Context) error {
 		}
 	}
 	f.ready.Store(true)
-	join := f.cfg.Clock.AfterFunc(f.cfg.JoinWait, func() { f.timerEvent(ctx, event{kind: evJoin}) })
+	join := f.cfg.Clock.AfterFunc(f.cfg.JoinWait, func() { f.ctl.flag(flagJoin) })
 	defer join.Stop()
 	defer func() {
 		for _, b := range f.pending {
 			b.timer.Stop()
 		}
+		if f.awaiting != nil && f.awaiting.timer != nil {
+			f.awaiting.timer.Stop()
+		}
+		f.setActive(false)
 	}()
 	for {
 		select {
@@ -256,64 +330,96 @@ func (f *Floor) Run(ctx context.Context) error {
 			return nil
 		case e := <-f.events:
 			f.handle(ctx, e)
+		case <-f.ctl.notify:
+			f.control(ctx)
 		}
-	}
-}
-
-// timerEvent delivers a timer's event without dropping it.
-func (f *Floor) timerEvent(ctx context.Context, e event) {
-	select {
-	case f.events <- e:
-	case <-ctx.Done():
 	}
 }
 
 func (f *Floor) handle(ctx context.Context, e event) {
-	switch e.kind {
-	case evMessage:
-		f.onMessage(ctx, e.msg)
-	case evState:
-		f.onState(ctx, e.state.Params)
-	case evPresence:
-		f.onPresence(ctx, e.presence)
-	case evGrant:
-		f.onGrant(e.grant)
-	case evClaim:
-		f.onClaim(ctx, e.claim)
-	case evDeadline:
-		if b, ok := f.pending[e.id]; ok {
-			f.decide(ctx, b, protocol.DecidedDeadline)
-		}
-	case evBarrier:
-		close(e.barrier)
-	case evHold:
-		if e.hold.Held && f.present[e.hold.From] {
-			f.holds[e.hold.From] = true
+	if e.msg != nil {
+		f.onMessage(ctx, *e.msg)
+		return
+	}
+	f.onState(ctx, e.state)
+}
+
+// control handles everything the mailbox holds. Pings are answered last,
+// after the Messages and States that were queued when they were taken.
+func (f *Floor) control(ctx context.Context) {
+	d := f.ctl.take()
+	for _, inst := range sortedKeys(d.claims) {
+		f.onClaim(d.claims[inst])
+	}
+	for _, id := range sortedKeys(d.presence) {
+		f.onPresence(ctx, d.presence[id])
+	}
+	for _, id := range sortedKeys(d.holds) {
+		h := d.holds[id]
+		if h.Held && f.present[h.From] {
+			f.holds[h.From] = true
 		} else {
-			delete(f.holds, e.hold.From)
+			delete(f.holds, h.From)
 		}
-	case evJoin:
-		if f.leader == "" && !f.Active() {
-			f.claim(ctx, "no active floor")
+	}
+	for _, g := range d.grants {
+		f.onGrant(g)
+	}
+	for _, id := range sortedKeys(d.deadlines) {
+		if b, ok := f.pending[id]; ok && !f.cfg.Clock.Now().Before(b.deadline) {
+			f.decide(b, protocol.DecidedDeadline)
+		}
+	}
+	if d.flags&flagJoin != 0 && f.leader == "" && !f.Active() && f.claimSince.IsZero() {
+		f.claim("no active floor")
+	}
+	if d.flags&flagClaimCheck != 0 {
+		f.checkClaim()
+	}
+	if d.flags&flagRegrant != 0 {
+		f.regrant()
+	}
+	if d.flags&flagReconnected != 0 {
+		f.reconnected()
+	}
+	if len(d.barriers) > 0 {
+		for n := len(f.events); n > 0; n-- {
+			f.handle(ctx, <-f.events)
+		}
+		for _, b := range d.barriers {
+			close(b)
 		}
 	}
 }
 
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 	id := m.Params.ID
-	if _, dup := f.pending[id]; dup || f.decided[id] {
-		f.cfg.Room.Metrics.DroppedStates.WithLabelValues("duplicate_message").Inc()
+	if _, dup := f.pending[id]; dup || f.decided.Has(id) {
+		f.m.DroppedStates.WithLabelValues("duplicate_message").Inc()
 		return
 	}
+	// Any new message ends the wait for the last grant's answer: it is the
+	// answer, or newer words that void it.
+	f.stopAwaiting()
 	f.seq++
 	if len(f.lastSpoke) >= maxLastSpoke {
 		f.lastSpoke = map[string]uint64{}
 	}
 	f.lastSpoke[m.Params.From] = f.seq
 	for len(f.pending) >= f.cfg.MaxPending {
-		f.evictOldest(ctx)
+		f.evictOldest()
 	}
-	b := &ballot{msg: m, arrived: f.cfg.Clock.Now(), seq: f.seq, participants: map[string]bool{}, votes: map[string]protocol.StateParams{}}
+	now := f.cfg.Clock.Now()
+	b := &ballot{msg: m, arrived: now, seq: f.seq, participants: map[string]bool{}, votes: map[string]protocol.StateParams{}}
 	for c := range f.present {
 		if c != m.Params.From {
 			b.participants[c] = true
@@ -321,53 +427,46 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 	}
 	f.pending[id] = b
 	if len(b.participants) == 0 {
-		f.decide(ctx, b, protocol.DecidedAllVoted)
+		f.decide(b, protocol.DecidedAllVoted)
 		return
 	}
-	b.timer = f.cfg.Clock.AfterFunc(f.cfg.VoteTimeout, func() { f.timerEvent(ctx, event{kind: evDeadline, id: id}) })
-	if es, ok := f.early[id]; ok {
-		delete(f.early, id)
-		f.earlyCount -= len(es)
-		for _, e := range es {
-			if _, open := f.pending[id]; open {
-				f.onState(ctx, e.s)
-			}
+	f.setDeadline(b, now.Add(f.cfg.VoteTimeout))
+	for voter, e := range f.early {
+		if e.s.MessageID != id {
+			continue
+		}
+		delete(f.early, voter)
+		if _, open := f.pending[id]; open {
+			f.onState(ctx, e.s)
 		}
 	}
 }
 
-// keepEarly holds a State whose Message has not arrived yet; States older
-// than the vote timeout are counted as unknown and dropped.
+func (f *Floor) setDeadline(b *ballot, at time.Time) {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.deadline = at
+	id := b.msg.Params.ID
+	b.timer = f.cfg.Clock.AfterFunc(at.Sub(f.cfg.Clock.Now()), func() { f.ctl.deadline(id) })
+}
+
+// keepEarly holds a State whose Message has not arrived yet: the newest
+// per voter, for one vote timeout.
 func (f *Floor) keepEarly(s protocol.StateParams) {
-	now := f.cfg.Clock.Now()
-	m := f.cfg.Room.Metrics
-	if f.earlyCount >= maxEarly/2 {
-		for id, es := range f.early {
-			kept := es[:0]
-			for _, e := range es {
-				if now.Sub(e.at) < f.cfg.VoteTimeout {
-					kept = append(kept, e)
-				} else {
-					m.DroppedStates.WithLabelValues("unknown_message").Inc()
-				}
-			}
-			f.earlyCount -= len(es) - len(kept)
-			if len(kept) == 0 {
-				delete(f.early, id)
-			} else {
-				f.early[id] = kept
-			}
+	if old, ok := f.early[s.From]; ok && old.s.MessageID != s.MessageID {
+		f.m.DroppedStates.WithLabelValues("unknown_message").Inc()
+	}
+	f.early[s.From] = earlyState{s: s, at: f.cfg.Clock.Now()}
+	for voter, e := range f.early {
+		if f.cfg.Clock.Now().Sub(e.at) >= f.cfg.VoteTimeout {
+			delete(f.early, voter)
+			f.m.DroppedStates.WithLabelValues("unknown_message").Inc()
 		}
 	}
-	if f.earlyCount >= maxEarly {
-		m.DroppedStates.WithLabelValues("unknown_message").Inc()
-		return
-	}
-	f.early[s.MessageID] = append(f.early[s.MessageID], earlyState{s: s, at: now})
-	f.earlyCount++
 }
 
-func (f *Floor) evictOldest(ctx context.Context) {
+func (f *Floor) evictOldest() {
 	var oldest *ballot
 	for _, b := range f.pending {
 		if oldest == nil || b.seq < oldest.seq {
@@ -375,28 +474,27 @@ func (f *Floor) evictOldest(ctx context.Context) {
 		}
 	}
 	if oldest != nil {
-		f.finish(ctx, oldest, Decision{Reason: protocol.ReasonExpired}, protocol.DecidedEvicted)
+		f.finish(oldest, Decision{Reason: protocol.ReasonExpired}, protocol.DecidedEvicted)
 	}
 }
 
 func (f *Floor) onState(ctx context.Context, s protocol.StateParams) {
-	m := f.cfg.Room.Metrics
 	b, ok := f.pending[s.MessageID]
 	switch {
-	case !ok && f.decided[s.MessageID]:
-		m.LateStates.Inc()
+	case !ok && f.decided.Has(s.MessageID):
+		f.m.LateStates.Inc()
 		return
 	case !ok:
 		f.keepEarly(s)
 		return
 	case !b.participants[s.From]:
-		m.DroppedStates.WithLabelValues("not_participant").Inc()
+		f.m.DroppedStates.WithLabelValues("not_participant").Inc()
 		return
 	}
-	m.Votes.Inc()
+	f.m.Votes.Inc()
 	b.votes[s.From] = s // the last State before the decision counts
 	if len(b.votes) == len(b.participants) {
-		f.decide(ctx, b, protocol.DecidedAllVoted)
+		f.decide(b, protocol.DecidedAllVoted)
 	}
 }
 
@@ -404,7 +502,7 @@ func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
 	online := !p.Cleared && p.Presence.Online
 	if online {
 		if !f.present[p.ID] && len(f.present) >= MaxPresent {
-			f.cfg.Room.Metrics.Reject(f.log, "presence", p.ID, "too_many", fmt.Errorf("more than %d companions present; %s ignored", MaxPresent, p.ID))
+			f.m.Reject(f.log, "presence", p.ID, "too_many", fmt.Errorf("more than %d companions present; %s ignored", MaxPresent, p.ID))
 			return
 		}
 		f.present[p.ID] = true
@@ -412,13 +510,17 @@ func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
 	}
 	delete(f.present, p.ID)
 	delete(f.holds, p.ID) // a hold ends with the body that held it
+	if f.awaiting != nil && f.awaiting.g.SpeakerID() == p.ID {
+		f.log.Warn("floor: the granted speaker left before answering", "speaker", p.ID, "message", f.awaiting.g.MessageID)
+		f.stopAwaiting()
+	}
 	// A companion that left cannot vote: stop waiting for it.
 	for _, b := range f.sortedPending() {
 		if b.participants[p.ID] {
 			if _, voted := b.votes[p.ID]; !voted {
 				delete(b.participants, p.ID)
 				if len(b.votes) == len(b.participants) {
-					f.decide(ctx, b, protocol.DecidedAllVoted)
+					f.decide(b, protocol.DecidedAllVoted)
 				}
 			}
 		}
@@ -434,27 +536,21 @@ func (f *Floor) sortedPending() []*ballot {
 	return out
 }
 
-func (f *Floor) decide(ctx context.Context, b *ballot, by string) {
+func (f *Floor) decide(b *ballot, by string) {
 	if len(f.holds) > 0 {
-		f.finish(ctx, b, Decision{Reason: protocol.ReasonHeld}, by)
+		f.finish(b, Decision{Reason: protocol.ReasonHeld}, by)
 		return
 	}
-	f.finish(ctx, b, Decide(b.votes, f.lastSpoke), by)
+	f.finish(b, Decide(b.votes, f.lastSpoke), by)
 }
 
-func (f *Floor) finish(ctx context.Context, b *ballot, d Decision, by string) {
+func (f *Floor) finish(b *ballot, d Decision, by string) {
 	id := b.msg.Params.ID
 	if b.timer != nil {
 		b.timer.Stop()
 	}
 	delete(f.pending, id)
-	f.decided[id] = true
-	f.decidedRing = append(f.decidedRing, id)
-	if len(f.decidedRing) > recentDecided {
-		delete(f.decided, f.decidedRing[0])
-		delete(f.done, f.decidedRing[0])
-		f.decidedRing = f.decidedRing[1:]
-	}
+	f.decided.Add(id)
 	g := protocol.TurnGrant{From: f.cfg.ID, MessageID: id, Reason: d.Reason, DecidedBy: by, Votes: []protocol.Vote{}}
 	if d.Speaker != "" {
 		s := d.Speaker
@@ -474,9 +570,16 @@ func (f *Floor) finish(ctx context.Context, b *ballot, d Decision, by string) {
 		}
 	}
 	sort.Strings(g.Missing)
-	m := f.cfg.Room.Metrics
+	if len(g.Votes) == 0 && len(g.Missing) > 0 && by == protocol.DecidedDeadline {
+		f.log.Warn("floor: no vote arrived before the deadline; the room rests",
+			"message", id, "missing", g.Missing, "vote_timeout", f.cfg.VoteTimeout,
+			"likely", "the companions think longer than the vote deadline (brain.timeout, a slow model), or their States are lost")
+	}
+	if b.seq >= f.last.seq {
+		f.last = lastGrant{g: g, seq: b.seq}
+	}
 	if !f.Active() {
-		if !f.done[id] {
+		if !f.done.Has(id) {
 			f.unannounced = append(f.unannounced, g)
 			if len(f.unannounced) > maxUnannounced {
 				f.unannounced = f.unannounced[1:]
@@ -484,77 +587,178 @@ func (f *Floor) finish(ctx context.Context, b *ballot, d Decision, by string) {
 		}
 		return
 	}
-	m.TurnLatency.Observe(f.cfg.Clock.Now().Sub(b.arrived).Seconds())
-	m.Grants.WithLabelValues(d.Reason).Inc()
-	f.publish(ctx, g)
+	f.m.TurnLatency.Observe(f.cfg.Clock.Now().Sub(b.arrived).Seconds())
+	f.m.Grants.WithLabelValues(d.Reason).Inc()
+	f.publish(g)
+	if b.seq == f.seq {
+		f.await(g)
+	}
 }
 
-func (f *Floor) publish(ctx context.Context, g protocol.TurnGrant) {
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	if err := f.cfg.Room.SendGrant(pctx, g); err != nil && ctx.Err() == nil {
+func (f *Floor) publish(g protocol.TurnGrant) {
+	if err := f.cfg.Room.QueueGrant(f.out, g); err != nil {
 		f.log.Error("floor: grant not published", "message", g.MessageID, "err", err)
 	}
+}
+
+// await starts publishing g again until its speaker answers.
+func (f *Floor) await(g protocol.TurnGrant) {
+	f.stopAwaiting()
+	if g.SpeakerID() == "" {
+		return
+	}
+	f.awaiting = &awaited{g: g, since: f.cfg.Clock.Now()}
+	f.awaiting.timer = f.cfg.Clock.AfterFunc(f.cfg.RegrantEvery, func() { f.ctl.flag(flagRegrant) })
+}
+
+func (f *Floor) stopAwaiting() {
+	if f.awaiting != nil && f.awaiting.timer != nil {
+		f.awaiting.timer.Stop()
+	}
+	f.awaiting = nil
+}
+
+// regrant publishes the awaited grant again: its speaker acts on it once,
+// and answers it again if it already did (issue 9, defect 2).
+func (f *Floor) regrant() {
+	a := f.awaiting
+	if a == nil || !f.Active() {
+		return
+	}
+	if f.cfg.Clock.Now().Sub(a.since) >= f.cfg.RegrantFor {
+		f.log.Warn("floor: the granted speaker never answered; the room rests", "speaker", a.g.SpeakerID(),
+			"message", a.g.MessageID, "waited", f.cfg.RegrantFor)
+		f.stopAwaiting()
+		return
+	}
+	f.m.Regrants.Inc()
+	f.publish(a.g)
+	a.timer = f.cfg.Clock.AfterFunc(f.cfg.RegrantEvery, func() { f.ctl.flag(flagRegrant) })
 }
 
 func (f *Floor) onGrant(g protocol.TurnGrant) {
 	if f.Active() {
 		return
 	}
-	f.done[g.MessageID] = true
+	f.done.Add(g.MessageID)
 	for i, u := range f.unannounced {
 		if u.MessageID == g.MessageID {
 			f.unannounced = append(f.unannounced[:i], f.unannounced[i+1:]...)
 			break
 		}
 	}
+	// What the active floor decided is what the companions act on: a
+	// takeover repeats that, not our shadow of it.
+	if f.last.g.MessageID == g.MessageID || f.last.g.MessageID == "" {
+		f.last.g = g
+	}
 }
 
-func (f *Floor) onClaim(ctx context.Context, c Claim) {
+func (f *Floor) onClaim(c Claim) {
 	me := f.cfg.Instance
 	switch {
 	case c.Instance == me:
-		if !c.Online && f.Active() {
-			f.announce(ctx) // a stale will of ours: say again that we lead
+		switch {
+		case c.Online && !f.claimSince.IsZero() && c.Since.Equal(f.claimSince):
+			f.claimed()
+		case !c.Online && (f.Active() || !f.claimSince.IsZero()):
+			f.announce() // a stale will of ours: say again that we lead
 		}
 	case c.Online:
-		if f.Active() {
+		if f.Active() || !f.claimSince.IsZero() {
 			if me < c.Instance {
-				f.announce(ctx)
+				f.announce()
 				return
 			}
 			f.log.Warn("floor: another floor claims the room; standing by", "other", c.Instance)
-			f.active.Store(false)
+			f.setActive(false)
+			f.claimSince = time.Time{}
+			f.stopAwaiting()
 		}
 		f.leader = c.Instance
 	default: // another instance went offline
-		if f.Active() {
-			f.announce(ctx) // its will overwrote our retained claim
+		if f.Active() || !f.claimSince.IsZero() {
+			f.announce() // its will overwrote our retained claim
 			return
 		}
 		if f.leader == "" || f.leader == c.Instance {
-			f.claim(ctx, "active floor "+c.Instance+" went offline")
+			f.claim("active floor " + c.Instance + " went offline")
 		}
 	}
 }
 
-func (f *Floor) claim(ctx context.Context, why string) {
-	f.active.Store(true)
+// claim publishes our claim; the floor becomes active once it reads the
+// claim back (claimed).
+func (f *Floor) claim(why string) {
 	f.leader = f.cfg.Instance
-	f.log.Info("floor: active", "why", why)
-	f.announce(ctx)
-	for _, g := range f.unannounced {
-		f.publish(ctx, g)
-	}
-	f.unannounced = nil
+	f.log.Info("floor: claiming the room", "why", why)
+	f.announce()
 }
 
-func (f *Floor) announce(ctx context.Context) {
+// claimed: the broker handed our claim back, so every floor sees it.
+func (f *Floor) claimed() {
+	f.claimSince = time.Time{}
+	if f.Active() {
+		return
+	}
+	f.setActive(true)
+	f.log.Info("floor: active")
+	published := false
+	for _, g := range f.unannounced {
+		f.publish(g)
+		published = published || g.MessageID == f.last.g.MessageID
+	}
+	f.unannounced = nil
+	// Take over the wait for the last grant's answer if nothing came after:
+	// the old floor may have died before its grant or the answer got through.
+	if f.last.seq == f.seq && f.last.g.SpeakerID() != "" {
+		if !published {
+			f.publish(f.last.g)
+		}
+		f.await(f.last.g)
+	}
+}
+
+// checkClaim runs ClaimCheck after a claim: if it has not come back, the
+// broker dropped it (most likely an ACL without floor/leader), and acting
+// on it could make two floors grant.
+func (f *Floor) checkClaim() {
+	if f.claimSince.IsZero() || f.Active() {
+		return
+	}
+	f.m.ClaimFailures.Inc()
+	f.log.Error("floor: CANNOT CLAIM THE ROOM: the leader claim did not come back from the broker; granting nothing until it does",
+		"topic", f.cfg.Room.Scheme.FloorLeader(f.cfg.Room.Name), "identity", f.cfg.ID, "waited", f.cfg.ClaimCheck,
+		"likely", "the broker's ACL does not let this identity write floor/leader (render it with chorus acl)", "retry_in", claimRetry)
+	f.claimSince = time.Time{}
+	f.cfg.Clock.AfterFunc(claimRetry, func() { f.ctl.flag(flagJoin) })
+	f.leader = ""
+}
+
+func (f *Floor) announce() {
 	r := f.cfg.Room
-	b, _ := json.Marshal(Claim{Instance: f.cfg.Instance, Online: true, Since: f.cfg.Clock.Now().UTC()})
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	if err := r.Bus.Publish(pctx, r.Scheme.FloorLeader(r.Name), b, true); err != nil && ctx.Err() == nil {
-		f.log.Error("floor: leader claim not published", "err", err)
+	now := f.cfg.Clock.Now().UTC()
+	b, _ := json.Marshal(Claim{Instance: f.cfg.Instance, Online: true, Since: now})
+	if !f.Active() {
+		f.claimSince = now
+		f.cfg.Clock.AfterFunc(f.cfg.ClaimCheck, func() { f.ctl.flag(flagClaimCheck) })
+	}
+	if !f.out.Send(r.Scheme.FloorLeader(r.Name), b, true) {
+		f.log.Error("floor: leader claim not queued (outbox full)")
+	}
+}
+
+// reconnected runs after the floor's connection came back: the broker may
+// have restarted and forgotten the retained claim, and nothing was heard
+// while away, so pending votes get a grace period.
+func (f *Floor) reconnected() {
+	if f.Active() {
+		f.announce()
+	}
+	now := f.cfg.Clock.Now()
+	for _, b := range f.pending {
+		if b.deadline.Sub(now) < reconnectGrace {
+			f.setDeadline(b, now.Add(reconnectGrace))
+		}
 	}
 }

@@ -18,42 +18,60 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
-// flush waits until the floor has handled every event queued before it.
-func (f *Floor) flush(t *testing.T) {
+// flush waits until everything published so far has been delivered and
+// handled, including what the floor published in turn (its claim read
+// back, its grants).
+func (f *Floor) flush(t *testing.T, mem *bustest.Memory) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := f.Ping(ctx); err != nil {
-		t.Fatal("floor loop did not answer")
+	for range 3 {
+		mem.Settle()
+		if err := f.Ping(ctx); err != nil {
+			t.Fatal("floor loop did not answer")
+		}
+		if err := f.out.Flush(ctx); err != nil {
+			t.Fatal("floor outbox did not drain")
+		}
 	}
+	mem.Settle()
 }
+
+// roster is the harness room's members.
+var roster = []string{"a", "b", "c", "latecomer"}
 
 type harness struct {
-	t      *testing.T
-	mem    *bustest.Memory
-	s      topic.Scheme
-	clk    *clock.Fake
-	m      *metrics.Metrics
-	grants chan protocol.TurnGrant
-	conns  map[string]*bustest.MemConn
+	t       *testing.T
+	mem     *bustest.Memory
+	s       topic.Scheme
+	clk     *clock.Fake
+	m       *metrics.Metrics
+	grants  chan protocol.TurnGrant
+	conns   map[string]*bustest.MemConn
+	members []string
 }
 
-func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, mem: bustest.NewMemory(), s: topic.New(""), clk: clock.NewFake(time.Unix(1_800_000_000, 0)),
-		m: metrics.New(), grants: make(chan protocol.TurnGrant, 128), conns: map[string]*bustest.MemConn{}}
-	obs := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
-	if err := obs.OnGrant(context.Background(), func(g protocol.TurnGrant) { h.grants <- g }); err != nil {
+func newHarness(t *testing.T, opts ...bustest.MemoryOptions) *harness {
+	h := &harness{t: t, mem: bustest.NewMemory(t, opts...), s: topic.New(""), clk: clock.NewFake(time.Unix(1_800_000_000, 0)),
+		m: metrics.New(), grants: make(chan protocol.TurnGrant, 1024), conns: map[string]*bustest.MemConn{}, members: roster}
+	obs := room.New(h.mem.NamedConn("observer", nil, nil), h.s, "lr", nil, nil)
+	if err := obs.OnGrant(context.Background(), func(g protocol.TurnGrant) {
+		select { // a handler never blocks
+		case h.grants <- g:
+		default:
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
-// startFloor starts a floor instance and returns it once it is active or
-// standing by, as asked.
+// startFloor starts a floor instance and returns it once it is subscribed.
 func (h *harness) startFloor(instance string, cfg Config) (*Floor, *bustest.MemConn, context.CancelFunc) {
 	h.t.Helper()
-	conn := h.mem.Conn(nil, LeaderWill(h.s, "lr", instance))
+	conn := h.mem.NamedConn("floor-"+instance, nil, LeaderWill(h.s, "lr", instance))
 	cfg.Room = room.New(conn, h.s, "lr", nil, h.m)
+	cfg.Room.SetMembers(h.members)
 	cfg.Instance = instance
 	cfg.Clock = h.clk
 	f, err := New(cfg)
@@ -65,8 +83,19 @@ func (h *harness) startFloor(instance string, cfg Config) (*Floor, *bustest.MemC
 	wg.Add(1)
 	go func() { defer wg.Done(); f.Run(ctx) }()
 	h.t.Cleanup(func() { cancel(); wg.Wait() })
-	waitFor(h.t, func() bool { return len(h.mem.Subscriptions()) > 0 && f.subscribed() })
+	waitFor(h.t, func() bool { return f.subscribed() })
+	h.mem.Settle()
 	return f, conn, cancel
+}
+
+// activate lets the join wait pass and the claim come back.
+func (h *harness) activate(f *Floor) {
+	h.t.Helper()
+	h.clk.Advance(DefaultJoinWait)
+	f.flush(h.t, h.mem)
+	if !f.Active() {
+		h.t.Fatal("a lone floor must become active after the join wait")
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -82,8 +111,8 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func (h *harness) join(id string) *room.Room {
 	r := room.New(nil, h.s, "lr", nil, nil)
-	birth, will := r.PresenceMessages(id, id+"-dev", h.clk.Now())
-	c := h.mem.Conn(birth, will)
+	birth, will := r.PresenceMessages(id, id+"-dev")
+	c := h.mem.NamedConn(id, birth, will)
 	h.conns[id] = c
 	r.Bus = c
 	return r
@@ -119,6 +148,7 @@ func (h *harness) grant() protocol.TurnGrant {
 
 func (h *harness) noGrant() {
 	h.t.Helper()
+	h.mem.Settle()
 	select {
 	case g := <-h.grants:
 		h.t.Fatalf("unexpected grant %+v", g)
@@ -128,16 +158,10 @@ func (h *harness) noGrant() {
 
 func TestAllVotedDecidesAtOnce(t *testing.T) {
 	h := newHarness(t)
-	a, b, user := h.join("a"), h.join("b"), h.join("user-client")
-	_ = user
+	a, b := h.join("a"), h.join("b")
+	h.join("user-client") // not on the roster: it never votes, however present it says it is
 	f, _, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
-	f.flush(t)
-	if !f.Active() {
-		t.Fatal("a lone floor must become active after the join wait")
-	}
-	h.conns["user-client"].Close() // users are not companions: it leaves, so it does not vote
-	f.flush(t)
+	h.activate(f)
 	h.say(room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil), "user", "m1")
 	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 4})
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 6})
@@ -147,7 +171,7 @@ func TestAllVotedDecidesAtOnce(t *testing.T) {
 	}
 	// A late state for a decided message is ignored and counted.
 	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 10})
-	f.flush(t)
+	f.flush(t, h.mem)
 	h.noGrant()
 	if n := testutil.ToFloat64(h.m.LateStates); n != 1 {
 		t.Fatalf("late states = %v, want 1", n)
@@ -156,14 +180,14 @@ func TestAllVotedDecidesAtOnce(t *testing.T) {
 
 func TestDeadlineDecidesWithoutSilentVoter(t *testing.T) {
 	h := newHarness(t)
-	a, _, _ := h.join("a"), h.join("b"), h.join("c")
+	a, b, _ := h.join("a"), h.join("b"), h.join("c")
 	f, _, _ := h.startFloor("f1", Config{VoteTimeout: 3 * time.Second})
-	h.clk.Advance(DefaultJoinWait)
+	h.activate(f)
 	h.say(a, "a", "m1") // a speaks: b and c vote
-	h.vote(room.New(h.conns["b"], h.s, "lr", nil, nil), protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Selected: true, Importance: 1})
-	f.flush(t)
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Selected: true, Importance: 1})
+	f.flush(t, h.mem)
 	h.clk.Advance(2999 * time.Millisecond)
-	f.flush(t)
+	f.flush(t, h.mem)
 	h.noGrant()
 	h.clk.Advance(time.Millisecond)
 	g := h.grant()
@@ -179,35 +203,39 @@ func TestDroppedStates(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
 	f, _, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
+	h.activate(f)
 	h.say(a, "a", "m1")
+	f.flush(t, h.mem)
 	// a sent m1, so a is not a participant of its own message.
 	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 9})
 	// A state for a message nobody sent.
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "nope", State: protocol.Speak, Importance: 9})
 	// A newcomer after the message arrived is not a participant either.
 	late := h.join("latecomer")
+	f.flush(t, h.mem)
 	h.vote(late, protocol.StateParams{From: "latecomer", MessageID: "m1", State: protocol.Speak, Importance: 9})
-	f.flush(t)
-	// The state for "nope" waits for its message for one vote timeout, then
-	// counts as unknown.
+	// Someone off the roster is dropped before the floor sees it.
+	h.vote(h.join("stranger"), protocol.StateParams{From: "stranger", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	f.flush(t, h.mem)
 	h.clk.Advance(DefaultVoteTimeout)
+	// b's newer early State replaces its older one ("nope" counts as unknown).
 	for range 600 {
-		h.vote(b, protocol.StateParams{From: "b", MessageID: fmt.Sprintf("never-%d", 0), State: protocol.Speak, Importance: 1})
+		h.vote(b, protocol.StateParams{From: "b", MessageID: "never-0", State: protocol.Speak, Importance: 1})
 	}
-	f.flush(t)
+	f.flush(t, h.mem)
 	if g := h.grant(); g.MessageID != "m1" || g.DecidedBy != protocol.DecidedDeadline {
 		t.Fatalf("grant %+v", g)
 	}
-	h.say(a, "a", "m1b")
-	f.flush(t)
 	for reason, want := range map[string]float64{"not_participant": 2, "unknown_message": 1} {
 		if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues(reason)); n != want {
 			t.Errorf("dropped %s = %v, want %v", reason, n, want)
 		}
 	}
-	if n := len(f.early["never-0"]); n != 600 {
-		t.Fatalf("%d early states kept", n)
+	if n := testutil.ToFloat64(h.m.BadInput.WithLabelValues("state", "not_member")); n != 1 {
+		t.Errorf("states from off the roster counted %v, want 1", n)
+	}
+	if len(f.early) != 1 || f.early["b"].s.MessageID != "never-0" {
+		t.Fatalf("early states %+v, want b's newest only", f.early)
 	}
 }
 
@@ -215,12 +243,13 @@ func TestLastVoteBeforeDecisionCounts(t *testing.T) {
 	h := newHarness(t)
 	a, b, c := h.join("a"), h.join("b"), h.join("c")
 	f, _, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
+	h.activate(f)
 	h.say(a, "a", "m1")
+	f.flush(t, h.mem)
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9})
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Importance: 0})
+	f.flush(t, h.mem)
 	h.vote(c, protocol.StateParams{From: "c", MessageID: "m1", State: protocol.Speak, Importance: 2})
-	f.flush(t)
 	if g := h.grant(); g.SpeakerID() != "c" {
 		t.Fatalf("grant %+v, want c (b changed its mind to listen)", g)
 	}
@@ -229,8 +258,8 @@ func TestLastVoteBeforeDecisionCounts(t *testing.T) {
 func TestNobodyEligibleRests(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
-	h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
+	f, _, _ := h.startFloor("f1", Config{})
+	h.activate(f)
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9, Closing: protocol.ClosingTerminal})
 	if g := h.grant(); g.Speaker != nil || g.Reason != protocol.ReasonRest {
@@ -242,11 +271,11 @@ func TestPendingBounded(t *testing.T) {
 	h := newHarness(t)
 	a, _ := h.join("a"), h.join("b")
 	f, _, _ := h.startFloor("f1", Config{MaxPending: 3})
-	h.clk.Advance(DefaultJoinWait)
+	h.activate(f)
 	for i := range 4 {
 		h.say(a, "a", fmt.Sprintf("m%d", i))
 	}
-	f.flush(t)
+	f.flush(t, h.mem)
 	g := h.grant()
 	if g.MessageID != "m0" || g.Reason != protocol.ReasonExpired || g.DecidedBy != protocol.DecidedEvicted {
 		t.Fatalf("grant %+v, want m0 expired", g)
@@ -260,7 +289,7 @@ func TestPendingBounded(t *testing.T) {
 			t.Fatalf("grant %+v", g)
 		}
 	}
-	f.flush(t)
+	f.flush(t, h.mem)
 	if len(f.pending) != 0 || h.clk.Pending() != 0 {
 		t.Fatalf("%d pending, %d timers left", len(f.pending), h.clk.Pending())
 	}
@@ -270,10 +299,10 @@ func TestLeavingParticipantDoesNotStallVote(t *testing.T) {
 	h := newHarness(t)
 	a, b, _ := h.join("a"), h.join("b"), h.join("c")
 	f, _, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
+	h.activate(f)
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
-	f.flush(t)
+	f.flush(t, h.mem)
 	h.noGrant()
 	h.conns["c"].Kill() // its Last Will marks it offline
 	g := h.grant()
@@ -286,11 +315,10 @@ func TestStandbyTakesOver(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
 	f1, c1, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
-	f1.flush(t)
+	h.activate(f1)
 	f2, _, _ := h.startFloor("f2", Config{})
 	h.clk.Advance(DefaultJoinWait)
-	f2.flush(t)
+	f2.flush(t, h.mem)
 	if !f1.Active() || f2.Active() {
 		t.Fatalf("active: f1 %v f2 %v; want f1 only", f1.Active(), f2.Active())
 	}
@@ -299,14 +327,14 @@ func TestStandbyTakesOver(t *testing.T) {
 	if g := h.grant(); g.SpeakerID() != "b" {
 		t.Fatalf("grant %+v", g)
 	}
-	f2.flush(t)
+	f2.flush(t, h.mem)
 	h.noGrant() // the standby decided too, silently
 
 	// The active floor dies mid-vote: its will marks its claim offline.
 	h.say(b, "b", "m2")
-	f1.flush(t)
+	f1.flush(t, h.mem)
 	c1.Kill()
-	f2.flush(t)
+	f2.flush(t, h.mem)
 	if !f2.Active() {
 		t.Fatal("standby did not take over")
 	}
@@ -325,10 +353,10 @@ func TestStateBeforeItsMessage(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
 	f, _, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
+	h.activate(f)
 	// b's State overtakes a's Message (brokers order per publisher only).
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
-	f.flush(t)
+	f.flush(t, h.mem)
 	h.say(a, "a", "m1")
 	g := h.grant()
 	if g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
@@ -339,26 +367,37 @@ func TestStateBeforeItsMessage(t *testing.T) {
 	}
 }
 
-func TestEarlyStatesBounded(t *testing.T) {
+// A voter that floods States for messages nobody sent keeps one early
+// State; it never pushes out another voter's (issue 9, defect 7: early
+// States are kept one per voter, not per message).
+func TestEarlyStatesOnePerVoter(t *testing.T) {
 	h := newHarness(t)
-	b := h.join("b")
+	a, b, c := h.join("a"), h.join("b"), h.join("c")
 	f, _, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
-	for i := range maxEarly + 50 {
+	h.activate(f)
+	h.vote(c, protocol.StateParams{From: "c", MessageID: "real", State: protocol.Speak, Importance: 7})
+	f.flush(t, h.mem)
+	for i := range 2000 {
 		h.vote(b, protocol.StateParams{From: "b", MessageID: fmt.Sprintf("ghost-%d", i), State: protocol.Speak, Importance: 3})
 	}
-	f.flush(t)
-	if f.earlyCount > maxEarly {
-		t.Fatalf("%d early states kept, cap %d", f.earlyCount, maxEarly)
+	f.flush(t, h.mem)
+	if len(f.early) != 2 {
+		t.Fatalf("%d early states kept, want one per voter (2)", len(f.early))
 	}
-	if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 50 {
-		t.Fatalf("unknown_message = %v, want 50", n)
+	if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 1999 {
+		t.Fatalf("unknown_message = %v, want 1999", n)
+	}
+	h.say(a, "a", "real")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "real", State: protocol.Listen, Importance: 1})
+	g := h.grant()
+	if g.MessageID != "real" || g.SpeakerID() != "c" || g.DecidedBy != protocol.DecidedAllVoted {
+		t.Fatalf("grant %+v: c's early vote must count", g)
 	}
 	h.clk.Advance(DefaultVoteTimeout)
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "late", State: protocol.Speak, Importance: 3})
-	f.flush(t)
-	if f.earlyCount != 1 {
-		t.Fatalf("stale early states not dropped: %d kept", f.earlyCount)
+	f.flush(t, h.mem)
+	if len(f.early) != 1 {
+		t.Fatalf("stale early states not dropped: %d kept", len(f.early))
 	}
 }
 
@@ -366,16 +405,18 @@ func TestHumanHoldsTheFloor(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
 	f, _, _ := h.startFloor("f1", Config{})
-	h.clk.Advance(DefaultJoinWait)
+	h.activate(f)
 	if err := b.SendHold(context.Background(), "b", true, h.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
+	f.flush(t, h.mem)
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9})
 	if g := h.grant(); g.Speaker != nil || g.Reason != protocol.ReasonHeld {
 		t.Fatalf("grant while held %+v", g)
 	}
 	b.SendHold(context.Background(), "b", false, h.clk.Now())
+	f.flush(t, h.mem)
 	h.say(a, "a", "m2")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m2", State: protocol.Speak, Importance: 9})
 	if g := h.grant(); g.SpeakerID() != "b" {
@@ -383,9 +424,9 @@ func TestHumanHoldsTheFloor(t *testing.T) {
 	}
 	// A hold ends when the body holding it goes offline.
 	b.SendHold(context.Background(), "b", true, h.clk.Now())
-	f.flush(t)
+	f.flush(t, h.mem)
 	h.conns["b"].Kill()
-	f.flush(t)
+	f.flush(t, h.mem)
 	if len(f.holds) != 0 {
 		t.Fatalf("hold outlived its body: %v", f.holds)
 	}
@@ -393,11 +434,15 @@ func TestHumanHoldsTheFloor(t *testing.T) {
 
 func TestPresenceBounded(t *testing.T) {
 	h := newHarness(t)
-	f, _, _ := h.startFloor("f1", Config{})
+	h.members = nil
 	for i := range MaxPresent + 10 {
-		h.join(fmt.Sprintf("c%04d", i))
+		h.members = append(h.members, fmt.Sprintf("c%04d", i))
 	}
-	f.flush(t)
+	f, _, _ := h.startFloor("f1", Config{})
+	for _, id := range h.members {
+		h.join(id)
+	}
+	f.flush(t, h.mem)
 	if len(f.present) != MaxPresent {
 		t.Fatalf("%d companions followed, cap %d", len(f.present), MaxPresent)
 	}

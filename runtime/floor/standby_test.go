@@ -2,7 +2,6 @@ package floor
 
 import (
 	"testing"
-	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -13,12 +12,10 @@ func TestMessageBeforeClaimIsAnnounced(t *testing.T) {
 	f, _, _ := h.startFloor("f1", Config{})
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
-	f.flush(t)
+	f.flush(t, h.mem)
 	h.noGrant()
-	h.clk.Advance(DefaultJoinWait)
-	f.flush(t)
+	h.activate(f)
 	if g := h.grant(); g.SpeakerID() != "b" {
 		t.Fatalf("grant %+v", g)
 	}
-	_ = time.Second
 }

@@ -63,7 +63,7 @@ func TestRoundTripOnRealBrokers(t *testing.T) {
 }
 
 func TestClientServer(t *testing.T) {
-	mem := bustest.NewMemory()
+	mem := bustest.NewMemory(t)
 	release := make(chan struct{})
 	serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{
 		"echo": echo,
@@ -154,15 +154,17 @@ func waitPending(t *testing.T, c *Client, n int) {
 }
 
 func TestResultOnlyFromTheDeviceAsked(t *testing.T) {
-	mem := bustest.NewMemory()
+	mem := bustest.NewMemory(t)
 	s := topic.New("")
 	// An impostor answers every query it sees on pi5's topic, on its own results topic and on pi5's.
-	imp := mem.Conn(nil, nil)
+	imp, impOut := mem.Conn(nil, nil), mem.Conn(nil, nil)
 	imp.Subscribe(context.Background(), s.Queries("pi5"), func(_ string, b []byte) {
 		var q struct{ ID string }
 		json.Unmarshal(b, &q)
 		fake, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": q.ID, "result": map[string]any{"success": true, "body": map[string]any{"fake": true}}})
-		imp.Publish(context.Background(), s.Results("evil"), fake, false)
+		// Published on a second connection: a handler that publishes on its
+		// own connection and waits wedges it (as with paho).
+		impOut.Publish(context.Background(), s.Results("evil"), fake, false)
 	})
 	c := NewClient(mem.Conn(nil, nil), s, "kyoko", ClientOptions{})
 	c.watch(context.Background(), "evil")
@@ -172,7 +174,7 @@ func TestResultOnlyFromTheDeviceAsked(t *testing.T) {
 }
 
 func TestCancelStopsRunningQuery(t *testing.T) {
-	mem := bustest.NewMemory()
+	mem := bustest.NewMemory(t)
 	stopped := make(chan struct{})
 	serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{
 		"speak": func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {

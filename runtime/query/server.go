@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -21,6 +22,16 @@ type Handler func(ctx context.Context, from string, body json.RawMessage) (any, 
 // DefaultMaxRunning bounds the queries a server runs at once.
 const DefaultMaxRunning = 16
 
+// Bounds of the reply queues. Results of queries that ran go first; error
+// replies to bad input wait in a small queue of their own and are dropped
+// (counted) when a flood fills it, so a burst of bad queries never delays
+// the answer to a good one.
+const (
+	resultQueue = 64
+	rejectQueue = 64
+	queryQueue  = 64
+)
+
 // Server answers the queries addressed to one device.
 type Server struct {
 	Bus        bus.Bus
@@ -34,6 +45,8 @@ type Server struct {
 	mu       sync.Mutex
 	handlers map[string]Handler
 	running  map[string]context.CancelFunc
+	results  *bus.Outbox
+	rejects  *bus.Outbox
 }
 
 // Handle registers h for queries of type typ.
@@ -61,21 +74,36 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// No bus handler waits on the network (DESIGN.md, "Delivery"): every
+	// reply goes through an outbox, published by its own goroutine.
+	dropped := func(topic string, err error) {
+		s.Metrics.QueryErrors.WithLabelValues("reply", "dropped").Inc()
+	}
+	s.results = &bus.Outbox{Bus: s.Bus, Size: resultQueue, Log: s.Log, OnDrop: dropped}
+	s.rejects = &bus.Outbox{Bus: s.Bus, Size: rejectQueue, Timeout: 2 * time.Second, OnDrop: dropped}
+	for _, o := range []*bus.Outbox{s.results, s.rejects} {
+		wg.Add(1)
+		go func() { defer wg.Done(); o.Run(ctx) }()
+	}
 	sem := make(chan struct{}, s.MaxRunning)
-	queue := make(chan protocol.Query, 64)
+	queue := make(chan protocol.Query, queryQueue)
 	err := s.Bus.Subscribe(ctx, s.Scheme.Queries(s.Device), func(_ string, b []byte) {
 		q, err := protocol.DecodeQuery(b, s.MaxBytes)
 		if err != nil {
 			s.Metrics.Reject(s.Log, "query", s.Device, string(protocol.KindOf(err)), err)
-			if q.ID != "" {
-				s.reply(ctx, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: err.Error()})
+			// Answer whenever the id can be read, so the asker does not wait
+			// out its timeout (an oversize query included).
+			if id := protocol.QueryIDOf(b); id != "" {
+				s.reply(s.rejects, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: id, Error: err.Error()})
 			}
 			return
 		}
 		select {
 		case queue <- q:
 		default:
-			s.reply(ctx, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: "device busy: query queue full"})
+			s.reply(s.rejects, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: "device busy: query queue full"})
 		}
 	})
 	if err != nil {
@@ -136,7 +164,7 @@ func (s *Server) run(ctx context.Context, q protocol.Query) {
 	res := protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID}
 	if h == nil {
 		res.Error = fmt.Sprintf("unknown query type %q", q.Params.Type)
-		s.reply(ctx, res)
+		s.reply(s.rejects, res)
 		return
 	}
 	body, err := safeCall(qctx, h, q)
@@ -150,7 +178,7 @@ func (s *Server) run(ctx context.Context, q protocol.Query) {
 			res.Result = &protocol.ResultBody{Success: true, Body: b}
 		}
 	}
-	s.reply(ctx, res)
+	s.reply(s.results, res)
 }
 
 // safeCall turns a handler panic into an error result: one bad query must
@@ -164,9 +192,8 @@ func safeCall(ctx context.Context, h Handler, q protocol.Query) (body any, err e
 	return h(ctx, q.Params.From, q.Params.Body)
 }
 
-func (s *Server) reply(ctx context.Context, r protocol.QueryResult) {
+// reply queues r on o; it never waits on the network.
+func (s *Server) reply(o *bus.Outbox, r protocol.QueryResult) {
 	b, _ := json.Marshal(r)
-	if err := s.Bus.Publish(ctx, s.Scheme.Results(s.Device), b, false); err != nil && ctx.Err() == nil {
-		s.Log.Error("query: result not published", "id", r.ID, "err", err)
-	}
+	o.Send(s.Scheme.Results(s.Device), b, false)
 }

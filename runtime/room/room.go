@@ -2,7 +2,17 @@
 // room's topics, decodes every payload strictly, drops spoofs (a "from" that
 // is not the identity the topic names, or a grant not from a floor), counts
 // and logs what it rejects, and hands valid values to callbacks. It also
-// publishes the room's values on the right topics.
+// publishes the room's values on the right topics, or queues them on an
+// outbox for code that must not wait on the network.
+//
+// # Membership
+//
+// A room's roster (its companion ids) is configuration (DESIGN.md, "Room
+// membership is explicit"). When Members is set, presence, States and
+// holds from anyone else are dropped and counted where they enter, so the
+// floor and the companions only ever see members vote or be present. User
+// clients may still send Messages. Every identity that arrives in a topic
+// segment is validated here, once.
 //
 // # Concurrency
 //
@@ -15,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -31,6 +42,57 @@ type Room struct {
 	MaxBytes int // payload cap; 0 means protocol.DefaultMaxBytes
 	Log      *slog.Logger
 	Metrics  *metrics.Metrics
+	// Members is the roster; nil (an observer's view) accepts anyone.
+	Members map[string]bool
+}
+
+// SetMembers sets the roster.
+func (r *Room) SetMembers(ids []string) {
+	r.Members = make(map[string]bool, len(ids))
+	for _, id := range ids {
+		r.Members[id] = true
+	}
+}
+
+// IsMember reports whether id is on the roster (always true without one).
+func (r *Room) IsMember(id string) bool { return r.Members == nil || r.Members[id] }
+
+// MemberList returns the roster, sorted.
+func (r *Room) MemberList() []string {
+	out := make([]string, 0, len(r.Members))
+	for id := range r.Members {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// route parses t and checks that it is kind in this room and that its
+// identity segment, if any, is a valid identity; otherwise it counts and
+// logs the topic as bad input.
+func (r *Room) route(t string, kind topic.Kind) (topic.Route, bool) {
+	route, ok := r.Scheme.Parse(t)
+	if !ok || route.Kind != kind || route.Room != r.Name {
+		r.Metrics.Reject(r.Log, string(kind), "", "topic", fmt.Errorf("unexpected topic %q", t))
+		return route, false
+	}
+	if route.Identity != "" {
+		if why := protocol.ValidIdentity(route.Identity); why != "" {
+			r.Metrics.Reject(r.Log, string(kind), "", "topic", fmt.Errorf("topic %q: identity %s", t, why))
+			return route, false
+		}
+	}
+	return route, true
+}
+
+// member drops (and counts) a value from someone off the roster, for the
+// kinds only members may send.
+func (r *Room) member(kind topic.Kind, id string) bool {
+	if r.IsMember(id) {
+		return true
+	}
+	r.Metrics.Reject(r.Log, string(kind), id, "not_member", fmt.Errorf("%s from %q, who is not a member of room %s", kind, id, r.Name))
+	return false
 }
 
 // New returns the view of room name on b.
@@ -47,9 +109,8 @@ func New(b bus.Bus, s topic.Scheme, name string, log *slog.Logger, m *metrics.Me
 func subscribe[T any](ctx context.Context, r *Room, filter string, kind topic.Kind,
 	decode func([]byte, int) (T, error), from func(T) string, fn func(T)) error {
 	return r.Bus.Subscribe(ctx, filter, func(t string, payload []byte) {
-		route, ok := r.Scheme.Parse(t)
-		if !ok || route.Kind != kind || route.Room != r.Name {
-			r.Metrics.Reject(r.Log, string(kind), t, "topic", fmt.Errorf("unexpected topic %q", t))
+		route, ok := r.route(t, kind)
+		if !ok {
 			return
 		}
 		peer := route.Identity
@@ -79,10 +140,14 @@ func (r *Room) OnMessage(ctx context.Context, fn func(protocol.Message)) error {
 		func(m protocol.Message) string { return m.Params.From }, fn)
 }
 
-// OnState calls fn for every valid State in the room.
+// OnState calls fn for every valid State of a member in the room.
 func (r *Room) OnState(ctx context.Context, fn func(protocol.State)) error {
 	return subscribe(ctx, r, r.Scheme.States(r.Name), topic.KindState, protocol.DecodeState,
-		func(s protocol.State) string { return s.Params.From }, fn)
+		func(s protocol.State) string { return s.Params.From }, func(s protocol.State) {
+			if r.member(topic.KindState, s.Params.From) {
+				fn(s)
+			}
+		})
 }
 
 // OnGrant calls fn for every valid TurnGrant from a floor identity.
@@ -91,10 +156,15 @@ func (r *Room) OnGrant(ctx context.Context, fn func(protocol.TurnGrant)) error {
 		func(g protocol.TurnGrant) string { return g.From }, fn)
 }
 
-// OnHold calls fn for every valid Hold in the room (retained ones too).
+// OnHold calls fn for every valid Hold of a member in the room (retained
+// ones too).
 func (r *Room) OnHold(ctx context.Context, fn func(protocol.Hold)) error {
 	return subscribe(ctx, r, r.Scheme.FloorHolds(r.Name), topic.KindHold, protocol.DecodeHold,
-		func(h protocol.Hold) string { return h.From }, fn)
+		func(h protocol.Hold) string { return h.From }, func(h protocol.Hold) {
+			if r.member(topic.KindHold, h.From) {
+				fn(h)
+			}
+		})
 }
 
 // SendHold publishes (retained) whether a human holds the floor through id.
@@ -110,12 +180,12 @@ type PresenceEvent struct {
 	Cleared  bool
 }
 
-// OnPresence calls fn for every presence change in the room, including the
-// retained ones at subscription.
+// OnPresence calls fn for every presence change of a member in the room,
+// including the retained ones at subscription.
 func (r *Room) OnPresence(ctx context.Context, fn func(PresenceEvent)) error {
 	return r.Bus.Subscribe(ctx, r.Scheme.Presences(r.Name), func(t string, payload []byte) {
-		route, ok := r.Scheme.Parse(t)
-		if !ok || route.Kind != topic.KindPresence || route.Room != r.Name {
+		route, ok := r.route(t, topic.KindPresence)
+		if !ok || !r.member(topic.KindPresence, route.Identity) {
 			return
 		}
 		if len(payload) == 0 {
@@ -139,6 +209,41 @@ func (r *Room) publish(ctx context.Context, t string, v any, retain bool) error 
 	return r.Bus.Publish(ctx, t, b, retain)
 }
 
+// queue encodes v and hands it to o; it never waits on the network.
+func (r *Room) queue(o *bus.Outbox, t string, v any, retain bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("room %s: encode for %s: %w", r.Name, t, err)
+	}
+	if !o.Send(t, b, retain) {
+		return fmt.Errorf("room %s: %s: %w", r.Name, t, bus.ErrOutboxFull)
+	}
+	return nil
+}
+
+// QueueMessage queues m under its sender on o.
+func (r *Room) QueueMessage(o *bus.Outbox, m protocol.Message) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	return r.queue(o, r.Scheme.Message(r.Name, m.Params.From), m, false)
+}
+
+// QueueState queues s under its voter on o.
+func (r *Room) QueueState(o *bus.Outbox, s protocol.State) error {
+	return r.queue(o, r.Scheme.State(r.Name, s.Params.From), s, false)
+}
+
+// QueueGrant queues a TurnGrant on o (floor identities only).
+func (r *Room) QueueGrant(o *bus.Outbox, g protocol.TurnGrant) error {
+	return r.queue(o, r.Scheme.Turns(r.Name), g, false)
+}
+
+// QueueHold queues (retained) whether a human holds the floor through id.
+func (r *Room) QueueHold(o *bus.Outbox, id string, held bool, now time.Time) error {
+	return r.queue(o, r.Scheme.FloorHold(r.Name, id), protocol.Hold{From: id, Held: held, Since: now.UTC()}, true)
+}
+
 // SendMessage publishes m under its sender.
 func (r *Room) SendMessage(ctx context.Context, m protocol.Message) error {
 	if err := m.Validate(); err != nil {
@@ -158,10 +263,15 @@ func (r *Room) SendGrant(ctx context.Context, g protocol.TurnGrant) error {
 }
 
 // PresenceMessages returns the retained birth and will messages that mark
-// companion id on device online and offline, for bus.Options.
-func (r *Room) PresenceMessages(id, device string, now time.Time) (birth, will *bus.Retained) {
+// companion id on device online and offline, for bus.Options. The birth is
+// stamped with the time of each (re)connect; the will, which the broker
+// holds from the connect on, with the time it was made.
+func (r *Room) PresenceMessages(id, device string) (birth func(time.Time) *bus.Retained, will *bus.Retained) {
 	t := r.Scheme.Presence(r.Name, id)
-	on, _ := json.Marshal(protocol.Presence{Online: true, Device: device, Since: now.UTC()})
-	off, _ := json.Marshal(protocol.Presence{Online: false, Device: device, Since: now.UTC()})
-	return &bus.Retained{Topic: t, Payload: on}, &bus.Retained{Topic: t, Payload: off}
+	off, _ := json.Marshal(protocol.Presence{Online: false, Device: device, Since: time.Now().UTC()})
+	birth = func(now time.Time) *bus.Retained {
+		on, _ := json.Marshal(protocol.Presence{Online: true, Device: device, Since: now.UTC()})
+		return &bus.Retained{Topic: t, Payload: on}
+	}
+	return birth, &bus.Retained{Topic: t, Payload: off}
 }

@@ -87,16 +87,17 @@ func TestBadInputRejectedAndCounted(t *testing.T) {
 }
 
 func TestDevicesFollowsPresence(t *testing.T) {
-	mem := bustest.NewMemory()
+	mem := bustest.NewMemory(t)
 	s := topic.New("")
 	r := room.New(nil, s, "lr", nil, nil)
-	birth, will := r.PresenceMessages("kyoko", "pi5", time.Now())
+	birth, will := r.PresenceMessages("kyoko", "pi5")
 	c := mem.Conn(birth, will)
 	obs := room.New(mem.Conn(nil, nil), s, "lr", nil, nil)
 	d, err := room.FollowDevices(context.Background(), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
+	mem.Settle()
 	if on, known := d.Online("pi5"); !on || !known {
 		t.Fatalf("pi5 online %v known %v", on, known)
 	}
@@ -104,7 +105,53 @@ func TestDevicesFollowsPresence(t *testing.T) {
 		t.Fatal("a device never seen is known")
 	}
 	c.Kill()
+	mem.Settle()
 	if on, known := d.Online("pi5"); on || !known {
 		t.Fatalf("after its will: online %v known %v", on, known)
+	}
+}
+
+// Presence is taken from the roster only, and a presence topic whose last
+// segment is not a valid identity is dropped where it enters (issue 9,
+// defect 5: one odd name made every grant undecodable).
+func TestPresenceOnlyFromMembersWithValidIdentities(t *testing.T) {
+	mem := bustest.NewMemory(t)
+	s := topic.New("")
+	m := metrics.New()
+	r := room.New(mem.Conn(nil, nil), s, "lr", nil, m)
+	r.SetMembers([]string{"kyoko"})
+	got := make(chan room.PresenceEvent, 16)
+	if err := r.OnPresence(context.Background(), func(p room.PresenceEvent) { got <- p }); err != nil {
+		t.Fatal(err)
+	}
+	pub := mem.Conn(nil, nil)
+	online := []byte(`{"online":true,"device":"x","since":"2026-01-01T00:00:00Z"}`)
+	for _, tp := range []string{
+		"chorus/rooms/lr/presence/mallory",   // not a member
+		"chorus/rooms/lr/presence/bad name",  // not an identity
+		"chorus/rooms/lr/presence/" + "\x01", // control character
+		s.Presence("lr", "kyoko"),            // valid, last
+	} {
+		if err := pub.Publish(context.Background(), tp, online, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case p := <-got:
+		if p.ID != "kyoko" {
+			t.Fatalf("presence of %q got through", p.ID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the member's presence never arrived")
+	}
+	mem.Settle()
+	if len(got) != 0 {
+		t.Fatalf("%d more presence events got through", len(got))
+	}
+	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("presence", "not_member")); n != 1 {
+		t.Errorf("non-member presence counted %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("presence", "topic")); n != 2 {
+		t.Errorf("bad presence topics counted %v, want 2", n)
 	}
 }

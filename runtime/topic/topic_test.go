@@ -19,6 +19,7 @@ func TestParseRoundTrip(t *testing.T) {
 		{s.FloorHold("lr", "kyoko"), Route{Kind: KindHold, Room: "lr", Identity: "kyoko"}},
 		{s.Queries("pi5"), Route{Kind: KindQuery, Device: "pi5"}},
 		{s.Results("pi5"), Route{Kind: KindResult, Device: "pi5", Identity: "pi5"}},
+		{s.Probe("pi5"), Route{Kind: KindProbe, Device: "pi5", Identity: "pi5"}},
 	}
 	for _, tt := range tests {
 		got, ok := s.Parse(tt.topic)
@@ -35,7 +36,7 @@ func TestParseRoundTrip(t *testing.T) {
 }
 
 func TestMayPublish(t *testing.T) {
-	s := New("chorus")
+	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana"})
 	tests := []struct {
 		user, topic string
 		want        bool
@@ -61,6 +62,15 @@ func TestMayPublish(t *testing.T) {
 		{"kyoko", "chorus/other", false},
 		{"kyoko", "elsewhere/rooms/lr/states/kyoko", false},
 		{"kyoko", "chorus/rooms/+/states/kyoko", false},
+		// Users (not on the roster) may speak, never vote or be present.
+		{"user", s.Message("lr", "user"), true},
+		{"user", s.State("lr", "user"), false},
+		{"user", s.Presence("lr", "user"), false},
+		{"user", s.FloorHold("lr", "user"), false},
+		{"user", s.FloorIn("lr", "user"), false},
+		{"kyoko", s.State("other-room", "kyoko"), false},
+		{"pi5", s.Probe("pi5"), true},
+		{"pi4", s.Probe("pi5"), false},
 	}
 	for _, tt := range tests {
 		if got := s.MayPublish(tt.user, tt.topic); got != tt.want {

@@ -1,6 +1,8 @@
 // Package transcript follows a room and prints what happens in it: every
 // message, and every floor decision with the votes behind it. `chorus demo`
-// and `chorus watch` use it.
+// and `chorus watch` use it. Delivery is at least once and the floor repeats
+// a grant until its speaker answers, so each message and each decision is
+// printed and passed on once.
 package transcript
 
 import (
@@ -13,6 +15,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/seen"
 )
 
 // Event is one line of the transcript, for callers that act on it.
@@ -23,9 +26,24 @@ type Event struct {
 
 // Printer writes a room's transcript to W.
 type Printer struct {
-	W     io.Writer
-	start time.Time
-	mu    sync.Mutex
+	W      io.Writer
+	start  time.Time
+	mu     sync.Mutex
+	msgs   *seen.Set
+	grants *seen.Set
+}
+
+// recent bounds the ids a Printer remembers to print each once.
+const recent = 1024
+
+// first reports whether id is new in set (made on first use).
+func (p *Printer) first(set **seen.Set, id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if *set == nil {
+		*set = seen.New(recent)
+	}
+	return (*set).Add(id)
 }
 
 // Follow subscribes to r's messages and grants, prints them, and passes
@@ -33,6 +51,9 @@ type Printer struct {
 func (p *Printer) Follow(ctx context.Context, r *room.Room, fn func(Event)) error {
 	p.start = time.Now()
 	if err := r.OnMessage(ctx, func(m protocol.Message) {
+		if !p.first(&p.msgs, m.Params.ID) {
+			return
+		}
 		p.message(m)
 		if fn != nil {
 			fn(Event{Message: &m})
@@ -41,6 +62,9 @@ func (p *Printer) Follow(ctx context.Context, r *room.Room, fn func(Event)) erro
 		return err
 	}
 	return r.OnGrant(ctx, func(g protocol.TurnGrant) {
+		if !p.first(&p.grants, g.MessageID) {
+			return
+		}
 		p.grant(g)
 		if fn != nil {
 			fn(Event{Grant: &g})

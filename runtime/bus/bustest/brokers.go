@@ -44,13 +44,20 @@ type Options struct {
 	ACL bool
 	// Scheme for the ACL; zero means topic.New("").
 	Scheme topic.Scheme
+	// Rosters gives rooms their members (room -> companion ids), for the
+	// ACL: only members may publish presence and States.
+	Rosters map[string][]string
 }
 
 func (o Options) scheme() topic.Scheme {
-	if o.Scheme.Prefix == "" {
-		return topic.New("")
+	s := o.Scheme
+	if s.Prefix == "" {
+		s = topic.New("")
 	}
-	return o.Scheme
+	for room, m := range o.Rosters {
+		s = s.WithRoster(room, m)
+	}
+	return s
 }
 
 // ForEach runs fn as a subtest against the embedded broker and Mosquitto.

@@ -16,7 +16,6 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
 	"github.com/chorus-robotics/chorus/runtime/bench"
 	"github.com/chorus-robotics/chorus/runtime/broker"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 func init() {
@@ -64,7 +63,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	name := *url
 	if *url == "" {
-		br, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, Scheme: topic.New("")})
+		br, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, Scheme: bench.Scheme()})
 		if err != nil {
 			return err
 		}

@@ -33,10 +33,10 @@ func TestUsageAndUnknownCommand(t *testing.T) {
 // TestSayQueryAgainstADevice runs a device in-process and drives it with
 // the CLI: vision to a file, speak, an unknown type, say.
 func TestSayQueryAgainstADevice(t *testing.T) {
-	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
 	c, err := config.Decode(strings.NewReader(fmt.Sprintf(`version: 1
 device: {id: bot}
-room: {name: lab, floor: true}
+room: {name: lab, members: [bot], floor: true}
 mqtt: {broker: "%s"}
 companion: {id: bot, name: Bot, language: en}
 drivers: {camera: {kind: testpattern, width: 320, height: 240}, audio: {kind: null}, tts: {kind: tone}}

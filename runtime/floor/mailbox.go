@@ -1,0 +1,124 @@
+package floor
+
+import (
+	"sync"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// Bounds of the control mailbox. Presence and holds come only from the
+// roster (room drops the rest), deadlines only for pending ballots; claims
+// and observed grants come from floor identities, and are capped here.
+const (
+	maxClaimInstances = 16
+	maxSeenGrants     = 256
+)
+
+// Timer and housekeeping flags.
+const (
+	flagJoin = 1 << iota
+	flagRegrant
+	flagClaimCheck
+	flagReconnected
+)
+
+// mailbox holds the floor's control events until its loop takes them.
+// Control events are never dropped (issue 9, defect 7): each kind keeps
+// only what the loop needs — the latest presence and hold per companion,
+// the latest claim per floor instance, the set of grants seen, the
+// deadlines that fired — so it is bounded by construction however fast
+// the events come. notify wakes the loop.
+type mailbox struct {
+	notify chan struct{}
+
+	mu        sync.Mutex
+	presence  map[string]room.PresenceEvent
+	holds     map[string]protocol.Hold
+	claims    map[string]Claim
+	grants    []protocol.TurnGrant // observed on the bus, oldest first
+	deadlines map[string]bool
+	flags     int
+	barriers  []chan struct{}
+}
+
+// drained is one take of the mailbox.
+type drained struct {
+	presence  map[string]room.PresenceEvent
+	holds     map[string]protocol.Hold
+	claims    map[string]Claim
+	grants    []protocol.TurnGrant
+	deadlines map[string]bool
+	flags     int
+	barriers  []chan struct{}
+}
+
+func newMailbox() *mailbox {
+	m := &mailbox{notify: make(chan struct{}, 1)}
+	m.reset()
+	return m
+}
+
+func (m *mailbox) reset() {
+	m.presence = map[string]room.PresenceEvent{}
+	m.holds = map[string]protocol.Hold{}
+	m.claims = map[string]Claim{}
+	m.grants = nil
+	m.deadlines = map[string]bool{}
+	m.flags = 0
+	m.barriers = nil
+}
+
+func (m *mailbox) wake() {
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox) put(f func()) {
+	m.mu.Lock()
+	f()
+	m.mu.Unlock()
+	m.wake()
+}
+
+func (m *mailbox) presenceEvent(p room.PresenceEvent) { m.put(func() { m.presence[p.ID] = p }) }
+func (m *mailbox) hold(h protocol.Hold)               { m.put(func() { m.holds[h.From] = h }) }
+func (m *mailbox) deadline(id string)                 { m.put(func() { m.deadlines[id] = true }) }
+func (m *mailbox) flag(f int)                         { m.put(func() { m.flags |= f }) }
+func (m *mailbox) barrier(c chan struct{})            { m.put(func() { m.barriers = append(m.barriers, c) }) }
+
+// claim keeps the latest claim of each instance; a flood of made-up
+// instance names beyond the cap is refused (false).
+func (m *mailbox) claim(c Claim) bool {
+	ok := true
+	m.put(func() {
+		if _, known := m.claims[c.Instance]; !known && len(m.claims) >= maxClaimInstances {
+			ok = false
+			return
+		}
+		m.claims[c.Instance] = c
+	})
+	return ok
+}
+
+// grant records a grant seen on the bus; the oldest are forgotten beyond
+// the cap (a standby needs only the recent ones).
+func (m *mailbox) grant(g protocol.TurnGrant) {
+	m.put(func() {
+		m.grants = append(m.grants, g)
+		if len(m.grants) > maxSeenGrants {
+			m.grants = m.grants[len(m.grants)-maxSeenGrants:]
+		}
+	})
+}
+
+func (m *mailbox) take() drained {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := drained{presence: m.presence, holds: m.holds, claims: m.claims, grants: m.grants,
+		deadlines: m.deadlines, flags: m.flags, barriers: m.barriers}
+	m.reset()
+	return d
+}
