@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,16 +19,40 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
-// buildBinaries builds chorusd and chorus into a temp folder once per test.
+var (
+	binOnce          sync.Once
+	binDir           string
+	binChorusd, binC string
+	binErr           error
+)
+
+// TestMain removes the binaries the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildBinaries builds chorusd and chorus once for all the tests.
 func buildBinaries(t *testing.T) (chorusd, chorus string) {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir, "github.com/chorus-robotics/chorus/cmd/chorusd", "github.com/chorus-robotics/chorus/cmd/chorus")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "chorus-bin-"); binErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir, "github.com/chorus-robotics/chorus/cmd/chorusd", "github.com/chorus-robotics/chorus/cmd/chorus")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		binChorusd, binC = filepath.Join(binDir, "chorusd"), filepath.Join(binDir, "chorus")
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return filepath.Join(dir, "chorusd"), filepath.Join(dir, "chorus")
+	return binChorusd, binC
 }
 
 const companionYAML = `version: 1
@@ -62,40 +85,14 @@ var labRoster = map[string][]string{"lab": {"ann", "ben", "cat"}}
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	log  *syncBuffer
 	done chan struct{}
 }
 
 func start(t *testing.T, bin, cfg, name string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(bin, "--config", cfg), log: &bytes.Buffer{}, done: make(chan struct{})}
-	var mu sync.Mutex
-	w := writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return p.log.Write(b) })
-	p.cmd.Stdout, p.cmd.Stderr = w, w
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("--- %s log:\n%s", p.name, p.log.String())
-			mu.Unlock()
-		}
-	})
-	return p
+	return startEnv(t, bin, cfg, name)
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 type observer struct {
 	presence chan room.PresenceEvent

@@ -61,6 +61,7 @@ type MQTT struct {
 	subs        map[string][]Handler // every handler of a filter hears every message
 	connected   int                  // successful connections so far
 	onReconnect []func()
+	onLost      []func()
 	closed      bool
 	closeOnce   sync.Once
 }
@@ -137,8 +138,12 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 			b.mu.Lock()
 			closeOnce(b.link.lost)
 			b.link = newLink()
+			hooks := append([]func(){}, b.onLost...)
 			b.mu.Unlock()
 			b.log.Warn("bus: connection lost", "broker", o.Broker, "err", err)
+			for _, h := range hooks {
+				h()
+			}
 		})
 	if o.TLS != nil {
 		po.SetTLSConfig(o.TLS)
@@ -203,6 +208,14 @@ func (b *MQTT) onConnect(c paho.Client) {
 func (b *MQTT) OnReconnect(f func()) {
 	b.mu.Lock()
 	b.onReconnect = append(b.onReconnect, f)
+	b.mu.Unlock()
+}
+
+// OnLost registers f to run whenever the connection is lost (a floor stops
+// deciding on deadlines it could not hear out). f must not block.
+func (b *MQTT) OnLost(f func()) {
+	b.mu.Lock()
+	b.onLost = append(b.onLost, f)
 	b.mu.Unlock()
 }
 

@@ -72,12 +72,14 @@ const (
 	DefaultRegrantEvery = time.Second
 	DefaultRegrantFor   = time.Minute
 	DefaultClaimCheck   = 2 * time.Second
+	DefaultOrphanGrace  = time.Second
 	claimRetry          = 5 * time.Second
 	reconnectGrace      = 1500 * time.Millisecond
 	queueSize           = 4096
 	recentDecided       = 256
 	maxLastSpoke        = 1024
 	maxUnannounced      = 16
+	maxOrphans          = 64 // messages known only from States, waiting at once
 	// MaxPresent bounds the companions a floor follows in one room.
 	MaxPresent = 1024
 )
@@ -98,6 +100,10 @@ type Config struct {
 	// ClaimCheck is how long the floor waits to read its leader claim back
 	// before it says it cannot claim the room; default 2 s.
 	ClaimCheck time.Duration
+	// OrphanGrace is how long a State for a message the floor has not
+	// received waits for that message before the floor opens the ballot
+	// without it (the message was lost on its way here); default 1 s.
+	OrphanGrace time.Duration
 }
 
 // Floor is the floor service of one room.
@@ -125,6 +131,8 @@ type Floor struct {
 	claimSince  time.Time             // our claim awaiting read-back; zero when none
 	awaiting    *awaited              // the grant whose speaker has not answered yet
 	last        lastGrant             // the newest grant decided or seen, for a takeover
+	deaf        bool                  // the connection is lost: deadlines wait for it to come back
+	orphans     map[string]bool       // message ids known only from States, waiting OrphanGrace
 }
 
 // earlyState is a State that arrived before its Message. MQTT orders
@@ -197,6 +205,7 @@ func New(cfg Config) (*Floor, error) {
 	def(&cfg.RegrantEvery, DefaultRegrantEvery)
 	def(&cfg.RegrantFor, DefaultRegrantFor)
 	def(&cfg.ClaimCheck, DefaultClaimCheck)
+	def(&cfg.OrphanGrace, DefaultOrphanGrace)
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
@@ -219,6 +228,7 @@ func New(cfg Config) (*Floor, error) {
 		lastSpoke: map[string]uint64{},
 		done:      seen.New(recentDecided),
 		early:     map[string]earlyState{},
+		orphans:   map[string]bool{},
 		holds:     map[string]bool{},
 	}, nil
 }
@@ -278,8 +288,12 @@ func (f *Floor) Run(ctx context.Context) error {
 	defer cancel()
 	wg.Add(1)
 	go func() { defer wg.Done(); f.out.Run(ctx) }()
-	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
+	if rc, ok := r.Bus.(interface {
+		OnReconnect(func())
+		OnLost(func())
+	}); ok {
 		rc.OnReconnect(func() { f.ctl.flag(flagReconnected) })
+		rc.OnLost(func() { f.ctl.flag(flagLost) })
 	}
 	subs := []func() error{
 		func() error {
@@ -365,8 +379,19 @@ func (f *Floor) control(ctx context.Context) {
 	for _, g := range d.grants {
 		f.onGrant(g)
 	}
+	if d.flags&flagLost != 0 {
+		f.deaf = true
+	}
+	if d.flags&flagReconnected != 0 {
+		f.reconnected()
+	}
+	for _, id := range sortedKeys(d.orphans) {
+		f.adopt(id)
+	}
 	for _, id := range sortedKeys(d.deadlines) {
-		if b, ok := f.pending[id]; ok && !f.cfg.Clock.Now().Before(b.deadline) {
+		// While the floor cannot hear, a deadline waits: the votes may be
+		// on their way (reconnected extends it).
+		if b, ok := f.pending[id]; ok && !f.deaf && !f.cfg.Clock.Now().Before(b.deadline) {
 			f.decide(b, protocol.DecidedDeadline)
 		}
 	}
@@ -378,9 +403,6 @@ func (f *Floor) control(ctx context.Context) {
 	}
 	if d.flags&flagRegrant != 0 {
 		f.regrant()
-	}
-	if d.flags&flagReconnected != 0 {
-		f.reconnected()
 	}
 	if len(d.barriers) > 0 {
 		for n := len(f.events); n > 0; n-- {
@@ -414,7 +436,9 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 	if len(f.lastSpoke) >= maxLastSpoke {
 		f.lastSpoke = map[string]uint64{}
 	}
-	f.lastSpoke[m.Params.From] = f.seq
+	if m.Params.From != "" { // "" when adopted from its States
+		f.lastSpoke[m.Params.From] = f.seq
+	}
 	for len(f.pending) >= f.cfg.MaxPending {
 		f.evictOldest()
 	}
@@ -452,10 +476,16 @@ func (f *Floor) setDeadline(b *ballot, at time.Time) {
 }
 
 // keepEarly holds a State whose Message has not arrived yet: the newest
-// per voter, for one vote timeout.
+// per voter, for one vote timeout. The first State for a message starts
+// its OrphanGrace: if the message is still missing then, it was lost on
+// its way to the floor, and the States open the ballot (adopt).
 func (f *Floor) keepEarly(s protocol.StateParams) {
 	if old, ok := f.early[s.From]; ok && old.s.MessageID != s.MessageID {
 		f.m.DroppedStates.WithLabelValues("unknown_message").Inc()
+	}
+	if id := s.MessageID; !f.orphans[id] && len(f.orphans) < maxOrphans {
+		f.orphans[id] = true
+		f.cfg.Clock.AfterFunc(f.cfg.OrphanGrace, func() { f.ctl.orphan(id) })
 	}
 	f.early[s.From] = earlyState{s: s, at: f.cfg.Clock.Now()}
 	for voter, e := range f.early {
@@ -464,6 +494,29 @@ func (f *Floor) keepEarly(s protocol.StateParams) {
 			f.m.DroppedStates.WithLabelValues("unknown_message").Inc()
 		}
 	}
+}
+
+// adopt opens the ballot for message id from the States that name it: the
+// message itself never reached the floor (a broker dropped it), but the
+// companions that heard it voted, and the floor needs no more than its id.
+// Its sender is unknown, so every present member is a participant; the
+// deadline covers the one that sent it.
+func (f *Floor) adopt(id string) {
+	delete(f.orphans, id)
+	if _, open := f.pending[id]; open || f.decided.Has(id) {
+		return
+	}
+	voted := false
+	for _, e := range f.early {
+		voted = voted || e.s.MessageID == id
+	}
+	if !voted {
+		return
+	}
+	f.log.Warn("floor: votes arrived for a message the floor never received; deciding on them", "message", id)
+	f.m.Recovered.WithLabelValues("message").Inc()
+	f.onMessage(context.Background(), protocol.Message{JSONRPC: protocol.JSONRPC, Method: protocol.MethodMessage,
+		Params: protocol.MessageParams{ID: id, To: []string{}}})
 }
 
 func (f *Floor) evictOldest() {
@@ -750,8 +803,10 @@ func (f *Floor) announce() {
 
 // reconnected runs after the floor's connection came back: the broker may
 // have restarted and forgotten the retained claim, and nothing was heard
-// while away, so pending votes get a grace period.
+// while away, so pending votes get a grace period (their States are sent
+// again by the companions).
 func (f *Floor) reconnected() {
+	f.deaf = false
 	if f.Active() {
 		f.announce()
 	}

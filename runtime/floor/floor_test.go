@@ -202,7 +202,7 @@ func TestDeadlineDecidesWithoutSilentVoter(t *testing.T) {
 func TestDroppedStates(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{})
+	f, _, _ := h.startFloor("f1", Config{OrphanGrace: time.Hour})
 	h.activate(f)
 	h.say(a, "a", "m1")
 	f.flush(t, h.mem)
@@ -373,7 +373,7 @@ func TestStateBeforeItsMessage(t *testing.T) {
 func TestEarlyStatesOnePerVoter(t *testing.T) {
 	h := newHarness(t)
 	a, b, c := h.join("a"), h.join("b"), h.join("c")
-	f, _, _ := h.startFloor("f1", Config{})
+	f, _, _ := h.startFloor("f1", Config{OrphanGrace: time.Hour})
 	h.activate(f)
 	h.vote(c, protocol.StateParams{From: "c", MessageID: "real", State: protocol.Speak, Importance: 7})
 	f.flush(t, h.mem)

@@ -21,6 +21,7 @@ const (
 	flagRegrant
 	flagClaimCheck
 	flagReconnected
+	flagLost
 )
 
 // mailbox holds the floor's control events until its loop takes them.
@@ -38,6 +39,7 @@ type mailbox struct {
 	claims    map[string]Claim
 	grants    []protocol.TurnGrant // observed on the bus, oldest first
 	deadlines map[string]bool
+	orphans   map[string]bool // messages known only from States, whose grace ran out
 	flags     int
 	barriers  []chan struct{}
 }
@@ -49,6 +51,7 @@ type drained struct {
 	claims    map[string]Claim
 	grants    []protocol.TurnGrant
 	deadlines map[string]bool
+	orphans   map[string]bool
 	flags     int
 	barriers  []chan struct{}
 }
@@ -65,6 +68,7 @@ func (m *mailbox) reset() {
 	m.claims = map[string]Claim{}
 	m.grants = nil
 	m.deadlines = map[string]bool{}
+	m.orphans = map[string]bool{}
 	m.flags = 0
 	m.barriers = nil
 }
@@ -86,6 +90,7 @@ func (m *mailbox) put(f func()) {
 func (m *mailbox) presenceEvent(p room.PresenceEvent) { m.put(func() { m.presence[p.ID] = p }) }
 func (m *mailbox) hold(h protocol.Hold)               { m.put(func() { m.holds[h.From] = h }) }
 func (m *mailbox) deadline(id string)                 { m.put(func() { m.deadlines[id] = true }) }
+func (m *mailbox) orphan(id string)                   { m.put(func() { m.orphans[id] = true }) }
 func (m *mailbox) flag(f int)                         { m.put(func() { m.flags |= f }) }
 func (m *mailbox) barrier(c chan struct{})            { m.put(func() { m.barriers = append(m.barriers, c) }) }
 
@@ -118,7 +123,7 @@ func (m *mailbox) take() drained {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := drained{presence: m.presence, holds: m.holds, claims: m.claims, grants: m.grants,
-		deadlines: m.deadlines, flags: m.flags, barriers: m.barriers}
+		deadlines: m.deadlines, orphans: m.orphans, flags: m.flags, barriers: m.barriers}
 	m.reset()
 	return d
 }

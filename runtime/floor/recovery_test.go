@@ -272,3 +272,57 @@ func TestReconnectReclaimsAndGivesPendingVotesGrace(t *testing.T) {
 		t.Fatalf("grant %+v: b's State, sent after the reconnect, must count", g)
 	}
 }
+
+// While the floor's connection is lost it cannot hear States: a deadline
+// that falls in the outage does not decide (it would rest the room with
+// nobody's votes); after the reconnect the votes, sent again, count.
+func TestNoDeadlineDecidesWhileTheFloorCannotHear(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, conn, _ := h.startFloor("f1", Config{VoteTimeout: 2 * time.Second})
+	h.activate(f)
+	h.say(a, "a", "m1")
+	f.flush(t, h.mem)
+	conn.Lose()
+	f.flush(t, h.mem)
+	h.clk.Advance(5 * time.Second) // the outage outlasts the deadline
+	f.flush(t, h.mem)
+	h.noGrant()
+	conn.Reconnect()
+	f.flush(t, h.mem)
+	h.clk.Advance(time.Second)
+	f.flush(t, h.mem)
+	h.noGrant()
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
+	if g := h.grant(); g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
+		t.Fatalf("grant %+v", g)
+	}
+}
+
+// A message lost on its way to the floor (a user's opening line, say) but
+// heard by the companions is decided from their States once OrphanGrace
+// passes: the room does not wait for a message that will never come.
+func TestMessageLostToTheFloorIsDecidedFromItsStates(t *testing.T) {
+	h := newHarness(t, bustest.MemoryOptions{Drop: func(to *bustest.MemConn, topic string, p []byte) bool {
+		return to.Name() == "floor-f1" && topic == "chorus/rooms/lr/messages/user"
+	}})
+	a, b, c := h.join("a"), h.join("b"), h.join("c")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.activate(f)
+	h.say(room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil), "user", "lost")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "lost", State: protocol.Speak, Importance: 4})
+	h.vote(c, protocol.StateParams{From: "c", MessageID: "lost", State: protocol.Speak, Importance: 6})
+	f.flush(t, h.mem)
+	h.noGrant()
+	h.clk.Advance(DefaultOrphanGrace)
+	f.flush(t, h.mem)
+	h.noGrant() // a has not voted yet: it may be the sender
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "lost", State: protocol.Listen, Importance: 1})
+	g := h.grant()
+	if g.MessageID != "lost" || g.SpeakerID() != "c" || g.DecidedBy != protocol.DecidedAllVoted {
+		t.Fatalf("grant %+v", g)
+	}
+	if n := testutil.ToFloat64(h.m.Recovered.WithLabelValues("message")); n != 1 {
+		t.Fatalf("recovered = %v", n)
+	}
+}

@@ -50,6 +50,7 @@ type Metrics struct {
 	IgnoredGrants  *prometheus.CounterVec // reason: grants a companion did not act on
 	Resent         *prometheus.CounterVec // kind: States and Messages a companion published again
 	Duplicates     *prometheus.CounterVec // component, kind: copies delivered again and handled once
+	Recovered      *prometheus.CounterVec // kind: lost messages the room recovered without
 	PublishDropped *prometheus.CounterVec // component: publishes refused or failed
 
 	limiter limiter
@@ -102,6 +103,8 @@ func New() *Metrics {
 		Duplicates: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_duplicates_total",
 			Help: "Copies of a message delivered again (at-least-once delivery, a repeated answer) and handled once, by component and kind."},
 			[]string{"component", "kind"})).(*prometheus.CounterVec),
+		Recovered: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_floor_recovered_total",
+			Help: "Messages the floor never received but decided on from the States that named them, by kind."}, []string{"kind"})).(*prometheus.CounterVec),
 		PublishDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_publish_dropped_total",
 			Help: "Publishes refused by a full outbox or failed, by component."}, []string{"component"})).(*prometheus.CounterVec),
 	}

@@ -6,12 +6,18 @@
 // other client can answer for it. Pending queries live in a bounded map,
 // each with a timeout (default 30 s, per call override) whose timer is
 // cleared on answer. A query to a device whose presence is offline fails at
-// once instead of waiting.
+// once instead of waiting. Delivery is at least once and any message may be
+// lost: the client sends an unanswered query again, with the same id, after
+// RetryEvery and then at growing intervals (up to 2 s), so a lost query or
+// result costs seconds, not the whole timeout.
 //
 // A Server subscribes to its device's queries, dispatches each by
 // params.type to a registered Handler on its own goroutine (bounded), and
 // publishes the result; an unknown type gets an error result naming it.
 // query.cancel (body {"id": ...}) cancels the running query with that id.
+// A query seen again (a copy, or the client asking again) runs once: a copy
+// of a running query is dropped, a copy of a finished one is answered with
+// the same result.
 //
 // # Concurrency
 //
@@ -40,6 +46,8 @@ import (
 const (
 	DefaultTimeout    = 30 * time.Second
 	DefaultMaxPending = 256
+	DefaultRetryEvery = time.Second
+	maxRetryEvery     = 2 * time.Second
 	maxDevices        = 256
 )
 
@@ -64,6 +72,7 @@ func (e *RemoteError) Error() string {
 type ClientOptions struct {
 	Timeout        time.Duration // default 30 s
 	MaxPending     int           // default 256
+	RetryEvery     time.Duration // first resend of an unanswered query, default 1 s
 	MaxResultBytes int           // default protocol.DefaultMaxResultBytes
 	// Online tells whether a device is present; known false means no
 	// presence was ever seen for it (then the query is sent anyway).
@@ -101,6 +110,9 @@ func NewClient(b bus.Bus, s topic.Scheme, from string, o ClientOptions) *Client 
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
+	}
+	if o.RetryEvery <= 0 {
+		o.RetryEvery = DefaultRetryEvery
 	}
 	log := o.Log
 	if log == nil {
@@ -226,25 +238,47 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	if err := c.bus.Publish(ctx, c.scheme.Queries(device), payload, false); err != nil {
-		return nil, fmt.Errorf("query: send %s to %s: %w", typ, device, err)
+	send := func() error {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := c.bus.Publish(pctx, c.scheme.Queries(device), payload, false); err != nil {
+			return fmt.Errorf("query: send %s to %s: %w", typ, device, err)
+		}
+		return nil
 	}
-	select {
-	case r := <-p.ch:
-		if r.Error != "" {
-			return nil, &RemoteError{Device: device, Type: typ, Msg: r.Error}
+	if err := send(); err != nil {
+		return nil, err
+	}
+	every := c.o.RetryEvery
+	retry := time.NewTimer(every)
+	defer retry.Stop()
+	for {
+		select {
+		case r := <-p.ch:
+			if r.Error != "" {
+				return nil, &RemoteError{Device: device, Type: typ, Msg: r.Error}
+			}
+			if !r.Result.Success {
+				return r.Result.Body, &RemoteError{Device: device, Type: typ, Msg: "success=false: " + string(r.Result.Body)}
+			}
+			return r.Result.Body, nil
+		case <-retry.C:
+			// Not answered yet: the query or its result may be lost. The
+			// device runs a query once however often it is asked.
+			c.m.Resent.WithLabelValues("query").Inc()
+			if err := send(); err != nil {
+				c.log.Debug("query: resend failed", "type", typ, "device", device, "err", err)
+			}
+			every = min(2*every, maxRetryEvery)
+			retry.Reset(every)
+		case <-timer.C:
+			if typ == "speak" {
+				c.cancel(device, q.ID)
+			}
+			return nil, fmt.Errorf("%w: %s on %s after %v", ErrTimeout, typ, device, timeout)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("query: %s on %s: %w", typ, device, ctx.Err())
 		}
-		if !r.Result.Success {
-			return r.Result.Body, &RemoteError{Device: device, Type: typ, Msg: "success=false: " + string(r.Result.Body)}
-		}
-		return r.Result.Body, nil
-	case <-timer.C:
-		if typ == "speak" {
-			c.cancel(device, q.ID)
-		}
-		return nil, fmt.Errorf("%w: %s on %s after %v", ErrTimeout, typ, device, timeout)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("query: %s on %s: %w", typ, device, ctx.Err())
 	}
 }
 

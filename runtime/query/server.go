@@ -30,6 +30,11 @@ const (
 	resultQueue = 64
 	rejectQueue = 64
 	queryQueue  = 64
+	// A query id is remembered for recentQueries queries, with its result
+	// when that is at most maxCachedResult bytes (a speak result; a camera
+	// frame is not kept, a copy of a vision query runs again).
+	recentQueries   = 256
+	maxCachedResult = 16 << 10
 )
 
 // Server answers the queries addressed to one device.
@@ -47,6 +52,8 @@ type Server struct {
 	running  map[string]context.CancelFunc
 	results  *bus.Outbox
 	rejects  *bus.Outbox
+	recent   map[string]*seenQuery // query id -> what became of it
+	order    []string              // recent's ids, oldest first
 }
 
 // Handle registers h for queries of type typ.
@@ -71,6 +78,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.running = map[string]context.CancelFunc{}
+	s.recent = map[string]*seenQuery{}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -100,9 +108,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			return
 		}
+		if q.Method == protocol.MethodQuery && !s.first(q) {
+			return // a copy: running, or answered again from the cache
+		}
 		select {
 		case queue <- q:
 		default:
+			s.forget(q.ID)
 			s.reply(s.rejects, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: "device busy: query queue full"})
 		}
 	})
@@ -181,6 +193,51 @@ func (s *Server) run(ctx context.Context, q protocol.Query) {
 	s.reply(s.results, res)
 }
 
+// seenQuery is what the server remembers of a recent query id.
+type seenQuery struct {
+	done   bool
+	result []byte // the encoded result, when small enough to keep
+}
+
+// first reports whether q should run: it was not seen before, or it
+// finished with a result too large to keep. A copy of a query that is
+// queued or running is dropped; a copy of a finished one is answered with
+// the kept result.
+func (s *Server) first(q protocol.Query) bool {
+	s.mu.Lock()
+	e, seen := s.recent[q.ID]
+	if !seen {
+		s.recent[q.ID] = &seenQuery{}
+		s.order = append(s.order, q.ID)
+		if len(s.order) > recentQueries {
+			delete(s.recent, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.mu.Unlock()
+		return true
+	}
+	var cached []byte
+	again := false
+	switch {
+	case e.result != nil:
+		cached = e.result
+	case e.done:
+		e.done, again = false, true
+	}
+	s.mu.Unlock()
+	s.Metrics.Duplicates.WithLabelValues("query", "query").Inc()
+	if cached != nil {
+		s.results.Send(s.Scheme.Results(s.Device), cached, false)
+	}
+	return again
+}
+
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	delete(s.recent, id)
+	s.mu.Unlock()
+}
+
 // safeCall turns a handler panic into an error result: one bad query must
 // not take the device down.
 func safeCall(ctx context.Context, h Handler, q protocol.Query) (body any, err error) {
@@ -192,8 +249,17 @@ func safeCall(ctx context.Context, h Handler, q protocol.Query) (body any, err e
 	return h(ctx, q.Params.From, q.Params.Body)
 }
 
-// reply queues r on o; it never waits on the network.
+// reply queues r on o; it never waits on the network. The result of a
+// query is kept for its copies when it is small.
 func (s *Server) reply(o *bus.Outbox, r protocol.QueryResult) {
 	b, _ := json.Marshal(r)
+	s.mu.Lock()
+	if e, ok := s.recent[r.ID]; ok {
+		e.done = true
+		if len(b) <= maxCachedResult {
+			e.result = b
+		}
+	}
+	s.mu.Unlock()
 	o.Send(s.Scheme.Results(s.Device), b, false)
 }

@@ -47,6 +47,11 @@ type Options struct {
 	// Rosters gives rooms their members (room -> companion ids), for the
 	// ACL: only members may publish presence and States.
 	Rosters map[string][]string
+	// MosquittoConf adds lines to Mosquitto's config (queue limits, say).
+	MosquittoConf []string
+	// MosquittoACL replaces the ACL that Chorus renders (Mosquitto only),
+	// to test a broker set up by hand.
+	MosquittoACL string
 }
 
 func (o Options) scheme() topic.Scheme {
@@ -198,13 +203,18 @@ func StartMosquitto(t testing.TB, o Options) *Mosquitto {
 	} else {
 		conf = append(conf, "allow_anonymous true")
 	}
-	if o.ACL {
+	if o.ACL || o.MosquittoACL != "" {
+		text := o.MosquittoACL
+		if text == "" {
+			text = o.scheme().MosquittoACL()
+		}
 		acl := filepath.Join(m.dir, "acl")
-		if err := os.WriteFile(acl, []byte(o.scheme().MosquittoACL()), 0o600); err != nil {
+		if err := os.WriteFile(acl, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		conf = append(conf, "acl_file "+acl)
 	}
+	conf = append(conf, o.MosquittoConf...)
 	if err := os.WriteFile(filepath.Join(m.dir, "mosquitto.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +259,16 @@ func (m *Mosquitto) start(t testing.TB) {
 }
 
 func (m *Mosquitto) Name() string { return "mosquitto" }
-func (m *Mosquitto) URL() string  { return fmt.Sprintf("tcp://127.0.0.1:%d", m.port) }
+
+// Port is the loopback port Mosquitto listens on.
+func (m *Mosquitto) Port() int { return m.port }
+
+// Log is what Mosquitto wrote to its log so far.
+func (m *Mosquitto) Log() string {
+	b, _ := os.ReadFile(filepath.Join(m.dir, "mosquitto.log"))
+	return string(b)
+}
+func (m *Mosquitto) URL() string { return fmt.Sprintf("tcp://127.0.0.1:%d", m.port) }
 
 func (m *Mosquitto) Restart(t testing.TB) {
 	t.Helper()

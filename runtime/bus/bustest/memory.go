@@ -84,6 +84,7 @@ type MemConn struct {
 	mu     sync.Mutex
 	subs   map[string][]bus.Handler
 	hooks  []func()
+	lost   []func()
 	queue  []item
 	busy   bool // the delivery goroutine is handling an item
 	wake   chan struct{}
@@ -345,6 +346,24 @@ func (c *MemConn) OnReconnect(f func()) {
 	c.mu.Lock()
 	c.hooks = append(c.hooks, f)
 	c.mu.Unlock()
+}
+
+// OnLost registers f to run on Lose.
+func (c *MemConn) OnLost(f func()) {
+	c.mu.Lock()
+	c.lost = append(c.lost, f)
+	c.mu.Unlock()
+}
+
+// Lose simulates the loss of the connection: the OnLost hooks run (the
+// connection itself keeps working; Options.Drop decides what is lost).
+func (c *MemConn) Lose() {
+	c.mu.Lock()
+	hooks := append([]func(){}, c.lost...)
+	c.mu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
 }
 
 // Reconnect simulates a connection that came back after a loss: the
