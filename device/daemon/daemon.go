@@ -150,8 +150,10 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 	rm.SetMembers(cfg.Room.Members)
 	var birth func(time.Time) *bus.Retained
 	var will *bus.Retained
+	var presence *room.Announcement
 	if cfg.Companion != nil {
-		birth, will = rm.PresenceMessages(id, cfg.Device.ID)
+		presence = rm.Announce(id, cfg.Device.ID, expectedThink(cfg.Brain))
+		birth, will = presence.Birth, presence.Will()
 	}
 	main, err := d.dial(ctx, id, cfg.MQTT.Username, password, birth, will)
 	if err != nil {
@@ -203,7 +205,7 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 		frm.MaxBytes = cfg.Room.MaxPayload
 		frm.SetMembers(cfg.Room.Members)
 		f, err := floor.New(floor.Config{Room: frm, ID: fid, Instance: cfg.Room.FloorInstance,
-			VoteTimeout: cfg.Room.VoteTimeout, MaxPending: cfg.Room.MaxPending})
+			VoteTimeout: cfg.Room.VoteTimeout, VoteCeiling: cfg.Room.VoteCeiling, MaxPending: cfg.Room.MaxPending})
 		if err != nil {
 			return err
 		}
@@ -276,6 +278,7 @@ func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
 			HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
 			Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
 			TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
+			Presence: presence, ExpectThink: expectedThink(cfg.Brain),
 			Muted: muted.Load,
 			OnStatus: func(st companion.Status) {
 				if statusLED != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/audio/null"
@@ -142,12 +143,23 @@ func (d *Daemon) brain(look llm.Looker) (brain.Brain, error) {
 	var chat llm.Chatter
 	switch b.Provider {
 	case "openai":
-		chat = openai.New(openai.Config{BaseURL: b.BaseURL, APIKey: key, Model: b.Model, JSONMode: b.JSONMode, MaxTokens: b.MaxTokens})
+		chat = openai.New(openai.Config{BaseURL: b.BaseURL, APIKey: key, Model: b.Model, JSONMode: b.JSONMode, MaxTokens: b.MaxTokens,
+			Log: d.log, Metrics: d.m})
 	case "anthropic":
-		chat = anthropic.New(anthropic.Config{BaseURL: b.BaseURL, APIKey: key, Model: b.Model, MaxTokens: b.MaxTokens})
+		chat = anthropic.New(anthropic.Config{BaseURL: b.BaseURL, APIKey: key, Model: b.Model, MaxTokens: b.MaxTokens, Log: d.log, Metrics: d.m})
 	default:
 		return nil, fmt.Errorf("brain.provider: unknown provider %q", b.Provider)
 	}
 	d.log.Info("brain: language model", "provider", b.Provider, "model", b.Model, "base_url", b.BaseURL, "draft", b.UseDraft())
-	return &llm.Brain{Chat: chat, Look: look, Draft: b.UseDraft(), Log: d.log}, nil
+	return &llm.Brain{Chat: chat, Look: look, Draft: b.UseDraft(), Log: d.log, MaxUtterance: b.MaxUtterance, Metrics: d.m}, nil
+}
+
+// expectedThink is the think time a companion announces before it has
+// measured its brain: the rule brain's delay, a model's timeout (the
+// measured latency replaces it after a few calls).
+func expectedThink(b config.Brain) time.Duration {
+	if b.Provider == "rule" {
+		return b.Delay + 100*time.Millisecond
+	}
+	return b.Timeout
 }

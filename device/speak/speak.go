@@ -24,6 +24,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/sentence"
 )
 
 // DefaultMaxChars caps the text of one speak query.
@@ -144,7 +145,7 @@ type chunk struct {
 
 func (s *Speaker) play(ctx context.Context, text, emotion string) (Result, error) {
 	start := time.Now()
-	sentences := Sentences(text)
+	sentences := sentence.Split(text)
 	if s.WholeText {
 		sentences = []string{strings.Join(sentences, " ")}
 	}
@@ -218,40 +219,4 @@ func firstWords(s string) string {
 		r = r[:24]
 	}
 	return string(r)
-}
-
-// Sentences splits text after sentence ends (. ! ? 。！？ and newlines),
-// keeping the punctuation, dropping empty pieces. A very long sentence is
-// cut at a comma or space near 200 characters so synthesis starts early.
-func Sentences(text string) []string {
-	var out []string
-	var cur strings.Builder
-	flush := func() {
-		if s := strings.TrimSpace(cur.String()); s != "" {
-			out = append(out, s)
-		}
-		cur.Reset()
-	}
-	runes := []rune(text)
-	for i, r := range runes {
-		if r == '\n' {
-			flush()
-			continue
-		}
-		cur.WriteRune(r)
-		switch r {
-		case '。', '！', '？', '!', '?':
-			flush()
-		case '.':
-			if i+1 >= len(runes) || runes[i+1] == ' ' || runes[i+1] == '\n' {
-				flush()
-			}
-		case ',', '、', '，', ' ':
-			if utf8.RuneCountInString(cur.String()) >= 200 {
-				flush()
-			}
-		}
-	}
-	flush()
-	return out
 }

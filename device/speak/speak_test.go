@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -15,30 +14,6 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/drivers/tts/tone"
 )
-
-func TestSentences(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"Hello there. How are you? Fine!", []string{"Hello there.", "How are you?", "Fine!"}},
-		{"こんにちは。元気？うん！", []string{"こんにちは。", "元気？", "うん！"}},
-		{"Version 1.5 is out.", []string{"Version 1.5 is out."}},
-		{"line one\nline two", []string{"line one", "line two"}},
-		{"   ", nil},
-	}
-	for _, tt := range tests {
-		if got := Sentences(tt.in); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("Sentences(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-	long := strings.Repeat("word ", 100)
-	for _, s := range Sentences(long) {
-		if len([]rune(s)) > 201 {
-			t.Fatalf("piece of %d characters", len([]rune(s)))
-		}
-	}
-}
 
 func TestDecodeRequest(t *testing.T) {
 	for name, body := range map[string]string{

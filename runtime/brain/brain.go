@@ -42,10 +42,13 @@ func (c Card) Validate() error {
 // Input is everything a brain sees for one decision.
 type Input struct {
 	Card    Card
-	History []protocol.Message // oldest first, bounded by the companion
+	History []protocol.Message // oldest first, bounded by the companion; Message is not in it
 	Message protocol.Message   // the message to react to
 	// Present lists the companions in the room (ids), for addressing.
 	Present []string
+	// Members is the room's roster: who may be addressed beside those who
+	// spoke in History.
+	Members []string
 	// Turn counts the messages since the conversation (re)started.
 	Turn int
 	// ClosingInstruction is set when the runtime asks the brain to wind the

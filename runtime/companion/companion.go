@@ -103,6 +103,15 @@ type Config struct {
 	ResendEvery  time.Duration // State sent again until its grant is seen, default 1 s
 	Clock        clock.Clock
 
+	// Presence is the companion's retained presence, for the think time it
+	// announces: a new estimate (from its brain's measured latency) is
+	// announced when it moves by more than a quarter, at most every 5 s.
+	// nil announces nothing.
+	Presence *room.Announcement
+	// ExpectThink is the think time announced before any call is measured
+	// (the brain's timeout for a model, its delay for the rule brain).
+	ExpectThink time.Duration
+
 	// Muted, when it returns true, makes the companion vote listen and never
 	// take the floor (the mute button).
 	Muted func() bool
@@ -134,6 +143,8 @@ type Companion struct {
 	answers  []string           // their ids, oldest first (bounded)
 	spoke    int                // seq of the newest thought granted and acted on
 	voted    *vote              // the newest State whose grant has not been seen
+	took     thinkTimes         // how long the brain took, for the announced think time
+	told     time.Time          // when the think time was last announced
 }
 
 // answer is what the companion said for a grant: nil Message while it is
@@ -164,6 +175,7 @@ type event struct {
 	id       string
 	in       brain.Input
 	thought  brain.Thought
+	took     time.Duration // a successful brain call's latency; 0 when it failed
 	said     *protocol.Message
 	barrier  chan struct{}
 }
@@ -299,7 +311,7 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evMessage:
 		c.onMessage(ctx, e.msg)
 	case evThought:
-		c.onThought(ctx, e.id, e.in, e.thought)
+		c.onThought(ctx, e.id, e.in, e.thought, e.took)
 	case evGrant:
 		c.onGrant(ctx, e.grant)
 	case evSpeak:
@@ -337,6 +349,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	} else {
 		c.turn++
 	}
+	before := slices.Clone(c.history) // what was said before m: m is judged, not history
 	c.history = append(c.history, m)
 	if len(c.history) > c.cfg.HistorySize {
 		c.history = slices.Clone(c.history[len(c.history)-c.cfg.HistorySize:])
@@ -344,7 +357,8 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if from == c.me() {
 		return // nobody votes on their own words
 	}
-	in := brain.Input{Card: c.cfg.Card, History: slices.Clone(c.history), Message: m, Present: c.presentList(), Turn: c.turn, Remaining: -1}
+	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
+		Members: c.cfg.Room.MemberList(), Turn: c.turn, Remaining: -1}
 	if c.judge.Score(c.texts()) > c.cfg.Threshold {
 		in.ClosingInstruction = brain.ClosingInstruction(c.cfg.Card.Language)
 		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID)
@@ -363,8 +377,8 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		t := c.think(ctx, in)
-		c.deliver(ctx, event{kind: evThought, id: m.Params.ID, in: in, thought: t})
+		t, took := c.think(ctx, in)
+		c.deliver(ctx, event{kind: evThought, id: m.Params.ID, in: in, thought: t, took: took})
 	}()
 }
 
@@ -387,19 +401,22 @@ func (c *Companion) presentList() []string {
 
 // think asks the brain, retrying once; a second failure becomes listen
 // with importance 0 (DESIGN.md: bad model output never stalls the room).
-func (c *Companion) think(ctx context.Context, in brain.Input) brain.Thought {
+// It returns how long the successful call took (0 after a failure).
+func (c *Companion) think(ctx context.Context, in brain.Input) (brain.Thought, time.Duration) {
 	var err error
 	for attempt := range 2 {
 		tctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
+		start := time.Now()
 		var t brain.Thought
 		t, err = c.cfg.Brain.Think(tctx, in)
+		took := time.Since(start)
 		cancel()
 		if err == nil {
 			if t.Closing == "" {
 				t.Closing = protocol.ClosingNone
 			}
 			if err = t.Validate(); err == nil {
-				return t
+				return t, took
 			}
 		}
 		if ctx.Err() != nil {
@@ -413,11 +430,32 @@ func (c *Companion) think(ctx context.Context, in brain.Input) brain.Thought {
 	}
 	c.cfg.Room.Metrics.BrainFailures.WithLabelValues(reason).Inc()
 	c.status(Failed)
-	return brain.Thought{State: protocol.Listen, Importance: 0, Closing: protocol.ClosingNone}
+	return brain.Thought{State: protocol.Listen, Importance: 0, Closing: protocol.ClosingNone}, 0
 }
 
-func (c *Companion) onThought(ctx context.Context, id string, in brain.Input, t brain.Thought) {
+// announce tells the room a new expected think time when the measured one
+// has moved enough since the last announcement.
+func (c *Companion) announce(took time.Duration) {
+	p := c.cfg.Presence
+	if p == nil || took <= 0 {
+		return
+	}
+	c.took.add(took)
+	est := c.took.estimate(c.cfg.ExpectThink, c.cfg.ThinkTimeout)
+	now := c.cfg.Clock.Now()
+	if !moved(p.Think(), est) || now.Sub(c.told) < 5*time.Second {
+		return
+	}
+	c.told = now
+	c.log.Info("announcing a new think time", "think", est.Round(time.Millisecond), "was", p.Think().Round(time.Millisecond))
+	if err := p.SetThink(est, c.out); err != nil {
+		c.log.Warn("think time not announced", "err", err)
+	}
+}
+
+func (c *Companion) onThought(ctx context.Context, id string, in brain.Input, t brain.Thought, took time.Duration) {
 	c.thinking--
+	c.announce(took)
 	if !c.speaking {
 		c.status(Listening)
 	}
@@ -581,10 +619,12 @@ func (c *Companion) speak(ctx context.Context, id string) {
 		if u.Emotion == "" || !u.Emotion.Valid() {
 			u.Emotion = protocol.EmotionNeutral
 		}
+		spoken := true
 		if c.cfg.Device != "" {
 			body := map[string]string{"message": u.Text, "emotion": string(u.Emotion)}
 			if _, err := c.cfg.Queries.Ask(ctx, c.cfg.Device, "speak", body, c.cfg.SpeakTimeout); err != nil {
-				c.log.Error("speak failed; the words still go to the room", "device", c.cfg.Device, "err", err)
+				spoken = false
+				c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", err)
 			}
 		}
 		var to []string
@@ -594,6 +634,9 @@ func (c *Companion) speak(ctx context.Context, id string) {
 			}
 		}
 		m := protocol.NewMessage(protocol.NewID(), c.me(), to, u.Text, u.Emotion)
+		if !spoken { // never pass off as said what the robot did not say
+			m.Params.Metadata[protocol.MetaSpoken] = false
+		}
 		if err := c.cfg.Room.QueueMessage(c.out, m); err != nil && ctx.Err() == nil {
 			c.log.Error("message not published", "err", err)
 		}

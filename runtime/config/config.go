@@ -62,7 +62,8 @@ type Room struct {
 	Members       []string      `yaml:"members"`
 	Floor         bool          `yaml:"floor"`          // run a floor for the room here
 	FloorInstance string        `yaml:"floor_instance"` // default: the device id
-	VoteTimeout   time.Duration `yaml:"vote_timeout"`
+	VoteTimeout   time.Duration `yaml:"vote_timeout"`   // the shortest vote deadline
+	VoteCeiling   time.Duration `yaml:"vote_ceiling"`   // the longest, whatever companions announce
 	MaxPending    int           `yaml:"max_pending"`
 	Pause         time.Duration `yaml:"pause"`
 	History       int           `yaml:"history"`
@@ -112,6 +113,7 @@ type Brain struct {
 	APIKeyEnv    string        `yaml:"api_key_env"`
 	JSONMode     bool          `yaml:"json_mode"` // plain JSON mode instead of JSON schema
 	MaxTokens    int           `yaml:"max_tokens"`
+	MaxUtterance int           `yaml:"max_utterance"` // characters; longer utterances are cut at a sentence boundary
 }
 
 // UseDraft reports whether a granted turn speaks the draft.
@@ -262,6 +264,9 @@ func (c *Config) SetDefaults() {
 	if c.Room.VoteTimeout == 0 {
 		c.Room.VoteTimeout = 3 * time.Second
 	}
+	if c.Room.VoteCeiling == 0 {
+		c.Room.VoteCeiling = max(30*time.Second, c.Room.VoteTimeout)
+	}
 	if c.Room.MaxPending == 0 {
 		c.Room.MaxPending = 64
 	}
@@ -300,6 +305,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Brain.Timeout == 0 {
 		c.Brain.Timeout = 20 * time.Second
+	}
+	if c.Brain.MaxUtterance == 0 {
+		c.Brain.MaxUtterance = 300
 	}
 	d := &c.Drivers
 	if d.Camera.Kind == "" {
@@ -393,6 +401,9 @@ func (c *Config) Validate() error {
 	if r.VoteTimeout < 10*time.Millisecond || r.VoteTimeout > time.Minute {
 		p.add("room.vote_timeout", "must be from 10ms to 1m, got %v", r.VoteTimeout)
 	}
+	if r.VoteCeiling < r.VoteTimeout || r.VoteCeiling > 10*time.Minute {
+		p.add("room.vote_ceiling", "must be from room.vote_timeout (%v) to 10m, got %v", r.VoteTimeout, r.VoteCeiling)
+	}
 	if r.MaxPending < 1 || r.MaxPending > 4096 {
 		p.add("room.max_pending", "must be from 1 to 4096, got %d", r.MaxPending)
 	}
@@ -458,6 +469,12 @@ func (c *Config) Validate() error {
 	}
 	if b.ClosingAfter < 0 {
 		p.add("brain.closing_after", "must not be negative, got %d", b.ClosingAfter)
+	}
+	if c.Companion != nil && b.Timeout > r.VoteCeiling {
+		p.add("brain.timeout", "%v is longer than room.vote_ceiling %v: the floor never waits that long, so a slow answer always comes after the vote is decided; lower brain.timeout or raise room.vote_ceiling", b.Timeout, r.VoteCeiling)
+	}
+	if b.MaxUtterance < 10 || b.MaxUtterance > c.Drivers.TTS.MaxChars {
+		p.add("brain.max_utterance", "must be from 10 to drivers.tts.max_chars (%d), the most the body speaks at once, got %d", c.Drivers.TTS.MaxChars, b.MaxUtterance)
 	}
 	if b.Provider == "openai" || b.Provider == "anthropic" {
 		if b.Model == "" {

@@ -176,3 +176,57 @@ log: {level: loud}
 		t.Errorf("room.vote_timeout reported more than once:\n%v", err)
 	}
 }
+
+// The room's deadline and its companions' thinking time must agree: a
+// brain timeout longer than the room's vote ceiling is flagged, as is an
+// utterance cap above what the body speaks (issue 15).
+func TestBrainAndRoomNumbersAgree(t *testing.T) {
+	base := `version: 1
+device: {id: dev1}
+room: {name: lab, members: [k], vote_timeout: 3s, vote_ceiling: 15s}
+mqtt: {broker: "tcp://127.0.0.1:1883"}
+companion: {id: k, name: K, language: en}
+`
+	for _, c := range []struct {
+		brain, want string
+	}{
+		{"brain: {provider: openai, model: m, timeout: 20s}", "brain.timeout: 20s is longer than room.vote_ceiling 15s"},
+		{"brain: {provider: rule, max_utterance: 5000}\ndrivers: {tts: {max_chars: 2000}}", "brain.max_utterance: must be from 10 to drivers.tts.max_chars (2000)"},
+		{"brain: {provider: openai, model: m, timeout: 10s, max_utterance: 400}", ""},
+	} {
+		_, err := Decode(strings.NewReader(base + c.brain + "\n"))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.brain, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: err = %v, want %q", c.brain, err, c.want)
+		}
+	}
+	_, err := Decode(strings.NewReader(strings.Replace(base, "vote_ceiling: 15s", "vote_ceiling: 1s", 1)))
+	if err == nil || !strings.Contains(err.Error(), "room.vote_ceiling: must be from room.vote_timeout (3s)") {
+		t.Errorf("a ceiling below the timeout: %v", err)
+	}
+}
+
+// The shipped configs of one room agree on what the room is.
+func TestShippedRoomsAgree(t *testing.T) {
+	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
+	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
+	rooms := map[string]*Config{}
+	for _, f := range append(files, demo...) {
+		c, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, ok := rooms[c.Room.Name]
+		if !ok {
+			rooms[c.Room.Name] = c
+			continue
+		}
+		a, b := first.Room, c.Room
+		if strings.Join(a.Members, ",") != strings.Join(b.Members, ",") || a.VoteTimeout != b.VoteTimeout || a.VoteCeiling != b.VoteCeiling ||
+			first.MQTT.Prefix != c.MQTT.Prefix || strings.Join(first.MQTT.FloorIDs, ",") != strings.Join(c.MQTT.FloorIDs, ",") {
+			t.Errorf("%s and %s disagree about room %s: %+v vs %+v", first.Path(), c.Path(), a.Name, a, b)
+		}
+	}
+}

@@ -4,7 +4,12 @@
 // Decide is the pure rule. Floor is the service: per message it snapshots
 // the room's members present when the message arrived, collects their
 // States until all have voted or the vote deadline passes, and publishes a
-// TurnGrant. Late States, States from non-participants and States for
+// TurnGrant. Each vote's deadline is sized from its participants: every
+// companion announces in its presence how long it expects to think (its
+// brain's measured latency), and the deadline is the slowest of those plus
+// a margin — never shorter than VoteTimeout, never longer than
+// VoteCeiling. A slow model on the LAN gets its turns; a dead robot holds
+// the room up no longer than it said it would think. Late States, States from non-participants and States for
 // unknown messages are dropped and counted. Pending messages are bounded;
 // the oldest is evicted with a grant of nobody (reason "expired").
 //
@@ -67,6 +72,8 @@ import (
 // Defaults.
 const (
 	DefaultVoteTimeout  = 3 * time.Second
+	DefaultVoteCeiling  = 30 * time.Second
+	thinkMargin         = 500 * time.Millisecond // a State's way to the floor
 	DefaultMaxPending   = 64
 	DefaultJoinWait     = 500 * time.Millisecond
 	DefaultRegrantEvery = time.Second
@@ -89,7 +96,8 @@ type Config struct {
 	Room        *room.Room    // with its roster (Members) set
 	ID          string        // identity grants are signed with; default topic.DefaultFloorID
 	Instance    string        // unique per floor process, for the leader election
-	VoteTimeout time.Duration // default 3 s
+	VoteTimeout time.Duration // the shortest vote deadline; default 3 s
+	VoteCeiling time.Duration // the longest, whatever is announced; default 30 s
 	MaxPending  int           // default 64
 	JoinWait    time.Duration // how long to listen for a retained claim before claiming; default 500 ms
 	Clock       clock.Clock   // default clock.Real
@@ -125,14 +133,15 @@ type Floor struct {
 	seq         uint64
 	leader      string
 	unannounced []protocol.TurnGrant
-	holds       map[string]bool       // companions through which a human holds the floor
-	early       map[string]earlyState // per voter: its newest State whose Message has not arrived
-	done        *seen.Set             // message ids whose grant was seen on the bus
-	claimSince  time.Time             // our claim awaiting read-back; zero when none
-	awaiting    *awaited              // the grant whose speaker has not answered yet
-	last        lastGrant             // the newest grant decided or seen, for a takeover
-	deaf        bool                  // the connection is lost: deadlines wait for it to come back
-	orphans     map[string]bool       // message ids known only from States, waiting OrphanGrace
+	holds       map[string]bool          // companions through which a human holds the floor
+	early       map[string]earlyState    // per voter: its newest State whose Message has not arrived
+	done        *seen.Set                // message ids whose grant was seen on the bus
+	claimSince  time.Time                // our claim awaiting read-back; zero when none
+	awaiting    *awaited                 // the grant whose speaker has not answered yet
+	last        lastGrant                // the newest grant decided or seen, for a takeover
+	deaf        bool                     // the connection is lost: deadlines wait for it to come back
+	orphans     map[string]bool          // message ids known only from States, waiting OrphanGrace
+	think       map[string]time.Duration // each present companion's announced think time
 }
 
 // earlyState is a State that arrived before its Message. MQTT orders
@@ -201,6 +210,8 @@ func New(cfg Config) (*Floor, error) {
 		}
 	}
 	def(&cfg.VoteTimeout, DefaultVoteTimeout)
+	def(&cfg.VoteCeiling, DefaultVoteCeiling)
+	cfg.VoteCeiling = max(cfg.VoteCeiling, cfg.VoteTimeout)
 	def(&cfg.JoinWait, DefaultJoinWait)
 	def(&cfg.RegrantEvery, DefaultRegrantEvery)
 	def(&cfg.RegrantFor, DefaultRegrantFor)
@@ -229,6 +240,7 @@ func New(cfg Config) (*Floor, error) {
 		done:      seen.New(recentDecided),
 		early:     map[string]earlyState{},
 		orphans:   map[string]bool{},
+		think:     map[string]time.Duration{},
 		holds:     map[string]bool{},
 	}, nil
 }
@@ -454,7 +466,7 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 		f.decide(b, protocol.DecidedAllVoted)
 		return
 	}
-	f.setDeadline(b, now.Add(f.cfg.VoteTimeout))
+	f.setDeadline(b, now.Add(f.window(b)))
 	for voter, e := range f.early {
 		if e.s.MessageID != id {
 			continue
@@ -464,6 +476,18 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 			f.onState(ctx, e.s)
 		}
 	}
+}
+
+// window is how long b's vote may take: the slowest announced think time
+// of its participants plus a margin, within [VoteTimeout, VoteCeiling].
+func (f *Floor) window(b *ballot) time.Duration {
+	w := f.cfg.VoteTimeout
+	for p := range b.participants {
+		if t := f.think[p]; t > 0 {
+			w = max(w, t+thinkMargin)
+		}
+	}
+	return min(w, f.cfg.VoteCeiling)
 }
 
 func (f *Floor) setDeadline(b *ballot, at time.Time) {
@@ -559,8 +583,21 @@ func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
 			return
 		}
 		f.present[p.ID] = true
+		think := min(time.Duration(p.Presence.ThinkMs)*time.Millisecond, f.cfg.VoteCeiling)
+		longer := think > f.think[p.ID]
+		f.think[p.ID] = think
+		if longer { // it expects to think longer now: stretch the votes it owes
+			for _, b := range f.pending {
+				if _, voted := b.votes[p.ID]; b.participants[p.ID] && !voted {
+					if at := b.arrived.Add(f.window(b)); at.After(b.deadline) {
+						f.setDeadline(b, at)
+					}
+				}
+			}
+		}
 		return
 	}
+	delete(f.think, p.ID)
 	delete(f.present, p.ID)
 	delete(f.holds, p.ID) // a hold ends with the body that held it
 	if f.awaiting != nil && f.awaiting.g.SpeakerID() == p.ID {
@@ -624,9 +661,14 @@ func (f *Floor) finish(b *ballot, d Decision, by string) {
 	}
 	sort.Strings(g.Missing)
 	if len(g.Votes) == 0 && len(g.Missing) > 0 && by == protocol.DecidedDeadline {
+		announced := time.Duration(0)
+		for _, p := range g.Missing {
+			announced = max(announced, f.think[p])
+		}
 		f.log.Warn("floor: no vote arrived before the deadline; the room rests",
-			"message", id, "missing", g.Missing, "vote_timeout", f.cfg.VoteTimeout,
-			"likely", "the companions think longer than the vote deadline (brain.timeout, a slow model), or their States are lost")
+			"message", id, "missing", g.Missing, "waited", b.deadline.Sub(b.arrived).Round(time.Millisecond),
+			"slowest_announced_think", announced, "vote_ceiling", f.cfg.VoteCeiling,
+			"likely", "the companions' brains answer slower than they announce or than room.vote_ceiling allows (a slow or overloaded model), or their States are lost")
 	}
 	if b.seq >= f.last.seq {
 		f.last = lastGrant{g: g, seq: b.seq}

@@ -51,6 +51,9 @@ type Metrics struct {
 	Resent         *prometheus.CounterVec // kind: States and Messages a companion published again
 	Duplicates     *prometheus.CounterVec // component, kind: copies delivered again and handled once
 	Recovered      *prometheus.CounterVec // kind: lost messages the room recovered without
+	RateLimited    *prometheus.CounterVec // provider: 429 answers from a model server
+	RetryAfter     *prometheus.GaugeVec   // provider: the last Retry-After a model server asked for
+	Clipped        prometheus.Counter     // utterances cut to brain.max_utterance
 	PublishDropped *prometheus.CounterVec // component: publishes refused or failed
 
 	limiter limiter
@@ -105,6 +108,12 @@ func New() *Metrics {
 			[]string{"component", "kind"})).(*prometheus.CounterVec),
 		Recovered: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_floor_recovered_total",
 			Help: "Messages the floor never received but decided on from the States that named them, by kind."}, []string{"kind"})).(*prometheus.CounterVec),
+		RateLimited: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_brain_rate_limited_total",
+			Help: "429 answers from the model server, by provider."}, []string{"provider"})).(*prometheus.CounterVec),
+		RetryAfter: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_brain_retry_after_seconds",
+			Help: "The last Retry-After a model server asked for, by provider."}, []string{"provider"})).(*prometheus.GaugeVec),
+		Clipped: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_brain_clipped_total",
+			Help: "Utterances a model wrote longer than brain.max_utterance, cut at a sentence boundary."})).(prometheus.Counter),
 		PublishDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_publish_dropped_total",
 			Help: "Publishes refused by a full outbox or failed, by component."}, []string{"component"})).(*prometheus.CounterVec),
 	}

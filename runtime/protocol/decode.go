@@ -313,9 +313,10 @@ func DecodeTurnGrant(b []byte, max int) (TurnGrant, error) {
 // DecodePresence decodes and validates a Presence.
 func DecodePresence(b []byte, max int) (Presence, error) {
 	var w struct {
-		Online *bool  `json:"online"`
-		Device string `json:"device"`
-		Since  string `json:"since"`
+		Online  *bool  `json:"online"`
+		Device  string `json:"device"`
+		Since   string `json:"since"`
+		ThinkMs int    `json:"thinkMs"`
 	}
 	if err := decodeStrict("presence", b, max, &w); err != nil {
 		return Presence{}, err
@@ -332,10 +333,13 @@ func DecodePresence(b []byte, max int) (Presence, error) {
 	case err != nil:
 		c.fail("since", KindInvalid, "must be an RFC 3339 time, got %q", w.Since)
 	}
+	if w.ThinkMs < 0 || w.ThinkMs > MaxThinkMs {
+		c.fail("thinkMs", KindInvalid, "must be from 0 to %d, got %d", MaxThinkMs, w.ThinkMs)
+	}
 	if err := c.done(); err != nil {
 		return Presence{}, err
 	}
-	return Presence{Online: *w.Online, Device: w.Device, Since: since}, nil
+	return Presence{Online: *w.Online, Device: w.Device, Since: since, ThinkMs: w.ThinkMs}, nil
 }
 
 // DecodeQuery decodes and validates a query.send or query.cancel payload.

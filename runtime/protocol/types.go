@@ -37,14 +37,19 @@ type MessageParams struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
+// MetaSpoken is the metadata key a companion sets to false on a Message
+// whose words its body failed to speak: the words are in the room's
+// conversation, but nobody heard them.
+const MetaSpoken = "spoken"
+
 // NewMessage builds a message.send notification.
 func NewMessage(id, from string, to []string, text string, emotion Emotion) Message {
 	if to == nil {
 		to = []string{}
 	}
-	m := Message{JSONRPC: JSONRPC, Method: MethodMessage, Params: MessageParams{ID: id, From: from, To: to, Message: text}}
+	m := Message{JSONRPC: JSONRPC, Method: MethodMessage, Params: MessageParams{ID: id, From: from, To: to, Message: text, Metadata: map[string]any{}}}
 	if emotion != "" {
-		m.Params.Metadata = map[string]any{"emotion": string(emotion)}
+		m.Params.Metadata["emotion"] = string(emotion)
 	}
 	return m
 }
@@ -199,11 +204,18 @@ func VoteOf(p StateParams) Vote {
 }
 
 // Presence is retained under presence/{id}; the Last Will sets Online false.
+// ThinkMs, when set, is how long the companion expects to take to vote on
+// a message (its brain's think time): the floor sizes each vote's deadline
+// from its participants' announcements, within its ceiling.
 type Presence struct {
-	Online bool      `json:"online"`
-	Device string    `json:"device"`
-	Since  time.Time `json:"since"`
+	Online  bool      `json:"online"`
+	Device  string    `json:"device"`
+	Since   time.Time `json:"since"`
+	ThinkMs int       `json:"thinkMs,omitempty"`
 }
+
+// MaxThinkMs bounds an announced think time (10 minutes).
+const MaxThinkMs = 600_000
 
 // Query asks a device for something (aikyo's query.send). Method is
 // query.send, or query.cancel to stop the running query named by Params.Body's

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -267,11 +268,78 @@ func (r *Room) SendGrant(ctx context.Context, g protocol.TurnGrant) error {
 // stamped with the time of each (re)connect; the will, which the broker
 // holds from the connect on, with the time it was made.
 func (r *Room) PresenceMessages(id, device string) (birth func(time.Time) *bus.Retained, will *bus.Retained) {
-	t := r.Scheme.Presence(r.Name, id)
-	off, _ := json.Marshal(protocol.Presence{Online: false, Device: device, Since: time.Now().UTC()})
-	birth = func(now time.Time) *bus.Retained {
-		on, _ := json.Marshal(protocol.Presence{Online: true, Device: device, Since: now.UTC()})
-		return &bus.Retained{Topic: t, Payload: on}
+	a := r.Announce(id, device, 0)
+	return a.Birth, a.Will()
+}
+
+// Announcement is what a companion says of itself on its retained presence
+// topic: online since its last (re)connect, on which device, and how long
+// it expects to think before it votes (DESIGN.md: a dead or slow robot
+// never stalls the room; the floor sizes each vote's deadline from these).
+// The bus publishes Birth on every connect; the companion changes the
+// think time with SetThink.
+//
+// # Concurrency
+//
+// Safe for concurrent use.
+type Announcement struct {
+	r          *Room
+	id, device string
+
+	mu    sync.Mutex
+	since time.Time
+	think time.Duration
+}
+
+// Announce returns the announcement of companion id on device, expecting
+// to think for think.
+func (r *Room) Announce(id, device string, think time.Duration) *Announcement {
+	return &Announcement{r: r, id: id, device: device, think: think}
+}
+
+func (a *Announcement) payload(online bool, since time.Time, think time.Duration) []byte {
+	p := protocol.Presence{Online: online, Device: a.device, Since: since.UTC()}
+	if online {
+		p.ThinkMs = min(int(think/time.Millisecond), protocol.MaxThinkMs)
 	}
-	return birth, &bus.Retained{Topic: t, Payload: off}
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// Birth is the retained presence for a connect at now (bus.Options.Birth).
+func (a *Announcement) Birth(now time.Time) *bus.Retained {
+	a.mu.Lock()
+	a.since = now
+	think := a.think
+	a.mu.Unlock()
+	return &bus.Retained{Topic: a.r.Scheme.Presence(a.r.Name, a.id), Payload: a.payload(true, now, think)}
+}
+
+// Will is the retained presence the broker publishes if the connection
+// dies (bus.Options.Will).
+func (a *Announcement) Will() *bus.Retained {
+	return &bus.Retained{Topic: a.r.Scheme.Presence(a.r.Name, a.id), Payload: a.payload(false, time.Now(), 0)}
+}
+
+// Think is the think time announced.
+func (a *Announcement) Think() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.think
+}
+
+// SetThink announces a new think time: the retained presence is published
+// again on o, with the since of the last connect.
+func (a *Announcement) SetThink(d time.Duration, o *bus.Outbox) error {
+	a.mu.Lock()
+	a.think = d
+	since := a.since
+	a.mu.Unlock()
+	if since.IsZero() {
+		since = time.Now()
+	}
+	if !o.Send(a.r.Scheme.Presence(a.r.Name, a.id), a.payload(true, since, d), true) {
+		return fmt.Errorf("room %s: presence of %s: %w", a.r.Name, a.id, bus.ErrOutboxFull)
+	}
+	return nil
 }

@@ -1,8 +1,13 @@
-// Package anthropic is the Messages API provider for the llm brain, on the
-// official anthropic-sdk-go. The state answer uses structured outputs
-// (output_config.format, a JSON schema); the vision and speak tools are
-// ordinary tools. 429 and 5xx answers are retried with backoff by the SDK
-// inside the caller's deadline.
+// Package anthropic is the Messages API provider for the llm brain: a small
+// typed client of POST {base_url}/v1/messages over net/http. The state
+// answer uses structured outputs (output_config.format, a JSON schema);
+// the vision and speak tools are ordinary tools; images go as base64
+// image blocks. 429, 529 and 5xx answers are retried as
+// runtime/brain/llmhttp says, never past the caller's deadline.
+//
+// Structured outputs accept no numeric bounds (minimum, maximum): the
+// provider moves them into the property's description, where the model
+// still reads them, and the llm brain checks the answer as before.
 package anthropic
 
 import (
@@ -10,14 +15,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
-
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llmhttp"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+)
+
+// DefaultBaseURL is Anthropic's API; APIVersion the version header sent.
+const (
+	DefaultBaseURL = "https://api.anthropic.com"
+	APIVersion     = "2023-06-01"
 )
 
 // Config configures the provider.
@@ -28,12 +39,16 @@ type Config struct {
 	MaxTokens  int // default 1024
 	MaxRetries int // default 2
 	HTTPClient *http.Client
+	Log        *slog.Logger
+	Metrics    *metrics.Metrics
 }
 
 // Chat is an llm.Chatter on the Messages API.
 type Chat struct {
 	cfg    Config
-	client sdk.Client
+	url    string
+	header http.Header
+	client *llmhttp.Client
 }
 
 var _ llm.Chatter = (*Chat)(nil)
@@ -43,118 +58,234 @@ func New(cfg Config) *Chat {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = 1024
 	}
-	retries := cfg.MaxRetries
-	if retries == 0 {
-		retries = 2
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
 	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(retries)}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	return &Chat{cfg: cfg, client: sdk.NewClient(opts...)}
+	h := http.Header{}
+	h.Set("X-Api-Key", cfg.APIKey)
+	h.Set("Anthropic-Version", APIVersion)
+	return &Chat{cfg: cfg, url: base + "/v1/messages", header: h,
+		client: &llmhttp.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log, Metrics: cfg.Metrics}}
 }
 
-func inputSchema(s map[string]any) sdk.ToolInputSchemaParam {
-	p := sdk.ToolInputSchemaParam{Properties: s["properties"]}
-	if req, ok := s["required"].([]any); ok {
-		for _, r := range req {
-			p.Required = append(p.Required, fmt.Sprint(r))
-		}
+// The request, as the API defines it (the fields Chorus uses).
+type (
+	messagesRequest struct {
+		Model        string        `json:"model"`
+		MaxTokens    int           `json:"max_tokens"`
+		System       []block       `json:"system,omitempty"`
+		Messages     []message     `json:"messages"`
+		Tools        []tool        `json:"tools,omitempty"`
+		ToolChoice   *toolChoice   `json:"tool_choice,omitempty"`
+		OutputConfig *outputConfig `json:"output_config,omitempty"`
 	}
-	return p
-}
+	message struct {
+		Role    string  `json:"role"`
+		Content []block `json:"content"`
+	}
+	block struct {
+		Type      string          `json:"type"` // text, image, tool_use, tool_result
+		Text      string          `json:"text,omitempty"`
+		Source    *imageSource    `json:"source,omitempty"`
+		ID        string          `json:"id,omitempty"`
+		Name      string          `json:"name,omitempty"`
+		Input     json.RawMessage `json:"input,omitempty"`
+		ToolUseID string          `json:"tool_use_id,omitempty"`
+		Content   string          `json:"content,omitempty"`
+	}
+	imageSource struct {
+		Type      string `json:"type"` // base64
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	}
+	tool struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		InputSchema map[string]any `json:"input_schema"`
+	}
+	toolChoice struct {
+		Type string `json:"type"` // tool
+		Name string `json:"name"`
+	}
+	outputConfig struct {
+		Format outputFormat `json:"format"`
+	}
+	outputFormat struct {
+		Type   string         `json:"type"` // json_schema
+		Schema map[string]any `json:"schema"`
+	}
+)
 
-// Chat implements llm.Chatter.
-func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
-	p := sdk.MessageNewParams{Model: sdk.Model(c.cfg.Model), MaxTokens: int64(c.cfg.MaxTokens)}
+func (c *Chat) request(r llm.Request) (messagesRequest, bool) {
+	req := messagesRequest{Model: c.cfg.Model, MaxTokens: c.cfg.MaxTokens}
 	if r.System != "" {
-		p.System = []sdk.TextBlockParam{{Text: r.System}}
+		req.System = []block{{Type: "text", Text: r.System}}
 	}
 	if r.Schema != nil {
-		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: r.Schema}
+		req.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: unbounded(r.Schema)}}
 	}
 	hasImage := false
 	for _, t := range r.Turns {
 		switch t.Role {
 		case llm.User:
-			var blocks []sdk.ContentBlockParamUnion
+			var blocks []block
 			if t.Image != nil {
 				hasImage = true
-				blocks = append(blocks, sdk.NewImageBlockBase64(t.Image.MIME, t.Image.Base64))
+				blocks = append(blocks, block{Type: "image", Source: &imageSource{Type: "base64", MediaType: t.Image.MIME, Data: t.Image.Base64}})
 			}
-			blocks = append(blocks, sdk.NewTextBlock(t.Text))
-			p.Messages = append(p.Messages, sdk.NewUserMessage(blocks...))
+			blocks = append(blocks, block{Type: "text", Text: t.Text})
+			req.Messages = append(req.Messages, message{Role: "user", Content: blocks})
 		case llm.Assistant:
-			var blocks []sdk.ContentBlockParamUnion
+			var blocks []block
 			if t.Text != "" {
-				blocks = append(blocks, sdk.NewTextBlock(t.Text))
+				blocks = append(blocks, block{Type: "text", Text: t.Text})
 			}
 			for _, tc := range t.ToolCalls {
-				var in any = map[string]any{}
-				if len(tc.Args) > 0 {
-					in = json.RawMessage(tc.Args)
+				in := tc.Args
+				if len(in) == 0 {
+					in = json.RawMessage("{}")
 				}
-				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, in, tc.Name))
+				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: in})
 			}
-			p.Messages = append(p.Messages, sdk.NewAssistantMessage(blocks...))
+			req.Messages = append(req.Messages, message{Role: "assistant", Content: blocks})
 		case llm.Tool:
 			// Tool results go back in a user turn; consecutive ones share it.
-			block := sdk.NewToolResultBlock(t.ToolCallID, t.Text, false)
-			if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == sdk.MessageParamRoleUser && isToolResults(p.Messages[n-1]) {
-				p.Messages[n-1].Content = append(p.Messages[n-1].Content, block)
+			res := block{Type: "tool_result", ToolUseID: t.ToolCallID, Content: t.Text}
+			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "user" && allToolResults(req.Messages[n-1]) {
+				req.Messages[n-1].Content = append(req.Messages[n-1].Content, res)
 			} else {
-				p.Messages = append(p.Messages, sdk.NewUserMessage(block))
+				req.Messages = append(req.Messages, message{Role: "user", Content: []block{res}})
 			}
 		}
 	}
-	for _, tool := range r.Tools {
-		u := sdk.ToolUnionParamOfTool(inputSchema(tool.Parameters), tool.Name)
-		u.OfTool.Description = sdk.String(tool.Description)
-		p.Tools = append(p.Tools, u)
+	for _, td := range r.Tools {
+		schema := map[string]any{"type": "object", "properties": td.Parameters["properties"]}
+		if req, ok := td.Parameters["required"]; ok {
+			schema["required"] = req
+		}
+		req.Tools = append(req.Tools, tool{Name: td.Name, Description: td.Description, InputSchema: schema})
 	}
 	if r.ForceTool != "" {
-		p.ToolChoice = sdk.ToolChoiceParamOfTool(r.ForceTool)
+		req.ToolChoice = &toolChoice{Type: "tool", Name: r.ForceTool}
 	}
+	return req, hasImage
+}
+
+func allToolResults(m message) bool {
+	for _, b := range m.Content {
+		if b.Type != "tool_result" {
+			return false
+		}
+	}
+	return len(m.Content) > 0
+}
+
+// unbounded returns a copy of a JSON schema with numeric bounds moved into
+// descriptions: structured outputs refuse them.
+func unbounded(s map[string]any) map[string]any {
+	out := make(map[string]any, len(s))
+	var bounds []string
+	for k, v := range s {
+		switch k {
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+			bounds = append(bounds, fmt.Sprintf("%s %v", k, v))
+			continue
+		}
+		switch vv := v.(type) {
+		case map[string]any:
+			out[k] = unbounded(vv)
+		default:
+			out[k] = v
+		}
+	}
+	if props, ok := out["properties"].(map[string]any); ok {
+		fixed := make(map[string]any, len(props))
+		for name, p := range props {
+			if pm, ok := p.(map[string]any); ok {
+				fixed[name] = unbounded(pm)
+			} else {
+				fixed[name] = p
+			}
+		}
+		out["properties"] = fixed
+	}
+	if len(bounds) > 0 {
+		d, _ := out["description"].(string)
+		out["description"] = strings.TrimSpace(d + " (" + strings.Join(bounds, ", ") + ")")
+	}
+	return out
+}
+
+// Chat implements llm.Chatter.
+func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
+	req, hasImage := c.request(r)
 	start := time.Now()
-	msg, err := c.client.Messages.New(ctx, p)
+	var out llm.Response
+	err := c.client.Post(ctx, c.url, c.header, req, func(b []byte) error {
+		var err error
+		out, err = DecodeResponse(b)
+		return err
+	})
 	if err != nil {
-		var apiErr *sdk.Error
-		if errors.As(err, &apiErr) && hasImage && apiErr.StatusCode == 400 && strings.Contains(strings.ToLower(apiErr.Error()), "image") {
+		var se *llmhttp.StatusError
+		if errors.As(err, &se) && hasImage && se.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(se.Message), "image") {
 			return llm.Response{}, fmt.Errorf("anthropic %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
 		}
 		return llm.Response{}, fmt.Errorf("anthropic %s after %v: %w", c.cfg.Model, time.Since(start).Round(time.Millisecond), err)
 	}
+	return out, nil
+}
+
+// response is the part of a Messages API answer Chorus reads.
+type response struct {
+	Type    string `json:"type"`
+	Content []struct {
+		Type  string          `json:"type"`
+		Text  string          `json:"text"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	} `json:"content"`
+	StopReason string `json:"stop_reason"`
+}
+
+// DecodeResponse reads a Messages API answer: its text blocks joined, its
+// tool uses, a refusal, and whether it stopped at the token limit.
+func DecodeResponse(b []byte) (llm.Response, error) {
+	var r response
+	if err := json.Unmarshal(b, &r); err != nil {
+		return llm.Response{}, fmt.Errorf("anthropic: the answer is not a message: %w", err)
+	}
+	if r.Type != "message" {
+		return llm.Response{}, fmt.Errorf("anthropic: the answer is of type %q, not a message", r.Type)
+	}
 	var out llm.Response
 	var text []string
-	for _, b := range msg.Content {
-		switch b.Type {
+	for _, c := range r.Content {
+		switch c.Type {
 		case "text":
-			text = append(text, b.Text)
+			text = append(text, c.Text)
 		case "tool_use":
-			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Args: b.Input})
+			if c.Name == "" {
+				return llm.Response{}, errors.New("anthropic: a tool use without a name")
+			}
+			in := c.Input
+			if len(in) == 0 {
+				in = json.RawMessage("{}")
+			}
+			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Args: in})
 		}
 	}
 	out.Text = strings.Join(text, "")
-	switch msg.StopReason {
-	case sdk.StopReasonMaxTokens:
+	switch r.StopReason {
+	case "max_tokens":
 		out.Truncated = true
-	case sdk.StopReasonRefusal:
+	case "refusal":
 		out.Refusal = out.Text
 		if out.Refusal == "" {
 			out.Refusal = "(no reason given)"
 		}
 	}
 	return out, nil
-}
-
-func isToolResults(m sdk.MessageParam) bool {
-	for _, b := range m.Content {
-		if b.OfToolResult == nil {
-			return false
-		}
-	}
-	return len(m.Content) > 0
 }

@@ -48,7 +48,7 @@ func newServer(t *testing.T, replies ...func(http.ResponseWriter, map[string]any
 	return s
 }
 
-func message(stop string, content ...map[string]any) func(http.ResponseWriter, map[string]any) {
+func reply(stop string, content ...map[string]any) func(http.ResponseWriter, map[string]any) {
 	return func(w http.ResponseWriter, req map[string]any) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{
@@ -73,7 +73,7 @@ const goodState = `{"state":"speak","importance":7,"selected":true,"closing":"no
 
 func TestThinkWithStructuredOutputAndVision(t *testing.T) {
 	s := newServer(t,
-		message("tool_use", text("見てみるね。"), toolUse("toolu_01", "vision", map[string]any{})),
+		reply("tool_use", text("見てみるね。"), toolUse("toolu_01", "vision", map[string]any{})),
 		func(w http.ResponseWriter, req map[string]any) {
 			msgs := req["messages"].([]any)
 			blocks := msgs[0].(map[string]any)["content"].([]any)
@@ -82,7 +82,7 @@ func TestThinkWithStructuredOutputAndVision(t *testing.T) {
 			if img["type"] != "image" || src["type"] != "base64" || src["media_type"] != "image/jpeg" || src["data"] != "/9j/AAAA" {
 				t.Errorf("image block %v", img)
 			}
-			message("end_turn", text("テーブルの上に赤いコップ。"))(w, req)
+			reply("end_turn", text("テーブルの上に赤いコップ。"))(w, req)
 		},
 		func(w http.ResponseWriter, req map[string]any) {
 			msgs := req["messages"].([]any)
@@ -91,7 +91,7 @@ func TestThinkWithStructuredOutputAndVision(t *testing.T) {
 			if last["role"] != "user" || res["type"] != "tool_result" || res["tool_use_id"] != "toolu_01" {
 				t.Errorf("tool result turn %v", last)
 			}
-			message("end_turn", text(goodState))(w, req)
+			reply("end_turn", text(goodState))(w, req)
 		},
 	)
 	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "sk-ant-test", Model: "claude-haiku-4-5"}), Draft: true,
@@ -131,7 +131,7 @@ func TestThinkWithStructuredOutputAndVision(t *testing.T) {
 }
 
 func TestUtterForcesSpeak(t *testing.T) {
-	s := newServer(t, message("tool_use", toolUse("toolu_02", "speak", map[string]any{"message": "またね！", "to": []any{"user"}, "emotion": "happy"})))
+	s := newServer(t, reply("tool_use", toolUse("toolu_02", "speak", map[string]any{"message": "またね！", "to": []any{"user"}, "emotion": "happy"})))
 	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "claude-haiku-4-5"})}
 	u, err := b.Utter(context.Background(), input())
 	if err != nil || u.Text != "またね！" {
@@ -148,8 +148,8 @@ func TestRefusalTruncationAndOverload(t *testing.T) {
 		replies []func(http.ResponseWriter, map[string]any)
 		want    string
 	}{
-		"refusal":   {[]func(http.ResponseWriter, map[string]any){message("refusal", text("I can't continue this."))}, "refused"},
-		"truncated": {[]func(http.ResponseWriter, map[string]any){message("max_tokens", text(`{"state":"spe`))}, "cut off"},
+		"refusal":   {[]func(http.ResponseWriter, map[string]any){reply("refusal", text("I can't continue this."))}, "refused"},
+		"truncated": {[]func(http.ResponseWriter, map[string]any){reply("max_tokens", text(`{"state":"spe`))}, "cut off"},
 		"overloaded then ok": {[]func(http.ResponseWriter, map[string]any){
 			func(w http.ResponseWriter, _ map[string]any) {
 				w.Header().Set("Content-Type", "application/json")
@@ -157,7 +157,7 @@ func TestRefusalTruncationAndOverload(t *testing.T) {
 				w.WriteHeader(529)
 				io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 			},
-			message("end_turn", text(goodState)),
+			reply("end_turn", text(goodState)),
 		}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -168,5 +168,21 @@ func TestRefusalTruncationAndOverload(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Structured outputs refuse numeric bounds: they go into the description.
+func TestSchemaBoundsMoveIntoTheDescription(t *testing.T) {
+	s := newServer(t, reply("end_turn", text(goodState)))
+	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "m"}), Draft: true}
+	if _, err := b.Think(context.Background(), input()); err != nil {
+		t.Fatal(err)
+	}
+	imp := s.reqs[0]["output_config"].(map[string]any)["format"].(map[string]any)["schema"].(map[string]any)["properties"].(map[string]any)["importance"].(map[string]any)
+	if _, ok := imp["minimum"]; ok {
+		t.Fatalf("importance %v still has minimum", imp)
+	}
+	if d, _ := imp["description"].(string); !strings.Contains(d, "minimum 0") || !strings.Contains(d, "maximum 10") {
+		t.Fatalf("importance description %q", d)
 	}
 }

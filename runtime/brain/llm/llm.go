@@ -7,7 +7,11 @@
 //
 // Bad output — invalid JSON, unknown fields, a value out of range, an
 // unknown enum, an empty utterance — is an error naming what is wrong; the
-// companion retries once and then listens.
+// companion retries once and then listens. What the model may say is
+// bounded where its output is parsed: an utterance longer than
+// MaxUtterance characters is cut at a sentence boundary (counted in
+// chorus_brain_clipped_total), and its addressees are kept to the room's
+// members and those who spoke in the conversation.
 package llm
 
 import (
@@ -16,11 +20,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/prompts"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/sentence"
 )
 
 // Role of a turn in a chat.
@@ -92,6 +100,10 @@ var ErrNoImages = errors.New("the model does not accept images")
 // Looker takes a picture with the companion's own camera (a vision query).
 type Looker func(ctx context.Context) (Image, error)
 
+// DefaultMaxUtterance bounds an utterance (brain.max_utterance): a few
+// spoken sentences.
+const DefaultMaxUtterance = 300
+
 // Brain is a brain.Brain on a Chatter.
 type Brain struct {
 	Chat   Chatter
@@ -99,6 +111,10 @@ type Brain struct {
 	Draft  bool   // ask for the draft in the state call (brain.draft)
 	Log    *slog.Logger
 	Rounds int // tool rounds per call, default 3
+	// MaxUtterance is the longest utterance in characters (runes); longer
+	// ones are cut at a sentence boundary. Default DefaultMaxUtterance.
+	MaxUtterance int
+	Metrics      *metrics.Metrics
 }
 
 var _ brain.Brain = (*Brain)(nil)
@@ -125,7 +141,7 @@ func utteranceSchema() map[string]any {
 func StateSchema(draft bool) map[string]any {
 	props := map[string]any{
 		"state":      map[string]any{"type": "string", "enum": speechEnum},
-		"importance": map[string]any{"type": "number", "description": "0 to 10"},
+		"importance": map[string]any{"type": "number", "minimum": 0, "maximum": 10, "description": "0 to 10"},
 		"selected":   map[string]any{"type": "boolean"},
 		"closing":    map[string]any{"type": "string", "enum": closingEnum},
 	}
@@ -169,7 +185,54 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	if err != nil {
 		return brain.Thought{}, err
 	}
-	return ParseThought(resp.Text, b.Draft)
+	t, err := ParseThought(resp.Text, b.Draft)
+	if err != nil {
+		return brain.Thought{}, err
+	}
+	u := b.bound(brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To}, in)
+	t.Draft, t.To = u.Text, u.To
+	return t, nil
+}
+
+// bound keeps what the model said within the limits: at most MaxUtterance
+// characters, cut at a sentence boundary, addressed to the room only.
+func (b *Brain) bound(u brain.Utterance, in brain.Input) brain.Utterance {
+	max := b.MaxUtterance
+	if max <= 0 {
+		max = DefaultMaxUtterance
+	}
+	if text, cut := sentence.Clip(u.Text, max); cut {
+		metrics.OrNew(b.Metrics).Clipped.Inc()
+		b.log().Info("the model's utterance was longer than brain.max_utterance; cut at a sentence boundary",
+			"characters", utf8.RuneCountInString(u.Text), "max", max, "kept", utf8.RuneCountInString(text))
+		u.Text = text
+	}
+	u.To = addressees(u.To, in)
+	return u
+}
+
+// addressees keeps those of to who are in the room: its members, and
+// whoever spoke in the conversation (a user). A model cannot address, or
+// make others believe it addressed, someone who is not there.
+func addressees(to []string, in brain.Input) []string {
+	ok := map[string]bool{in.Message.Params.From: true}
+	for _, m := range in.Members {
+		ok[m] = true
+	}
+	for _, m := range in.Present {
+		ok[m] = true
+	}
+	for _, h := range in.History {
+		ok[h.Params.From] = true
+	}
+	delete(ok, in.Card.ID)
+	var out []string
+	for _, id := range to {
+		if ok[id] && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Utter implements brain.Brain: the two-call path's second call, which must
@@ -194,11 +257,15 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 	}
 	for _, c := range resp.ToolCalls {
 		if c.Name == "speak" {
-			return ParseUtterance(c.Args)
+			u, err := ParseUtterance(c.Args)
+			if err != nil {
+				return brain.Utterance{}, err
+			}
+			return b.bound(u, in), nil
 		}
 	}
 	if strings.TrimSpace(resp.Text) != "" { // a model that answered in plain text
-		return brain.Utterance{Text: strings.TrimSpace(resp.Text), Emotion: protocol.EmotionNeutral}, nil
+		return b.bound(brain.Utterance{Text: strings.TrimSpace(resp.Text), Emotion: protocol.EmotionNeutral}, in), nil
 	}
 	return brain.Utterance{}, errors.New("llm: the model did not call speak")
 }

@@ -1,11 +1,17 @@
-// Package openai is the chat-completions provider for the llm brain, on the
-// official openai-go SDK. It covers OpenAI and every server that speaks the
-// same API on a custom base URL: a llama.cpp server, Ollama, vLLM.
+// Package openai is the chat-completions provider for the llm brain: a
+// small typed client of POST {base_url}/chat/completions over net/http. It
+// covers OpenAI and every server that speaks the same API on a custom base
+// URL: a llama.cpp server, Ollama, vLLM.
 //
 // JSON-schema output is used by default; JSONMode falls back to plain JSON
 // mode (response_format json_object, the schema given in the prompt) for
-// servers without schema support. 429 and 5xx answers are retried with
-// backoff by the SDK inside the caller's deadline.
+// servers without schema support. Tools (vision, speak) and image parts
+// (a data: URL) are sent as the API defines them. 429 and 5xx answers are
+// retried as runtime/brain/llmhttp says, never past the caller's deadline.
+//
+// Chorus speaks the API itself rather than through the official SDK: the
+// SDK cost the robot's binary about 30 MB for three endpoints, and retried
+// 429s silently past the vote deadline (BENCHMARKS.md has the sizes).
 package openai
 
 import (
@@ -13,15 +19,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llmhttp"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 )
+
+// DefaultBaseURL is OpenAI's API.
+const DefaultBaseURL = "https://api.openai.com/v1"
 
 // Config configures the provider.
 type Config struct {
@@ -34,108 +43,212 @@ type Config struct {
 	// the whole call.
 	MaxRetries int
 	HTTPClient *http.Client
+	Log        *slog.Logger
+	Metrics    *metrics.Metrics
 }
 
 // Chat is an llm.Chatter on chat completions.
 type Chat struct {
 	cfg    Config
-	client sdk.Client
+	url    string
+	header http.Header
+	client *llmhttp.Client
 }
 
 var _ llm.Chatter = (*Chat)(nil)
 
 // New returns the provider.
 func New(cfg Config) *Chat {
-	retries := cfg.MaxRetries
-	if retries == 0 {
-		retries = 2
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(retries)}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
+	h := http.Header{}
 	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	} else {
-		opts = append(opts, option.WithAPIKey("none")) // local servers need no key, the SDK needs one
+		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	return &Chat{cfg: cfg, client: sdk.NewClient(opts...)}
+	return &Chat{cfg: cfg, url: base + "/chat/completions", header: h,
+		client: &llmhttp.Client{Provider: "openai", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log, Metrics: cfg.Metrics}}
 }
 
-// Chat implements llm.Chatter.
-func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
-	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.Model)}
-	if c.cfg.MaxTokens > 0 {
-		p.MaxTokens = sdk.Int(int64(c.cfg.MaxTokens))
+// The request, as the API defines it (the fields Chorus uses).
+type (
+	chatRequest struct {
+		Model          string          `json:"model"`
+		Messages       []chatMessage   `json:"messages"`
+		MaxTokens      int             `json:"max_tokens,omitempty"`
+		ResponseFormat *responseFormat `json:"response_format,omitempty"`
+		Tools          []tool          `json:"tools,omitempty"`
+		ToolChoice     *toolChoice     `json:"tool_choice,omitempty"`
 	}
+	chatMessage struct {
+		Role       string     `json:"role"`
+		Content    any        `json:"content"` // a string, []contentPart, or nil beside tool calls
+		ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+	}
+	contentPart struct {
+		Type     string    `json:"type"` // text, image_url
+		Text     string    `json:"text,omitempty"`
+		ImageURL *imageURL `json:"image_url,omitempty"`
+	}
+	imageURL struct {
+		URL string `json:"url"`
+	}
+	toolCall struct {
+		ID       string       `json:"id"`
+		Type     string       `json:"type"`
+		Function functionCall `json:"function"`
+	}
+	functionCall struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	responseFormat struct {
+		Type       string      `json:"type"` // json_schema, json_object
+		JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+	}
+	jsonSchema struct {
+		Name   string         `json:"name"`
+		Schema map[string]any `json:"schema"`
+		Strict bool           `json:"strict"`
+	}
+	tool struct {
+		Type     string      `json:"type"`
+		Function functionDef `json:"function"`
+	}
+	functionDef struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		Parameters  map[string]any `json:"parameters"`
+	}
+	toolChoice struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+)
+
+// request builds the API request for r; it reports whether it carries an
+// image.
+func (c *Chat) request(r llm.Request) (chatRequest, bool) {
+	req := chatRequest{Model: c.cfg.Model, MaxTokens: c.cfg.MaxTokens}
 	system := r.System
 	if r.Schema != nil {
 		if c.cfg.JSONMode {
-			p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+			req.ResponseFormat = &responseFormat{Type: "json_object"}
 			b, _ := json.Marshal(r.Schema)
 			system += "\n\nAnswer with one JSON object that follows this JSON Schema, and nothing else:\n" + string(b)
 		} else {
-			p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name: r.SchemaName, Schema: r.Schema, Strict: sdk.Bool(true)}}
+			req.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchema{Name: r.SchemaName, Schema: r.Schema, Strict: true}}
 		}
 	}
 	if system != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(system))
+		req.Messages = append(req.Messages, chatMessage{Role: "system", Content: system})
 	}
 	hasImage := false
 	for _, t := range r.Turns {
 		switch t.Role {
 		case llm.User:
 			if t.Image == nil {
-				p.Messages = append(p.Messages, sdk.UserMessage(t.Text))
+				req.Messages = append(req.Messages, chatMessage{Role: "user", Content: t.Text})
 				continue
 			}
 			hasImage = true
-			p.Messages = append(p.Messages, sdk.UserMessage([]sdk.ChatCompletionContentPartUnionParam{
-				sdk.TextContentPart(t.Text),
-				sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + t.Image.MIME + ";base64," + t.Image.Base64}),
-			}))
+			req.Messages = append(req.Messages, chatMessage{Role: "user", Content: []contentPart{
+				{Type: "text", Text: t.Text},
+				{Type: "image_url", ImageURL: &imageURL{URL: "data:" + t.Image.MIME + ";base64," + t.Image.Base64}},
+			}})
 		case llm.Assistant:
-			a := sdk.ChatCompletionAssistantMessageParam{}
+			m := chatMessage{Role: "assistant"}
 			if t.Text != "" {
-				a.Content.OfString = sdk.String(t.Text)
+				m.Content = t.Text
 			}
 			for _, tc := range t.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID: tc.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Args)}}})
+				m.ToolCalls = append(m.ToolCalls, toolCall{ID: tc.ID, Type: "function", Function: functionCall{Name: tc.Name, Arguments: string(tc.Args)}})
 			}
-			p.Messages = append(p.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			req.Messages = append(req.Messages, m)
 		case llm.Tool:
-			p.Messages = append(p.Messages, sdk.ToolMessage(t.Text, t.ToolCallID))
+			req.Messages = append(req.Messages, chatMessage{Role: "tool", Content: t.Text, ToolCallID: t.ToolCallID})
 		}
 	}
-	for _, tool := range r.Tools {
-		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: tool.Name, Description: sdk.String(tool.Description), Parameters: shared.FunctionParameters(tool.Parameters)}))
+	for _, td := range r.Tools {
+		req.Tools = append(req.Tools, tool{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters}})
 	}
 	if r.ForceTool != "" {
-		p.ToolChoice.OfFunctionToolChoice = &sdk.ChatCompletionNamedToolChoiceParam{
-			Function: sdk.ChatCompletionNamedToolChoiceFunctionParam{Name: r.ForceTool}}
+		req.ToolChoice = &toolChoice{Type: "function"}
+		req.ToolChoice.Function.Name = r.ForceTool
 	}
+	return req, hasImage
+}
+
+// Chat implements llm.Chatter.
+func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
+	req, hasImage := c.request(r)
 	start := time.Now()
-	resp, err := c.client.Chat.Completions.New(ctx, p)
+	var out llm.Response
+	err := c.client.Post(ctx, c.url, c.header, req, func(b []byte) error {
+		var err error
+		out, err = DecodeResponse(b)
+		return err
+	})
 	if err != nil {
-		var apiErr *sdk.Error
-		if errors.As(err, &apiErr) && hasImage && apiErr.StatusCode >= 400 && apiErr.StatusCode < 500 && apiErr.StatusCode != 429 {
+		var se *llmhttp.StatusError
+		if errors.As(err, &se) && hasImage && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests {
 			return llm.Response{}, fmt.Errorf("openai %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
 		}
 		return llm.Response{}, fmt.Errorf("openai %s after %v: %w", c.cfg.Model, time.Since(start).Round(time.Millisecond), err)
 	}
-	if len(resp.Choices) == 0 {
-		return llm.Response{}, fmt.Errorf("openai %s: answer without choices", c.cfg.Model)
+	return out, nil
+}
+
+// response is the part of a chat.completion Chorus reads. Servers add
+// fields of their own; those are ignored.
+type response struct {
+	Choices []struct {
+		Message struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// DecodeResponse reads a chat.completion answer: the first choice's text,
+// refusal and tool calls, and whether it stopped at the token limit.
+func DecodeResponse(b []byte) (llm.Response, error) {
+	var r response
+	if err := json.Unmarshal(b, &r); err != nil {
+		return llm.Response{}, fmt.Errorf("openai: the answer is not a chat completion: %w", err)
 	}
-	ch := resp.Choices[0]
-	out := llm.Response{Text: ch.Message.Content, Refusal: ch.Message.Refusal, Truncated: ch.FinishReason == "length"}
+	if len(r.Choices) == 0 {
+		return llm.Response{}, errors.New("openai: answer without choices")
+	}
+	ch := r.Choices[0]
+	out := llm.Response{Truncated: ch.FinishReason == "length"}
+	if ch.Message.Content != nil {
+		out.Text = *ch.Message.Content
+	}
+	if ch.Message.Refusal != nil {
+		out.Refusal = *ch.Message.Refusal
+	}
 	for _, tc := range ch.Message.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
+		if tc.Function.Name == "" {
+			return llm.Response{}, errors.New("openai: a tool call without a function name")
+		}
+		args := json.RawMessage(tc.Function.Arguments)
+		if tc.Function.Arguments == "" {
+			args = json.RawMessage("{}")
+		}
+		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
 	}
 	return out, nil
 }

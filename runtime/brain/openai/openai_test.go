@@ -13,9 +13,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -82,7 +86,7 @@ func completion(content string, finish string, toolCalls ...map[string]any) func
 	}
 }
 
-func toolCall(id, name, args string) map[string]any {
+func scriptedToolCall(id, name, args string) map[string]any {
 	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}
 }
 
@@ -140,7 +144,7 @@ func TestThinkOneCallWithSchema(t *testing.T) {
 func TestVisionToolSendsTheImage(t *testing.T) {
 	var sawImage string
 	s := newServer(t,
-		completion("", "tool_calls", toolCall("call_1", "vision", "{}")),
+		completion("", "tool_calls", scriptedToolCall("call_1", "vision", "{}")),
 		func(w http.ResponseWriter, req map[string]any) {
 			msgs := req["messages"].([]any)
 			parts := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
@@ -182,7 +186,7 @@ func TestVisionToolSendsTheImage(t *testing.T) {
 
 func TestModelWithoutImagesGoesOnWithoutVision(t *testing.T) {
 	s := newServer(t,
-		completion("", "tool_calls", toolCall("call_1", "vision", "{}")),
+		completion("", "tool_calls", scriptedToolCall("call_1", "vision", "{}")),
 		func(w http.ResponseWriter, req map[string]any) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(400)
@@ -267,7 +271,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestUtterTwoCallPathUsesSpeak(t *testing.T) {
-	s := newServer(t, completion("", "tool_calls", toolCall("call_9", "speak", `{"message":"Hello, Hana!","to":["hana"],"emotion":"happy"}`)))
+	s := newServer(t, completion("", "tool_calls", scriptedToolCall("call_9", "speak", `{"message":"Hello, Hana!","to":["hana"],"emotion":"happy"}`)))
 	u, err := brainFor(s, nil, false, nil).Utter(context.Background(), input())
 	if err != nil {
 		t.Fatal(err)
@@ -299,5 +303,73 @@ func TestJSONModeFallback(t *testing.T) {
 	sys := req["messages"].([]any)[0].(map[string]any)["content"].(string)
 	if !strings.Contains(sys, `"additionalProperties":false`) {
 		t.Errorf("the schema is not in the prompt:\n%s", sys)
+	}
+}
+
+// A rate limit whose Retry-After is longer than the brain's deadline ends
+// the call at once with a clear error (issue 15, defect 4); before, the SDK
+// slept until the deadline and said only "context deadline exceeded".
+func TestRateLimitPastTheDeadlineFailsAtOnce(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, req map[string]any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := brainFor(s, nil, true, nil).Think(ctx, input())
+	if err == nil || !strings.Contains(err.Error(), "rate limited") || !strings.Contains(err.Error(), "30s") {
+		t.Fatalf("err = %v, want a rate limit naming the 30 s asked", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("returned after %v, slept toward the deadline", d)
+	}
+}
+
+// A model's draft of any length is cut where it is parsed, at a sentence
+// boundary, to brain.max_utterance, and counted (issue 15, defect 2): a
+// 10,000-character draft and a 5 MB one alike.
+func TestLongDraftsAreCutAtASentenceBoundary(t *testing.T) {
+	for name, n := range map[string]int{"10k characters": 10_000, "5 MB": 5 << 20} {
+		t.Run(name, func(t *testing.T) {
+			long := strings.Repeat("This is a sentence. ", n/20)
+			state, _ := json.Marshal(map[string]any{"state": "speak", "importance": 5, "selected": false, "closing": "none",
+				"draft": map[string]any{"message": long, "to": []string{}, "emotion": "happy"}})
+			s := newServer(t, completion(string(state), "stop"))
+			m := metrics.New()
+			b := brainFor(s, nil, true, nil)
+			b.MaxUtterance, b.Metrics = 120, m
+			th, err := b.Think(context.Background(), input())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := utf8.RuneCountInString(th.Draft); n > 120 || n < 100 || !strings.HasSuffix(th.Draft, ".") {
+				t.Fatalf("draft of %d characters, ending %q", n, th.Draft[max(0, len(th.Draft)-10):])
+			}
+			if c := testutil.ToFloat64(m.Clipped); c != 1 {
+				t.Fatalf("clipped = %v", c)
+			}
+		})
+	}
+}
+
+// Whom the model addresses is kept to the room: its members and who spoke
+// (issue 15, defect 3). The JSON schema bounds importance (defect 5).
+func TestAddresseesKeptToTheRoomAndImportanceBounded(t *testing.T) {
+	s := newServer(t, completion(`{"state":"speak","importance":5,"selected":false,"closing":"none","draft":{"message":"Hi!","to":["hana","mallory","kyoko","user","hana"],"emotion":"happy"}}`, "stop"))
+	in := input()
+	in.Members = []string{"kyoko", "hana"}
+	th, err := brainFor(s, nil, true, nil).Think(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(th.To, ",") != "hana,user" {
+		t.Fatalf("to = %v, want hana and the user who spoke (not mallory, not itself, once each)", th.To)
+	}
+	imp := s.requests()[0]["response_format"].(map[string]any)["json_schema"].(map[string]any)["schema"].(map[string]any)["properties"].(map[string]any)["importance"].(map[string]any)
+	if imp["minimum"] != 0.0 || imp["maximum"] != 10.0 {
+		t.Fatalf("importance schema %v, want minimum 0 and maximum 10", imp)
 	}
 }

@@ -1,6 +1,12 @@
 // Package prompts holds the brain's prompts as embedded template files
 // (Japanese and English), after the seeds' state prompt
 // (aikyo-turn-taking.ja.md) and closing instruction (aikyo-closing.ja.md).
+//
+// What was said in the room is untrusted: it is rendered as JSON, one
+// object per line ({"from": ..., "text": ...}), so no message can forge a
+// line of the conversation or of the prompt (a newline in a message is
+// "\n" inside its string), and each text is clipped to MaxQuoted
+// characters.
 package prompts
 
 import (
@@ -12,18 +18,46 @@ import (
 	"text/template"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 //go:embed *.tmpl
 var files embed.FS
 
+// MaxQuoted bounds each message quoted in a prompt, in characters.
+const MaxQuoted = 1000
+
 var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"join": strings.Join,
-	"json": func(v any) string {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		return string(b)
-	},
+	"join":    strings.Join,
+	"said":    said,
+	"history": history,
 }).ParseFS(files, "*.tmpl"))
+
+// quoted is one thing said, as the prompts show it.
+type quoted struct {
+	From string   `json:"from"`
+	To   []string `json:"to,omitempty"`
+	Text string   `json:"text"`
+}
+
+// said renders one message as a line of JSON.
+func said(m protocol.Message) string {
+	text := m.Params.Message
+	if r := []rune(text); len(r) > MaxQuoted {
+		text = string(r[:MaxQuoted]) + "…"
+	}
+	b, _ := json.Marshal(quoted{From: m.Params.From, To: m.Params.To, Text: text})
+	return string(b)
+}
+
+// history renders messages as JSON lines, oldest first.
+func history(ms []protocol.Message) string {
+	lines := make([]string, len(ms))
+	for i, m := range ms {
+		lines[i] = said(m)
+	}
+	return strings.Join(lines, "\n")
+}
 
 // Data is what the templates see.
 type Data struct {

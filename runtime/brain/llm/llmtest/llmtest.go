@@ -137,7 +137,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			s.problem("json_schema without the companion_state schema")
 		}
 		state := map[string]any{"state": "speak", "importance": float64(len(me)%5 + 3), "selected": false, "closing": closing}
-		if closing == "terminal" || (s.OnlyUsers && !strings.Contains(user, `"from": "user"`)) {
+		if closing == "terminal" || (s.OnlyUsers && judgedFrom(user) != "user") {
 			state["state"] = "listen"
 		}
 		if props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any); props["draft"] != nil {
@@ -161,9 +161,24 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// historyLines counts the "- who: text" lines of the conversation so far,
-// which the prompts put first, before a blank line.
+// historyLines counts the lines of the conversation so far, which the
+// prompts put first, one JSON object per line, before a blank line.
 func historyLines(prompt string) int {
 	head, _, _ := strings.Cut(prompt, "\n\n")
-	return strings.Count(head, "\n- ")
+	return strings.Count(head, "\n{\"from\":")
+}
+
+// judgedFrom is the sender of the message the prompt asks about: the first
+// JSON line after the conversation.
+func judgedFrom(prompt string) string {
+	_, rest, _ := strings.Cut(prompt, "\n\n")
+	for _, line := range strings.Split(rest, "\n") {
+		var q struct {
+			From string `json:"from"`
+		}
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &q) == nil {
+			return q.From
+		}
+	}
+	return ""
 }

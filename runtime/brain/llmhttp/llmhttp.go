@@ -1,0 +1,242 @@
+// Package llmhttp is the HTTP exchange both model providers make (the
+// OpenAI-compatible chat completions and Anthropic's Messages API): a JSON
+// request, a JSON answer read to a bounded size, and retries on 429 and
+// 5xx that say what they do.
+//
+// A 429 is logged with the Retry-After the server asked for and counted
+// (chorus_brain_rate_limited_total). No wait ever runs past the caller's
+// deadline: when the server asks for longer than is left, the call fails
+// at once with ErrRateLimited, naming both, so a companion listens instead
+// of sleeping through the vote. No header value (an API key) is logged.
+//
+// # Concurrency
+//
+// A Client is safe for concurrent use.
+package llmhttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+)
+
+// Defaults.
+const (
+	DefaultMaxRetries = 2
+	DefaultMaxBody    = 8 << 20 // a model's answer; a longer one is an error
+	backoffBase       = 500 * time.Millisecond
+	maxRetryAfter     = time.Hour
+)
+
+// ErrRateLimited is returned (wrapped) when the server rate-limits the call
+// and waiting would run past the deadline, or the retries are used up.
+var ErrRateLimited = errors.New("rate limited")
+
+// StatusError is an answer with a status other than 2xx.
+type StatusError struct {
+	Provider string
+	Status   int
+	Message  string // the server's error message, clipped
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
+}
+
+// Client posts JSON to a model server.
+type Client struct {
+	Provider   string       // "openai" or "anthropic", for logs, errors and metrics
+	HTTP       *http.Client // default: dial and TLS timeouts, no overall timeout (the context has it)
+	MaxRetries int          // on 429 and 5xx; default 2
+	MaxBody    int64        // default 8 MiB
+	Log        *slog.Logger
+	Metrics    *metrics.Metrics
+}
+
+var defaultHTTP = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	TLSHandshakeTimeout:   10 * time.Second,
+	MaxIdleConnsPerHost:   4,
+	IdleConnTimeout:       90 * time.Second,
+	ExpectContinueTimeout: time.Second,
+}}
+
+// Post sends body as JSON to url with header and decodes a 2xx answer
+// with decode. 429 and 5xx answers are retried (MaxRetries), waiting what
+// the server asks (Retry-After-Ms, Retry-After) or a short backoff.
+func (c *Client) Post(ctx context.Context, url string, header http.Header, body any, decode func([]byte) error) error {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("%s: encode the request: %w", c.Provider, err)
+	}
+	retries := c.MaxRetries
+	if retries == 0 {
+		retries = DefaultMaxRetries
+	}
+	for attempt := 0; ; attempt++ {
+		status, b, h, err := c.do(ctx, url, header, payload)
+		if err != nil {
+			return err
+		}
+		if status >= 200 && status < 300 {
+			return decode(b)
+		}
+		serr := &StatusError{Provider: c.Provider, Status: status, Message: errorMessage(b)}
+		if !retryable(status) {
+			return serr
+		}
+		wait, asked := retryAfter(h)
+		if !asked {
+			wait = backoff(attempt)
+		}
+		if status == http.StatusTooManyRequests {
+			c.rateLimited(wait, asked, attempt, retries)
+		}
+		if attempt >= retries {
+			if status == http.StatusTooManyRequests {
+				return fmt.Errorf("%s: %w after %d tries (the server asks to wait %v): %w", c.Provider, ErrRateLimited, attempt+1, wait.Round(time.Millisecond), serr)
+			}
+			return serr
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			if status == http.StatusTooManyRequests {
+				return fmt.Errorf("%s: %w: the server asks to wait %v, the deadline is in %v: %w", c.Provider, ErrRateLimited,
+					wait.Round(time.Millisecond), time.Until(dl).Round(time.Millisecond), serr)
+			}
+			return serr
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: waiting to retry: %w", c.Provider, ctx.Err())
+		}
+	}
+}
+
+func (c *Client) do(ctx context.Context, url string, header http.Header, payload []byte) (int, []byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s: %w", c.Provider, err)
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = defaultHTTP
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s: %w", c.Provider, err)
+	}
+	defer resp.Body.Close()
+	limit := c.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s: reading the answer: %w", c.Provider, err)
+	}
+	if int64(len(b)) > limit {
+		return 0, nil, nil, fmt.Errorf("%s: the answer is larger than %d bytes", c.Provider, limit)
+	}
+	return resp.StatusCode, b, resp.Header, nil
+}
+
+func (c *Client) rateLimited(wait time.Duration, asked bool, attempt, retries int) {
+	m := metrics.OrNew(c.Metrics)
+	m.RateLimited.WithLabelValues(c.Provider).Inc()
+	m.RetryAfter.WithLabelValues(c.Provider).Set(wait.Seconds())
+	if c.Log != nil {
+		c.Log.Warn("model server rate-limits the brain (HTTP 429)", "provider", c.Provider, "retry_after", wait.Round(time.Millisecond),
+			"retry_after_given", asked, "try", attempt+1, "of", retries+1)
+	}
+}
+
+func retryable(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests, 529: // 529: Anthropic overloaded
+		return true
+	}
+	return status >= 500
+}
+
+// retryAfter reads how long the server asks to wait: Retry-After-Ms
+// (OpenAI, Anthropic), else Retry-After in seconds or as an HTTP date.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < float64(maxRetryAfter/time.Millisecond) {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			if s >= 0 && s < maxRetryAfter.Seconds() {
+				return time.Duration(s * float64(time.Second)), true
+			}
+			return maxRetryAfter, true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			d := time.Until(t)
+			if d < 0 {
+				d = 0
+			}
+			return min(d, maxRetryAfter), true
+		}
+	}
+	return 0, false
+}
+
+// backoff is 0.5 s, 1 s, 2 s ... with ±20 % jitter.
+func backoff(attempt int) time.Duration {
+	d := backoffBase << min(attempt, 6)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// errorMessage finds the server's message in an error body ({"error":
+// {"message": ...}} for both APIs, or a bare string), clipped to 300 bytes.
+func errorMessage(b []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	msg := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
+			msg = inner.Message
+		case json.Unmarshal(e.Error, &s) == nil && s != "":
+			msg = s
+		}
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	if msg == "" {
+		msg = "(no message)"
+	}
+	return msg
+}
