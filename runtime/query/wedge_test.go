@@ -3,7 +3,9 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,23 @@ func askUntilServed(c *Client, device, typ string) (json.RawMessage, error) {
 		}
 	}
 	return nil, err
+}
+
+// A query larger than the cap (a 5 MB speak from a model that wrote too
+// much) is answered with an error result naming the cap whenever its id can
+// be read, so the asker does not wait out its timeout (issue 15, defect 2).
+func TestOversizeQueryIsAnsweredWithAnError(t *testing.T) {
+	mem := bustest.NewMemory(t)
+	serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{"speak": echo})
+	mem.Settle()
+	c := NewClient(mem.Conn(nil, nil), topic.New(""), "kyoko", ClientOptions{})
+	start := time.Now()
+	_, err := c.Ask(context.Background(), "pi5", "speak", map[string]string{"message": strings.Repeat("words ", 1<<20)}, 10*time.Second)
+	var re *RemoteError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "cap is") {
+		t.Fatalf("err = %v, want an error result naming the cap", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("answered after %v", d)
+	}
 }
