@@ -27,9 +27,9 @@ lint:
 	CGO_ENABLED=0 $(GO) build $(PKGS)
 
 bench:
-	$(GO) test -run XXX -bench 'BusRoundTrip|Floor' -benchtime 2000x ./runtime/bench/
-	$(GO) test -run XXX -bench TurnGap -benchtime 30x ./runtime/bench/
-	$(GO) test -run XXX -bench . -benchtime 1000x ./device/bench/
+	$(GO) test -run XXX -bench 'BusRoundTrip|Floor' -benchtime 2000x ./cmd/chorus/internal/bench/
+	$(GO) test -run XXX -bench TurnGap -benchtime 30x ./cmd/chorus/internal/bench/
+	$(GO) test -run XXX -bench 'VisionRoundTrip|SpeakFirstAudio' -benchtime 1000x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench . ./runtime/protocol/
 	CGO_ENABLED=0 $(GO) build -o /tmp/chorusd-bench ./cmd/chorusd && $(GO) run ./cmd/chorus bench startup -chorusd /tmp/chorusd-bench
 

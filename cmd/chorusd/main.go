@@ -2,7 +2,8 @@
 // config in, everything wired, signals and the watchdog handled.
 //
 //	chorusd --config /etc/chorus/robot.yaml
-//	chorusd --check-config robot.yaml
+//	chorusd --check-config robot.yaml   # every problem a start would hit, here
+//	chorusd --list                      # what this build contains
 package main
 
 import (
@@ -14,22 +15,29 @@ import (
 	"syscall"
 
 	"github.com/chorus-robotics/chorus/device/daemon"
-	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/device/parts"
 )
+
+var version = "dev"
 
 func main() {
 	path := flag.String("config", "/etc/chorus/chorus.yaml", "device config file")
-	check := flag.String("check-config", "", "validate this config file and exit")
+	check := flag.String("check-config", "", "check this config file as a start would, and exit")
+	list := flag.Bool("list", false, "print the camera sources, audio outputs, TTS engines and brains this build contains, and exit")
 	flag.Parse()
-	if *check != "" {
-		if _, err := config.Load(*check); err != nil {
+	switch {
+	case *list:
+		fmt.Printf("chorusd %s\n%s", version, parts.List())
+		return
+	case *check != "":
+		if _, err := daemon.CheckFile(*check); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		fmt.Printf("%s: ok\n", *check)
 		return
 	}
-	cfg, err := config.Load(*path)
+	cfg, err := daemon.CheckFile(*path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,6 +1,6 @@
-// Package button reads the companion's button: a short press toggles mute
-// (the companion votes listen and never takes the floor), a long press asks
-// for the floor for the human, held until the button is released. The
+// Package button reads a push button on a GPIO pin: it debounces it and
+// tells a short press from a long one held until release. What a press
+// means (mute, the human's floor hold) is the panel's (device/panel). The
 // button pulls the pin low when pressed (internal pull-up).
 package button
 
@@ -11,7 +11,7 @@ import (
 	"periph.io/x/conn/v3/gpio"
 )
 
-// DefaultLongPress is how long a press must last to hold the floor.
+// DefaultLongPress is how long a press must last to count as long.
 const DefaultLongPress = 800 * time.Millisecond
 
 // Button watches a pin.

@@ -1,22 +1,24 @@
-// Package daemon wires one device from its config: the embedded broker (if
-// this device hosts it), the bus connections, the drivers, the query server
-// of the body, the floor (if this device runs it) and the companion. chorusd
-// runs one Daemon; `chorus demo` runs several in one process.
+// Package daemon wires one robot from its config: what chorusd runs under
+// systemd. The embedded broker (if this device hosts it), the bus
+// connections, the body (speak and vision queries over the drivers the
+// config names), the floor (if this device runs it), the panel (status LED,
+// button) and the companion, with /healthz and /metrics over HTTP.
 //
 // # Usage
 //
+//	if err := daemon.Check(cfg); err != nil { ... } // every problem a start would hit
 //	d, err := daemon.New(cfg, daemon.Options{Log: log})
 //	err = d.Run(ctx, func() { /* ready: tell systemd */ })
 //
-// New checks everything it can without touching hardware; Run opens the
-// drivers and connections, calls ready once all are up, and closes them all
-// when ctx ends.
+// New checks the config as Check does and touches no hardware. Run builds
+// each part in turn (broker, connections, body, floor, panel, companion,
+// HTTP), runs their loops in one errgroup, calls ready once all are up, and
+// stops everything when ctx ends or any part fails.
 package daemon
 
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,16 +29,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/chorus-robotics/chorus/device/button"
 	"github.com/chorus-robotics/chorus/device/led"
+	"github.com/chorus-robotics/chorus/device/panel"
+	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/device/speak"
 	"github.com/chorus-robotics/chorus/device/vision"
-	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
-	"github.com/chorus-robotics/chorus/drivers/tts"
-	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -53,47 +55,87 @@ import (
 type Options struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
-	// Brain overrides the configured brain (tests, benchmarks).
-	Brain brain.Brain
-	// Audio overrides the configured audio output (the demo writes WAVs).
-	Audio audio.Output
-	// TTS overrides the configured TTS engine.
-	TTS tts.Engine
-	// Brokers reports the embedded broker's address once it listens.
-	OnBroker func(addr string)
 }
 
 // Daemon is one running device.
 type Daemon struct {
-	cfg  *config.Config
-	opts Options
-	log  *slog.Logger
-	m    *metrics.Metrics
+	cfg *config.Config
+	log *slog.Logger
+	m   *metrics.Metrics
 
-	ready     atomic.Bool
-	mu        sync.Mutex
-	closers   []func()
-	probes    []namedProbe
-	Companion *companion.Companion
-	Floor     *floor.Floor
+	ready   atomic.Bool
+	mu      sync.Mutex
+	closers []func()
+	probes  []namedProbe
+}
+
+// Check reports every problem that would stop cfg from starting here, each
+// by its field: the config's own (config.Validate), the parts it names in
+// this build and what they need on this machine (device/parts), and the
+// files and secrets it points to.
+func Check(cfg *config.Config) error {
+	if all := config.Merge(nil, cfg.Validate(), parts.Check(cfg, parts.Here), checkFiles(cfg)); len(all) > 0 {
+		return all
+	}
+	return nil
+}
+
+// CheckFile reads the config at path and checks it as Check does, adding
+// the values that could not be read: every problem at once. chorusd's
+// --check-config and its start both use it.
+func CheckFile(path string) (*config.Config, error) {
+	cfg, typed, err := config.ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if all := config.Merge(typed, cfg.Validate(), parts.Check(cfg, parts.Here), checkFiles(cfg)); len(all) > 0 {
+		return nil, fmt.Errorf("config %s: %w", path, all)
+	}
+	return cfg, nil
+}
+
+// checkFiles opens what the config names outside itself: the broker's
+// users file and TLS files, the secrets in the environment.
+func checkFiles(cfg *config.Config) []string {
+	var out []string
+	m := cfg.MQTT
+	if m.Embedded.Enabled {
+		if _, err := m.Embedded.Users(); err != nil {
+			out = append(out, err.Error())
+		}
+		if m.Embedded.TLSCert != "" {
+			if _, err := tls.LoadX509KeyPair(cfg.Resolve(m.Embedded.TLSCert), cfg.Resolve(m.Embedded.TLSKey)); err != nil {
+				out = append(out, "mqtt.embedded.tls_cert: "+err.Error())
+			}
+		}
+	}
+	if _, err := m.Password(); err != nil {
+		out = append(out, err.Error())
+	}
+	if cfg.Room.Floor {
+		if _, err := m.FloorPassword(); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }
 
 // New checks the config and prepares the daemon; it touches no hardware.
 func New(cfg *config.Config, opts Options) (*Daemon, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := Check(cfg); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Daemon{cfg: cfg, opts: opts, log: log.With("device", cfg.Device.ID), m: metrics.OrNew(opts.Metrics)}, nil
+	return &Daemon{cfg: cfg, log: log.With("device", cfg.Device.ID), m: metrics.OrNew(opts.Metrics)}, nil
 }
 
 // Metrics is the daemon's metric set.
 func (d *Daemon) Metrics() *metrics.Metrics { return d.m }
 
-// Ready reports whether the bus, the floor and the drivers are up.
+// Ready reports whether every part is up.
 func (d *Daemon) Ready() bool { return d.ready.Load() }
 
 func (d *Daemon) onClose(f func()) {
@@ -112,223 +154,90 @@ func (d *Daemon) closeAll() {
 	}
 }
 
+func (d *Daemon) probe(name string, p Prober) {
+	d.mu.Lock()
+	d.probes = append(d.probes, namedProbe{name, p})
+	d.mu.Unlock()
+}
+
 func (d *Daemon) scheme() topic.Scheme {
 	return topic.Scheme{Prefix: d.cfg.MQTT.Prefix, FloorIDs: d.cfg.MQTT.FloorIDs}.WithRoster(d.cfg.Room.Name, d.cfg.Room.Members)
 }
 
-// Run starts everything, calls ready once it is up, and runs until ctx ends.
-func (d *Daemon) Run(ctx context.Context, ready func()) (err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+// Run builds every part, calls ready once all are up, and runs until ctx
+// ends (nil) or a part fails (its error).
+func (d *Daemon) Run(parent context.Context, ready func()) error {
 	defer d.closeAll()
-	defer wg.Wait()
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	errc := make(chan error, 8)
-	spawn := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && ctx.Err() == nil {
-				errc <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-	}
-	cfg, s := d.cfg, d.scheme()
-
-	if cfg.MQTT.Embedded.Enabled {
-		if err := d.startBroker(ctx, s); err != nil {
-			return err
-		}
-	}
-	password, err := cfg.MQTT.Password()
-	if err != nil {
+	g, ctx := errgroup.WithContext(ctx)
+	if err := d.build(ctx, g); err != nil {
+		cancel()
+		g.Wait()
 		return err
-	}
-	id := cfg.Identity()
-	rm := room.New(nil, s, cfg.Room.Name, d.log, d.m)
-	rm.MaxBytes = cfg.Room.MaxPayload
-	rm.SetMembers(cfg.Room.Members)
-	var birth func(time.Time) *bus.Retained
-	var will *bus.Retained
-	var presence *room.Announcement
-	if cfg.Companion != nil {
-		presence = rm.Announce(id, cfg.Device.ID, expectedThink(cfg.Brain))
-		birth, will = presence.Birth, presence.Will()
-	}
-	main, err := d.dial(ctx, id, cfg.MQTT.Username, password, birth, will)
-	if err != nil {
-		return err
-	}
-	rm.Bus = main
-
-	// The body answers queries under the device's name.
-	devBus := main
-	if cfg.Device.ID != cfg.MQTT.Username {
-		if devBus, err = d.dial(ctx, cfg.Device.ID+"-device", cfg.Device.ID, password, nil, nil); err != nil {
-			return err
-		}
-	}
-	// The watchdog's bus probe: through the broker and back, on a topic of
-	// the device's own that nothing else subscribes to.
-	d.probes = append(d.probes, namedProbe{"bus", busProbe{b: devBus, topic: s.Probe(cfg.Device.ID)}})
-	srv := &query.Server{Bus: devBus, Scheme: s, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
-	speaker, err := d.speaker()
-	if err != nil {
-		return err
-	}
-	srv.Handle("speak", speaker.Handle)
-	if cfg.Drivers.Camera.Kind != "none" {
-		src, err := openCamera(cfg)
-		if err != nil {
-			return err
-		}
-		capture := &camera.Capture{Source: src, Interval: time.Second / time.Duration(cfg.Drivers.Camera.FPS), Log: d.log}
-		spawn("camera", capture.Run)
-		srv.Handle("vision", (&vision.Eye{Camera: capture}).Handle)
-	}
-	spawn("query server", srv.Serve)
-
-	if cfg.Room.Floor {
-		fpw := ""
-		if cfg.MQTT.FloorPasswordEnv != "" {
-			var ok bool
-			if fpw, ok = lookupEnv(cfg.MQTT.FloorPasswordEnv); !ok {
-				return fmt.Errorf("mqtt.floor_password_env: environment variable %s is not set", cfg.MQTT.FloorPasswordEnv)
-			}
-		}
-		fid := cfg.MQTT.FloorIDs[0]
-		fb, err := d.dial(ctx, fid+"-"+cfg.Room.FloorInstance, fid, fpw, nil, floor.LeaderWill(s, cfg.Room.Name, cfg.Room.FloorInstance))
-		if err != nil {
-			return err
-		}
-		frm := room.New(fb, s, cfg.Room.Name, d.log, d.m)
-		frm.MaxBytes = cfg.Room.MaxPayload
-		frm.SetMembers(cfg.Room.Members)
-		f, err := floor.New(floor.Config{Room: frm, ID: fid, Instance: cfg.Room.FloorInstance,
-			VoteTimeout: cfg.Room.VoteTimeout, VoteCeiling: cfg.Room.VoteCeiling, MaxPending: cfg.Room.MaxPending})
-		if err != nil {
-			return err
-		}
-		d.Floor = f
-		d.probes = append(d.probes, namedProbe{"floor", f})
-		spawn("floor", f.Run)
-	}
-
-	// The panel: status LED and button (pins by name; a missing pin stops
-	// the start with an error naming it).
-	var statusLED *led.LED
-	var muted atomic.Bool
-	if name := cfg.Drivers.GPIO.LED; name != "" {
-		pin, err := gpio.Pin(name)
-		if err != nil {
-			return fmt.Errorf("drivers.gpio.led: %w", err)
-		}
-		statusLED = led.New(pin)
-		spawn("status led", statusLED.Run)
-	}
-	if name := cfg.Drivers.GPIO.Button; name != "" {
-		pin, err := gpio.Pin(name)
-		if err != nil {
-			return fmt.Errorf("drivers.gpio.button: %w", err)
-		}
-		btn := &button.Button{Pin: pin,
-			OnShort: func() {
-				m := !muted.Load()
-				muted.Store(m)
-				d.log.Info("button: mute", "muted", m)
-			},
-			OnLong: func(held bool) {
-				d.log.Info("button: the human holds the floor", "held", held)
-				hctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				if err := rm.SendHold(hctx, id, held, time.Now()); err != nil {
-					d.log.Error("button: hold not published", "err", err)
-				}
-			}}
-		spawn("button", btn.Run)
-	}
-
-	if cfg.Companion != nil {
-		devices, err := room.FollowDevices(ctx, rm)
-		if err != nil {
-			return err
-		}
-		qc := query.NewClient(main, s, id, query.ClientOptions{Timeout: cfg.Query.Timeout, MaxPending: cfg.Query.MaxPending,
-			MaxResultBytes: cfg.Query.MaxResult, Online: devices.Online, Log: d.log, Metrics: d.m})
-		d.onClose(qc.Close)
-		var look llm.Looker
-		if cfg.Drivers.Camera.Kind != "none" {
-			look = func(ctx context.Context) (llm.Image, error) {
-				body, err := qc.Ask(ctx, cfg.Device.ID, "vision", nil, 10*time.Second)
-				if err != nil {
-					return llm.Image{}, err
-				}
-				var v vision.Result
-				if err := json.Unmarshal(body, &v); err != nil {
-					return llm.Image{}, fmt.Errorf("vision result: %w", err)
-				}
-				return llm.Image{MIME: v.MIME, Base64: v.Image}, nil
-			}
-		}
-		b, err := d.brain(look)
-		if err != nil {
-			return err
-		}
-		c, err := companion.New(companion.Config{Room: rm, Card: *cfg.Companion, Brain: b, Device: cfg.Device.ID, Queries: qc,
-			HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
-			Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
-			TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
-			Presence: presence, ExpectThink: expectedThink(cfg.Brain),
-			Muted: muted.Load,
-			OnStatus: func(st companion.Status) {
-				if statusLED != nil {
-					statusLED.Set(st)
-				}
-			}})
-		if err != nil {
-			return err
-		}
-		d.Companion = c
-		d.probes = append(d.probes, namedProbe{"companion", c})
-		spawn("companion", c.Run)
-	}
-	if cfg.HTTP.Listen != "off" {
-		if err := d.serveHTTP(ctx, &wg); err != nil {
-			return err
-		}
 	}
 	d.ready.Store(true)
-	d.log.Info("chorusd ready", "room", cfg.Room.Name, "identity", id, "floor", cfg.Room.Floor, "broker", cfg.MQTT.Broker)
+	d.log.Info("chorusd ready", "room", d.cfg.Room.Name, "identity", d.cfg.Identity(), "floor", d.cfg.Room.Floor, "broker", d.cfg.MQTT.Broker)
 	if ready != nil {
 		ready()
 	}
-	select {
-	case <-ctx.Done():
-		d.ready.Store(false)
-		return nil
-	case err := <-errc:
-		d.ready.Store(false)
+	<-ctx.Done()
+	d.ready.Store(false)
+	err := g.Wait()
+	if parent.Err() != nil {
+		return nil // stopped on purpose
+	}
+	return err
+}
+
+// link is the device's connections to its room.
+type link struct {
+	main     *bus.MQTT // under the companion's name (the device's without one)
+	dev      *bus.MQTT // under the device's name, for its query results
+	room     *room.Room
+	presence *room.Announcement // nil without a companion
+}
+
+func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
+	if d.cfg.MQTT.Embedded.Enabled {
+		if err := d.startBroker(ctx); err != nil {
+			return err
+		}
+	}
+	l, err := d.connect(ctx)
+	if err != nil {
 		return err
 	}
-}
-
-func (d *Daemon) dial(ctx context.Context, clientID, user, password string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
-	b, err := bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password,
-		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
-	if err != nil {
-		return nil, err
+	if err := d.body(ctx, g, l); err != nil {
+		return err
 	}
-	d.onClose(func() { b.Close() })
-	return b, nil
+	if d.cfg.Room.Floor {
+		if err := d.floor(ctx, g, l); err != nil {
+			return err
+		}
+	}
+	p, err := d.panel(ctx, g, l)
+	if err != nil {
+		return err
+	}
+	if d.cfg.Companion != nil {
+		if err := d.companion(ctx, g, l, p); err != nil {
+			return err
+		}
+	}
+	if d.cfg.HTTP.Listen != "off" {
+		return d.serveHTTP(ctx, g)
+	}
+	return nil
 }
 
-func (d *Daemon) startBroker(ctx context.Context, s topic.Scheme) error {
+func (d *Daemon) startBroker(ctx context.Context) error {
 	e := d.cfg.MQTT.Embedded
 	users, err := e.Users()
 	if err != nil {
 		return err
 	}
-	bc := broker.Config{Addr: e.Listen, Users: users, AllowAnonymous: e.AllowAnonymous, Scheme: s, Logger: d.log}
+	bc := broker.Config{Addr: e.Listen, Users: users, AllowAnonymous: e.AllowAnonymous, Scheme: d.scheme(), Logger: d.log, Metrics: d.m}
 	if e.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(d.cfg.Resolve(e.TLSCert), d.cfg.Resolve(e.TLSKey))
 		if err != nil {
@@ -341,14 +250,173 @@ func (d *Daemon) startBroker(ctx context.Context, s topic.Scheme) error {
 		return err
 	}
 	d.onClose(func() { br.Close() })
-	if d.opts.OnBroker != nil {
-		d.opts.OnBroker(br.Addr())
-	}
 	d.log.Info("embedded broker listening", "addr", br.Addr())
 	return nil
 }
 
-func (d *Daemon) serveHTTP(ctx context.Context, wg *sync.WaitGroup) error {
+func (d *Daemon) dial(ctx context.Context, clientID, user, password string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
+	b, err := bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password,
+		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
+	if err != nil {
+		return nil, err
+	}
+	d.onClose(func() { b.Close() })
+	return b, nil
+}
+
+// connect dials the room under the companion's name, announcing its
+// presence, and a second time under the device's name when that differs.
+func (d *Daemon) connect(ctx context.Context) (*link, error) {
+	cfg := d.cfg
+	password, err := cfg.MQTT.Password()
+	if err != nil {
+		return nil, err
+	}
+	l := &link{room: room.New(nil, d.scheme(), cfg.Room.Name, d.log, d.m)}
+	l.room.MaxBytes = cfg.Room.MaxPayload
+	l.room.SetMembers(cfg.Room.Members)
+	var birth func(time.Time) *bus.Retained
+	var will *bus.Retained
+	if cfg.Companion != nil {
+		l.presence = l.room.Announce(cfg.Identity(), cfg.Device.ID, expectedThink(cfg.Brain))
+		birth, will = l.presence.Birth, l.presence.Will()
+	}
+	if l.main, err = d.dial(ctx, cfg.Identity(), cfg.MQTT.Username, password, birth, will); err != nil {
+		return nil, err
+	}
+	l.room.Bus, l.dev = l.main, l.main
+	if cfg.Device.ID != cfg.MQTT.Username {
+		if l.dev, err = d.dial(ctx, cfg.Device.ID+"-device", cfg.Device.ID, password, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	// The watchdog's bus probe: through the broker and back, on a topic of
+	// the device's own that nothing else subscribes to.
+	d.probe("bus", busProbe{b: l.dev, topic: l.room.Scheme.Probe(cfg.Device.ID)})
+	return l, nil
+}
+
+// body answers the device's queries: speak always, vision with a camera.
+func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
+	cfg := d.cfg
+	env := parts.Env{Log: d.log, Metrics: d.m}
+	out, err := parts.Audio.Make(cfg, env)
+	if err != nil {
+		return err
+	}
+	d.onClose(func() { out.Close() })
+	engine, err := parts.TTS.Make(cfg, env)
+	if err != nil {
+		return err
+	}
+	srv := &query.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
+	srv.Handle("speak", (&speak.Speaker{TTS: engine, Out: out, MaxChars: cfg.Drivers.TTS.MaxChars, Log: d.log, Metrics: d.m}).Handle)
+	src, err := parts.Cameras.Make(cfg, env)
+	if err != nil {
+		return err
+	}
+	if src != nil {
+		capture := &camera.Capture{Source: src, Interval: time.Second / time.Duration(cfg.Drivers.Camera.FPS), Log: d.log}
+		g.Go(func() error { return capture.Run(ctx) })
+		srv.Handle("vision", (&vision.Eye{Camera: capture}).Handle)
+	}
+	g.Go(func() error { return srv.Serve(ctx) })
+	return nil
+}
+
+// floor runs the room's floor under a floor identity of its own.
+func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
+	cfg := d.cfg
+	password, err := cfg.MQTT.FloorPassword()
+	if err != nil {
+		return err
+	}
+	fid := cfg.MQTT.FloorIDs[0]
+	fb, err := d.dial(ctx, fid+"-"+cfg.Room.FloorInstance, fid, password, nil, floor.LeaderWill(l.room.Scheme, cfg.Room.Name, cfg.Room.FloorInstance))
+	if err != nil {
+		return err
+	}
+	fr := room.New(fb, l.room.Scheme, cfg.Room.Name, d.log, d.m)
+	fr.MaxBytes = cfg.Room.MaxPayload
+	fr.SetMembers(cfg.Room.Members)
+	f, err := floor.New(floor.Config{Room: fr, ID: fid, Instance: cfg.Room.FloorInstance,
+		VoteTimeout: cfg.Room.VoteTimeout, VoteCeiling: cfg.Room.VoteCeiling, MaxPending: cfg.Room.MaxPending})
+	if err != nil {
+		return err
+	}
+	d.probe("floor", f)
+	g.Go(func() error { return f.Run(ctx) })
+	return nil
+}
+
+// panel runs the status LED and the button, pins by name; a missing pin
+// stops the start with an error naming it.
+func (d *Daemon) panel(ctx context.Context, g *errgroup.Group, l *link) (*panel.Panel, error) {
+	pins := d.cfg.Drivers.GPIO
+	p := &panel.Panel{Room: l.room, ID: d.cfg.Identity(), Log: d.log}
+	if pins.LED != "" {
+		pin, err := gpio.Pin(pins.LED)
+		if err != nil {
+			return nil, fmt.Errorf("drivers.gpio.led: %w", err)
+		}
+		p.LED = led.New(pin)
+	}
+	if pins.Button != "" {
+		pin, err := gpio.Pin(pins.Button)
+		if err != nil {
+			return nil, fmt.Errorf("drivers.gpio.button: %w", err)
+		}
+		p.Button = &button.Button{Pin: pin}
+	}
+	g.Go(func() error { return p.Run(ctx) })
+	return p, nil
+}
+
+// companion runs the persona: its brain (with the device's camera as its
+// vision tool) and its voice through the device's speak queries.
+func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *panel.Panel) error {
+	cfg := d.cfg
+	devices, err := room.FollowDevices(ctx, l.room)
+	if err != nil {
+		return err
+	}
+	qc := query.NewClient(l.main, l.room.Scheme, cfg.Identity(), query.ClientOptions{Timeout: cfg.Query.Timeout,
+		MaxPending: cfg.Query.MaxPending, MaxResultBytes: cfg.Query.MaxResult, Online: devices.Online, Log: d.log, Metrics: d.m})
+	d.onClose(qc.Close)
+	var look llm.Looker
+	if cfg.Drivers.Camera.Kind != "none" {
+		look = vision.Looker(qc, cfg.Device.ID)
+	}
+	b, err := parts.Brains.Make(cfg, parts.Env{Log: d.log, Metrics: d.m, Look: look})
+	if err != nil {
+		return err
+	}
+	c, err := companion.New(companion.Config{Room: l.room, Card: *cfg.Companion, Brain: b, Device: cfg.Device.ID, Queries: qc,
+		HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
+		Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
+		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
+		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
+		Muted: p.Muted, OnStatus: p.Status})
+	if err != nil {
+		return err
+	}
+	d.probe("companion", c)
+	g.Go(func() error { return c.Run(ctx) })
+	return nil
+}
+
+// expectedThink is the think time a companion announces before it has
+// measured its brain: the rule brain's delay, a model's timeout (the
+// measured latency replaces it after a few calls).
+func expectedThink(b config.Brain) time.Duration {
+	if b.Provider == "rule" {
+		return b.Delay + 100*time.Millisecond
+	}
+	return b.Timeout
+}
+
+// serveHTTP serves /healthz and /metrics until ctx ends.
+func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := d.Alive(r.Context(), 2*time.Second); err != nil {
@@ -363,39 +431,17 @@ func (d *Daemon) serveHTTP(ctx context.Context, wg *sync.WaitGroup) error {
 		return fmt.Errorf("http.listen: %w", err)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	g.Go(func() error {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("http server", "err", err)
+			return fmt.Errorf("http server: %w", err)
 		}
-	}()
-	wg.Add(1)
-	go func() { // the server stops with the daemon's context, before Run waits for it
-		defer wg.Done()
+		return nil
+	})
+	g.Go(func() error { // the server stops with the daemon's context
 		<-ctx.Done()
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		hs.Shutdown(c)
-	}()
+		return hs.Shutdown(c)
+	})
 	return nil
-}
-
-func (d *Daemon) speaker() (*speak.Speaker, error) {
-	out := d.opts.Audio
-	if out == nil {
-		var err error
-		if out, err = openAudio(d.cfg); err != nil {
-			return nil, err
-		}
-		d.onClose(func() { out.Close() })
-	}
-	engine := d.opts.TTS
-	if engine == nil {
-		var err error
-		if engine, err = chooseTTS(d.cfg, d.log); err != nil {
-			return nil, err
-		}
-	}
-	return &speak.Speaker{TTS: engine, Out: out, MaxChars: d.cfg.Drivers.TTS.MaxChars, Log: d.log, Metrics: d.m}, nil
 }

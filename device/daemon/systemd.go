@@ -1,16 +1,16 @@
 package daemon
 
 import (
-	"fmt"
-
 	"context"
-	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/config"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 // Prober is a loop that can prove it is still turning.
@@ -96,30 +96,16 @@ var errNotReady = readyError{}
 // says, READY once up, the watchdog fed while the loops turn, STOPPING on
 // the way out.
 func Main(ctx context.Context, cfg *config.Config, w io.Writer) error {
-	log := NewLogger(w, cfg.Log)
+	log := cfg.Log.Logger(w)
 	d, err := New(cfg, Options{Log: log})
 	if err != nil {
 		return err
 	}
 	defer NotifyStopping()
 	return d.Run(ctx, func() {
-		trimStartupPages()
 		NotifyReady(log)
 		go d.Watchdog(ctx)
 	})
-}
-
-// NewLogger builds the process logger from the log section of a config.
-func NewLogger(w io.Writer, c config.Log) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
-		level = slog.LevelInfo
-	}
-	o := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, o))
-	}
-	return slog.New(slog.NewTextHandler(w, o))
 }
 
 // busProbe pings the bus through the broker and back.

@@ -1,7 +1,8 @@
 // Package vision is the body's eye: it answers "vision" queries with the
 // newest frame of a camera that keeps capturing (drivers/camera.Capture),
 // as base64 JPEG with its size and capture time. No camera is opened per
-// query.
+// query. Looker is the other side: the brain's vision tool, asking a
+// device and decoding its answer.
 package vision
 
 import (
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 )
 
 // DefaultMaxAge is how old the newest frame may be before the camera counts
@@ -54,4 +56,42 @@ func (e *Eye) Handle(ctx context.Context, from string, body json.RawMessage) (an
 	}
 	return Result{Image: base64.StdEncoding.EncodeToString(f.JPEG), MIME: "image/jpeg", Width: f.Width, Height: f.Height,
 		CapturedAt: f.CapturedAt.UTC()}, nil
+}
+
+// DecodeResult reads a vision result body (the companion's looker and
+// `chorus query` both read one).
+func DecodeResult(body []byte) (Result, error) {
+	var v Result
+	if err := json.Unmarshal(body, &v); err != nil {
+		return Result{}, fmt.Errorf("vision result: %w", err)
+	}
+	if v.Image == "" {
+		return Result{}, errors.New("vision result: no image")
+	}
+	return v, nil
+}
+
+// Asker sends a query to a device and waits for its result
+// (runtime/query.Client).
+type Asker interface {
+	Ask(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error)
+}
+
+// LookTimeout bounds one look through the camera for the brain.
+const LookTimeout = 10 * time.Second
+
+// Looker is the brain's vision tool on a device's camera: a vision query
+// to device through q, its frame handed to the model.
+func Looker(q Asker, device string) llm.Looker {
+	return func(ctx context.Context) (llm.Image, error) {
+		body, err := q.Ask(ctx, device, "vision", nil, LookTimeout)
+		if err != nil {
+			return llm.Image{}, err
+		}
+		v, err := DecodeResult(body)
+		if err != nil {
+			return llm.Image{}, err
+		}
+		return llm.Image{MIME: v.MIME, Base64: v.Image}, nil
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/loop"
 )
 
 // Outbox publishes on behalf of code that must not wait on the network: a
@@ -73,18 +75,7 @@ func (o *Outbox) Send(topic string, payload []byte, retain bool) bool {
 // given up), or ctx ends.
 func (o *Outbox) Flush(ctx context.Context) error {
 	o.init()
-	done := make(chan struct{})
-	select {
-	case o.ch <- outMsg{flushed: done}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return loop.Ping(ctx, o.ch, func(done chan struct{}) outMsg { return outMsg{flushed: done} })
 }
 
 // Run publishes until ctx ends.

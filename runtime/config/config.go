@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,16 +188,13 @@ type Log struct {
 
 // Load reads, decodes strictly, fills defaults and validates path.
 func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
+	c, typed, err := ParseFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	c, err := Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+	if all := Merge(typed, c.Validate()); len(all) > 0 {
+		return nil, fmt.Errorf("config %s: %w", path, all)
 	}
-	c.path = path
 	return c, nil
 }
 
@@ -204,56 +203,123 @@ func Load(path string) (*Config, error) {
 // a value of the wrong type too ("room.vote_timeout: must be a duration
 // such as 3s or 500ms, got "soon""), without hiding the others.
 func Decode(r io.Reader) (*Config, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	c, typed, err := Parse(r)
 	if err != nil {
 		return nil, err
 	}
+	if all := Merge(typed, c.Validate()); len(all) > 0 {
+		return nil, all
+	}
+	return c, nil
+}
+
+// ParseFile is Parse of the file at path; the config remembers its path
+// (Resolve).
+func ParseFile(path string) (*Config, Errors, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, typed, err := Parse(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.path = path
+	return c, typed, nil
+}
+
+// ParseFS is Parse of the file name in fsys (configs embedded in a
+// binary); the config remembers name.
+func ParseFS(fsys fs.FS, name string) (*Config, Errors, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, typed, err := Parse(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	c.path = name
+	return c, typed, nil
+}
+
+// Parse reads one YAML document strictly and fills defaults, without
+// validating, so that every later check can add its problems to the same
+// list. A value of the wrong type or an unknown key is a problem returned
+// beside the config, named by its field's path (the field keeps its
+// default); a document that is not YAML, or empty, is an error with no
+// config.
+func Parse(r io.Reader) (*Config, Errors, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(data) > 1<<20 {
-		return nil, errors.New("larger than 1 MiB")
+		return nil, nil, errors.New("larger than 1 MiB")
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("not valid YAML: %w", err)
+		return nil, nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, errors.New("empty file")
+		return nil, nil, errors.New("empty file")
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Config
 	var typed Errors
-	bad := map[string]bool{}
 	if err := dec.Decode(&c); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return nil, fmt.Errorf("decode: %w", err)
+			return nil, nil, fmt.Errorf("decode: %w", err)
 		}
 		ix := indexFields(&root)
 		for _, msg := range te.Errors {
-			path, problem, ok := ix.explain(msg)
-			if !ok {
+			if path, problem, ok := ix.explain(msg); ok {
+				typed = append(typed, path+": "+problem)
+			} else {
 				typed = append(typed, msg)
-				continue
 			}
-			bad[path] = true
-			typed = append(typed, path+": "+problem)
 		}
 	}
 	c.SetDefaults()
-	var all Errors
-	all = append(all, typed...)
-	if err := c.Validate(); err != nil {
-		for _, e := range err.(Errors) {
-			path, _, _ := strings.Cut(e, ":")
-			if !bad[path] { // already reported with its type
-				all = append(all, e)
-			}
+	return &c, typed, nil
+}
+
+// Merge lists a config's problems: first those of type, then every other
+// one whose field has no problem of type (a field that could not be read
+// is reported once, not again for the default it was left with). more
+// holds an error from Validate, or problem strings.
+func Merge(typed Errors, more ...any) Errors {
+	bad := map[string]bool{}
+	for _, p := range typed {
+		field, _, _ := strings.Cut(p, ":")
+		bad[field] = true
+	}
+	all := append(Errors(nil), typed...)
+	add := func(p string) {
+		if field, _, _ := strings.Cut(p, ":"); !bad[field] {
+			all = append(all, p)
 		}
 	}
-	if len(all) > 0 {
-		return nil, all
+	for _, m := range more {
+		switch v := m.(type) {
+		case nil:
+		case Errors:
+			for _, p := range v {
+				add(p)
+			}
+		case []string:
+			for _, p := range v {
+				add(p)
+			}
+		case error:
+			add(v.Error())
+		}
 	}
-	return &c, nil
+	return all
 }
 
 // Path is the file the config came from, if any.
@@ -457,10 +523,9 @@ func (c *Config) Validate() error {
 			p.list = append(p.list, "companion"+strings.TrimPrefix(err.Error(), "card"))
 		}
 	}
+	// Kinds (brain.provider, drivers.*.kind) and their own fields are
+	// checked by the registry of what a build contains (device/parts).
 	b := c.Brain
-	if !oneOf(b.Provider, "rule", "openai", "anthropic") {
-		p.add("brain.provider", "must be rule, openai or anthropic, got %q", b.Provider)
-	}
 	if b.Timeout < 100*time.Millisecond || b.Timeout > 5*time.Minute {
 		p.add("brain.timeout", "must be from 100ms to 5m, got %v", b.Timeout)
 	}
@@ -476,27 +541,7 @@ func (c *Config) Validate() error {
 	if b.MaxUtterance < 10 || b.MaxUtterance > c.Drivers.TTS.MaxChars {
 		p.add("brain.max_utterance", "must be from 10 to drivers.tts.max_chars (%d), the most the body speaks at once, got %d", c.Drivers.TTS.MaxChars, b.MaxUtterance)
 	}
-	if b.Provider == "openai" || b.Provider == "anthropic" {
-		if b.Model == "" {
-			p.add("brain.model", "required for provider %s", b.Provider)
-		}
-		if b.BaseURL != "" && !strings.HasPrefix(b.BaseURL, "http://") && !strings.HasPrefix(b.BaseURL, "https://") {
-			p.add("brain.base_url", "must be an http:// or https:// URL, got %q", b.BaseURL)
-		}
-		if b.Provider == "anthropic" && b.APIKeyEnv == "" {
-			p.add("brain.api_key_env", "required for provider anthropic (the name of the variable that holds the key)")
-		}
-	}
 	d := c.Drivers
-	if !oneOf(d.Camera.Kind, "none", "testpattern", "image", "gocv") {
-		p.add("drivers.camera.kind", "must be none, testpattern, image or gocv, got %q", d.Camera.Kind)
-	}
-	if d.Camera.Kind == "image" && d.Camera.Path == "" {
-		p.add("drivers.camera.path", "required for kind image")
-	}
-	if d.Camera.Kind == "gocv" && d.Camera.Device == "" {
-		p.add("drivers.camera.device", "required for kind gocv (an index such as 0, /dev/videoN, or a video file)")
-	}
 	if d.Camera.Width < 16 || d.Camera.Width > 4096 || d.Camera.Height < 16 || d.Camera.Height > 4096 {
 		p.add("drivers.camera.width", "width and height must be from 16 to 4096, got %dx%d", d.Camera.Width, d.Camera.Height)
 	}
@@ -506,23 +551,8 @@ func (c *Config) Validate() error {
 	if d.Camera.Quality < 1 || d.Camera.Quality > 100 {
 		p.add("drivers.camera.quality", "must be from 1 to 100, got %d", d.Camera.Quality)
 	}
-	if !oneOf(d.Audio.Kind, "null", "wav", "portaudio") {
-		p.add("drivers.audio.kind", "must be null, wav or portaudio, got %q", d.Audio.Kind)
-	}
-	if d.Audio.Kind == "wav" && d.Audio.Dir == "" {
-		p.add("drivers.audio.dir", "required for kind wav")
-	}
 	if d.Audio.SampleRate != 0 && (d.Audio.SampleRate < 8000 || d.Audio.SampleRate > 192000) {
 		p.add("drivers.audio.sample_rate", "must be from 8000 to 192000, got %d", d.Audio.SampleRate)
-	}
-	if !oneOf(d.TTS.Kind, "auto", "none", "espeak-ng", "open_jtalk", "voicevox", "piper", "tone") {
-		p.add("drivers.tts.kind", "must be auto, none, espeak-ng, open_jtalk, voicevox, piper or tone, got %q", d.TTS.Kind)
-	}
-	if d.TTS.Kind == "voicevox" && !strings.HasPrefix(d.TTS.URL, "http") {
-		p.add("drivers.tts.url", "required for kind voicevox: the engine's http:// URL")
-	}
-	if d.TTS.Kind == "piper" && (d.TTS.Binary == "" || d.TTS.Model == "") {
-		p.add("drivers.tts.binary", "piper needs binary (its path) and model")
 	}
 	if d.TTS.MaxChars < 1 || d.TTS.MaxChars > 100000 {
 		p.add("drivers.tts.max_chars", "must be from 1 to 100000, got %d", d.TTS.MaxChars)
@@ -605,6 +635,26 @@ func secret(field, env, path string) (string, error) {
 // Password returns the MQTT password ("" when none is configured).
 func (m MQTT) Password() (string, error) {
 	return secret("mqtt.password_env", m.PasswordEnv, m.PasswordFile)
+}
+
+// FloorPassword returns the password of the floor's connection ("" when
+// none is configured).
+func (m MQTT) FloorPassword() (string, error) {
+	return secret("mqtt.floor_password_env", m.FloorPasswordEnv, "")
+}
+
+// Logger builds the process logger the log section describes, writing to
+// w; an unknown level is info.
+func (l Log) Logger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	o := &slog.HandlerOptions{Level: level}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
 }
 
 // APIKey returns the brain's API key ("" when none is configured).

@@ -189,6 +189,20 @@ func (g TurnGrant) SpeakerID() string {
 	return *g.Speaker
 }
 
+// RestsAtTerminal reports whether g rests the room with every voter at
+// the terminal stage of closing: the conversation is over.
+func (g TurnGrant) RestsAtTerminal() bool {
+	if g.Speaker != nil || len(g.Votes) == 0 {
+		return false
+	}
+	for _, v := range g.Votes {
+		if v.Closing != ClosingTerminal {
+			return false
+		}
+	}
+	return true
+}
+
 // Vote is one State as the floor counted it.
 type Vote struct {
 	From       string  `json:"from"`

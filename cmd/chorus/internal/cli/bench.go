@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	dbench "github.com/chorus-robotics/chorus/device/bench"
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/bench"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
-	"github.com/chorus-robotics/chorus/runtime/bench"
+
 	"github.com/chorus-robotics/chorus/runtime/broker"
 )
 
@@ -33,7 +33,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", 1000, "measurements per case")
 	ns := fs.String("n", "2,5,10,50", "floor: companion counts")
 	chorusd := fs.String("chorusd", "", "startup: the chorusd binary (default: beside this program, else on PATH)")
-	devCfg := fs.String("config", "firmware-configs/demo/kyoko.yaml", "startup: the device config")
+	devCfg := fs.String("config", "firmware-configs/demo/kyoko.yaml", "startup: the device config (a file)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -47,18 +47,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		n := min(*rounds, 10)
 		var readies []time.Duration
-		var rss []int
+		var mems []bench.Memory
 		for range n {
-			r, kb, err := dbench.Startup(ctx, bin, *devCfg, 2*time.Second)
+			r, m, err := bench.Startup(ctx, bin, *devCfg, 2*time.Second)
 			if err != nil {
 				return err
 			}
 			readies = append(readies, r)
-			rss = append(rss, kb)
+			mems = append(mems, m)
 		}
-		sort.Ints(rss)
-		fmt.Fprintf(stdout, "chorusd %s with %s, %d cold starts\n  start → READY: %v\n  idle RSS after 2 s: median %d kB, max %d kB\n",
-			bin, *devCfg, n, bench.Summarize(readies), rss[len(rss)/2], rss[len(rss)-1])
+		sort.Slice(mems, func(i, j int) bool { return mems[i].RSS < mems[j].RSS })
+		med := mems[len(mems)/2]
+		fmt.Fprintf(stdout, "chorusd %s with %s, %d cold starts\n  start → READY: %v\n  idle RSS after 2 s: median %d kB (anonymous %d kB, file-backed %d kB), max %d kB\n",
+			bin, *devCfg, n, bench.Summarize(readies), med.RSS, med.Anon, med.File, mems[len(mems)-1].RSS)
 		return nil
 	}
 	name := *url
@@ -87,7 +88,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				float64(bs.P50)/float64(rs.P50), float64(bs.P99)/float64(rs.P99))
 		}
 	case "vision":
-		ds, err := dbench.VisionRoundTrip(ctx, *url, 640, 480, *rounds)
+		ds, err := bench.VisionRoundTrip(ctx, *url, 640, 480, *rounds)
 		if err != nil {
 			return err
 		}
@@ -99,7 +100,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		n := min(*rounds, 200)
 		fmt.Fprintf(stdout, "speak, time to first audio, three sentences with espeak-ng, %d runs\n", n)
 		for _, whole := range []bool{false, true} {
-			ds, err := dbench.FirstAudio(ctx, &espeak.Engine{}, dbench.ThreeSentences, whole, n)
+			ds, err := bench.FirstAudio(ctx, &espeak.Engine{}, bench.ThreeSentences, whole, n)
 			if err != nil {
 				return err
 			}
@@ -111,10 +112,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	case "turngap":
 		n := min(*rounds, 30)
-		fmt.Fprintf(stdout, "turn gap: user message → granted companion's message, 3 companions, model server 300 ms/call, %d rounds, broker %s\n", n, name)
+		fmt.Fprintf(stdout, "turn gap: user message → granted companion's message, 3 companions, model server 300 ms/call, %d rounds, embedded broker\n", n)
 		var p50 [2]float64
 		for i, draft := range []bool{true, false} {
-			ds, err := bench.TurnGap(ctx, *url, 300*time.Millisecond, draft, n)
+			ds, err := bench.TurnGap(ctx, 300*time.Millisecond, draft, n)
 			if err != nil {
 				return err
 			}

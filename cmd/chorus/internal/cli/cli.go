@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chorus-robotics/chorus/device/demo"
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/demo"
 	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -68,18 +69,14 @@ func usage(w io.Writer) {
 }
 
 func logger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		l = slog.LevelWarn
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	return config.Log{Level: level, Format: "text"}.Logger(w)
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("configs", "", "folder of device configs (default: firmware-configs/demo)")
-	out := fs.String("out", "out/demo", "folder for each utterance's WAV audio")
+	dir := fs.String("configs", "", "folder of device configs (default: the demo room built into chorus)")
+	out := fs.String("out", "out/demo", "folder for each utterance's WAV audio, under the current folder")
 	turns := fs.Int("turns", 0, "stop after this many companion turns (0: run until the room reaches terminal)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	msg := fs.String("message", "", "the user's opening line")
@@ -87,7 +84,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	sum, err := demo.Run(ctx, demo.Options{Dir: demo.FindDir(*dir), Out: *out, Turns: *turns, Timeout: *timeout,
+	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout,
 		Message: *msg, W: stdout, Log: logger(stderr, *level)})
 	if err != nil {
 		return err
@@ -190,11 +187,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if e.Grant == nil || e.Grant.Speaker != nil || *until == "" {
 			return
 		}
-		terminal := len(e.Grant.Votes) > 0
-		for _, v := range e.Grant.Votes {
-			terminal = terminal && v.Closing == protocol.ClosingTerminal
-		}
-		if *until == "rest" || terminal {
+		if *until == "rest" || e.Grant.RestsAtTerminal() {
 			select {
 			case done <- struct{}{}:
 			default:

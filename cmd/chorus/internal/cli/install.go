@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/chorus-robotics/chorus/device/install"
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/install"
 )
 
 func init() {

@@ -68,9 +68,9 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *typ == "vision" && *out != "" {
-		var v vision.Result
-		if err := json.Unmarshal(res, &v); err != nil {
-			return fmt.Errorf("vision result: %w", err)
+		v, err := vision.DecodeResult(res)
+		if err != nil {
+			return err
 		}
 		img, err := base64.StdEncoding.DecodeString(v.Image)
 		if err != nil {

@@ -1,8 +1,3 @@
-// Package bench measures the runtime's hot paths on a real broker: the bus
-// round trip (against raw paho on the same broker) and the floor's turn
-// latency (a message's publish to its grant at every companion). The Go
-// benchmarks and `chorus bench` both call it; BENCHMARKS.md records the
-// figures.
 package bench
 
 import (
@@ -11,13 +6,14 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/floor"
+	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -125,15 +121,22 @@ func timeLoop(ctx context.Context, n int, got <-chan struct{}, send func() error
 	return out, nil
 }
 
-// The rooms the benchmarks use, and their rosters: a broker with an ACL
-// must know them (Scheme).
+// floorDevice is the floor benchmark's floor: a device that runs only the
+// room's floor, for voters v00...
+const floorDevice = `version: 1
+device: {id: bench-floor}
+room: {name: bench, members: [%s], floor: true}
+mqtt: {broker: "tcp://127.0.0.1:1"}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+`
+
+// The room the floor benchmark uses, and its roster: a broker with an ACL
+// must know it (Scheme).
 const (
 	FloorRoom = "bench"
-	GapRoom   = "gap"
 	maxVoters = 500
 )
-
-var gapMembers = []string{"ann", "ben", "cat"}
 
 func voterIDs(n int) []string {
 	ids := make([]string, n)
@@ -143,12 +146,12 @@ func voterIDs(n int) []string {
 	return ids
 }
 
-// Rosters are the benchmark rooms' members, for a broker's ACL.
+// Rosters is the benchmark room's members, for a broker's ACL.
 func Rosters() map[string][]string {
-	return map[string][]string{FloorRoom: voterIDs(maxVoters), GapRoom: gapMembers}
+	return map[string][]string{FloorRoom: voterIDs(maxVoters)}
 }
 
-// Scheme is the default topic scheme with the benchmark rooms' rosters.
+// Scheme is the default topic scheme with the benchmark room's roster.
 func Scheme() topic.Scheme {
 	s := topic.New("")
 	for room, m := range Rosters() {
@@ -164,8 +167,17 @@ func Scheme() topic.Scheme {
 func FloorLatency(ctx context.Context, url string, n, rounds int) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := topic.New("")
-	roomName := FloorRoom
+	voters := voterIDs(n)
+	c, err := config.Decode(strings.NewReader(fmt.Sprintf(floorDevice, strings.Join(voters, ", "))))
+	if err != nil {
+		return nil, err
+	}
+	lr, err := localroom.Start(ctx, []*config.Config{c}, localroom.Options{Broker: url})
+	if err != nil {
+		return nil, err
+	}
+	defer lr.Close()
+	s, roomName := lr.Scheme, lr.Name
 	var closers []func() error
 	defer func() {
 		for _, c := range closers {
@@ -179,21 +191,6 @@ func FloorLatency(ctx context.Context, url string, n, rounds int) ([]time.Durati
 		}
 		return b, err
 	}
-	fb, err := dial("floor", topic.DefaultFloorID, nil, floor.LeaderWill(s, roomName, "bench-floor"))
-	if err != nil {
-		return nil, err
-	}
-	fr := room.New(fb, s, roomName, nil, nil)
-	fr.SetMembers(voterIDs(n))
-	f, err := floor.New(floor.Config{Room: fr, Instance: "bench-floor", JoinWait: 20 * time.Millisecond})
-	if err != nil {
-		return nil, err
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Add(1)
-	go func() { defer wg.Done(); f.Run(ctx) }()
 
 	type arrival struct {
 		id string
@@ -225,15 +222,7 @@ func FloorLatency(ctx context.Context, url string, n, rounds int) ([]time.Durati
 		return nil, err
 	}
 	user := room.New(ub, s, roomName, nil, nil)
-	// Wait until the floor leads and sees every voter present.
-	deadline := time.Now().Add(10 * time.Second)
-	for !f.Active() {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("floor did not become active")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // the floor sees every voter present
 
 	out := make([]time.Duration, 0, rounds)
 	for r := range rounds + 1 {

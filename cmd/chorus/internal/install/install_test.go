@@ -21,7 +21,7 @@ func chorusd(t *testing.T) string {
 	return out
 }
 
-const cfg = "../../firmware-configs/desktop-sim.yaml"
+const cfg = "../../../../firmware-configs/desktop-sim.yaml"
 
 func TestInstallIsIdempotent(t *testing.T) {
 	root, bin := t.TempDir(), chorusd(t)
@@ -100,7 +100,7 @@ func TestUnitVerifies(t *testing.T) {
 // scores about 9.6).
 func TestUnitIsHardened(t *testing.T) {
 	sa := analyze(t)
-	out, _ := exec.Command(sa, "security", "--offline=true", "--no-pager", "../../systemd/chorusd.service").CombinedOutput()
+	out, _ := exec.Command(sa, "security", "--offline=true", "--no-pager", "../../../../systemd/chorusd.service").CombinedOutput()
 	m := regexp.MustCompile(`Overall exposure level for chorusd.service: ([0-9.]+)`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("no exposure level in:\n%s", out)

@@ -14,19 +14,25 @@ import (
 	"time"
 )
 
+// Memory is a process's resident set, in kB: anonymous (its heap and
+// stacks) and file-backed (the pages of its binary it touched).
+type Memory struct {
+	RSS, Anon, File int
+}
+
 // Startup runs chorusd with config as systemd would (a notify socket),
-// and returns the time from exec to READY=1, and the resident memory after
+// and returns the time from exec to READY=1, and its resident memory after
 // idle of settle.
-func Startup(ctx context.Context, chorusd, config string, settle time.Duration) (ready time.Duration, rssKB int, err error) {
+func Startup(ctx context.Context, chorusd, config string, settle time.Duration) (ready time.Duration, mem Memory, err error) {
 	dir, err := os.MkdirTemp("", "chorus-startup-")
 	if err != nil {
-		return 0, 0, err
+		return 0, Memory{}, err
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {
-		return 0, 0, err
+		return 0, Memory{}, err
 	}
 	defer conn.Close()
 	cmd := exec.CommandContext(ctx, chorusd, "--config", config)
@@ -35,7 +41,7 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	cmd.Stderr = &logs
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return 0, Memory{}, err
 	}
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -53,7 +59,7 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
-			return 0, 0, fmt.Errorf("no READY from chorusd: %w\n%s", err, logs.String())
+			return 0, Memory{}, fmt.Errorf("no READY from chorusd: %w\n%s", err, logs.String())
 		}
 		if strings.Contains(string(buf[:n]), "READY=1") {
 			ready = time.Since(start)
@@ -61,21 +67,29 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 		}
 	}
 	time.Sleep(settle)
-	rssKB, err = rss(cmd.Process.Pid)
-	return ready, rssKB, err
+	mem, err = memory(cmd.Process.Pid)
+	return ready, mem, err
 }
 
-func rss(pid int) (int, error) {
+// memory reads a process's resident set from /proc/PID/status.
+func memory(pid int) (Memory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return Memory{}, err
 	}
 	defer f.Close()
+	var m Memory
+	fields := map[string]*int{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		for prefix, dst := range fields {
+			if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				*dst, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	if m.RSS == 0 {
+		return Memory{}, fmt.Errorf("no VmRSS for pid %d", pid)
+	}
+	return m, nil
 }

@@ -16,7 +16,7 @@ import (
 func TestDemoRunsToTerminal(t *testing.T) {
 	out := t.TempDir()
 	var buf bytes.Buffer
-	sum, err := Run(context.Background(), Options{Dir: filepath.Join("..", "..", "firmware-configs", "demo"), Out: out, Timeout: 30 * time.Second, W: &buf})
+	sum, err := Run(context.Background(), Options{Out: out, Timeout: 30 * time.Second, W: &buf})
 	t.Log("\n" + buf.String())
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestDemoRunsToTerminal(t *testing.T) {
 
 func TestDemoStopsAfterTurns(t *testing.T) {
 	var buf bytes.Buffer
-	sum, err := Run(context.Background(), Options{Dir: filepath.Join("..", "..", "firmware-configs", "demo"), Turns: 2, Timeout: 30 * time.Second, W: &buf})
+	sum, err := Run(context.Background(), Options{Dir: filepath.Join("..", "..", "..", "..", "firmware-configs", "demo"), Turns: 2, Timeout: 30 * time.Second, W: &buf})
 	if err != nil {
 		t.Fatal(err)
 	}

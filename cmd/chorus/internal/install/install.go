@@ -1,5 +1,6 @@
-// Package install lays a device's files into a root filesystem: an SD
-// card's mounted root, or a temporary folder in tests. It refuses an
+// Package install is `chorus install`, an operator's tool: it lays a
+// device's files into a root filesystem (an SD card's mounted root, or a
+// temporary folder in tests). It refuses an
 // invalid config before writing anything, and running it again changes
 // nothing that is already right (the environment file, which holds
 // secrets, is never overwritten).
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/systemd"
 )
@@ -48,7 +50,15 @@ func Run(o Options) ([]Step, error) {
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
-	if _, err := config.Load(o.Config); err != nil {
+	// Checked as any build on any machine would: the robot's own build and
+	// files are not here (chorusd --check-config checks those on the robot).
+	c, typed, err := config.ParseFile(o.Config)
+	if err == nil {
+		if all := config.Merge(typed, c.Validate(), parts.Check(c, parts.Anywhere)); len(all) > 0 {
+			err = all
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("install: refusing an invalid config, nothing written:\n%w", err)
 	}
 	bin, err := os.ReadFile(o.Binary)

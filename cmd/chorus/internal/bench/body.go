@@ -1,7 +1,3 @@
-// Package bench measures the body: a vision query's round trip through the
-// broker, and a speak's time to first audio, sentence by sentence against
-// the whole text at once. The Go benchmarks and `chorus bench vision|speak`
-// call it; BENCHMARKS.md records the figures.
 package bench
 
 import (

@@ -86,21 +86,18 @@ func BenchmarkTurnGap(b *testing.B) {
 			name = "two-call"
 		}
 		b.Run(name, func(b *testing.B) {
-			url := startBroker(b, "embedded")
-			b.ResetTimer()
-			ds, err := TurnGap(context.Background(), url, 300*time.Millisecond, draft, b.N)
+			ds, err := TurnGap(context.Background(), 300*time.Millisecond, draft, b.N)
 			report(b, ds, err)
 		})
 	}
 }
 
 func TestTurnGapSmoke(t *testing.T) {
-	url := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: Rosters()}).URL()
-	one, err := TurnGap(context.Background(), url, 50*time.Millisecond, true, 2)
+	one, err := TurnGap(context.Background(), 50*time.Millisecond, true, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	two, err := TurnGap(context.Background(), url, 50*time.Millisecond, false, 2)
+	two, err := TurnGap(context.Background(), 50*time.Millisecond, false, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

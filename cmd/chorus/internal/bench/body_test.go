@@ -10,19 +10,8 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
-	rbench "github.com/chorus-robotics/chorus/runtime/bench"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 )
-
-func report(b *testing.B, ds []time.Duration, err error) {
-	b.Helper()
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := rbench.Summarize(ds)
-	b.ReportMetric(float64(s.P50.Microseconds()), "p50-µs")
-	b.ReportMetric(float64(s.P99.Microseconds()), "p99-µs")
-}
 
 // BenchmarkVisionRoundTrip: a 640×480 vision query on the embedded broker.
 func BenchmarkVisionRoundTrip(b *testing.B) {
@@ -66,12 +55,12 @@ func TestStartupReachesReady(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	ready, rssKB, err := Startup(context.Background(), bin, "../../firmware-configs/demo/kyoko.yaml", 200*time.Millisecond)
+	ready, mem, err := Startup(context.Background(), bin, "../../../../firmware-configs/demo/kyoko.yaml", 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ready <= 0 || rssKB <= 0 {
-		t.Fatalf("ready %v, rss %d kB", ready, rssKB)
+	if ready <= 0 || mem.RSS <= 0 || mem.Anon <= 0 || mem.File <= 0 {
+		t.Fatalf("ready %v, memory %+v", ready, mem)
 	}
-	t.Logf("READY after %v, RSS %d kB", ready, rssKB)
+	t.Logf("READY after %v, memory %+v kB", ready, mem)
 }

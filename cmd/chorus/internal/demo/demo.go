@@ -1,0 +1,151 @@
+// Package demo is `chorus demo`: a whole room in one process with no
+// hardware and no API key. It runs the demo room that ships inside the
+// binary (firmware-configs/demo), or a folder of device configs, on the
+// embedded broker; says hello to the companions as a user; prints the live
+// transcript; writes each utterance as a WAV file under ./out/demo/ of the
+// current folder (espeak-ng, or the tone generator); and stops when the
+// room rests at terminal, or after a number of turns.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
+	firmwareconfigs "github.com/chorus-robotics/chorus/firmware-configs"
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/transcript"
+)
+
+// Options configure a demo run.
+type Options struct {
+	Dir     string        // folder of device configs; "" runs the demo room in the binary
+	Out     string        // where each companion's utterances are written as WAV; "" writes none
+	Turns   int           // stop after this many companion turns; 0 = run to terminal
+	Timeout time.Duration // give up after this long
+	Message string        // the user's opening line
+	W       io.Writer     // transcript
+	Log     *slog.Logger
+}
+
+// Summary is how a demo run ended.
+type Summary struct {
+	Turns    int
+	Terminal bool // every voter was at terminal when the room rested
+	Rested   bool
+	Elapsed  time.Duration
+	Audio    []string // WAV files written
+}
+
+// Configs loads the room: from dir, or the demo room in the binary.
+func Configs(dir string) ([]*config.Config, error) {
+	if dir == "" {
+		return localroom.Load(firmwareconfigs.Demo, "demo/*.yaml")
+	}
+	return localroom.Load(os.DirFS(dir), "*.yaml")
+}
+
+// Run runs the demo room until it rests, Turns is reached, or Timeout.
+func Run(ctx context.Context, o Options) (Summary, error) {
+	start := time.Now()
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.Message == "" {
+		o.Message = "Hello everyone! What did you do today?"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	cfgs, err := Configs(o.Dir)
+	if err != nil {
+		return Summary{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	out := ""
+	if o.Out != "" {
+		if out, err = filepath.Abs(o.Out); err != nil {
+			return Summary{}, err
+		}
+	}
+	r, err := localroom.Start(ctx, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *config.Config) {
+		if c.Companion == nil || out == "" {
+			return
+		}
+		c.Drivers.Audio.Kind = "wav"
+		c.Drivers.Audio.Dir = filepath.Join(out, c.Companion.ID)
+		// Only this run's utterances stay in the folder.
+		old, _ := filepath.Glob(filepath.Join(c.Drivers.Audio.Dir, "*.wav"))
+		for _, f := range old {
+			os.Remove(f)
+		}
+	}})
+	if err != nil {
+		return Summary{}, err
+	}
+	defer r.Close()
+	fmt.Fprintf(o.W, "chorus demo: room %q, %d devices, embedded broker on %s\n", r.Name, len(cfgs), r.URL)
+
+	// The observer is also the user who opens the conversation.
+	user, ub, err := r.Dial(ctx, "user")
+	if err != nil {
+		return Summary{}, err
+	}
+	defer ub.Close()
+	events := make(chan transcript.Event, 256)
+	p := &transcript.Printer{W: o.W}
+	if err := p.Follow(ctx, user, func(e transcript.Event) {
+		select { // a bus handler never blocks
+		case events <- e:
+		default:
+		}
+	}); err != nil {
+		return Summary{}, err
+	}
+	time.Sleep(100 * time.Millisecond) // let every companion's subscriptions settle
+	if err := user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, o.Message, "")); err != nil {
+		return Summary{}, err
+	}
+
+	var sum Summary
+	heard := map[string]bool{}
+	restOn := "" // the message a rest grant answered; it may arrive after the grant
+	for done := false; !done; {
+		select {
+		case e := <-events:
+			switch {
+			case e.Message != nil:
+				heard[e.Message.Params.ID] = true
+				if e.Message.Params.From != "user" {
+					sum.Turns++
+					if o.Turns > 0 && sum.Turns >= o.Turns {
+						done = true
+					}
+				}
+			case e.Grant != nil && e.Grant.Speaker == nil:
+				sum.Rested, sum.Terminal = true, e.Grant.RestsAtTerminal()
+				restOn = e.Grant.MessageID
+			}
+			if restOn != "" && heard[restOn] {
+				done = true
+			}
+		case err := <-r.Err():
+			return sum, err
+		case <-ctx.Done():
+			return sum, fmt.Errorf("demo did not finish within %v: %w", o.Timeout, ctx.Err())
+		}
+	}
+	r.Close()
+	sum.Elapsed = time.Since(start)
+	if out != "" {
+		sum.Audio, _ = filepath.Glob(filepath.Join(out, "*", "*.wav"))
+	}
+	return sum, nil
+}

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package daemon
-
-// trimStartupPages is Linux-only (MADV_PAGEOUT).
-func trimStartupPages() {}

@@ -1,0 +1,95 @@
+// Package panel is the robot's front panel and what it means: the status
+// LED shows what the companion is doing, a short press of the button mutes
+// the companion (it votes listen and never takes the floor), and a long
+// press holds the floor for the human until released (DESIGN.md: the
+// retained floor/hold topic; the floor grants nobody meanwhile).
+//
+// # Concurrency
+//
+// Run owns the LED's and the button's goroutines; Muted and Status are
+// safe from any goroutine.
+package panel
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chorus-robotics/chorus/device/button"
+	"github.com/chorus-robotics/chorus/device/led"
+	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// holdTimeout bounds publishing a hold or its release.
+const holdTimeout = 2 * time.Second
+
+// Panel is an LED and a button, both optional.
+type Panel struct {
+	LED    *led.LED       // nil: no LED
+	Button *button.Button // nil: no button; Run sets its OnShort and OnLong
+	Room   *room.Room     // where a hold is published
+	ID     string         // the companion the panel belongs to
+	Log    *slog.Logger
+
+	muted atomic.Bool
+}
+
+// Muted reports whether the companion is muted (companion.Config.Muted).
+func (p *Panel) Muted() bool { return p.muted.Load() }
+
+// Status shows s on the LED (companion.Config.OnStatus).
+func (p *Panel) Status(s companion.Status) {
+	if p.LED != nil {
+		p.LED.Set(s)
+	}
+}
+
+// Run drives the LED and the button until ctx ends; a hold still on then
+// is released.
+func (p *Panel) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	if p.LED != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- p.LED.Run(ctx) }()
+	}
+	if p.Button != nil {
+		p.Button.OnShort = p.toggleMute
+		p.Button.OnLong = p.hold
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- p.Button.Run(ctx) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Panel) toggleMute() {
+	m := !p.muted.Load()
+	p.muted.Store(m)
+	p.log().Info("button: mute", "muted", m)
+}
+
+func (p *Panel) hold(held bool) {
+	p.log().Info("button: the human holds the floor", "held", held)
+	ctx, cancel := context.WithTimeout(context.Background(), holdTimeout)
+	defer cancel()
+	if err := p.Room.SendHold(ctx, p.ID, held, time.Now()); err != nil {
+		p.log().Error("button: hold not published", "held", held, "err", err)
+	}
+}
+
+func (p *Panel) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
+}

@@ -1,0 +1,184 @@
+// Package parts is the one registry of what this build of chorusd
+// contains: every kind of camera source, audio output, TTS engine and
+// brain, each with the check of its config fields and its constructor.
+// `chorusd --check-config` and a start check a config through the same
+// registry, so a check fails exactly where a start would; `chorusd --list`
+// prints it.
+//
+// A kind that needs a C library is registered in every build: built in
+// with its tag (gocv, portaudio), and otherwise as absent with the reason,
+// so a config naming it is told how to build chorusd for it.
+//
+// # Adding a part
+//
+// An engine or a brain is one new package and one Add in builtin.go (or a
+// tag-guarded file): its Kind, one line About it, Check for its fields,
+// Make to build it.
+package parts
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/drivers/tts"
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+)
+
+// Env is what parts are made with beside the config.
+type Env struct {
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	// Look takes a picture with the device's camera, for a brain's vision
+	// tool; nil when the device has none.
+	Look llm.Looker
+}
+
+// Mode says how much a check may assume.
+type Mode int
+
+const (
+	// Anywhere checks the fields alone: any build, any machine (the
+	// installer, on the operator's computer).
+	Anywhere Mode = iota
+	// Here also checks that this build contains the kinds named and that
+	// what they need on this machine is there (binaries, secrets).
+	Here
+)
+
+// Part is one kind of a group.
+type Part[T any] struct {
+	Kind  string
+	About string
+	// Absent, when set, says why this build lacks the kind and how to
+	// build it in ("build chorusd with -tags gocv").
+	Absent string
+	// Check reports the kind's own field problems ("field: what is wrong").
+	Check func(c *config.Config, m Mode) []string
+	// Make builds it; it must not touch hardware beyond opening it.
+	Make func(c *config.Config, env Env) (T, error)
+}
+
+// Group is the parts of one kind of thing, chosen by one config field.
+type Group[T any] struct {
+	What  string // "camera source", for messages
+	Field string // the config field naming the kind
+	Kind  func(c *config.Config) string
+	parts map[string]Part[T]
+}
+
+func newGroup[T any](what, field string, kind func(*config.Config) string) *Group[T] {
+	return &Group[T]{What: what, Field: field, Kind: kind, parts: map[string]Part[T]{}}
+}
+
+// Add registers p; a kind registered twice is a programming error.
+func (g *Group[T]) Add(p Part[T]) {
+	if _, dup := g.parts[p.Kind]; dup {
+		panic("parts: " + g.What + " " + p.Kind + " registered twice")
+	}
+	g.parts[p.Kind] = p
+}
+
+// Kinds lists the kinds of the group, sorted.
+func (g *Group[T]) Kinds() []string {
+	out := make([]string, 0, len(g.parts))
+	for k := range g.parts {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Built reports whether kind is registered and built into this chorusd.
+func (g *Group[T]) Built(kind string) bool {
+	p, ok := g.parts[kind]
+	return ok && p.Absent == ""
+}
+
+// check reports the problems of the kind c names.
+func (g *Group[T]) check(c *config.Config, m Mode) []string {
+	kind := g.Kind(c)
+	p, ok := g.parts[kind]
+	if !ok {
+		return []string{fmt.Sprintf("%s: must be one of %s, got %q", g.Field, strings.Join(g.Kinds(), ", "), kind)}
+	}
+	var out []string
+	if p.Absent != "" && m == Here {
+		out = append(out, fmt.Sprintf("%s: %q is not built into this chorusd: %s", g.Field, kind, p.Absent))
+	}
+	if p.Check != nil {
+		out = append(out, p.Check(c, m)...)
+	}
+	return out
+}
+
+// Make builds the part c names.
+func (g *Group[T]) Make(c *config.Config, env Env) (T, error) {
+	kind := g.Kind(c)
+	p, ok := g.parts[kind]
+	var zero T
+	switch {
+	case !ok:
+		return zero, fmt.Errorf("%s: unknown %s %q", g.Field, g.What, kind)
+	case p.Absent != "":
+		return zero, fmt.Errorf("%s: %q is not built into this chorusd: %s", g.Field, kind, p.Absent)
+	case p.Make == nil:
+		return zero, nil
+	}
+	v, err := p.Make(c, env)
+	if err != nil {
+		return zero, fmt.Errorf("%s %s: %w", g.Field, kind, err)
+	}
+	return v, nil
+}
+
+// The groups.
+var (
+	Cameras = newGroup[camera.Source]("camera source", "drivers.camera.kind", func(c *config.Config) string { return c.Drivers.Camera.Kind })
+	Audio   = newGroup[audio.Output]("audio output", "drivers.audio.kind", func(c *config.Config) string { return c.Drivers.Audio.Kind })
+	TTS     = newGroup[tts.Engine]("TTS engine", "drivers.tts.kind", func(c *config.Config) string { return c.Drivers.TTS.Kind })
+	Brains  = newGroup[brain.Brain]("brain", "brain.provider", func(c *config.Config) string { return c.Brain.Provider })
+)
+
+// Check reports every problem of c's parts, each by its field.
+func Check(c *config.Config, m Mode) []string {
+	var out []string
+	out = append(out, Cameras.check(c, m)...)
+	out = append(out, Audio.check(c, m)...)
+	out = append(out, TTS.check(c, m)...)
+	if c.Companion != nil {
+		out = append(out, Brains.check(c, m)...)
+	}
+	return out
+}
+
+// List says what this build contains, a line per group.
+func List() string {
+	var b strings.Builder
+	line := func(title string, kinds []string, about func(string) (string, string)) {
+		fmt.Fprintf(&b, "%s:\n", title)
+		for _, k := range kinds {
+			a, absent := about(k)
+			if absent != "" {
+				a = "not built in: " + absent
+			}
+			fmt.Fprintf(&b, "  %-12s %s\n", k, a)
+		}
+	}
+	line("camera sources (drivers.camera.kind)", Cameras.Kinds(), Cameras.about)
+	line("audio outputs (drivers.audio.kind)", Audio.Kinds(), Audio.about)
+	line("TTS engines (drivers.tts.kind)", TTS.Kinds(), TTS.about)
+	line("brains (brain.provider)", Brains.Kinds(), Brains.about)
+	return b.String()
+}
+
+func (g *Group[T]) about(kind string) (string, string) {
+	p := g.parts[kind]
+	return p.About, p.Absent
+}
