@@ -4,7 +4,7 @@ PKGS    ?= ./...
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: demo test test-tagged bench fuzz dist lint clean
+.PHONY: demo test test-tagged bench fuzz dist size lint clean
 
 demo:
 	$(GO) run ./cmd/chorus demo
@@ -51,6 +51,15 @@ dist:
 	  done; \
 	done
 	@ls -l dist
+
+# The robot's binary: its stripped size for linux/arm64, and what each module
+# costs in code and read-only data (BENCHMARKS.md, "Binary size").
+size:
+	@mkdir -p dist
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -o dist/chorusd-size-stripped ./cmd/chorusd
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o dist/chorusd-size-full ./cmd/chorusd
+	@ls -l dist/chorusd-size-stripped | awk '{printf "stripped linux/arm64 chorusd: %.1f MB\n", $$5/1e6}'
+	@$(GO) tool nm -size -sort size dist/chorusd-size-full | awk -f .ci/modsize.awk | sort -rn | head -15
 
 clean:
 	rm -rf dist out
