@@ -9,7 +9,6 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
-	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 const llmCompanionYAML = `version: 1
@@ -26,15 +25,13 @@ drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "off"}
 `
 
-// TestChorusdWithAnOpenAICompatibleServer runs chorusd processes whose
-// brain is a local model server (the fake stands in for llama.cpp) through
-// a whole conversation.
-func TestChorusdWithAnOpenAICompatibleServer(t *testing.T) {
+// llmRoom runs a floor and ann and ben as chorusd processes on Mosquitto,
+// their brains on fake (companion is the config template: id, broker, base
+// URL), says hello, and returns the companion turns taken until the room
+// rests at terminal, within limit.
+func llmRoom(t *testing.T, fake *llmtest.Server, companion string, limit time.Duration) int {
+	t.Helper()
 	chorusd, chorus := buildBinaries(t)
-	fake := llmtest.New()
-	t.Cleanup(fake.Close) // after the chorusd processes stop (cleanups run last-in first-out)
-	fake.Model = "llama-3.2-3b-instruct"
-	fake.ClosingAfter = 3
 	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster})
 	url := br.URL()
 	dir := t.TempDir()
@@ -44,15 +41,15 @@ func TestChorusdWithAnOpenAICompatibleServer(t *testing.T) {
 	start(t, chorusd, fcfg, "floor")
 	for _, id := range []string{"ann", "ben"} {
 		cfg := filepath.Join(dir, id+".yaml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf(llmCompanionYAML, id, url, fake.BaseURL())), 0o644)
+		os.WriteFile(cfg, []byte(fmt.Sprintf(companion, id, url, fake.BaseURL())), 0o644)
 		start(t, chorusd, cfg, id)
 	}
 	o.waitOnline(t, "ann", "ben")
 	time.Sleep(700 * time.Millisecond)
 	say(t, chorus, url, "Hello, robots!")
 	turns := 0
-	timeout := time.After(30 * time.Second)
-	for done := false; !done; {
+	timeout := time.After(limit)
+	for {
 		select {
 		case m := <-o.messages:
 			if m.Params.From != "user" {
@@ -60,17 +57,26 @@ func TestChorusdWithAnOpenAICompatibleServer(t *testing.T) {
 			}
 		case g := <-o.grants:
 			if g.Speaker == nil {
-				for _, v := range g.Votes {
-					if v.Closing != protocol.ClosingTerminal {
-						t.Fatalf("rested before terminal: %+v", g)
-					}
+				if !g.RestsAtTerminal() {
+					t.Fatalf("rested before terminal after %d turns: %+v", turns, g)
 				}
-				done = true
+				return turns
 			}
 		case <-timeout:
-			t.Fatalf("no terminal within 30 s: %d turns, %d model calls", turns, fake.Calls())
+			t.Fatalf("no terminal within %v: %d turns, %d model calls", limit, turns, fake.Calls())
 		}
 	}
+}
+
+// TestChorusdWithAnOpenAICompatibleServer runs chorusd processes whose
+// brain is a local model server (the fake stands in for llama.cpp) through
+// a whole conversation.
+func TestChorusdWithAnOpenAICompatibleServer(t *testing.T) {
+	fake := llmtest.New()
+	t.Cleanup(fake.Close) // after the chorusd processes stop (cleanups run last-in first-out)
+	fake.Model = "llama-3.2-3b-instruct"
+	fake.ClosingAfter = 3
+	turns := llmRoom(t, fake, llmCompanionYAML, 30*time.Second)
 	if turns < 3 {
 		t.Fatalf("only %d turns", turns)
 	}
@@ -105,47 +111,10 @@ log: {level: info}
 // conversation to terminal (issue 15, defect 1). Before, every vote came
 // after the deadline and the room rested at once.
 func TestChorusdWithAModelSlowerThanTheVoteTimeout(t *testing.T) {
-	chorusd, chorus := buildBinaries(t)
 	fake := llmtest.New()
 	t.Cleanup(fake.Close)
 	fake.Latency, fake.ClosingAfter = 4*time.Second, 2
-	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster})
-	url := br.URL()
-	dir := t.TempDir()
-	o := observe(t, url)
-	fcfg := filepath.Join(dir, "floor.yaml")
-	os.WriteFile(fcfg, []byte(fmt.Sprintf(floorYAML, url)), 0o644)
-	start(t, chorusd, fcfg, "floor")
-	for _, id := range []string{"ann", "ben"} {
-		cfg := filepath.Join(dir, id+".yaml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf(slowLLMYAML, id, url, fake.BaseURL())), 0o644)
-		start(t, chorusd, cfg, id)
-	}
-	o.waitOnline(t, "ann", "ben")
-	time.Sleep(700 * time.Millisecond)
-	say(t, chorus, url, "Hello, robots!")
-	turns := 0
-	timeout := time.After(90 * time.Second)
-	for done := false; !done; {
-		select {
-		case m := <-o.messages:
-			if m.Params.From != "user" {
-				turns++
-			}
-		case g := <-o.grants:
-			if g.Speaker == nil {
-				for _, v := range g.Votes {
-					if v.Closing != protocol.ClosingTerminal {
-						t.Fatalf("rested before terminal after %d turns: %+v", turns, g)
-					}
-				}
-				done = len(g.Votes) > 0
-			}
-		case <-timeout:
-			t.Fatalf("no terminal within 90 s: %d turns", turns)
-		}
-	}
-	if turns < 2 {
+	if turns := llmRoom(t, fake, slowLLMYAML, 90*time.Second); turns < 2 {
 		t.Fatalf("only %d turns", turns)
 	}
 }
