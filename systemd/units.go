@@ -1,5 +1,6 @@
 // Package systemd embeds the unit files and their companions, so that
-// `chorus install` can lay them into a root filesystem.
+// `chorus install` can lay them into a root filesystem; and the
+// recommended Mosquitto settings for a room on a LAN broker.
 package systemd
 
 import _ "embed"
@@ -18,3 +19,9 @@ var Env []byte
 //
 //go:embed chorus.sysusers
 var Sysusers []byte
+
+// MosquittoConf is the recommended Mosquitto configuration fragment for a
+// room (/etc/mosquitto/conf.d/chorus.conf).
+//
+//go:embed mosquitto-chorus.conf
+var MosquittoConf []byte

@@ -210,10 +210,16 @@ type watcher struct {
 	cond  chan struct{} // closed and replaced on every new line
 }
 
-// watch runs mosquitto_sub -v as the watcher on filters.
+// watch runs mosquitto_sub -v as the watcher (a user) on filters.
 func (o *outside) watch(filters ...string) *watcher {
 	o.t.Helper()
-	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(o.mq.Port()), "-u", "watcher", "-P", password("watcher"), "-v", "-q", "1"}
+	return o.watchAs("watcher", filters...)
+}
+
+// watchAs runs mosquitto_sub -v as user on filters.
+func (o *outside) watchAs(user string, filters ...string) *watcher {
+	o.t.Helper()
+	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(o.mq.Port()), "-u", user, "-P", password(user), "-v", "-q", "1"}
 	for _, f := range filters {
 		args = append(args, "-t", f)
 	}

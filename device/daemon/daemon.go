@@ -18,7 +18,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,11 +102,12 @@ func checkFiles(cfg *config.Config) []string {
 		if _, err := m.Embedded.Users(); err != nil {
 			out = append(out, err.Error())
 		}
-		if m.Embedded.TLSCert != "" {
-			if _, err := tls.LoadX509KeyPair(cfg.Resolve(m.Embedded.TLSCert), cfg.Resolve(m.Embedded.TLSKey)); err != nil {
-				out = append(out, "mqtt.embedded.tls_cert: "+err.Error())
-			}
+		if _, err := cfg.ServerTLS(); err != nil {
+			out = append(out, err.Error())
 		}
+	}
+	if _, err := cfg.ClientTLS(); err != nil {
+		out = append(out, err.Error())
 	}
 	if _, err := m.Password(); err != nil {
 		out = append(out, err.Error())
@@ -237,13 +237,10 @@ func (d *Daemon) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bc := broker.Config{Addr: e.Listen, Users: users, AllowAnonymous: e.AllowAnonymous, Scheme: d.scheme(), Logger: d.log, Metrics: d.m}
-	if e.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(d.cfg.Resolve(e.TLSCert), d.cfg.Resolve(e.TLSKey))
-		if err != nil {
-			return fmt.Errorf("mqtt.embedded.tls_cert: %w", err)
-		}
-		bc.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	bc := broker.Config{Addr: e.Listen, Users: users, AllowAnonymous: e.AllowAnonymous, Scheme: d.scheme(), Logger: d.log, Metrics: d.m,
+		MaxPayload: d.cfg.Room.MaxPayload, MaxResult: d.cfg.Query.MaxResult}
+	if bc.TLS, err = d.cfg.ServerTLS(); err != nil {
+		return err
 	}
 	br, err := broker.Start(ctx, bc)
 	if err != nil {
@@ -255,7 +252,11 @@ func (d *Daemon) startBroker(ctx context.Context) error {
 }
 
 func (d *Daemon) dial(ctx context.Context, clientID, user, password string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
-	b, err := bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password,
+	tlsc, err := d.cfg.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	b, err := bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password, TLS: tlsc,
 		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
 	if err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -52,7 +53,18 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics counts denied publishes and connections (nil: a private set).
 	Metrics *metrics.Metrics
+	// MaxPayload caps what a room topic or a query may carry (default
+	// protocol.DefaultMaxBytes); MaxResult what a device's results topic
+	// may (default protocol.DefaultMaxResultBytes, camera frames). Larger
+	// publishes are refused by the broker, before any receiver parses
+	// them, and the largest packet it accepts at all is the larger cap
+	// plus room for the topic.
+	MaxPayload int
+	MaxResult  int
 }
+
+// packetSlack is room for a packet's header and topic beside its payload.
+const packetSlack = 4 << 10
 
 // Broker is a running embedded broker.
 type Broker struct {
@@ -87,8 +99,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Addr, err)
 	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = protocol.DefaultMaxBytes
+	}
+	if cfg.MaxResult <= 0 {
+		cfg.MaxResult = protocol.DefaultMaxResultBytes
+	}
 	caps := mqtt.NewDefaultServerCapabilities()
-	caps.MaximumPacketSize = 16 << 20 // room for camera frames in query results
+	caps.MaximumPacketSize = uint32(max(cfg.MaxPayload, cfg.MaxResult) + packetSlack)
 	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "broker"), InlineClient: true, Capabilities: caps})
 	if err := srv.AddHook(&aclHook{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics)}, nil); err != nil {
 		ln.Close()
@@ -148,17 +166,31 @@ func (h *aclHook) denied(user, topic, what string) {
 	h.m.Reject(h.log, "acl", user, "denied", fmt.Errorf("broker: %s on %q denied by the ACL for %q", what, topic, user))
 }
 
-// OnPublish drops (after acknowledging it) a publish the rules deny.
+// OnPublish drops (after acknowledging it) a publish the rules deny, or
+// one larger than its topic's cap.
 func (h *aclHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	if h.cfg.OpenACL || cl.Net.Inline {
+	if cl.Net.Inline {
 		return pk, nil
 	}
 	user := string(cl.Properties.Username)
-	if !h.cfg.Scheme.MayPublish(user, pk.TopicName) {
+	if limit := h.limit(pk.TopicName); len(pk.Payload) > limit {
+		h.m.Reject(h.log, "broker", user, string(protocol.KindOversize),
+			fmt.Errorf("broker: %d bytes on %q, cap is %d; dropped before any receiver parses it", len(pk.Payload), pk.TopicName, limit))
+		return pk, packets.CodeSuccessIgnore
+	}
+	if !h.cfg.OpenACL && !h.cfg.Scheme.MayPublish(user, pk.TopicName) {
 		h.denied(user, pk.TopicName, "publish")
 		return pk, packets.CodeSuccessIgnore
 	}
 	return pk, nil
+}
+
+// limit is the payload cap of topic t.
+func (h *aclHook) limit(t string) int {
+	if r, ok := h.cfg.Scheme.Parse(t); ok && r.Kind == topic.KindResult {
+		return h.cfg.MaxResult
+	}
+	return h.cfg.MaxPayload
 }
 
 // OnWill is a second guard: a will on a denied topic goes nowhere.

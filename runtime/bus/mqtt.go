@@ -345,6 +345,10 @@ func (b *MQTT) Subscribe(ctx context.Context, filter string, h Handler) error {
 // when paho's SUBSCRIBE id equals the id of a retained QoS 1 message the
 // broker is still delivering to us (seen in the demo: a subscription
 // silently missing).
+// packetIDInUse is the SUBACK code mochi 2.7.9 sends for a packet id it is
+// still using itself (subscribe explains).
+const packetIDInUse = 0x91
+
 func (b *MQTT) subscribe(ctx context.Context, filter string) error {
 	var last error
 	for attempt := range 10 {
@@ -364,6 +368,9 @@ func (b *MQTT) subscribe(ctx context.Context, filter string) error {
 			return nil
 		}
 		last = fmt.Errorf("broker refused the subscription (code 0x%02x)", code)
+		if code != packetIDInUse {
+			return last // not authorized, or another failure: asking again will not help
+		}
 		b.log.Debug("bus: subscription refused; retrying", "filter", filter, "code", code, "attempt", attempt+1)
 	}
 	return last

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -214,7 +215,7 @@ func TestACL(t *testing.T) {
 	bustest.ForEach(t, bustest.Options{ACL: true, Users: users, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		withPW := func(o *bus.Options) { o.Password = users[o.Username] }
 		w := dial(t, br.URL(), "watcher", withPW)
-		ch := collect(t, w, s.Prefix+"/#")
+		ch := collect(t, w, s.Prefix+"/rooms/#") // a non-member may not read devices' results
 		kyoko := dial(t, br.URL(), "kyoko", withPW)
 		floor := dial(t, br.URL(), "floor", withPW)
 		hana := dial(t, br.URL(), "hana", withPW)
@@ -357,7 +358,7 @@ func TestForgedWillRefusedAndDeniedPublishKeepsTheConnection(t *testing.T) {
 	s := topic.New("")
 	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		w := dial(t, br.URL(), "watcher")
-		ch := collect(t, w, s.Prefix+"/#")
+		ch := collect(t, w, s.Prefix+"/rooms/#") // a non-member may not read devices' results
 		forged := []byte(`{"from":"floor","messageId":"m1","speaker":"mallory","reason":"speak","decidedBy":"all-voted","votes":[]}`)
 		var dev string
 		switch b := br.(type) {
@@ -395,5 +396,68 @@ func TestForgedWillRefusedAndDeniedPublishKeepsTheConnection(t *testing.T) {
 		if d := time.Since(start); d > time.Second {
 			t.Fatalf("a denied publish held the client up for %v (disconnected?)", d)
 		}
+	})
+}
+
+// MQTT over TLS with client certificates, on both brokers: a client with a
+// certificate the broker's CA signed connects; one without, or with a
+// certificate from another CA, is refused (issue 10).
+func TestTLSWithClientCertificates(t *testing.T) {
+	pki := bustest.NewPKI(t)
+	bustest.ForEach(t, bustest.Options{PKI: pki}, func(t *testing.T, br bustest.Broker) {
+		if !strings.HasPrefix(br.URL(), "ssl://") {
+			t.Fatalf("url %s", br.URL())
+		}
+		withCert := pki.ClientTLS(t, true)
+		a := dial(t, br.URL(), "a", func(o *bus.Options) { o.TLS = withCert })
+		b := dial(t, br.URL(), "b", func(o *bus.Options) { o.TLS = withCert })
+		ch := collect(t, b, "tls/#")
+		if err := a.Publish(context.Background(), "tls/x", []byte("secret"), false); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, ch, "tls/x", "secret", 5*time.Second)
+
+		other, err := tls.LoadX509KeyPair(pki.OtherCert, pki.OtherKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrongCA := pki.ClientTLS(t, false)
+		wrongCA.Certificates = []tls.Certificate{other}
+		for name, cfg := range map[string]*tls.Config{"no certificate": pki.ClientTLS(t, false), "another CA's certificate": wrongCA} {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			c, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "intruder-" + protocol.NewID()[:8], Username: "intruder",
+				TLS: cfg, MaxReconnect: 100 * time.Millisecond})
+			cancel()
+			if err == nil {
+				c.Close()
+				t.Errorf("connected with %s", name)
+			}
+		}
+	})
+}
+
+// A device's results (its camera frames) reach the rooms' members only
+// (issue 10): the embedded broker refuses a non-member's subscription,
+// Mosquitto delivers it nothing.
+func TestResultsReadableByMembersOnly(t *testing.T) {
+	s := topic.New("")
+	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
+		member := dial(t, br.URL(), "kyoko")
+		mine := collect(t, member, s.Results("pi5"))
+		stranger := dial(t, br.URL(), "mallory")
+		got := make(chan string, 4)
+		serr := stranger.Subscribe(context.Background(), s.Results("pi5"), func(_ string, p []byte) { got <- string(p) })
+		device := dial(t, br.URL(), "pi5")
+		frame := `{"jsonrpc":"2.0","id":"q1","result":{"success":true,"body":{"image":"..."}}}`
+		if err := device.Publish(context.Background(), s.Results("pi5"), []byte(frame), false); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, mine, s.Results("pi5"), frame, 5*time.Second)
+		select {
+		case p := <-got:
+			t.Fatalf("a non-member read a device's result: %s", p)
+		case <-time.After(300 * time.Millisecond):
+		}
+		t.Logf("%s: the non-member's subscription: %v", br.Name(), serr)
 	})
 }

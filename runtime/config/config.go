@@ -89,6 +89,7 @@ type MQTT struct {
 	PasswordFile     string   `yaml:"password_file"`
 	FloorIDs         []string `yaml:"floor_ids"` // identities allowed to grant turns; default [floor]
 	FloorPasswordEnv string   `yaml:"floor_password_env"`
+	TLS              TLS      `yaml:"tls"` // for an ssl:// broker
 	Embedded         Embedded `yaml:"embedded"`
 }
 
@@ -101,6 +102,9 @@ type Embedded struct {
 	UsersFile string `yaml:"users_file"`
 	TLSCert   string `yaml:"tls_cert"`
 	TLSKey    string `yaml:"tls_key"`
+	// TLSClientCA, with a TLS listener, makes every client present a
+	// certificate this CA signed.
+	TLSClientCA string `yaml:"tls_client_ca"`
 }
 
 // Brain chooses and configures the companion's mind.
@@ -514,10 +518,17 @@ func (c *Config) Validate() error {
 		if !m.Embedded.AllowAnonymous && m.Embedded.UsersFile == "" {
 			p.add("mqtt.embedded.users_file", "required unless allow_anonymous is true")
 		}
+		if m.Embedded.AllowAnonymous && !loopback(m.Embedded.Listen) {
+			p.add("mqtt.embedded.allow_anonymous", "anonymous clients are allowed only on a loopback listener (a demo on one machine), got listen %q: give a users_file", m.Embedded.Listen)
+		}
 		if (m.Embedded.TLSCert == "") != (m.Embedded.TLSKey == "") {
 			p.add("mqtt.embedded.tls_key", "tls_cert and tls_key go together")
 		}
+		if m.Embedded.TLSClientCA != "" && m.Embedded.TLSCert == "" {
+			p.add("mqtt.embedded.tls_client_ca", "needs tls_cert and tls_key: client certificates are asked for on a TLS listener")
+		}
 	}
+	m.TLS.validate(&p, "mqtt.tls")
 	if c.Companion != nil {
 		if err := c.Companion.Validate(); err != nil {
 			p.list = append(p.list, "companion"+strings.TrimPrefix(err.Error(), "card"))

@@ -191,3 +191,39 @@ func TestShippedRoomsAgree(t *testing.T) {
 		}
 	}
 }
+
+// Secure defaults (issue 10): the embedded broker takes anonymous clients
+// only on a loopback listener; TLS files come in pairs.
+func TestSecureDefaults(t *testing.T) {
+	base := `version: 1
+device: {id: dev1}
+room: {name: lab, members: [k]}
+`
+	for _, c := range []struct {
+		mqtt, want string
+	}{
+		{`mqtt: {embedded: {enabled: true, listen: "0.0.0.0:1883", allow_anonymous: true}}`,
+			`mqtt.embedded.allow_anonymous: anonymous clients are allowed only on a loopback listener`},
+		{`mqtt: {embedded: {enabled: true, listen: "127.0.0.1:1883", allow_anonymous: true}}`, ""},
+		{`mqtt: {embedded: {enabled: true, listen: "localhost:1883", allow_anonymous: true}}`, ""},
+		{`mqtt: {embedded: {enabled: true, listen: "0.0.0.0:1883"}}`, "mqtt.embedded.users_file: required unless allow_anonymous is true"},
+		{`mqtt: {embedded: {enabled: true, listen: "127.0.0.1:1883", allow_anonymous: true, tls_client_ca: ca.pem}}`,
+			"mqtt.embedded.tls_client_ca: needs tls_cert and tls_key"},
+		{`mqtt: {broker: "ssl://broker:8883", tls: {cert_file: c.pem}}`, "mqtt.tls.key_file: cert_file and key_file go together"},
+	} {
+		_, err := Decode(strings.NewReader(base + c.mqtt + "\n"))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.mqtt, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: err = %v, want %q", c.mqtt, err, c.want)
+		}
+	}
+	c, err := Decode(strings.NewReader(base + `mqtt: {broker: "tcp://127.0.0.1:1883"}` + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Listen != "127.0.0.1:9100" {
+		t.Errorf("HTTP listens on %q by default, want loopback", c.HTTP.Listen)
+	}
+}

@@ -78,3 +78,35 @@ func TestMayPublish(t *testing.T) {
 		}
 	}
 }
+
+// A device's results (camera frames) are readable by the rooms' members and
+// the device itself only; everything else under the prefix by anyone
+// logged in.
+func TestMayRead(t *testing.T) {
+	s := New("chorus").WithRoster("lr", []string{"kyoko"})
+	tests := []struct {
+		user, filter string
+		want         bool
+	}{
+		{"user", "chorus/rooms/lr/#", true},
+		{"user", "chorus/rooms/+/messages/+", true},
+		{"user", "chorus/devices/pi5/queries", true},
+		{"user", "chorus/#", false},
+		{"user", "chorus/devices/+/results", false},
+		{"user", "chorus/devices/pi5/results", false},
+		{"user", "chorus/devices/#", false},
+		{"user", "chorus/+/+/results", false},
+		{"user", "chorus/devices/pi5/#", false},
+		{"kyoko", "chorus/devices/pi5/results", true},
+		{"kyoko", "chorus/#", true},
+		{"pi5", "chorus/devices/pi5/results", true},
+		{"pi5", "chorus/devices/pi4/results", false},
+		{"user", "other/#", false},
+		{"", "chorus/rooms/lr/#", false},
+	}
+	for _, tt := range tests {
+		if got := s.MayRead(tt.user, tt.filter); got != tt.want {
+			t.Errorf("MayRead(%q, %q) = %v, want %v", tt.user, tt.filter, got, tt.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ package bustest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/topic"
+	"github.com/chorus-robotics/chorus/systemd"
 )
 
 // Broker is a running test broker.
@@ -52,6 +55,9 @@ type Options struct {
 	// MosquittoACL replaces the ACL that Chorus renders (Mosquitto only),
 	// to test a broker set up by hand.
 	MosquittoACL string
+	// PKI, when set, makes the broker listen with TLS only and require a
+	// client certificate its CA signed; URL is then ssl://.
+	PKI *PKI
 }
 
 func (o Options) scheme() topic.Scheme {
@@ -102,6 +108,16 @@ func StartEmbedded(t testing.TB, o Options) *Embedded {
 func (e *Embedded) start(t testing.TB) {
 	t.Helper()
 	cfg := broker.Config{Addr: e.addr, Users: e.o.Users, AllowAnonymous: len(e.o.Users) == 0, Scheme: e.o.scheme(), OpenACL: !e.o.ACL}
+	if p := e.o.PKI; p != nil {
+		cert, err := tls.LoadX509KeyPair(p.ServerCert, p.ServerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		b, _ := os.ReadFile(p.CA)
+		pool.AppendCertsFromPEM(b)
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	}
 	var b *broker.Broker
 	var err error
 	for range 50 { // the port may linger for a moment after a restart
@@ -119,7 +135,12 @@ func (e *Embedded) start(t testing.TB) {
 }
 
 func (e *Embedded) Name() string { return "embedded" }
-func (e *Embedded) URL() string  { return "tcp://" + e.addr }
+func (e *Embedded) URL() string {
+	if e.o.PKI != nil {
+		return "ssl://" + e.addr
+	}
+	return "tcp://" + e.addr
+}
 
 // Inner returns the running broker.
 func (e *Embedded) Inner() *broker.Broker {
@@ -148,6 +169,7 @@ func (e *Embedded) Stop() {
 type Mosquitto struct {
 	bin, dir string
 	port     int
+	tls      bool
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -173,7 +195,7 @@ func MosquittoBinary(t testing.TB) string {
 // users and ACL (the ACL file comes from topic.Scheme.MosquittoACL).
 func StartMosquitto(t testing.TB, o Options) *Mosquitto {
 	t.Helper()
-	m := &Mosquitto{bin: MosquittoBinary(t), dir: t.TempDir(), port: FreePort(t)}
+	m := &Mosquitto{bin: MosquittoBinary(t), dir: t.TempDir(), port: FreePort(t), tls: o.PKI != nil}
 	conf := []string{
 		fmt.Sprintf("listener %d 127.0.0.1", m.port),
 		"persistence false",
@@ -214,6 +236,10 @@ func StartMosquitto(t testing.TB, o Options) *Mosquitto {
 		}
 		conf = append(conf, "acl_file "+acl)
 	}
+	if p := o.PKI; p != nil {
+		conf = append(conf, "cafile "+p.CA, "certfile "+p.ServerCert, "keyfile "+p.ServerKey, "require_certificate true")
+	}
+	conf = append(conf, RecommendedSettings()...)
 	conf = append(conf, o.MosquittoConf...)
 	if err := os.WriteFile(filepath.Join(m.dir, "mosquitto.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -268,7 +294,12 @@ func (m *Mosquitto) Log() string {
 	b, _ := os.ReadFile(filepath.Join(m.dir, "mosquitto.log"))
 	return string(b)
 }
-func (m *Mosquitto) URL() string { return fmt.Sprintf("tcp://127.0.0.1:%d", m.port) }
+func (m *Mosquitto) URL() string {
+	if m.tls {
+		return fmt.Sprintf("ssl://127.0.0.1:%d", m.port)
+	}
+	return fmt.Sprintf("tcp://127.0.0.1:%d", m.port)
+}
 
 func (m *Mosquitto) Restart(t testing.TB) {
 	t.Helper()
@@ -286,6 +317,26 @@ func (m *Mosquitto) Stop() {
 	}
 	cmd.Process.Kill()
 	<-done
+}
+
+// RecommendedSettings are the settings of the shipped Mosquitto fragment
+// (systemd/mosquitto-chorus.conf) but its listener, password file and ACL,
+// which each test broker sets itself: the suite runs under what Chorus
+// recommends.
+func RecommendedSettings() []string {
+	var out []string
+	for _, line := range strings.Split(string(systemd.MosquittoConf), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		switch strings.Fields(line)[0] {
+		case "listener", "allow_anonymous", "password_file", "acl_file":
+			continue
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // currentUser keeps mosquitto, when started as root, from dropping to the

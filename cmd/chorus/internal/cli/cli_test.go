@@ -57,19 +57,48 @@ http: {listen: "off"}
 	time.Sleep(300 * time.Millisecond) // the camera's first frame
 
 	frame := filepath.Join(t.TempDir(), "f.jpg")
-	if code, out, errOut := run("query", "-broker", br.URL(), "-room", "lab", "-device", "bot", "-type", "vision", "-out", frame); code != 0 {
+	if code, out, errOut := run("query", "-broker", br.URL(), "-room", "lab", "-as", "bot", "-device", "bot", "-type", "vision", "-out", frame); code != 0 {
 		t.Fatalf("vision: %d %s %s", code, out, errOut)
 	}
 	if b, _ := os.ReadFile(frame); len(b) < 100 || b[0] != 0xFF || b[1] != 0xD8 {
 		t.Fatal("no JPEG written")
 	}
-	if code, out, _ := run("query", "-broker", br.URL(), "-device", "bot", "-type", "speak", "-body", `{"message":"Hi there."}`); code != 0 || !strings.Contains(out, `"engine":"tone"`) {
+	if code, out, _ := run("query", "-broker", br.URL(), "-as", "bot", "-device", "bot", "-type", "speak", "-body", `{"message":"Hi there."}`); code != 0 || !strings.Contains(out, `"engine":"tone"`) {
 		t.Fatalf("speak: %d %s", code, out)
 	}
-	if code, _, errOut := run("query", "-broker", br.URL(), "-device", "bot", "-type", "smell"); code != 1 || !strings.Contains(errOut, `unknown query type "smell"`) {
+	if code, _, errOut := run("query", "-broker", br.URL(), "-as", "bot", "-device", "bot", "-type", "smell"); code != 1 || !strings.Contains(errOut, `unknown query type "smell"`) {
 		t.Fatalf("unknown type: %d %s", code, errOut)
 	}
 	if code, out, _ := run("say", "-broker", br.URL(), "-room", "lab", "hello", "bot"); code != 0 || len(strings.TrimSpace(out)) != 32 {
 		t.Fatalf("say: %d %q", code, out)
+	}
+}
+
+// chorus acl renders the ACL for a room's configs and a password-file
+// skeleton naming every identity (issue 10).
+func TestACLForTheLivingRoom(t *testing.T) {
+	dir := t.TempDir()
+	aclFile, pw := filepath.Join(dir, "chorus.acl"), filepath.Join(dir, "chorus.passwd")
+	cfgs, _ := filepath.Glob("../../../../firmware-configs/pi*.yaml")
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), append([]string{"acl", "-acl", aclFile, "-passwd", pw}, cfgs...), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("acl: %d %s", code, errOut.String())
+	}
+	acl, _ := os.ReadFile(aclFile)
+	for _, want := range []string{"user kyoko\ntopic write chorus/rooms/livingroom/presence/kyoko", "topic write chorus/rooms/livingroom/states/aya",
+		"user floor\ntopic write chorus/rooms/+/turns", "pattern write chorus/rooms/+/messages/%u", "topic read chorus/devices/+/results"} {
+		if !strings.Contains(string(acl), want) {
+			t.Errorf("ACL lacks %q:\n%s", want, acl)
+		}
+	}
+	skel, _ := os.ReadFile(pw)
+	for _, want := range []string{"kyoko:CHANGE-ME", "pi5-kyoko:CHANGE-ME", "floor:CHANGE-ME", "hana:CHANGE-ME", "aya:CHANGE-ME"} {
+		if !strings.Contains(string(skel), want) {
+			t.Errorf("password skeleton lacks %q:\n%s", want, skel)
+		}
+	}
+	if code := Main(context.Background(), append([]string{"acl", "-passwd", pw}, cfgs...), &out, &errOut); code == 0 {
+		t.Error("an existing password file was overwritten")
 	}
 }

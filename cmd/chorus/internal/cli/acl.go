@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+func init() {
+	commands["acl"] = command{"render a Mosquitto ACL (and a password-file skeleton) for the rooms of device configs", runACL}
+}
+
+// runACL renders the ACL that holds every identity of the given configs'
+// rooms to its own name, and lets only the rooms' members speak as
+// companions (systemd/mosquitto-chorus.conf says where the files go).
+func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("acl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	aclOut := fs.String("acl", "", "write the ACL to this file (default: standard output)")
+	passwd := fs.String("passwd", "", "write a password-file skeleton to this file (an existing file is never overwritten)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("usage: chorus acl [-acl FILE] [-passwd FILE] CONFIG.yaml...")
+	}
+	var cfgs []*config.Config
+	for _, f := range fs.Args() {
+		c, err := config.Load(f)
+		if err != nil {
+			return err
+		}
+		cfgs = append(cfgs, c)
+	}
+	s, err := roomsScheme(cfgs)
+	if err != nil {
+		return err
+	}
+	acl := s.MosquittoACL()
+	if *aclOut == "" {
+		io.WriteString(stdout, acl)
+	} else if err := os.WriteFile(*aclOut, []byte(acl), 0o644); err != nil {
+		return err
+	}
+	if *passwd != "" {
+		f, err := os.OpenFile(*passwd, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("-passwd: %w (an existing password file is never overwritten)", err)
+		}
+		defer f.Close()
+		if _, err := io.WriteString(f, passwordSkeleton(cfgs)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s: set every password, then run: mosquitto_passwd -U %s\n", *passwd, *passwd)
+	}
+	return nil
+}
+
+// roomsScheme is the topic scheme of the configs' rooms: one prefix, every
+// floor identity, and each room's roster (its configs must agree on it).
+func roomsScheme(cfgs []*config.Config) (topic.Scheme, error) {
+	s := topic.Scheme{Prefix: cfgs[0].MQTT.Prefix}
+	floors := map[string]bool{}
+	rosters := map[string]*config.Config{}
+	for _, c := range cfgs {
+		if c.MQTT.Prefix != s.Prefix {
+			return s, fmt.Errorf("%s uses topic prefix %q, %s %q: one ACL serves one prefix", c.Path(), c.MQTT.Prefix, cfgs[0].Path(), s.Prefix)
+		}
+		for _, f := range c.MQTT.FloorIDs {
+			if !floors[f] {
+				floors[f] = true
+				s.FloorIDs = append(s.FloorIDs, f)
+			}
+		}
+		if first, ok := rosters[c.Room.Name]; ok {
+			if strings.Join(first.Room.Members, ",") != strings.Join(c.Room.Members, ",") {
+				return s, fmt.Errorf("%s and %s list different members for room %s", first.Path(), c.Path(), c.Room.Name)
+			}
+			continue
+		}
+		rosters[c.Room.Name] = c
+		s = s.WithRoster(c.Room.Name, c.Room.Members)
+	}
+	return s, nil
+}
+
+// passwordSkeleton lists every identity the configs connect as, one
+// "name:CHANGE-ME" line each, for mosquitto_passwd -U.
+func passwordSkeleton(cfgs []*config.Config) string {
+	names := map[string]string{}
+	for _, c := range cfgs {
+		names[c.MQTT.Username] = "the device " + c.Device.ID + " (" + c.Path() + ")"
+		if c.Device.ID != c.MQTT.Username {
+			names[c.Device.ID] = "the body of " + c.MQTT.Username + ": same password as " + c.MQTT.Username
+		}
+		if c.Room.Floor {
+			for _, f := range c.MQTT.FloorIDs {
+				names[f] = "the floor of room " + c.Room.Name + " (mqtt.floor_password_env)"
+			}
+		}
+	}
+	ids := make([]string, 0, len(names))
+	for id := range names {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var b strings.Builder
+	b.WriteString("# Chorus password file skeleton, written by chorus acl. Replace every CHANGE-ME with\n")
+	b.WriteString("# that identity's password, add a line per person's app (a user: it may speak, never\n")
+	b.WriteString("# vote), then hash the file in place: mosquitto_passwd -U FILE\n")
+	for _, id := range ids {
+		fmt.Fprintf(&b, "# %s\n%s:CHANGE-ME\n", names[id], id)
+	}
+	return b.String()
+}
