@@ -35,8 +35,8 @@ func password(user string) string {
 	return "pw-" + strings.ReplaceAll(strings.TrimPrefix(user, "dev-"), " ", "_")
 }
 
-var outsideUsers = []string{"ann", "ben", "cat", "dev-ann", "dev-ben", "dev-cat", "floor", "floor-box", "floor-box-2",
-	"user", "watcher", "mallory", "a b"}
+var outsideUsers = []string{"ann", "ben", "cat", "dan", "eve", "dev-ann", "dev-ben", "dev-cat", "dev-dan", "dev-eve",
+	"floor", "floor-box", "floor-box-2", "user", "watcher", "mallory", "a b"}
 
 type outside struct {
 	t               *testing.T
@@ -45,7 +45,8 @@ type outside struct {
 	url             string
 	dir             string
 	ports           map[string]int
-	brainDelay      string // the rule brain's thinking time, "0s" by default
+	brainDelay      string   // the rule brain's thinking time, "0s" by default
+	members         []string // the room's roster, ann, ben and cat by default
 }
 
 func newOutside(t *testing.T, o bustest.Options) *outside {
@@ -60,27 +61,31 @@ func newOutside(t *testing.T, o bustest.Options) *outside {
 		o.Rosters = labRoster
 	}
 	mq := bustest.StartMosquitto(t, o)
-	return &outside{t: t, chorusd: chorusd, chorus: chorus, mq: mq, url: mq.URL(), dir: t.TempDir(), ports: map[string]int{}}
+	return &outside{t: t, chorusd: chorusd, chorus: chorus, mq: mq, url: mq.URL(), dir: t.TempDir(), ports: map[string]int{},
+		members: o.Rosters["lab"]}
 }
 
 const outsideCompanionYAML = `version: 1
-device: {id: %[4]s}
-room: {name: lab, members: [ann, ben, cat], vote_timeout: 3s, pause: 20ms}
-mqtt: {broker: %[2]s, password_env: CHORUS_MQTT_PASSWORD}
+device: {id: {{dev}}}
+room: {name: lab, members: [{{members}}], vote_timeout: 3s, pause: 20ms}
+mqtt: {broker: {{broker}}, password_env: CHORUS_MQTT_PASSWORD}
 companion:
-  id: %[1]s
-  name: %[1]s
-  sample_lines: ["I am %[1]s.", "Nice weather."]
+  id: {{id}}
+  name: {{id}}
+  sample_lines: ["I am {{id}}.", "Nice weather."]
   language: en
-brain: {provider: rule, closing_after: 4, delay: %[5]s}
-drivers: {camera: {kind: testpattern, width: 160, height: 120, fps: 10}, audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "127.0.0.1:%[3]d"}
+brain: {{brain}}
+drivers: {{drivers}}
+http: {listen: "127.0.0.1:{{port}}"}
 log: {level: info}
 `
 
+// part is a companion's brain or drivers, as YAML, when a test gives its own.
+type part struct{ brain, drivers string }
+
 const outsideFloorYAML = `version: 1
 device: {id: %[1]s}
-room: {name: lab, members: [ann, ben, cat], floor: true, vote_timeout: 3s}
+room: {name: lab, members: [%[3]s], floor: true, vote_timeout: 3s}
 mqtt: {broker: %[2]s, password_env: CHORUS_MQTT_PASSWORD, floor_password_env: CHORUS_FLOOR_PASSWORD}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "off"}
@@ -90,6 +95,12 @@ log: {level: info}
 // companion starts chorusd for companion id on a device of its own name
 // (dev-id), or on a device named like the companion when sameID.
 func (o *outside) companion(id string, sameID bool) *proc {
+	o.t.Helper()
+	return o.companionWith(id, sameID, part{})
+}
+
+// companionWith is companion with its own brain or drivers (YAML flow maps).
+func (o *outside) companionWith(id string, sameID bool, p part, env ...string) *proc {
 	o.t.Helper()
 	dev := "dev-" + id
 	if sameID {
@@ -102,27 +113,35 @@ func (o *outside) companion(id string, sameID bool) *proc {
 	if delay == "" {
 		delay = "0s"
 	}
-	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideCompanionYAML, id, o.url, port, dev, delay)), 0o644)
-	return startEnv(o.t, o.chorusd, cfg, id, "CHORUS_MQTT_PASSWORD="+password(id))
+	if p.brain == "" {
+		p.brain = "{provider: rule, closing_after: 4, delay: " + delay + "}"
+	}
+	if p.drivers == "" {
+		p.drivers = "{camera: {kind: testpattern, width: 160, height: 120, fps: 10}, audio: {kind: null}, tts: {kind: tone}}"
+	}
+	yaml := strings.NewReplacer("{{dev}}", dev, "{{id}}", id, "{{broker}}", o.url, "{{port}}", strconv.Itoa(port),
+		"{{members}}", strings.Join(o.members, ", "), "{{brain}}", p.brain, "{{drivers}}", p.drivers).Replace(outsideCompanionYAML)
+	os.WriteFile(cfg, []byte(yaml), 0o644)
+	return startEnv(o.t, o.chorusd, cfg, id, append([]string{"CHORUS_MQTT_PASSWORD=" + password(id)}, env...)...)
 }
 
 // floor starts a floor-only chorusd under device id dev.
 func (o *outside) floor(dev string) *proc {
 	o.t.Helper()
 	cfg := filepath.Join(o.dir, dev+".yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "))), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, dev, "CHORUS_MQTT_PASSWORD="+password(dev), "CHORUS_FLOOR_PASSWORD="+password("floor"))
 }
 
-// room starts a floor and ann, ben and cat, and waits until all are
-// online and the floor has claimed the room.
+// room starts a floor and every member, and waits until all are online
+// and the floor has claimed the room.
 func (o *outside) room(w *watcher) map[string]*proc {
 	o.t.Helper()
 	procs := map[string]*proc{"floor": o.floor("floor-box")}
-	for _, id := range []string{"ann", "ben", "cat"} {
+	for _, id := range o.members {
 		procs[id] = o.companion(id, false)
 	}
-	w.waitOnline(o.t, "ann", "ben", "cat")
+	w.waitOnline(o.t, o.members...)
 	w.waitFor(o.t, 5*time.Second, "the floor's claim", func(l line) bool {
 		return l.topic == "chorus/rooms/lab/floor/leader" && strings.Contains(l.payload, `"online":true`)
 	})

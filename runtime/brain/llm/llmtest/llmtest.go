@@ -30,6 +30,9 @@ type Server struct {
 	// OnlyUsers makes the companions want to speak only after a user's
 	// message, so each user message gets exactly one answer (benchmarks).
 	OnlyUsers bool
+	// Garbage makes every answer a well-formed completion whose content is
+	// not the JSON asked for (a model that ignores the schema).
+	Garbage bool
 
 	calls    atomic.Int64
 	mu       sync.Mutex
@@ -152,6 +155,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		finish = "tool_calls"
 	default:
 		msg["content"] = line
+	}
+	if s.Garbage {
+		msg = map[string]any{"role": "assistant", "content": "Sure! I'd love to chat. {state: maybe", "refusal": nil}
+		finish = "stop"
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{

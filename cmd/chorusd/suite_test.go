@@ -1,0 +1,285 @@
+package main
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// The reliability suite of issue 10: faults, each on a real Mosquitto with
+// separate chorusd processes, under the Mosquitto settings Chorus ships
+// (systemd/mosquitto-chorus.conf). RELIABILITY.md records the figures the
+// tests log.
+
+var fiveRoster = map[string][]string{"lab": {"ann", "ben", "cat", "dan", "eve"}}
+
+// grantFor waits for the grant of message id.
+func (w *watcher) grantFor(t *testing.T, id string, within time.Duration) (protocol.TurnGrant, time.Time) {
+	t.Helper()
+	l := w.waitFor(t, within, "the grant for "+id, func(l line) bool {
+		return l.topic == "chorus/rooms/lab/turns" && strings.Contains(l.payload, `"messageId":"`+id+`"`)
+	})
+	g, err := protocol.DecodeTurnGrant([]byte(l.payload), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, l.at
+}
+
+// One of five companions is killed (kill -9) while it thinks: the vote is
+// decided as soon as its Will marks it offline, and the room goes on
+// without it to terminal.
+func TestSuiteOneOfFiveKilledMidVote(t *testing.T) {
+	o := newOutside(t, bustest.Options{Rosters: fiveRoster})
+	w := o.watch("chorus/rooms/lab/#")
+	procs := map[string]*proc{"floor": o.floor("floor-box")}
+	for _, id := range o.members {
+		p := part{}
+		if id == "eve" {
+			p.brain = "{provider: rule, closing_after: 4, delay: 1500ms}" // still thinking when it dies
+		}
+		procs[id] = o.companionWith(id, false, p)
+	}
+	w.waitOnline(t, o.members...)
+	time.Sleep(700 * time.Millisecond)
+	id := o.say("Hello, all five of you!")
+	time.Sleep(300 * time.Millisecond)
+	procs["eve"].cmd.Process.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	g, at := w.grantFor(t, id, 10*time.Second)
+	t.Logf("killed mid-vote: decided %v after the kill (%s), votes %d, missing %v", at.Sub(killed).Round(time.Millisecond), g.DecidedBy, len(g.Votes), g.Missing)
+	if at.Sub(killed) > 3*time.Second || g.SpeakerID() == "eve" || len(g.Votes) != 4 {
+		t.Fatalf("grant %+v %v after the kill", g, at.Sub(killed))
+	}
+	w.terminal(t, 40*time.Second)
+	for _, m := range w.messages() {
+		if m.Params.From == "eve" {
+			t.Fatalf("eve spoke after dying: %+v", m.Params)
+		}
+	}
+	o.spokeOncePerGrant(w)
+}
+
+// A companion stopped with SIGSTOP (a hung robot that keeps its socket
+// open): the vote deadline decides without it; its Will fires once the
+// broker gives up on its keepalive; when it continues it comes back.
+func TestSuiteStoppedCompanion(t *testing.T) {
+	o := newOutside(t, bustest.Options{})
+	w := o.watch("chorus/rooms/lab/#")
+	procs := o.room(w)
+	time.Sleep(300 * time.Millisecond)
+	procs["cat"].cmd.Process.Signal(syscall.SIGSTOP)
+	stopped := time.Now()
+	defer procs["cat"].cmd.Process.Signal(syscall.SIGCONT)
+	id := o.say("Hello, robots!")
+	g, at := w.grantFor(t, id, 10*time.Second)
+	t.Logf("stopped companion: decided %v after the message (%s), missing %v", at.Sub(stopped).Round(time.Millisecond), g.DecidedBy, g.Missing)
+	if g.DecidedBy != protocol.DecidedDeadline || len(g.Missing) != 1 || g.Missing[0] != "cat" || at.Sub(stopped) > 3*time.Second+time.Second {
+		t.Fatalf("grant %+v after %v", g, at.Sub(stopped))
+	}
+	l := w.waitFor(t, 30*time.Second, "cat's Will", func(l line) bool {
+		return l.topic == "chorus/rooms/lab/presence/cat" && strings.Contains(l.payload, `"online":false`)
+	})
+	t.Logf("stopped companion: its Will fired %v after the stop", l.at.Sub(stopped).Round(time.Millisecond))
+	procs["cat"].cmd.Process.Signal(syscall.SIGCONT)
+	cont := time.Now()
+	back := w.waitFor(t, 30*time.Second, "cat back online", func(l line) bool {
+		return l.at.After(cont) && l.topic == "chorus/rooms/lab/presence/cat" && strings.Contains(l.payload, `"online":true`)
+	})
+	t.Logf("stopped companion: back online %v after SIGCONT", back.at.Sub(cont).Round(time.Millisecond))
+	w.terminal(t, 40*time.Second)
+}
+
+// The active floor is killed mid-conversation with a standby waiting: the
+// standby grants within 3 s, the conversation runs to terminal, and no
+// message is granted twice (the two floors never disagree).
+func TestSuiteActiveFloorKilledMidConversation(t *testing.T) {
+	o := newOutside(t, bustest.Options{})
+	o.brainDelay = "300ms"
+	w := o.watch("chorus/rooms/lab/#")
+	defer w.dumpOnFailure(t)
+	procs := o.room(w) // floor-box claims the room
+	standby := o.floor("floor-box-2")
+	time.Sleep(500 * time.Millisecond)
+	o.say("Hello robots, who is deciding?")
+	w.waitFor(t, 20*time.Second, "two companion messages", func(line) bool { return len(w.companionMessages()) >= 2 })
+	procs["floor"].cmd.Process.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	before := len(w.grants())
+	g := w.waitFor(t, 10*time.Second, "a grant from the standby", func(l line) bool {
+		return l.topic == "chorus/rooms/lab/turns" && len(w.grants()) > before
+	})
+	t.Logf("active floor killed: the standby granted %v after the kill", g.at.Sub(killed).Round(time.Millisecond))
+	if d := g.at.Sub(killed); d > 3*time.Second+500*time.Millisecond {
+		t.Errorf("the standby granted %v after the kill, want within 3 s", d)
+	}
+	w.terminal(t, 40*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	o.spokeOncePerGrant(w)
+	select {
+	case <-standby.done:
+		t.Fatalf("the standby exited:\n%s", standby.log.String())
+	default:
+	}
+}
+
+// The model server is down, too slow for the brain's timeout, or answers
+// what is not the JSON asked for: every companion's turn degrades to
+// listen, the room rests at once instead of stalling, and nothing crashes.
+func TestSuiteModelDownSlowOrGarbage(t *testing.T) {
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadURL := "http://" + dead.Addr().String() + "/v1"
+	dead.Close() // nothing listens there any more
+	slow, garbage := llmtest.New(), llmtest.New()
+	defer slow.Close()
+	defer garbage.Close()
+	slow.Latency = 5 * time.Second
+	garbage.Garbage = true
+	for name, url := range map[string]string{"down": deadURL, "slow": slow.BaseURL(), "garbage": garbage.BaseURL()} {
+		t.Run(name, func(t *testing.T) {
+			o := newOutside(t, bustest.Options{})
+			w := o.watch("chorus/rooms/lab/#")
+			procs := map[string]*proc{"floor": o.floor("floor-box")}
+			for _, id := range []string{"ann", "ben", "cat"} {
+				procs[id] = o.companionWith(id, false, part{brain: `{provider: openai, base_url: "` + url + `", model: m, timeout: 1s}`})
+			}
+			w.waitOnline(t, "ann", "ben", "cat")
+			time.Sleep(700 * time.Millisecond)
+			start := time.Now()
+			id := o.say("Hello, robots!")
+			g, at := w.grantFor(t, id, 15*time.Second)
+			t.Logf("model %s: the room rested %v after the message, %s", name, at.Sub(start).Round(time.Millisecond), g.Reason)
+			if g.Speaker != nil || len(g.Votes) != 3 {
+				t.Fatalf("grant %+v", g)
+			}
+			for _, v := range g.Votes {
+				if v.State != protocol.Listen || v.Importance != 0 {
+					t.Fatalf("vote %+v, want listen at importance 0", v)
+				}
+			}
+			for id, p := range procs {
+				select {
+				case <-p.done:
+					t.Fatalf("%s exited:\n%s", id, p.log.String())
+				default:
+				}
+			}
+			if n := o.metric("ann", `chorus_brain_failures_total{reason="error"}`) + o.metric("ann", `chorus_brain_failures_total{reason="timeout"}`); n < 1 {
+				t.Fatalf("brain failures counted %v", n)
+			}
+		})
+	}
+}
+
+// The body's parts fail and come back: the TTS binary is removed, the
+// audio output's folder goes away, the camera's frames go away. Each
+// query gets an error result naming what failed, and the device serves
+// again once the part is back — without a restart.
+func TestSuiteBodyPartsGoneAndBack(t *testing.T) {
+	espeak, err := exec.LookPath("espeak-ng")
+	if err != nil {
+		t.Skip("espeak-ng not installed")
+	}
+	o := newOutside(t, bustest.Options{})
+	parts := filepath.Join(o.dir, "parts")
+	ttsBin, audioDir, frames := filepath.Join(parts, "bin", "espeak-ng"), filepath.Join(parts, "audio"), filepath.Join(parts, "frames")
+	os.MkdirAll(filepath.Dir(ttsBin), 0o755)
+	os.Symlink(espeak, ttsBin)
+	os.MkdirAll(frames, 0o755)
+	writePNG(t, filepath.Join(frames, "f0.png"))
+	w := o.watchAs("ben", "chorus/devices/dev-ann/results", "chorus/rooms/lab/presence/+")
+	o.companionWith("ann", false, part{drivers: fmt.Sprintf(`{camera: {kind: image, path: %s, fps: 10}, audio: {kind: wav, dir: %s}, tts: {kind: espeak-ng, binary: %s}}`,
+		frames, audioDir, ttsBin)})
+	w.waitOnline(t, "ann")
+	ask := o.pubLines("ben", "chorus/devices/dev-ann/queries")
+	n := 0
+	query := func(typ, body string) line {
+		t.Helper()
+		n++
+		qid := fmt.Sprintf("q%d-%s", n, typ)
+		ask.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"query.send","id":%q,"params":{"from":"ben","type":%q%s}}`, qid, typ, body))
+		return w.waitFor(t, 15*time.Second, "the result of "+qid, func(l line) bool { return strings.Contains(l.payload, `"id":"`+qid+`"`) })
+	}
+	speak := func() line { return query("speak", `,"body":{"message":"Hello there."}`) }
+	ok := func(l line) bool { return strings.Contains(l.payload, `"success":true`) }
+	if r := speak(); !ok(r) {
+		t.Fatalf("speak before: %s", r.payload)
+	}
+	if r := query("vision", ""); !ok(r) {
+		t.Fatalf("vision before: %.200s", r.payload)
+	}
+
+	os.Remove(ttsBin)
+	if r := speak(); ok(r) || !strings.Contains(r.payload, "espeak-ng") {
+		t.Fatalf("speak without the TTS binary: %s", r.payload)
+	} else {
+		t.Logf("TTS binary gone: %s", r.payload)
+	}
+	os.Symlink(espeak, ttsBin)
+	if r := speak(); !ok(r) {
+		t.Fatalf("speak after the TTS binary came back: %s", r.payload)
+	}
+
+	os.RemoveAll(audioDir)
+	if r := speak(); ok(r) || !strings.Contains(r.payload, "audio output") {
+		t.Fatalf("speak without the audio output: %s", r.payload)
+	} else {
+		t.Logf("audio output gone: %s", r.payload)
+	}
+	os.MkdirAll(audioDir, 0o755)
+	if r := speak(); !ok(r) {
+		t.Fatalf("speak after the audio output came back: %s", r.payload)
+	}
+
+	os.RemoveAll(frames)
+	gone := time.Now()
+	var r line
+	for r = query("vision", ""); ok(r) && time.Since(gone) < 10*time.Second; r = query("vision", "") {
+		time.Sleep(500 * time.Millisecond) // the last frame grows old
+	}
+	if ok(r) {
+		t.Fatalf("vision still answered 10 s after the camera went: %.200s", r.payload)
+	}
+	t.Logf("camera gone: vision failed %v after: %.200s", time.Since(gone).Round(time.Millisecond), r.payload)
+	os.MkdirAll(frames, 0o755)
+	writePNG(t, filepath.Join(frames, "f0.png"))
+	back := time.Now()
+	for r = query("vision", ""); !ok(r) && time.Since(back) < 20*time.Second; r = query("vision", "") {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !ok(r) {
+		t.Fatalf("vision did not recover within 20 s of the camera's return: %.200s", r.payload)
+	}
+	t.Logf("camera back: vision answered again %v after", time.Since(back).Round(time.Millisecond))
+}
+
+// writePNG writes a small test frame.
+func writePNG(t *testing.T, path string) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i)
+	}
+	img.Set(1, 1, color.White)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
+	}
+}
