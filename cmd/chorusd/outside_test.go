@@ -88,7 +88,7 @@ device: {id: %[1]s}
 room: {name: lab, members: [%[3]s], floor: true, vote_timeout: 3s}
 mqtt: {broker: %[2]s, password_env: CHORUS_MQTT_PASSWORD, floor_password_env: CHORUS_FLOOR_PASSWORD}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "off"}
+http: {listen: "127.0.0.1:%[4]d"}
 log: {level: info}
 `
 
@@ -129,7 +129,9 @@ func (o *outside) companionWith(id string, sameID bool, p part, env ...string) *
 func (o *outside) floor(dev string) *proc {
 	o.t.Helper()
 	cfg := filepath.Join(o.dir, dev+".yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "))), 0o644)
+	port := bustest.FreePort(o.t)
+	o.ports[dev] = port
+	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "), port)), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, dev, "CHORUS_MQTT_PASSWORD="+password(dev), "CHORUS_FLOOR_PASSWORD="+password("floor"))
 }
 
@@ -340,9 +342,15 @@ func (w *watcher) messages() []protocol.Message {
 // terminal waits until the room rests at terminal after message from.
 func (w *watcher) terminal(t *testing.T, within time.Duration) protocol.TurnGrant {
 	t.Helper()
+	return w.terminalAfter(t, within, time.Time{})
+}
+
+// terminalAfter waits for a rest at terminal seen after a time.
+func (w *watcher) terminalAfter(t *testing.T, within time.Duration, after time.Time) protocol.TurnGrant {
+	t.Helper()
 	var rest protocol.TurnGrant
 	w.waitFor(t, within, "a rest at terminal", func(l line) bool {
-		if l.topic != "chorus/rooms/lab/turns" {
+		if l.topic != "chorus/rooms/lab/turns" || l.at.Before(after) {
 			return false
 		}
 		g, err := protocol.DecodeTurnGrant([]byte(l.payload), 0)

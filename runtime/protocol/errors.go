@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -124,6 +125,9 @@ func syntaxMsg(m string) string {
 // the type's name or the raw value.
 func jsonKind(v string) string {
 	t := strings.TrimSpace(v)
+	if u, err := strconv.Unquote(t); err == nil && strings.HasPrefix(t, `"`) {
+		t = strings.TrimSpace(u) // the decoder quotes the start of the raw value
+	}
 	if t == "" {
 		return "value"
 	}

@@ -97,6 +97,27 @@ func TestErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// A wrong type is named as the JSON the sender wrote, not as the decoder
+// quoted it.
+func TestWrongTypeNamesWhatWasSent(t *testing.T) {
+	for _, tt := range []struct{ value, want string }{
+		{`5`, "must be a string, got JSON number"},
+		{`-1.5`, "must be a string, got JSON number"},
+		{`true`, "must be a string, got JSON boolean"},
+		{`[1]`, "must be a string, got JSON array"},
+		{`{"a":1}`, "must be a string, got JSON object"},
+	} {
+		_, err := DecodeMessage([]byte(`{"jsonrpc":"2.0","method":"message.send","params":{"id":`+tt.value+`,"from":"user","message":"hi"}}`), 0)
+		if err == nil || !strings.Contains(err.Error(), "params.id: "+tt.want) {
+			t.Errorf("id %s: %v, want %q", tt.value, err, tt.want)
+		}
+	}
+	_, err := DecodeState([]byte(`{"jsonrpc":"2.0","method":"state.send","params":{"from":"a","messageId":"m","state":"speak","importance":"high","selected":false}}`), 0)
+	if err == nil || !strings.Contains(err.Error(), "got JSON string") {
+		t.Errorf("importance as a string: %v", err)
+	}
+}
+
 func TestSizeCap(t *testing.T) {
 	big := `{"jsonrpc":"2.0","method":"message.send","params":{"id":"m","from":"u","to":[],"message":"` + strings.Repeat("x", 2000) + `"}}`
 	if _, err := DecodeMessage([]byte(big), 1024); KindOf(err) != KindOversize {

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// junkLines are malformed payloads of every kind a receiver must refuse:
+// not JSON, wrong types, unknown fields, missing fields, bad enums, a
+// "from" that is not the topic's identity. Each is one line for
+// mosquitto_pub -l.
+var junkLines = []string{
+	`{"jsonrpc":"2.0","method":"message.send","params":`,
+	`not json at all`,
+	`{"jsonrpc":"2.0","method":"message.send","params":{"id":5,"from":"user","to":[],"message":7}}`,
+	`{"jsonrpc":"2.0","method":"message.send","params":{"id":"x","from":"user","message":"hi","extra":true}}`,
+	`{"jsonrpc":"2.0","method":"message.send","params":{"id":"","from":"user","message":""}}`,
+	`{"jsonrpc":"2.0","method":"message.send","params":{"id":"x","from":"ann","message":"I am not ann"}}`,
+	`[1,2,3]`,
+	`{"jsonrpc":"1.0","method":"nope"}`,
+	`{"jsonrpc":"2.0","method":"query.send","id":7,"params":{"from":"user","type":["vision"]}}`,
+	`{"jsonrpc":"2.0","method":"query.send","id":"q","params":{"from":"user","type":"vision"}} trailing`,
+}
+
+// flooder publishes a file of lines with mosquitto_pub -l, over and over,
+// until stopped, and counts what it sent.
+type flooder struct {
+	sent    atomic.Int64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	started time.Time
+	elapsed time.Duration
+}
+
+// flood runs one mosquitto_pub -l as user at qos on topic and writes it
+// perSecond of lines a second, cycling through lines, until halted.
+func (o *outside) flood(user string, qos, perSecond int, topic string, lines []string) *flooder {
+	f := &flooder{stop: make(chan struct{}), started: time.Now()}
+	cmd := exec.Command("mosquitto_pub", "-h", "127.0.0.1", "-p", strconv.Itoa(o.mq.Port()), "-u", user, "-P", password(user),
+		"-q", strconv.Itoa(qos), "-t", topic, "-l")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		o.t.Fatalf("mosquitto_pub: %v", err)
+	}
+	const tick = 10 * time.Millisecond
+	var batch strings.Builder
+	for i := range perSecond / int(time.Second/tick) {
+		batch.WriteString(lines[i%len(lines)])
+		batch.WriteByte('\n')
+	}
+	n := int64(perSecond / int(time.Second/tick))
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
+		next := time.Now()
+		for {
+			select {
+			case <-f.stop:
+				return
+			default:
+			}
+			if _, err := io.WriteString(in, batch.String()); err != nil {
+				return
+			}
+			f.sent.Add(n)
+			next = next.Add(tick)
+			time.Sleep(time.Until(next))
+		}
+	}()
+	return f
+}
+
+// bigFlood publishes a payload file of about 1 MB with mosquitto_pub -f,
+// again and again, on topics.
+func (o *outside) bigFlood(user, file string, topics ...string) *flooder {
+	f := &flooder{stop: make(chan struct{}), started: time.Now()}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-f.stop:
+				return
+			default:
+			}
+			cmd := exec.Command("mosquitto_pub", "-h", "127.0.0.1", "-p", strconv.Itoa(o.mq.Port()), "-u", user, "-P", password(user),
+				"-q", "1", "-t", topics[i%len(topics)], "-f", file)
+			if cmd.Run() == nil {
+				f.sent.Add(1)
+			}
+		}
+	}()
+	return f
+}
+
+func (f *flooder) halt() {
+	close(f.stop)
+	f.wg.Wait()
+	f.elapsed = time.Since(f.started)
+}
+
+// badInputs sums a process's chorus_bad_input_total by source/kind.
+func (o *outside) badInputs(id string) map[string]float64 {
+	o.t.Helper()
+	out := map[string]float64{}
+	for _, src := range []string{"message", "state", "grant", "presence", "query", "result", "hold"} {
+		for _, k := range protocol.Kinds {
+			if v := o.metric(id, fmt.Sprintf(`chorus_bad_input_total{kind="%s",source="%s"}`, k, src)); v > 0 {
+				out[src+"/"+string(k)] = v
+			}
+		}
+	}
+	return out
+}
+
+func total(m map[string]float64) float64 {
+	var n float64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func summary(m map[string]float64) string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%.0f", k, m[k])
+	}
+	return b.String()
+}
+
+// Hostile input with the ACL on, while a conversation runs: an
+// authenticated client floods the room's message topic and a device's
+// query topic with more than 10,000 malformed payloads a second and 1 MB
+// payloads; a compromised member and an outsider spoof States, grants,
+// presence, holds and query results. The conversation runs to its end, no
+// gap between its steps exceeds vote_timeout + 2 s, nobody speaks twice,
+// the spoofs change nothing, and every bad input is counted by kind.
+func TestSuiteFloodAndSpoofsWhileTalking(t *testing.T) {
+	o := newOutside(t, bustest.Options{})
+	o.brainDelay = "150ms"
+	topics := []string{"chorus/rooms/lab/turns", "chorus/rooms/lab/presence/+", "chorus/rooms/lab/states/+", "chorus/rooms/lab/floor/leader"}
+	for _, id := range o.members {
+		topics = append(topics, "chorus/rooms/lab/messages/"+id)
+	}
+	w := o.watch(topics...) // not the flooded topics: the watcher keeps true times
+	defer w.dumpOnFailure(t)
+	o.room(w)
+	results := o.watchAs("ben", "chorus/devices/dev-ann/results")
+
+	big := filepath.Join(o.dir, "big.json")
+	os.WriteFile(big, []byte(`{"jsonrpc":"2.0","method":"message.send","params":{"id":"big","from":"user","message":"`+strings.Repeat("a", 1<<20)+`"}}`), 0o644)
+
+	// Flood first, then talk into the flood: 12,000 malformed payloads a
+	// second in all, 10,000 of them into the room (every robot and the
+	// floor receive those), some at QoS 1, some at a device's queries.
+	floods := []*flooder{
+		o.flood("user", 0, 8000, "chorus/rooms/lab/messages/user", junkLines),
+		o.flood("user", 1, 2000, "chorus/rooms/lab/messages/user", junkLines),
+		o.flood("user", 0, 2000, "chorus/devices/dev-ann/queries", junkLines),
+	}
+	bigs := o.bigFlood("user", big, "chorus/rooms/lab/messages/user", "chorus/devices/dev-ann/queries")
+	spoofs := o.spoof(t)
+	time.Sleep(time.Second)
+	start := time.Now()
+	first := o.say("Hello robots, can you hear me through all this?")
+	// A member asks ann's device for a frame while an outsider and ben's
+	// device try to answer in its place.
+	ask := o.pubLines("ben", "chorus/devices/dev-ann/queries")
+	fake := o.pubLines("mallory", "chorus/devices/dev-ann/results")
+	fakeDev := o.pubLines("dev-ben", "chorus/devices/dev-ann/results")
+	for i := range 3 {
+		qid := fmt.Sprintf("flood-q%d", i)
+		forged := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"success":true,"body":{"image":"forged"}}}`, qid)
+		fake.send(forged)
+		fakeDev.send(forged)
+		ask.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"query.send","id":%q,"params":{"from":"ben","type":"vision"}}`, qid))
+		r := results.waitFor(t, 10*time.Second, "the result of "+qid, func(l line) bool { return strings.Contains(l.payload, `"id":"`+qid+`"`) })
+		if !strings.Contains(r.payload, `"success":true`) || strings.Contains(r.payload, "forged") {
+			t.Fatalf("result of %s under the flood: %.200s", qid, r.payload)
+		}
+	}
+	rest := w.terminal(t, 60*time.Second)
+	end := time.Now()
+	var sent int64
+	for _, f := range floods {
+		f.halt()
+		sent += f.sent.Load()
+	}
+	floodFor := floods[0].elapsed
+	bigs.halt()
+	spoofs.halt()
+
+	// Every step of the conversation, in order: the user's message, each
+	// grant and each companion's message.
+	lines, _ := w.snapshot()
+	steps := []time.Time{start}
+	for _, l := range lines {
+		if l.at.Before(start) || l.at.After(end) {
+			continue
+		}
+		if l.topic == "chorus/rooms/lab/turns" || strings.HasPrefix(l.topic, "chorus/rooms/lab/messages/") {
+			steps = append(steps, l.at)
+		}
+	}
+	var gap time.Duration
+	for i := 1; i < len(steps); i++ {
+		gap = max(gap, steps[i].Sub(steps[i-1]))
+	}
+	turns := len(w.companionMessages())
+	rate := float64(sent) / floodFor.Seconds()
+	t.Logf("flood: %.0f malformed payloads/s (%d in %v), %d payloads of 1 MB, %d spoofs; the conversation (%d companion turns) took %v, its longest step %v; rest %s",
+		rate, sent, floodFor.Round(time.Millisecond), bigs.sent.Load(), spoofs.sent.Load(), turns,
+		end.Sub(start).Round(time.Millisecond), gap.Round(time.Millisecond), rest.Reason)
+	if rate < 10000 {
+		t.Errorf("the flood reached %.0f payloads/s, want at least 10,000", rate)
+	}
+	if bigs.sent.Load() == 0 {
+		t.Error("no 1 MB payload was sent")
+	}
+	if gap > 3*time.Second+2*time.Second {
+		t.Errorf("a step of the conversation took %v, want at most vote_timeout + 2 s", gap)
+	}
+	if turns < 2 {
+		t.Errorf("%d companion turns", turns)
+	}
+	// No valid message lost: every grant's speaker answered it.
+	granted, said := map[string]int{}, map[string]map[string]bool{}
+	for _, g := range decisions(t, w.grants()) {
+		granted[g.SpeakerID()]++
+	}
+	for _, m := range w.messages() {
+		if said[m.Params.From] == nil {
+			said[m.Params.From] = map[string]bool{}
+		}
+		said[m.Params.From][m.Params.ID] = true
+	}
+	for _, id := range o.members {
+		if len(said[id]) != granted[id] {
+			t.Errorf("%s was granted %d turns and answered %d", id, granted[id], len(said[id]))
+		}
+	}
+	if _, ok := decisions(t, w.grants())[first]; !ok {
+		t.Error("the user's message was never decided")
+	}
+	o.spokeOncePerGrant(w)
+	// The spoofs changed nothing: nobody but the members spoke, no grant
+	// came from anyone but the floor, and no presence went offline.
+	for _, m := range w.messages() {
+		if m.Params.From == "mallory" {
+			t.Errorf("a spoofed message reached the room: %+v", m.Params)
+		}
+	}
+	for _, g := range w.grants() {
+		if g.MessageID == "spoofed-grant" {
+			t.Errorf("a spoofed grant reached the room: %+v", g)
+		}
+	}
+	for _, l := range lines {
+		if strings.Contains(l.topic, "/presence/") && strings.Contains(l.payload, `"online":false`) {
+			t.Errorf("a presence went offline: %s %s", l.topic, l.payload)
+		}
+	}
+
+	// Every bad input counted, by kind.
+	floor := o.badInputs("floor-box")
+	t.Logf("floor counted %.0f/s:%s", total(floor)/floodFor.Seconds(), summary(floor))
+	for _, id := range o.members {
+		m := o.badInputs(id)
+		t.Logf("%s counted %.0f/s:%s", id, total(m)/floodFor.Seconds(), summary(m))
+	}
+	t.Logf("Mosquitto dropped messages for slow clients: %v", strings.Contains(o.mq.Log(), "dropped"))
+	ann := o.badInputs("ann")
+	for _, want := range []struct {
+		where string
+		m     map[string]float64
+		key   string
+	}{
+		{"the floor", floor, "message/syntax"}, {"the floor", floor, "message/invalid"}, {"the floor", floor, "message/oversize"},
+		{"the floor", floor, "message/spoof"}, {"the floor", floor, "state/spoof"}, {"the floor", floor, "presence/invalid"},
+		{"the floor", floor, "hold/spoof"}, {"the floor", floor, "presence/syntax"},
+		{"ann", ann, "query/syntax"}, {"ann", ann, "query/oversize"}, {"ann", ann, "message/unknown_field"},
+	} {
+		if want.m[want.key] == 0 {
+			t.Errorf("%s counted no %s", want.where, want.key)
+		}
+	}
+}
+
+// spoof sends spoofed States, grants, presence and holds for as long as it
+// runs: from an outsider (refused by the broker's ACL) and from a member's
+// stolen credentials (ann's: refused by the floor, since each names
+// someone else), and messages in the name of a companion.
+func (o *outside) spoof(t *testing.T) *flooder {
+	f := &flooder{stop: make(chan struct{}), started: time.Now()}
+	type spoofed struct{ user, topic, payload string }
+	state := func(from, msg string) string {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "state.send", "params": map[string]any{
+			"id": protocol.NewID(), "from": from, "messageId": msg, "state": "speak", "importance": 10, "selected": true, "closing": "none"}})
+		return string(b)
+	}
+	list := []spoofed{
+		{"mallory", "chorus/rooms/lab/states/ann", state("ann", "x")},
+		{"mallory", "chorus/rooms/lab/turns", `{"jsonrpc":"2.0","method":"turn.grant","params":{"messageId":"spoofed-grant","speaker":"mallory"}}`},
+		{"mallory", "chorus/rooms/lab/presence/ann", `{"id":"ann","online":false}`},
+		{"mallory", "chorus/rooms/lab/floor/hold/ann", `{"from":"ann","held":true,"since":"2026-01-01T00:00:00Z"}`},
+		{"mallory", "chorus/rooms/lab/messages/ann", `{"jsonrpc":"2.0","method":"message.send","params":{"id":"m","from":"ann","message":"hi"}}`},
+		{"dan", "chorus/rooms/lab/states/dan", state("dan", "x")}, // dan is no member of lab
+		{"ann", "chorus/rooms/lab/states/ann", state("ben", "x")},
+		{"ann", "chorus/rooms/lab/presence/ann", `{"online":"no","device":7}`},
+		{"ann", "chorus/rooms/lab/presence/ann", `{"online":`},
+		{"ann", "chorus/rooms/lab/floor/hold/ann", `{"from":"ben","held":true,"since":"2026-01-01T00:00:00Z"}`},
+		{"user", "chorus/rooms/lab/messages/user", `{"jsonrpc":"2.0","method":"message.send","params":{"id":"m2","from":"mallory","message":"I am mallory"}}`},
+	}
+	pubs := map[string]lines{}
+	for _, s := range list {
+		k := s.user + " " + s.topic
+		if _, ok := pubs[k]; !ok {
+			pubs[k] = o.pubLines(s.user, s.topic)
+		}
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-tick.C:
+			}
+			for _, s := range list {
+				pubs[s.user+" "+s.topic].send(s.payload)
+				f.sent.Add(1)
+			}
+		}
+	}()
+	return f
+}
+
+// A flood far beyond what the broker and the robots can take — as fast as
+// mosquitto_pub goes, at QoS 0 and 1 — while a conversation runs: once it
+// stops, the room answers the next message within vote_timeout + 2 s and
+// runs to its end, nobody speaking twice.
+func TestSuiteOverloadThenRecover(t *testing.T) {
+	o := newOutside(t, bustest.Options{})
+	o.brainDelay = "300ms"
+	topics := []string{"chorus/rooms/lab/turns", "chorus/rooms/lab/presence/+", "chorus/rooms/lab/floor/leader"}
+	for _, id := range o.members {
+		topics = append(topics, "chorus/rooms/lab/messages/"+id)
+	}
+	w := o.watch(topics...)
+	defer w.dumpOnFailure(t)
+	o.room(w)
+	floods := []*flooder{
+		o.flood("user", 0, 1_000_000, "chorus/rooms/lab/messages/user", junkLines),
+		o.flood("user", 1, 1_000_000, "chorus/rooms/lab/messages/user", junkLines),
+		o.flood("user", 0, 1_000_000, "chorus/devices/dev-ann/queries", junkLines),
+	}
+	time.Sleep(500 * time.Millisecond)
+	o.say("Hello robots, can you talk through this noise?")
+	time.Sleep(4 * time.Second)
+	for _, f := range floods {
+		f.halt()
+	}
+	during := len(w.companionMessages())
+	stopped := time.Now()
+	id := o.say("The noise is over. Who speaks first?")
+	_, at := w.grantFor(t, id, 20*time.Second)
+	answered := w.waitFor(t, 20*time.Second, "an answer after the flood", func(line) bool { return len(w.companionMessages()) > during })
+	t.Logf("overload: %d companion messages during 4 s of flood; after it the next message was granted %v and answered %v after the flood stopped (Mosquitto dropped messages: %v)",
+		during, at.Sub(stopped).Round(time.Millisecond), answered.at.Sub(stopped).Round(time.Millisecond), strings.Contains(o.mq.Log(), "dropped"))
+	if d := answered.at.Sub(stopped); d > 3*time.Second+2*time.Second {
+		t.Errorf("the room answered %v after the flood stopped, want within vote_timeout + 2 s", d)
+	}
+	w.terminalAfter(t, 40*time.Second, stopped)
+	time.Sleep(300 * time.Millisecond)
+	o.spokeOncePerGrant(w)
+}
