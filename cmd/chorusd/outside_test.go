@@ -77,11 +77,12 @@ companion:
 brain: {{brain}}
 drivers: {{drivers}}
 http: {listen: "127.0.0.1:{{port}}"}
-log: {level: info}
+log: {level: {{log}}}
 `
 
-// part is a companion's brain or drivers, as YAML, when a test gives its own.
-type part struct{ brain, drivers string }
+// part is a companion's brain or drivers, as YAML, or its log level, when a
+// test gives its own.
+type part struct{ brain, drivers, log string }
 
 const outsideFloorYAML = `version: 1
 device: {id: %[1]s}
@@ -119,7 +120,10 @@ func (o *outside) companionWith(id string, sameID bool, p part, env ...string) *
 	if p.drivers == "" {
 		p.drivers = "{camera: {kind: testpattern, width: 160, height: 120, fps: 10}, audio: {kind: null}, tts: {kind: tone}}"
 	}
-	yaml := strings.NewReplacer("{{dev}}", dev, "{{id}}", id, "{{broker}}", o.url, "{{port}}", strconv.Itoa(port),
+	if p.log == "" {
+		p.log = "info"
+	}
+	yaml := strings.NewReplacer("{{log}}", p.log, "{{dev}}", dev, "{{id}}", id, "{{broker}}", o.url, "{{port}}", strconv.Itoa(port),
 		"{{members}}", strings.Join(o.members, ", "), "{{brain}}", p.brain, "{{drivers}}", p.drivers).Replace(outsideCompanionYAML)
 	os.WriteFile(cfg, []byte(yaml), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, id, append([]string{"CHORUS_MQTT_PASSWORD=" + password(id)}, env...)...)

@@ -5,7 +5,9 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -282,4 +284,87 @@ func writePNG(t *testing.T, path string) {
 	if err := png.Encode(f, img); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// No secret ever leaves the process it was given to: the MQTT passwords
+// and the model server's API key appear in no log (at debug level too,
+// and on the failure paths: a refused key that the server quotes back, a
+// refused MQTT login), not in Mosquitto's log, and not on /metrics or
+// /healthz.
+func TestSuiteNoSecretInLogsOrMetrics(t *testing.T) {
+	const key, wrongKey = "sk-chorus-test-7f3a9c1e2b", "sk-chorus-wrong-5d8e0a4c"
+	fake := llmtest.New()
+	defer fake.Close()
+	fake.APIKey = key
+	o := newOutside(t, bustest.Options{})
+	w := o.watch("chorus/rooms/lab/#")
+	brain := `{provider: openai, base_url: "` + fake.BaseURL() + `", model: m, timeout: 3s, api_key_env: CHORUS_LLM_KEY}`
+	procs := map[string]*proc{"floor-box": o.floor("floor-box")}
+	procs["ann"] = o.companionWith("ann", false, part{brain: brain, log: "debug"}, "CHORUS_LLM_KEY="+key)
+	procs["ben"] = o.companionWith("ben", false, part{brain: brain}, "CHORUS_LLM_KEY="+key)
+	procs["cat"] = o.companionWith("cat", false, part{brain: brain, log: "debug"}, "CHORUS_LLM_KEY="+wrongKey)
+	w.waitOnline(t, "ann", "ben", "cat")
+	time.Sleep(700 * time.Millisecond)
+	o.say("Hello, robots!")
+	// cat, whose key is refused, listens without closing: the room rests
+	// when ann and ben are done.
+	w.waitFor(t, 40*time.Second, "a rest", func(l line) bool {
+		g, err := protocol.DecodeTurnGrant([]byte(l.payload), 0)
+		return l.topic == "chorus/rooms/lab/turns" && err == nil && g.Speaker == nil
+	})
+	if n := o.metric("cat", `chorus_brain_failures_total{reason="error"}`); n < 1 {
+		t.Fatalf("cat's brain failed %v times with a refused key", n)
+	}
+
+	// A refused MQTT login: a CLI with a wrong password, and the right
+	// password of another user.
+	var outputs []string
+	for _, pw := range []string{"pw-not-this-one", password("ben")} {
+		cmd := exec.Command(o.chorus, "say", "-broker", o.url, "-as", "user", "hello")
+		cmd.Env = append(os.Environ(), "CHORUS_MQTT_PASSWORD="+pw)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("chorus say with a wrong password succeeded:\n%s", out)
+		}
+		outputs = append(outputs, string(out))
+	}
+	cmd := exec.Command(o.chorusd, "--check-config", filepath.Join(o.dir, "ann.yaml"))
+	cmd.Env = append(os.Environ(), "CHORUS_LLM_KEY="+key, "CHORUS_MQTT_PASSWORD="+password("ann"))
+	out, _ := cmd.CombinedOutput()
+	outputs = append(outputs, string(out))
+
+	places := map[string]string{"mosquitto.log": o.mq.Log()}
+	for i, out := range outputs {
+		places[fmt.Sprintf("command %d", i)] = out
+	}
+	for id, p := range procs {
+		places[id+" log"] = p.log.String()
+		for _, path := range []string{"/metrics", "/healthz"} {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", o.ports[id], path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			places[id+" "+path] = string(b)
+		}
+	}
+	secrets := []string{key, wrongKey, "pw-not-this-one"}
+	for _, u := range outsideUsers {
+		secrets = append(secrets, password(u))
+	}
+	searched := 0
+	for where, text := range places {
+		searched += len(text)
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				i := strings.Index(text, s)
+				t.Errorf("%s shows the secret %q: …%s…", where, s, text[max(0, i-120):min(len(text), i+len(s)+40)])
+			}
+		}
+	}
+	if !strings.Contains(places["cat log"], "[redacted]") {
+		t.Errorf("cat's log does not show the refused key's error:\n%s", places["cat log"])
+	}
+	t.Logf("searched %d places, %d KiB, for %d secrets", len(places), searched/1024, len(secrets))
 }

@@ -94,7 +94,7 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 		if status >= 200 && status < 300 {
 			return decode(b)
 		}
-		serr := &StatusError{Provider: c.Provider, Status: status, Message: errorMessage(b)}
+		serr := &StatusError{Provider: c.Provider, Status: status, Message: redact(errorMessage(b), header)}
 		if !retryable(status) {
 			return serr
 		}
@@ -211,6 +211,25 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 func backoff(attempt int) time.Duration {
 	d := backoffBase << min(attempt, 6)
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// secretHeaders carry credentials (OpenAI's bearer token, Anthropic's key).
+var secretHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
+
+// redact removes the credentials the request carried from msg: some
+// servers and proxies quote the key they refused ("Incorrect API key
+// provided: ..."), and the message goes into logs.
+func redact(msg string, header http.Header) string {
+	for _, name := range secretHeaders {
+		for _, v := range header.Values(name) {
+			for _, secret := range []string{v, strings.TrimPrefix(v, "Bearer ")} {
+				if len(secret) >= 4 {
+					msg = strings.ReplaceAll(msg, secret, "[redacted]")
+				}
+			}
+		}
+	}
+	return msg
 }
 
 // errorMessage finds the server's message in an error body ({"error":

@@ -133,3 +133,23 @@ func TestErrorMessage(t *testing.T) {
 		}
 	}
 }
+
+// A server that quotes the refused key back (as some proxies do) does not
+// get it into the error, which goes into logs.
+func TestRefusedKeyIsNotRepeatedInTheError(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	for _, h := range []http.Header{{"Authorization": {"Bearer " + key}}, {"X-Api-Key": {key}}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + r.Header.Get("X-Api-Key")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"message":"Incorrect API key provided: `+got+`.","type":"invalid_request_error"}}`)
+		}))
+		c := &Client{Provider: "openai"}
+		err := c.Post(context.Background(), srv.URL, h, map[string]any{}, func([]byte) error { return nil })
+		srv.Close()
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status != 401 || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "[redacted]") {
+			t.Fatalf("err = %v", err)
+		}
+	}
+}

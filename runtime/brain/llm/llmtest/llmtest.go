@@ -33,6 +33,10 @@ type Server struct {
 	// Garbage makes every answer a well-formed completion whose content is
 	// not the JSON asked for (a model that ignores the schema).
 	Garbage bool
+	// APIKey, when set, must come as "Authorization: Bearer <key>"; a
+	// request without it is refused with 401 and an error quoting the key
+	// it carried, as some proxies do (unkind to a client that logs it).
+	APIKey string
 
 	calls    atomic.Int64
 	mu       sync.Mutex
@@ -92,6 +96,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.problem("%s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
+		return
+	}
+	if got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "); s.APIKey != "" && got != s.APIKey {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error","code":"invalid_api_key"}}`, got)
 		return
 	}
 	var req request
