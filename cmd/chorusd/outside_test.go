@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,19 +177,19 @@ func (o *outside) say(text string) string {
 // metric reads one sample from a device's /metrics (0 when absent).
 func (o *outside) metric(id, name string) float64 {
 	o.t.Helper()
+	return sampleOf(o.metricsText(id), name)
+}
+
+// metricsText is a device's /metrics.
+func (o *outside) metricsText(id string) string {
+	o.t.Helper()
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", o.ports[id]))
 	if err != nil {
 		o.t.Fatalf("%s /metrics: %v", id, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+-]+)$`)
-	m := re.FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
+	return string(b)
 }
 
 // spoken is how many utterances a companion's device played.

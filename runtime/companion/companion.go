@@ -287,7 +287,20 @@ func (c *Companion) Run(ctx context.Context) error {
 		case e := <-c.events:
 			c.handle(ctx, e)
 		}
+		c.held()
 	}
+}
+
+// held reports how much the companion holds: thinking drains when the
+// room rests; thoughts, answers and heard ids are bounded books.
+func (c *Companion) held() {
+	h := c.m.Held
+	h.WithLabelValues("companion_thinking").Set(float64(c.thinking))
+	h.WithLabelValues("companion_thoughts").Set(float64(len(c.thoughts)))
+	h.WithLabelValues("companion_answered").Set(float64(len(c.answered)))
+	h.WithLabelValues("companion_history").Set(float64(len(c.history)))
+	h.WithLabelValues("companion_heard_ids").Set(float64(c.heard.Len()))
+	h.WithLabelValues("companion_events_queued").Set(float64(len(c.events)))
 }
 
 // deliver hands an event from a goroutine of ours back to Run.

@@ -359,7 +359,26 @@ func (f *Floor) Run(ctx context.Context) error {
 		case <-f.ctl.notify:
 			f.control(ctx)
 		}
+		f.held()
 	}
+}
+
+// held reports how much the floor holds: ballots, early States and
+// orphans drain when the room rests; the books of decided and seen
+// messages stay at their cap.
+func (f *Floor) held() {
+	h := f.m.Held
+	h.WithLabelValues("floor_ballots").Set(float64(len(f.pending)))
+	h.WithLabelValues("floor_early_states").Set(float64(len(f.early)))
+	h.WithLabelValues("floor_orphans").Set(float64(len(f.orphans)))
+	h.WithLabelValues("floor_unannounced").Set(float64(len(f.unannounced)))
+	awaiting := 0.0
+	if f.awaiting != nil {
+		awaiting = 1
+	}
+	h.WithLabelValues("floor_awaiting_answer").Set(awaiting)
+	h.WithLabelValues("floor_decided_ids").Set(float64(f.decided.Len()))
+	h.WithLabelValues("floor_events_queued").Set(float64(len(f.events)))
 }
 
 func (f *Floor) handle(ctx context.Context, e event) {

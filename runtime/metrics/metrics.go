@@ -55,6 +55,7 @@ type Metrics struct {
 	RetryAfter     *prometheus.GaugeVec   // provider: the last Retry-After a model server asked for
 	Clipped        prometheus.Counter     // utterances cut to brain.max_utterance
 	PublishDropped *prometheus.CounterVec // component: publishes refused or failed
+	Held           *prometheus.GaugeVec   // what: entries a bounded map or queue holds now
 
 	limiter limiter
 }
@@ -116,6 +117,9 @@ func New() *Metrics {
 			Help: "Utterances a model wrote longer than brain.max_utterance, cut at a sentence boundary."})).(prometheus.Counter),
 		PublishDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_publish_dropped_total",
 			Help: "Publishes refused by a full outbox or failed, by component."}, []string{"component"})).(*prometheus.CounterVec),
+		Held: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_held_entries",
+			Help: "Entries a bounded map or queue holds now, by what (floor_ballots, companion_thinking, query_pending, ...): work in progress drains to 0 when the room rests; books of recent ids stay at or below their cap."},
+			[]string{"what"})).(*prometheus.GaugeVec),
 	}
 	// Export the zero series too, so dashboards and alerts see them before
 	// the first bad input.

@@ -230,10 +230,12 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 		return nil, ErrTooMany
 	}
 	c.pending[q.ID] = p
+	c.m.Held.WithLabelValues("query_pending").Set(float64(len(c.pending)))
 	c.mu.Unlock()
 	defer func() { // always clean up, answered or not
 		c.mu.Lock()
 		delete(c.pending, q.ID)
+		c.m.Held.WithLabelValues("query_pending").Set(float64(len(c.pending)))
 		c.mu.Unlock()
 	}()
 	timer := time.NewTimer(timeout)

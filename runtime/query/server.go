@@ -166,10 +166,12 @@ func (s *Server) run(ctx context.Context, q protocol.Query) {
 	h := s.handlers[q.Params.Type]
 	qctx, cancel := context.WithCancel(ctx)
 	s.running[q.ID] = cancel
+	s.heldLocked()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.running, q.ID)
+		s.heldLocked()
 		s.mu.Unlock()
 		cancel()
 	}()
@@ -213,6 +215,7 @@ func (s *Server) first(q protocol.Query) bool {
 			delete(s.recent, s.order[0])
 			s.order = s.order[1:]
 		}
+		s.heldLocked()
 		s.mu.Unlock()
 		return true
 	}
@@ -235,7 +238,15 @@ func (s *Server) first(q protocol.Query) bool {
 func (s *Server) forget(id string) {
 	s.mu.Lock()
 	delete(s.recent, id)
+	s.heldLocked()
 	s.mu.Unlock()
+}
+
+// heldLocked reports the running queries (0 when idle) and the book of
+// recent query ids (bounded); s.mu is held.
+func (s *Server) heldLocked() {
+	s.Metrics.Held.WithLabelValues("query_running").Set(float64(len(s.running)))
+	s.Metrics.Held.WithLabelValues("query_recent_ids").Set(float64(len(s.recent)))
 }
 
 // safeCall turns a handler panic into an error result: one bad query must
