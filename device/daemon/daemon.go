@@ -164,6 +164,9 @@ func (d *Daemon) scheme() topic.Scheme {
 	return topic.Scheme{Prefix: d.cfg.MQTT.Prefix, FloorIDs: d.cfg.MQTT.FloorIDs}.WithRoster(d.cfg.Room.Name, d.cfg.Room.Members)
 }
 
+// startupLimit bounds how long the parts may take to come up.
+const startupLimit = 30 * time.Second
+
 // Run builds every part, calls ready once all are up, and runs until ctx
 // ends (nil) or a part fails (its error).
 func (d *Daemon) Run(parent context.Context, ready func()) error {
@@ -175,6 +178,15 @@ func (d *Daemon) Run(parent context.Context, ready func()) error {
 		cancel()
 		g.Wait()
 		return err
+	}
+	// Ready means every loop turns with its subscriptions in place: a
+	// message sent the moment systemd hears READY is not missed.
+	if err := d.pingAll(ctx, startupLimit); err != nil {
+		cancel()
+		if werr := g.Wait(); werr != nil {
+			return werr
+		}
+		return fmt.Errorf("chorusd: not up within %v: %w", startupLimit, err)
 	}
 	d.ready.Store(true)
 	d.log.Info("chorusd ready", "room", d.cfg.Room.Name, "identity", d.cfg.Identity(), "floor", d.cfg.Room.Floor, "broker", d.cfg.MQTT.Broker)
@@ -311,7 +323,10 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 		return err
 	}
 	srv := &query.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
-	srv.Handle("speak", (&speak.Speaker{TTS: engine, Out: out, MaxChars: cfg.Drivers.TTS.MaxChars, Log: d.log, Metrics: d.m}).Handle)
+	voice := &speak.Speaker{TTS: engine, Out: out, MaxChars: cfg.Drivers.TTS.MaxChars, Log: d.log, Metrics: d.m}
+	srv.Handle("speak", voice.Handle)
+	srv.Handle("speak.start", voice.HandleStart)
+	srv.Handle("speak.stop", voice.HandleStop)
 	src, err := parts.Cameras.Make(cfg, env)
 	if err != nil {
 		return err
@@ -397,6 +412,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
+		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: cfg.Room.BargeIn,
 		Muted: p.Muted, OnStatus: p.Status})
 	if err != nil {
 		return err

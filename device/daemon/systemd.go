@@ -61,6 +61,11 @@ func (d *Daemon) Alive(ctx context.Context, limit time.Duration) error {
 	if !d.Ready() {
 		return errNotReady
 	}
+	return d.pingAll(ctx, limit)
+}
+
+// pingAll asks every part's loop to answer within limit.
+func (d *Daemon) pingAll(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	d.mu.Lock()

@@ -62,13 +62,19 @@ func init() {
 			return &cimage.Source{Path: c.Resolve(d.Path), Width: d.Width, Height: d.Height, Quality: d.Quality}, nil
 		}})
 
-	Audio.Add(Part[audio.Output]{Kind: "null", About: "plays nothing, reports how long it would have played",
-		Make: func(*config.Config, Env) (audio.Output, error) { return &null.Output{}, nil }})
+	Audio.Add(Part[audio.Output]{Kind: "null", About: "plays nothing, reports how long it would have played (in real time with paced: true)",
+		Make: func(c *config.Config, _ Env) (audio.Output, error) { return &null.Output{Paced: c.Drivers.Audio.Paced}, nil }})
 	Audio.Add(Part[audio.Output]{Kind: "wav", About: "writes each utterance to a WAV file in drivers.audio.dir",
 		Check: func(c *config.Config, _ Mode) []string {
 			return need("drivers.audio.dir", c.Drivers.Audio.Dir, "required for kind wav")
 		},
-		Make: func(c *config.Config, _ Env) (audio.Output, error) { return wav.New(c.Resolve(c.Drivers.Audio.Dir)) }})
+		Make: func(c *config.Config, _ Env) (audio.Output, error) {
+			o, err := wav.New(c.Resolve(c.Drivers.Audio.Dir))
+			if err == nil {
+				o.Paced = c.Drivers.Audio.Paced
+			}
+			return o, err
+		}})
 
 	TTS.Add(Part[tts.Engine]{Kind: "auto", About: "Open JTalk for Japanese when installed, else espeak-ng, else tone",
 		Make: func(c *config.Config, env Env) (tts.Engine, error) {

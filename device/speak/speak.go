@@ -43,28 +43,52 @@ type Speaker struct {
 	// OnFirstAudio, if set, is told how long the first PCM took to reach
 	// the audio driver (for benchmarks).
 	OnFirstAudio func(time.Duration)
+	// MaxHold bounds how long a held speak waits for its start (default
+	// DefaultMaxHold): a companion that never starts it holds nothing up.
+	MaxHold time.Duration
 
 	mu      sync.Mutex
 	current *utterance
+	holds   map[string]chan struct{} // held speaks by token, closed to start
+	early   map[string]time.Time     // starts that came before their speak
 }
 
 type utterance struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	finish chan struct{} // closed: stop after the sentence that is playing
+	once   sync.Once
 }
 
-// Request is the body of a speak query.
+// DefaultMaxHold bounds a held speak's wait for its start.
+const DefaultMaxHold = time.Minute
+
+// maxEarly bounds the starts kept for speaks not yet arrived.
+const maxEarly = 16
+
+// Request is the body of a speak query. Hold, when set, makes the device
+// prepare the utterance (synthesize its first sentence) and wait for a
+// "speak.start" query naming the same token before it plays: the next
+// robot gets ready while the one before it still talks, and starts the
+// moment it ends (overlapped turns).
 type Request struct {
 	Message string `json:"message"`
 	Emotion string `json:"emotion,omitempty"`
+	Hold    string `json:"hold,omitempty"`
+	// MessageID names the Message these words are (file-backed outputs
+	// name the utterance after it).
+	MessageID string `json:"messageId,omitempty"`
 }
 
-// Result is the body of a speak result.
+// Result is the body of a speak result. StartedAt is when the first
+// sample played; Stopped says a speak.stop ended it early.
 type Result struct {
-	DurationMs   int64  `json:"durationMs"`
-	Sentences    int    `json:"sentences"`
-	FirstAudioMs int64  `json:"firstAudioMs"`
-	Engine       string `json:"engine"`
+	DurationMs   int64     `json:"durationMs"`
+	Sentences    int       `json:"sentences"`
+	FirstAudioMs int64     `json:"firstAudioMs"`
+	Engine       string    `json:"engine"`
+	StartedAt    time.Time `json:"startedAt,omitzero"`
+	Stopped      bool      `json:"stopped,omitempty"`
 }
 
 // ErrCutOff is the error of a speak that a newer one replaced.
@@ -89,6 +113,8 @@ func DecodeRequest(body json.RawMessage, maxChars int) (Request, error) {
 		return r, errors.New("speak: message is empty")
 	case n > maxChars:
 		return r, fmt.Errorf("speak: message is %d characters, cap is %d", n, maxChars)
+	case len(r.Hold) > 64:
+		return r, fmt.Errorf("speak: hold token is %d bytes, cap is 64", len(r.Hold))
 	}
 	if _, err := tts.ProsodyOf(r.Emotion); err != nil {
 		return r, fmt.Errorf("speak: %w", err)
@@ -102,58 +128,112 @@ func (s *Speaker) Handle(ctx context.Context, from string, body json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
-	return s.Say(ctx, req.Message, req.Emotion)
+	return s.SayRequest(ctx, req)
+}
+
+// HandleStart is the query handler for "speak.start": {"hold": token}
+// starts the held speak with that token. A start that overtakes its speak
+// (queries run concurrently) is kept for a while and starts it on arrival.
+func (s *Speaker) HandleStart(ctx context.Context, from string, body json.RawMessage) (any, error) {
+	var b struct {
+		Hold string `json:"hold"`
+	}
+	if err := strictJSON(body, &b); err != nil || b.Hold == "" || len(b.Hold) > 64 {
+		return nil, errors.New(`speak.start: body must be {"hold": token}`)
+	}
+	return map[string]bool{"started": s.Start(b.Hold)}, nil
+}
+
+// HandleStop is the query handler for "speak.stop": {"at": "sentence"}
+// ends the utterance that is playing after its current sentence,
+// {"at": "immediate"} at once (barge-in).
+func (s *Speaker) HandleStop(ctx context.Context, from string, body json.RawMessage) (any, error) {
+	var b struct {
+		At string `json:"at"`
+	}
+	if err := strictJSON(body, &b); err != nil || (b.At != "sentence" && b.At != "immediate") {
+		return nil, errors.New(`speak.stop: body must be {"at": "sentence"} or {"at": "immediate"}`)
+	}
+	return map[string]bool{"stopped": s.Stop(b.At == "immediate")}, nil
+}
+
+func strictJSON(body json.RawMessage, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// Start starts the held speak with token; it reports whether one was
+// waiting (if not, the start is kept for a speak still on its way).
+func (s *Speaker) Start(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.holds[token]; ok {
+		close(ch)
+		delete(s.holds, token)
+		return true
+	}
+	if s.early == nil {
+		s.early = map[string]time.Time{}
+	}
+	now := time.Now()
+	for k, at := range s.early {
+		if now.Sub(at) > s.maxHold() || len(s.early) >= maxEarly {
+			delete(s.early, k)
+		}
+	}
+	s.early[token] = now
+	return false
+}
+
+// Stop ends the utterance that is playing: at once, or after its current
+// sentence. It reports whether one was playing.
+func (s *Speaker) Stop(immediate bool) bool {
+	s.mu.Lock()
+	u := s.current
+	s.mu.Unlock()
+	if u == nil {
+		return false
+	}
+	if immediate {
+		u.cancel()
+	} else {
+		u.once.Do(func() { close(u.finish) })
+	}
+	return true
+}
+
+func (s *Speaker) maxHold() time.Duration {
+	if s.MaxHold > 0 {
+		return s.MaxHold
+	}
+	return DefaultMaxHold
 }
 
 // Say speaks text, cutting off whatever is playing.
 func (s *Speaker) Say(ctx context.Context, text, emotion string) (Result, error) {
+	return s.SayRequest(ctx, Request{Message: text, Emotion: emotion})
+}
+
+// SayRequest speaks r.Message; with a hold token it prepares first and
+// plays only once Start(token) comes, and cuts off what is playing only
+// then.
+func (s *Speaker) SayRequest(ctx context.Context, r Request) (Result, error) {
+	text, emotion, hold := r.Message, r.Emotion, r.Hold
+	name := r.MessageID
+	if name == "" {
+		name = firstWords(text)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	me := &utterance{cancel: cancel, done: make(chan struct{})}
+	me := &utterance{cancel: cancel, done: make(chan struct{}), finish: make(chan struct{})}
 	defer close(me.done)
-	s.mu.Lock()
-	prev := s.current
-	s.current = me
-	s.mu.Unlock()
-	if prev != nil {
-		prev.cancel()
-		<-prev.done // the old stream is aborted before the new one starts
-	}
-	defer func() {
-		s.mu.Lock()
-		if s.current == me {
-			s.current = nil
-		}
-		s.mu.Unlock()
-	}()
-	res, err := s.play(ctx, text, emotion)
-	if err != nil && ctx.Err() != nil {
-		s.mu.Lock()
-		replaced := s.current != me
-		s.mu.Unlock()
-		if replaced {
-			return res, ErrCutOff
-		}
-	}
-	return res, err
-}
-
-type chunk struct {
-	pcm audio.PCM
-	err error
-}
-
-func (s *Speaker) play(ctx context.Context, text, emotion string) (Result, error) {
 	start := time.Now()
 	sentences := sentence.Split(text)
 	if s.WholeText {
 		sentences = []string{strings.Join(sentences, " ")}
 	}
 	res := Result{Sentences: len(sentences), Engine: s.TTS.Name()}
-	st, err := s.Out.Begin(ctx, firstWords(text))
-	if err != nil {
-		return res, fmt.Errorf("speak: audio output: %w", err)
-	}
 	// Synthesize ahead on one goroutine; play on this one.
 	pcm := make(chan chunk, 1)
 	synthCtx, stop := context.WithCancel(ctx)
@@ -179,18 +259,113 @@ func (s *Speaker) play(ctx context.Context, text, emotion string) (Result, error
 	}()
 	defer wg.Wait()
 	defer stop()
+	if hold != "" {
+		if err := s.wait(ctx, hold); err != nil {
+			return res, err
+		}
+		start = time.Now()
+	}
+	s.mu.Lock()
+	prev := s.current
+	s.current = me
+	s.mu.Unlock()
+	if prev != nil {
+		prev.cancel()
+		<-prev.done // the old stream is aborted before the new one starts
+	}
+	defer func() {
+		s.mu.Lock()
+		if s.current == me {
+			s.current = nil
+		}
+		s.mu.Unlock()
+	}()
+	res, err := s.play(ctx, me, pcm, start, res, name)
+	if err != nil && ctx.Err() != nil {
+		s.mu.Lock()
+		replaced := s.current != me
+		s.mu.Unlock()
+		if replaced {
+			return res, ErrCutOff
+		}
+	}
+	return res, err
+}
+
+// wait holds a prepared speak until Start(token), its context's end, or
+// MaxHold.
+func (s *Speaker) wait(ctx context.Context, token string) error {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if _, ok := s.early[token]; ok {
+		delete(s.early, token)
+		close(ch)
+	} else {
+		if s.holds == nil {
+			s.holds = map[string]chan struct{}{}
+		}
+		s.holds[token] = ch
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.holds, token)
+		s.mu.Unlock()
+	}()
+	t := time.NewTimer(s.maxHold())
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("speak: held, never started: %w", ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("speak: held %v and never started", s.maxHold())
+	}
+}
+
+type chunk struct {
+	pcm audio.PCM
+	err error
+}
+
+func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, start time.Time, res Result, name string) (Result, error) {
+	st, err := s.Out.Begin(ctx, name)
+	if err != nil {
+		return res, fmt.Errorf("speak: audio output: %w", err)
+	}
+	// A stop at the end of the sentence cancels the wait for the device's
+	// buffer, so the next sentence is never queued, and drains the rest.
+	feed, stopFeeding := context.WithCancel(ctx)
+	defer stopFeeding()
+	go func() {
+		select {
+		case <-me.finish:
+			stopFeeding()
+		case <-feed.Done():
+		}
+	}()
 	first := true
 	for c := range pcm {
 		if c.err != nil {
 			st.Abort()
 			return res, fmt.Errorf("speak: %w", c.err)
 		}
-		if err := st.Write(ctx, c.pcm); err != nil {
+		if feed.Err() != nil {
+			res.Stopped = true
+			break
+		}
+		if err := st.Write(feed, c.pcm); err != nil {
+			if ctx.Err() == nil && feed.Err() != nil {
+				res.Stopped = true
+				break // stopped after the sentence that is playing
+			}
 			st.Abort()
 			return res, fmt.Errorf("speak: audio output: %w", err)
 		}
 		if first {
 			first = false
+			res.StartedAt = time.Now().UTC()
 			d := time.Since(start)
 			res.FirstAudioMs = d.Milliseconds()
 			if s.Metrics != nil {

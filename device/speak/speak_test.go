@@ -108,3 +108,96 @@ func TestHandleWithTone(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 }
+
+// A held speak prepares and waits: nothing plays before its start, the
+// utterance that is playing goes on until then, and a start that comes
+// before its speak (queries run concurrently) still starts it.
+func TestHeldSpeakWaitsForItsStart(t *testing.T) {
+	out := &null.Output{Paced: true}
+	s := &Speaker{TTS: tone.Engine{}, Out: out}
+	ctx := context.Background()
+	playing := make(chan error, 1)
+	go func() { _, err := s.Say(ctx, "This one is playing now.", ""); playing <- err }()
+	time.Sleep(50 * time.Millisecond)
+	held := make(chan Result, 1)
+	go func() {
+		r, err := s.SayRequest(ctx, Request{Message: "Next.", Hold: "t1"})
+		if err != nil {
+			t.Error(err)
+		}
+		held <- r
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-playing:
+		t.Fatalf("the held speak cut the playing one off before its start: %v", err)
+	case <-held:
+		t.Fatal("the held speak played without a start")
+	default:
+	}
+	if got, err := s.HandleStart(ctx, "kyoko", json.RawMessage(`{"hold":"t1"}`)); err != nil || !got.(map[string]bool)["started"] {
+		t.Fatalf("start: %v %v", got, err)
+	}
+	if err := <-playing; !errors.Is(err, ErrCutOff) {
+		t.Fatalf("the playing one: %v, want cut off once the held one started", err)
+	}
+	if r := <-held; r.DurationMs <= 0 || r.StartedAt.IsZero() {
+		t.Fatalf("held result %+v", r)
+	}
+
+	if got, _ := s.HandleStart(ctx, "kyoko", json.RawMessage(`{"hold":"t2"}`)); got.(map[string]bool)["started"] {
+		t.Fatal("a start for a speak not yet there said it started one")
+	}
+	if _, err := s.SayRequest(ctx, Request{Message: "Early.", Hold: "t2"}); err != nil {
+		t.Fatalf("a speak whose start came first: %v", err)
+	}
+	s.MaxHold = 30 * time.Millisecond
+	if _, err := s.SayRequest(ctx, Request{Message: "Never.", Hold: "t3"}); err == nil || !strings.Contains(err.Error(), "never started") {
+		t.Fatalf("a speak never started: %v", err)
+	}
+	for _, bad := range []string{`{}`, `{"hold":""}`, `{"hold":"x","y":1}`, `[]`} {
+		if _, err := s.HandleStart(ctx, "kyoko", json.RawMessage(bad)); err == nil {
+			t.Errorf("speak.start %s accepted", bad)
+		}
+	}
+}
+
+// speak.stop at the sentence ends the utterance after the sentence that
+// is playing (barge-in); immediate ends it at once.
+func TestStopAtTheSentenceOrAtOnce(t *testing.T) {
+	ctx := context.Background()
+	three := "First sentence is here. Second sentence is here. Third sentence is here."
+	one, err := (&Speaker{TTS: tone.Engine{}, Out: &null.Output{}}).Say(ctx, "First sentence is here.", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []string{"sentence", "immediate"} {
+		s := &Speaker{TTS: tone.Engine{}, Out: &null.Output{Paced: true}}
+		done := make(chan Result, 1)
+		go func() {
+			r, err := s.Say(ctx, three, "")
+			if err != nil && at == "sentence" {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		time.Sleep(time.Duration(one.DurationMs/3) * time.Millisecond)
+		if got, err := s.HandleStop(ctx, "user", json.RawMessage(`{"at":"`+at+`"}`)); err != nil || !got.(map[string]bool)["stopped"] {
+			t.Fatalf("stop %s: %v %v", at, got, err)
+		}
+		r := <-done
+		switch at {
+		case "sentence":
+			if !r.Stopped || r.DurationMs < one.DurationMs-5 || r.DurationMs > one.DurationMs+5 {
+				t.Fatalf("stopped at the sentence: played %d ms, the first sentence is %d ms (%+v)", r.DurationMs, one.DurationMs, r)
+			}
+		case "immediate":
+			if r.DurationMs >= one.DurationMs {
+				t.Fatalf("stopped at once: played %d ms", r.DurationMs)
+			}
+		}
+	}
+	if _, err := (&Speaker{}).HandleStop(ctx, "user", json.RawMessage(`{"at":"later"}`)); err == nil {
+		t.Fatal("speak.stop later accepted")
+	}
+}

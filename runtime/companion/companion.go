@@ -112,6 +112,15 @@ type Config struct {
 	// (the brain's timeout for a model, its delay for the rule brain).
 	ExpectThink time.Duration
 
+	// Overlap runs overlapped turns (voice.go): the Message goes out when
+	// the audio starts, the next robot prepares while this one talks and
+	// starts when it ends plus Pause. False is aikyo's order: speak, then
+	// publish.
+	Overlap bool
+	// BargeIn is what a user's Message does to this companion's words:
+	// BargeInSentence (default), BargeInImmediate or BargeInOff.
+	BargeIn string
+
 	// Muted, when it returns true, makes the companion vote listen and never
 	// take the floor (the mute button).
 	Muted func() bool
@@ -133,7 +142,7 @@ type Companion struct {
 	history  []protocol.Message
 	present  map[string]bool
 	heard    *seen.Set // message ids handled
-	turn     int       // messages since the conversation (re)started
+	turnNo   int       // messages since the conversation (re)started
 	count    int       // States since the last terminal (maxTurn)
 	thoughts map[string]thoughtFor
 	seq      int // increases with every thought, for evicting the oldest
@@ -145,6 +154,10 @@ type Companion struct {
 	voted    *vote              // the newest State whose grant has not been seen
 	took     thinkTimes         // how long the brain took, for the announced think time
 	told     time.Time          // when the think time was last announced
+	voices   map[string]voice   // each member's speaking status
+	turn     *turn              // the granted turn being prepared or spoken
+	order    uint64             // messages heard, in order
+	lastUser uint64             // order of the newest user message
 }
 
 // answer is what the companion said for a grant: nil Message while it is
@@ -165,6 +178,8 @@ type thoughtFor struct {
 	in      brain.Input
 	thought brain.Thought
 	seq     int
+	arrived time.Time // when its message arrived
+	order   uint64    // its message's place in the order heard
 }
 
 type event struct {
@@ -178,6 +193,12 @@ type event struct {
 	took     time.Duration // a successful brain call's latency; 0 when it failed
 	said     *protocol.Message
 	barrier  chan struct{}
+	arrived  time.Time
+	order    uint64
+	utter    brain.Utterance
+	result   speakResult
+	err      error
+	speaking room.SpeakingEvent
 }
 
 const (
@@ -189,6 +210,9 @@ const (
 	evSpoke
 	evBarrier
 	evResend
+	evSpeaking
+	evPrepared
+	evStartCheck
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -229,6 +253,13 @@ func New(cfg Config) (*Companion, error) {
 	if cfg.Muted == nil {
 		cfg.Muted = func() bool { return false }
 	}
+	switch cfg.BargeIn {
+	case "":
+		cfg.BargeIn = BargeInSentence
+	case BargeInSentence, BargeInImmediate, BargeInOff:
+	default:
+		return nil, fmt.Errorf("companion: barge-in %q: want sentence, immediate or off", cfg.BargeIn)
+	}
 	log := cfg.Room.Log.With("companion", cfg.Card.ID)
 	m := cfg.Room.Metrics
 	return &Companion{
@@ -241,6 +272,7 @@ func New(cfg Config) (*Companion, error) {
 		heard:    seen.New(recentMessages),
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
+		voices:   map[string]voice{},
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}, nil
@@ -277,6 +309,9 @@ func (c *Companion) Run(ctx context.Context) error {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
 	if err := r.OnMessage(ctx, func(m protocol.Message) { c.push(event{kind: evMessage, msg: m}, "message") }); err != nil {
+		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
+	}
+	if err := r.OnSpeaking(ctx, func(s room.SpeakingEvent) { c.push(event{kind: evSpeaking, speaking: s}, "speaking") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
 	c.status(Listening)
@@ -321,10 +356,11 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		} else {
 			delete(c.present, e.presence.ID)
 		}
+		c.maybeStart(ctx) // a speaker gone holds nobody up
 	case evMessage:
 		c.onMessage(ctx, e.msg)
 	case evThought:
-		c.onThought(ctx, e.id, e.in, e.thought, e.took)
+		c.onThought(ctx, e)
 	case evGrant:
 		c.onGrant(ctx, e.grant)
 	case evSpeak:
@@ -332,13 +368,17 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evBarrier:
 		close(e.barrier)
 	case evSpoke:
-		c.speaking = false
-		if a := c.answered[e.id]; a != nil {
-			a.msg, a.done = e.said, true
-		}
-		c.status(Listening)
+		c.onSpoke(ctx, e)
 	case evResend:
 		c.resend(ctx, e.id)
+	case evSpeaking:
+		c.onSpeaking(ctx, e.speaking)
+	case evPrepared:
+		c.onPrepared(ctx, e.id, e.utter)
+	case evStartCheck:
+		if t := c.turn; t != nil && t.grant == e.id {
+			c.maybeStart(ctx)
+		}
 	}
 }
 
@@ -356,11 +396,16 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		return // seen already (at-least-once delivery, or an answer published again)
 	}
 	from := m.Params.From
+	c.order++
+	order, arrived := c.order, c.cfg.Clock.Now()
 	if from != c.me() && !c.cfg.Room.IsMember(from) {
-		// A user spoke: a rested or closing conversation starts again.
-		c.turn, c.count = 0, 0
+		// A user spoke: a rested or closing conversation starts again, and
+		// whoever speaks stops (barge-in); older grants are void.
+		c.turnNo, c.count = 0, 0
+		c.lastUser = order
+		c.bargeIn()
 	} else {
-		c.turn++
+		c.turnNo++
 	}
 	before := slices.Clone(c.history) // what was said before m: m is judged, not history
 	c.history = append(c.history, m)
@@ -371,7 +416,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		return // nobody votes on their own words
 	}
 	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
-		Members: c.cfg.Room.MemberList(), Turn: c.turn, Remaining: -1}
+		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1}
 	if c.judge.Score(c.texts()) > c.cfg.Threshold {
 		in.ClosingInstruction = brain.ClosingInstruction(c.cfg.Card.Language)
 		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID)
@@ -391,7 +436,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	go func() {
 		defer c.wg.Done()
 		t, took := c.think(ctx, in)
-		c.deliver(ctx, event{kind: evThought, id: m.Params.ID, in: in, thought: t, took: took})
+		c.deliver(ctx, event{kind: evThought, id: m.Params.ID, in: in, thought: t, took: took, arrived: arrived, order: order})
 	}()
 }
 
@@ -466,7 +511,8 @@ func (c *Companion) announce(took time.Duration) {
 	}
 }
 
-func (c *Companion) onThought(ctx context.Context, id string, in brain.Input, t brain.Thought, took time.Duration) {
+func (c *Companion) onThought(ctx context.Context, e event) {
+	id, in, t, took := e.id, e.in, e.thought, e.took
 	c.thinking--
 	c.announce(took)
 	if !c.speaking {
@@ -488,7 +534,7 @@ func (c *Companion) onThought(ctx context.Context, id string, in brain.Input, t 
 		t.State, t.Selected = protocol.Listen, false
 	}
 	c.seq++
-	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.seq}
+	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.seq, arrived: e.arrived, order: e.order}
 	if len(c.thoughts) > maxThoughts {
 		oldest, min := "", int(^uint(0)>>1)
 		for k, v := range c.thoughts {
@@ -578,6 +624,10 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 		c.log.Info("granted a turn older than the one it last took; ignored", "message", g.MessageID)
 		c.ignore("stale", g)
 		return
+	case tf.order < c.lastUser:
+		c.log.Info("granted a turn for a message older than a user's newer one; void", "message", g.MessageID)
+		c.ignore("void", g)
+		return
 	case tf.thought.Closing == protocol.ClosingTerminal:
 		c.log.Info("granted the floor at terminal: the conversation is over for this companion")
 		c.ignore("terminal", g)
@@ -594,7 +644,12 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 	c.spoke = tf.seq
 	c.remember(g.MessageID)
 	id := g.MessageID
-	c.cfg.Clock.AfterFunc(c.cfg.Pause, func() { c.deliver(ctx, event{kind: evSpeak, id: id}) })
+	if c.cfg.Overlap {
+		c.prepare(ctx, id, tf)
+		return
+	}
+	c.turn = &turn{grant: id, msgID: protocol.NewID(), after: c.cfg.Clock.Now(), cancel: func() {}}
+	c.turn.timer = c.cfg.Clock.AfterFunc(c.cfg.Pause, func() { c.deliver(ctx, event{kind: evSpeak, id: id}) })
 }
 
 // remember records that the grant for id was acted on (bounded).
@@ -607,52 +662,56 @@ func (c *Companion) remember(id string) {
 	}
 }
 
-// speak runs the granted turn on its own goroutine: utterance (draft or a
-// second brain call), speak query to the device, then the Message.
+// speak runs the granted turn in sequential mode on its own goroutine:
+// the words (draft or a second brain call), the speak query to the device
+// — the status says the companion speaks — then, once the audio has
+// ended, the Message (onSpoke).
 func (c *Companion) speak(ctx context.Context, id string) {
+	t := c.turn
+	if t == nil || t.grant != id {
+		return // given up during the pause (a barge-in)
+	}
 	tf := c.thoughts[id]
+	t.started, t.startedAt = true, c.cfg.Clock.Now()
+	tctx, cancel := context.WithCancel(ctx)
+	t.cancel = cancel
+	if c.cfg.Device != "" {
+		text := tf.thought.Draft
+		c.announceVoice(t.msgID, true, t.startedAt, estimate(text, c.cfg.Card.Language))
+	}
+	msgID := t.msgID
 	c.status(Speaking)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		var said *protocol.Message
-		defer func() { c.deliver(ctx, event{kind: evSpoke, id: id, said: said}) }()
-		u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To}
-		if c.cfg.TwoCall || u.Text == "" {
-			uctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
-			var err error
-			u, err = c.cfg.Brain.Utter(uctx, tf.in)
-			cancel()
-			if err != nil || u.Text == "" {
-				c.cfg.Room.Metrics.BrainFailures.WithLabelValues("utterance").Inc()
-				c.log.Error("no utterance; the turn is given up", "message", id, "err", err)
-				return
-			}
+		u, err := c.utterance(tctx, id, tf)
+		if err != nil {
+			c.deliver(ctx, event{kind: evSpoke, id: id})
+			return
 		}
-		if u.Emotion == "" || !u.Emotion.Valid() {
-			u.Emotion = protocol.EmotionNeutral
-		}
+		var res speakResult
 		spoken := true
 		if c.cfg.Device != "" {
-			body := map[string]string{"message": u.Text, "emotion": string(u.Emotion)}
-			if _, err := c.cfg.Queries.Ask(ctx, c.cfg.Device, "speak", body, c.cfg.SpeakTimeout); err != nil {
+			body := speakBody{Message: u.Text, Emotion: string(u.Emotion), MessageID: msgID}
+			raw, err := c.cfg.Queries.Ask(tctx, c.cfg.Device, "speak", body, c.cfg.SpeakTimeout)
+			if err != nil {
 				spoken = false
 				c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", err)
+			} else {
+				json.Unmarshal(raw, &res)
 			}
 		}
-		var to []string
-		for _, t := range u.To {
-			if protocol.ValidIdentity(t) == "" {
-				to = append(to, t)
-			}
+		if tctx.Err() != nil || res.Stopped {
+			// Cut off by a user: in this order the words would reach the
+			// room after the user's, and be voted on instead of them.
+			c.log.Info("barge-in: the words were cut off; not published", "message", msgID)
+			c.deliver(ctx, event{kind: evSpoke, id: id, result: res})
+			return
 		}
-		m := protocol.NewMessage(protocol.NewID(), c.me(), to, u.Text, u.Emotion)
+		m := c.message(msgID, u)
 		if !spoken { // never pass off as said what the robot did not say
 			m.Params.Metadata[protocol.MetaSpoken] = false
 		}
-		if err := c.cfg.Room.QueueMessage(c.out, m); err != nil && ctx.Err() == nil {
-			c.log.Error("message not published", "err", err)
-		}
-		said = &m
+		c.deliver(ctx, event{kind: evSpoke, id: id, said: &m, result: res})
 	}()
 }

@@ -67,11 +67,18 @@ type Room struct {
 	VoteTimeout   time.Duration `yaml:"vote_timeout"`   // the shortest vote deadline
 	VoteCeiling   time.Duration `yaml:"vote_ceiling"`   // the longest, whatever companions announce
 	MaxPending    int           `yaml:"max_pending"`
-	Pause         time.Duration `yaml:"pause"`
-	History       int           `yaml:"history"`
-	MaxTurn       int           `yaml:"max_turn"`
-	Repetition    Repetition    `yaml:"repetition"`
-	MaxPayload    int           `yaml:"max_payload"` // bytes; 0 means 64 KiB
+	Pause         time.Duration `yaml:"pause"` // silence between two robots' voices
+	// Turns is "overlapped" (default: the next robot thinks while one
+	// talks, and starts when it ends plus the pause) or "sequential"
+	// (aikyo's order: a robot's Message goes out once its audio ended).
+	Turns string `yaml:"turns"`
+	// BargeIn is what a user's Message does to a robot that speaks:
+	// "sentence" (default: stop after the sentence), "immediate" or "off".
+	BargeIn    string     `yaml:"barge_in"`
+	History    int        `yaml:"history"`
+	MaxTurn    int        `yaml:"max_turn"`
+	Repetition Repetition `yaml:"repetition"`
+	MaxPayload int        `yaml:"max_payload"` // bytes; 0 means 64 KiB
 }
 
 // Repetition configures the repetition judge.
@@ -150,6 +157,9 @@ type Audio struct {
 	Dir        string `yaml:"dir"`  // wav: where utterances are written
 	Device     string `yaml:"device"`
 	SampleRate int    `yaml:"sample_rate"`
+	// Paced makes null and wav take as long as the audio plays, as a
+	// speaker does (a room at human speed; measured silences).
+	Paced bool `yaml:"paced"`
 }
 
 // TTS engine settings.
@@ -329,6 +339,12 @@ func Merge(typed Errors, more ...any) Errors {
 // Path is the file the config came from, if any.
 func (c *Config) Path() string { return c.path }
 
+// Turn orders (room.turns).
+const (
+	TurnsOverlapped = "overlapped"
+	TurnsSequential = "sequential"
+)
+
 // SetDefaults fills every unset field with its default.
 func (c *Config) SetDefaults() {
 	if c.Room.VoteTimeout == 0 {
@@ -341,7 +357,13 @@ func (c *Config) SetDefaults() {
 		c.Room.MaxPending = 64
 	}
 	if c.Room.Pause == 0 {
-		c.Room.Pause = 300 * time.Millisecond
+		c.Room.Pause = 200 * time.Millisecond
+	}
+	if c.Room.Turns == "" {
+		c.Room.Turns = TurnsOverlapped
+	}
+	if c.Room.BargeIn == "" {
+		c.Room.BargeIn = "sentence"
 	}
 	if c.Room.History == 0 {
 		c.Room.History = 10
@@ -479,6 +501,12 @@ func (c *Config) Validate() error {
 	}
 	if r.Pause < 0 || r.Pause > time.Minute {
 		p.add("room.pause", "must be from 0 to 1m, got %v", r.Pause)
+	}
+	if r.Turns != TurnsOverlapped && r.Turns != TurnsSequential {
+		p.add("room.turns", "must be overlapped or sequential, got %q", r.Turns)
+	}
+	if r.BargeIn != "sentence" && r.BargeIn != "immediate" && r.BargeIn != "off" {
+		p.add("room.barge_in", "must be sentence, immediate or off, got %q", r.BargeIn)
 	}
 	if r.History < 1 || r.History > 1000 {
 		p.add("room.history", "must be from 1 to 1000, got %d", r.History)

@@ -142,6 +142,7 @@ type Floor struct {
 	deaf        bool                     // the connection is lost: deadlines wait for it to come back
 	orphans     map[string]bool          // message ids known only from States, waiting OrphanGrace
 	think       map[string]time.Duration // each present companion's announced think time
+	voices      map[string]time.Time     // who is speaking, until when at the latest
 }
 
 // earlyState is a State that arrived before its Message. MQTT orders
@@ -242,6 +243,7 @@ func New(cfg Config) (*Floor, error) {
 		orphans:   map[string]bool{},
 		think:     map[string]time.Duration{},
 		holds:     map[string]bool{},
+		voices:    map[string]time.Time{},
 	}, nil
 }
 
@@ -332,6 +334,7 @@ func (f *Floor) Run(ctx context.Context) error {
 		},
 		func() error { return r.OnGrant(ctx, f.ctl.grant) },
 		func() error { return r.OnHold(ctx, f.ctl.hold) },
+		func() error { return r.OnSpeaking(ctx, f.ctl.voice) },
 	}
 	for _, s := range subs {
 		if err := s(); err != nil {
@@ -406,6 +409,14 @@ func (f *Floor) control(ctx context.Context) {
 		} else {
 			delete(f.holds, h.From)
 		}
+	}
+	for _, id := range sortedKeys(d.speaking) {
+		e := d.speaking[id]
+		if e.Cleared || !e.Speaking.Speaking {
+			delete(f.voices, id)
+			continue
+		}
+		f.voices[id] = f.cfg.Clock.Now().Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + VoiceMargin)
 	}
 	for _, g := range d.grants {
 		f.onGrant(g)
@@ -745,9 +756,30 @@ func (f *Floor) regrant() {
 		f.stopAwaiting()
 		return
 	}
+	a.timer = f.cfg.Clock.AfterFunc(f.cfg.RegrantEvery, func() { f.ctl.flag(flagRegrant) })
+	if f.someoneSpeaks() {
+		// The granted companion waits for the voice before it answers
+		// (overlapped turns): not an answer missing yet.
+		a.since = a.since.Add(f.cfg.RegrantEvery)
+		return
+	}
 	f.m.Regrants.Inc()
 	f.publish(a.g)
-	a.timer = f.cfg.Clock.AfterFunc(f.cfg.RegrantEvery, func() { f.ctl.flag(flagRegrant) })
+}
+
+// VoiceMargin is how long past its announced duration the floor believes
+// a speaking status whose end it has not heard.
+const VoiceMargin = 1500 * time.Millisecond
+
+// someoneSpeaks reports whether a present member's voice is being heard.
+func (f *Floor) someoneSpeaks() bool {
+	now := f.cfg.Clock.Now()
+	for id, until := range f.voices {
+		if f.present[id] && now.Before(until) {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Floor) onGrant(g protocol.TurnGrant) {

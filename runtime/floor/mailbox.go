@@ -36,6 +36,7 @@ type mailbox struct {
 	mu        sync.Mutex
 	presence  map[string]room.PresenceEvent
 	holds     map[string]protocol.Hold
+	speaking  map[string]room.SpeakingEvent
 	claims    map[string]Claim
 	grants    []protocol.TurnGrant // observed on the bus, oldest first
 	deadlines map[string]bool
@@ -48,6 +49,7 @@ type mailbox struct {
 type drained struct {
 	presence  map[string]room.PresenceEvent
 	holds     map[string]protocol.Hold
+	speaking  map[string]room.SpeakingEvent
 	claims    map[string]Claim
 	grants    []protocol.TurnGrant
 	deadlines map[string]bool
@@ -65,6 +67,7 @@ func newMailbox() *mailbox {
 func (m *mailbox) reset() {
 	m.presence = map[string]room.PresenceEvent{}
 	m.holds = map[string]protocol.Hold{}
+	m.speaking = map[string]room.SpeakingEvent{}
 	m.claims = map[string]Claim{}
 	m.grants = nil
 	m.deadlines = map[string]bool{}
@@ -89,6 +92,7 @@ func (m *mailbox) put(f func()) {
 
 func (m *mailbox) presenceEvent(p room.PresenceEvent) { m.put(func() { m.presence[p.ID] = p }) }
 func (m *mailbox) hold(h protocol.Hold)               { m.put(func() { m.holds[h.From] = h }) }
+func (m *mailbox) voice(e room.SpeakingEvent)         { m.put(func() { m.speaking[e.ID] = e }) }
 func (m *mailbox) deadline(id string)                 { m.put(func() { m.deadlines[id] = true }) }
 func (m *mailbox) orphan(id string)                   { m.put(func() { m.orphans[id] = true }) }
 func (m *mailbox) flag(f int)                         { m.put(func() { m.flags |= f }) }
@@ -122,7 +126,7 @@ func (m *mailbox) grant(g protocol.TurnGrant) {
 func (m *mailbox) take() drained {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := drained{presence: m.presence, holds: m.holds, claims: m.claims, grants: m.grants,
+	d := drained{presence: m.presence, holds: m.holds, speaking: m.speaking, claims: m.claims, grants: m.grants,
 		deadlines: m.deadlines, orphans: m.orphans, flags: m.flags, barriers: m.barriers}
 	m.reset()
 	return d

@@ -123,7 +123,7 @@ func New() *Metrics {
 	}
 	// Export the zero series too, so dashboards and alerts see them before
 	// the first bad input.
-	for _, src := range []string{"message", "state", "grant", "presence", "query", "result", "hold"} {
+	for _, src := range []string{"message", "state", "grant", "presence", "query", "result", "hold", "speaking"} {
 		for _, k := range protocol.Kinds {
 			m.BadInput.WithLabelValues(src, string(k))
 		}

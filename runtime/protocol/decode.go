@@ -524,6 +524,41 @@ func DecodeHold(b []byte, max int) (Hold, error) {
 	return Hold{From: w.From, Held: *w.Held, Since: since}, nil
 }
 
+// DecodeSpeaking decodes and validates a speaking status.
+func DecodeSpeaking(b []byte, max int) (Speaking, error) {
+	var w struct {
+		MessageID  string `json:"messageId"`
+		Speaking   *bool  `json:"speaking"`
+		StartedAt  string `json:"startedAt"`
+		DurationMs *int   `json:"durationMs"`
+	}
+	if err := decodeStrict("speaking", b, max, &w); err != nil {
+		return Speaking{}, err
+	}
+	c := checker{typ: "speaking"}
+	c.id("messageId", w.MessageID)
+	if w.Speaking == nil {
+		c.fail("speaking", KindMissing, "required, a boolean")
+	}
+	started, err := time.Parse(time.RFC3339Nano, w.StartedAt)
+	switch {
+	case w.StartedAt == "":
+		c.fail("startedAt", KindMissing, "required, an RFC 3339 time")
+	case err != nil:
+		c.fail("startedAt", KindInvalid, "must be an RFC 3339 time, got %q", w.StartedAt)
+	}
+	switch {
+	case w.DurationMs == nil:
+		c.fail("durationMs", KindMissing, "required, milliseconds")
+	case *w.DurationMs < 0 || *w.DurationMs > MaxSpeakingMs:
+		c.fail("durationMs", KindInvalid, "must be from 0 to %d, got %d", MaxSpeakingMs, *w.DurationMs)
+	}
+	if err := c.done(); err != nil {
+		return Speaking{}, err
+	}
+	return Speaking{MessageID: w.MessageID, Speaking: *w.Speaking, StartedAt: started, DurationMs: *w.DurationMs}, nil
+}
+
 // QueryIDOf reads the top-level "id" of a query that failed to decode —
 // oversize, or invalid in some other field — so that the device can still
 // answer it with an error result and the asker need not wait out its

@@ -51,6 +51,7 @@ func FuzzDecodePhase(f *testing.F)       { fuzzDecoder(f, "phase") }
 func FuzzDecodePost(f *testing.F)        { fuzzDecoder(f, "post") }
 func FuzzDecodePostAck(f *testing.F)     { fuzzDecoder(f, "postack") }
 func FuzzDecodeHold(f *testing.F)        { fuzzDecoder(f, "hold") }
+func FuzzDecodeSpeaking(f *testing.F)    { fuzzDecoder(f, "speaking") }
 
 // FuzzQueryIDOf: reading the id of a bad query never panics, and what it
 // returns is always a valid id.

@@ -25,6 +25,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"post":     func(b []byte) (any, error) { return DecodePost(b, 0) },
 	"postack":  func(b []byte) (any, error) { return DecodePostAck(b, 0) },
 	"hold":     func(b []byte) (any, error) { return DecodeHold(b, 0) },
+	"speaking": func(b []byte) (any, error) { return DecodeSpeaking(b, 0) },
 }
 
 // TestGolden decodes every testdata/<type>/<case>.json and compares the

@@ -319,6 +319,28 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// Speaking is a companion's speaking status (retained on
+// speaking/{companion}): set when its device starts playing the words of
+// MessageID, cleared when the audio has drained. DurationMs is the
+// announced length while speaking (an estimate: the room waits for the
+// end at most this long plus a margin), the real one once it ended.
+type Speaking struct {
+	MessageID  string    `json:"messageId"`
+	Speaking   bool      `json:"speaking"`
+	StartedAt  time.Time `json:"startedAt"`
+	DurationMs int       `json:"durationMs"`
+}
+
+// MaxSpeakingMs bounds an announced duration (10 minutes): a longer one is
+// absurd and dropped, so no status can hold a room up for long.
+const MaxSpeakingMs = 600_000
+
+// MetaSpeaking is the metadata key a companion sets to true on a Message
+// whose words its device is playing as the Message goes out (overlapped
+// turns): the room votes while the words are heard, and the next speaker
+// waits for the end of this one's audio (its speaking status).
+const MetaSpeaking = "speaking"
+
 // Hold says whether a human holds the floor through a companion's body (a
 // long button press): while any hold is on, the floor grants nobody.
 type Hold struct {

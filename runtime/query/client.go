@@ -279,6 +279,9 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 			}
 			return nil, fmt.Errorf("%w: %s on %s after %v", ErrTimeout, typ, device, timeout)
 		case <-ctx.Done():
+			if typ == "speak" { // the words are no longer wanted (barge-in): stop them
+				c.cancel(device, q.ID)
+			}
 			return nil, fmt.Errorf("query: %s on %s: %w", typ, device, ctx.Err())
 		}
 	}

@@ -202,6 +202,42 @@ func (r *Room) OnPresence(ctx context.Context, fn func(PresenceEvent)) error {
 	})
 }
 
+// SpeakingEvent is a member's speaking status, or its clearing (an empty
+// retained payload).
+type SpeakingEvent struct {
+	ID       string
+	Speaking protocol.Speaking
+	Cleared  bool
+}
+
+// OnSpeaking calls fn for every speaking status of a member in the room,
+// including the retained ones at subscription. A status from someone off
+// the roster, or with an absurd duration, is dropped and counted.
+func (r *Room) OnSpeaking(ctx context.Context, fn func(SpeakingEvent)) error {
+	return r.Bus.Subscribe(ctx, r.Scheme.Speakings(r.Name), func(t string, payload []byte) {
+		route, ok := r.route(t, topic.KindSpeaking)
+		if !ok || !r.member(topic.KindSpeaking, route.Identity) {
+			return
+		}
+		if len(payload) == 0 {
+			fn(SpeakingEvent{ID: route.Identity, Cleared: true})
+			return
+		}
+		s, err := protocol.DecodeSpeaking(payload, r.MaxBytes)
+		if err != nil {
+			r.Metrics.Reject(r.Log, string(topic.KindSpeaking), route.Identity, string(protocol.KindOf(err)), err)
+			return
+		}
+		fn(SpeakingEvent{ID: route.Identity, Speaking: s})
+	})
+}
+
+// QueueSpeaking queues (retained) companion id's speaking status on o.
+func (r *Room) QueueSpeaking(o *bus.Outbox, id string, s protocol.Speaking) error {
+	s.StartedAt = s.StartedAt.UTC()
+	return r.queue(o, r.Scheme.Speaking(r.Name, id), s, true)
+}
+
 func (r *Room) publish(ctx context.Context, t string, v any, retain bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {

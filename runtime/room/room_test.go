@@ -2,6 +2,7 @@ package room_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,56 @@ func TestPresenceOnlyFromMembersWithValidIdentities(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("presence", "topic")); n != 2 {
 		t.Errorf("bad presence topics counted %v, want 2", n)
+	}
+}
+
+// A speaking status comes from members only and never with an absurd
+// duration (issue 13): both are dropped and counted; a valid one and its
+// clearing arrive.
+func TestSpeakingStatusFromMembersOnly(t *testing.T) {
+	mem := bustest.NewMemory(t)
+	s := topic.New("")
+	m := metrics.New()
+	r := room.New(mem.Conn(nil, nil), s, "lr", nil, m)
+	r.SetMembers([]string{"kyoko"})
+	got := make(chan room.SpeakingEvent, 16)
+	if err := r.OnSpeaking(context.Background(), func(e room.SpeakingEvent) { got <- e }); err != nil {
+		t.Fatal(err)
+	}
+	pub := mem.Conn(nil, nil)
+	out := &bus.Outbox{Bus: pub}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go out.Run(ctx)
+	now := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	status := `{"messageId":"m1","speaking":true,"startedAt":"2026-11-22T08:00:00Z","durationMs":%d}`
+	for _, p := range []struct{ topic, payload string }{
+		{s.Speaking("lr", "mallory"), fmt.Sprintf(status, 2000)},     // not a member
+		{s.Speaking("lr", "kyoko"), fmt.Sprintf(status, 86_400_000)}, // a day: absurd
+	} {
+		if err := pub.Publish(context.Background(), p.topic, []byte(p.payload), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.QueueSpeaking(out, "kyoko", protocol.Speaking{MessageID: "m1", Speaking: true, StartedAt: now, DurationMs: 2400}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-got:
+		if e.ID != "kyoko" || !e.Speaking.Speaking || e.Speaking.DurationMs != 2400 || !e.Speaking.StartedAt.Equal(now) {
+			t.Fatalf("got %+v", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the valid status never arrived")
+	}
+	pub.Publish(context.Background(), s.Speaking("lr", "kyoko"), nil, true)
+	if e := <-got; !e.Cleared || e.ID != "kyoko" {
+		t.Fatalf("got %+v, want kyoko's status cleared", e)
+	}
+	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("speaking", "not_member")); n != 1 {
+		t.Errorf("non-member status counted %v times", n)
+	}
+	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("speaking", "invalid")); n != 1 {
+		t.Errorf("absurd duration counted %v times", n)
 	}
 }

@@ -119,6 +119,12 @@ func (s Scheme) FloorHold(room, companion string) string {
 // FloorHolds is the filter for every hold in room.
 func (s Scheme) FloorHolds(room string) string { return s.room(room, "floor", "hold", "+") }
 
+// Speaking is companion's retained speaking status in room.
+func (s Scheme) Speaking(room, companion string) string { return s.room(room, "speaking", companion) }
+
+// Speakings is the filter for every speaking status in room.
+func (s Scheme) Speakings(room string) string { return s.room(room, "speaking", "+") }
+
 // FloorLeader is the retained claim of the active floor of room.
 func (s Scheme) FloorLeader(room string) string { return s.room(room, "floor", "leader") }
 
@@ -145,6 +151,7 @@ const (
 	KindFloorOut Kind = "postack"
 	KindLeader   Kind = "leader"
 	KindHold     Kind = "hold"
+	KindSpeaking Kind = "speaking"
 	KindQuery    Kind = "query"
 	KindResult   Kind = "result"
 	KindProbe    Kind = "probe"
@@ -193,6 +200,8 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindState, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "presence":
 		return Route{Kind: KindPresence, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "speaking":
+		return Route{Kind: KindSpeaking, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "floor" && seg[3] == "leader":
 		return Route{Kind: KindLeader, Room: room}, true
 	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "in":
@@ -217,7 +226,8 @@ func (s Scheme) IsFloor(id string) bool {
 
 // MayPublish is the ACL rule: whether the client authenticated as user may
 // publish on t. Per-identity topics are writable by that identity only,
-// and those only companions speak on (presence, States, posts, holds) by
+// and those only companions speak on (presence, States, posts, holds,
+// speaking status) by
 // members of the room only; grants, phases, floor answers and the floor
 // leader claim by a floor identity only; queries by anyone authenticated;
 // nothing else at all.
@@ -233,7 +243,7 @@ func (s Scheme) MayPublish(user, t string) bool {
 	case KindMessage:
 		// A floor may speak into a room (realtime broadcasts) under its own name.
 		return r.Identity == user
-	case KindState, KindPresence, KindFloorIn, KindHold:
+	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking:
 		return r.Identity == user && s.IsMember(r.Room, user)
 	case KindResult, KindProbe:
 		return r.Identity == user
@@ -320,7 +330,7 @@ func (s Scheme) MosquittoACL() string {
 	sort.Strings(rooms)
 	for _, room := range rooms {
 		for _, m := range s.Rosters[room] {
-			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m)} {
+			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m)} {
 				byUser[m] = append(byUser[m], t)
 			}
 		}

@@ -17,6 +17,7 @@ func TestParseRoundTrip(t *testing.T) {
 		{s.FloorOut("lr", "hana"), Route{Kind: KindFloorOut, Room: "lr", Identity: "hana"}},
 		{s.FloorLeader("lr"), Route{Kind: KindLeader, Room: "lr"}},
 		{s.FloorHold("lr", "kyoko"), Route{Kind: KindHold, Room: "lr", Identity: "kyoko"}},
+		{s.Speaking("lr", "kyoko"), Route{Kind: KindSpeaking, Room: "lr", Identity: "kyoko"}},
 		{s.Queries("pi5"), Route{Kind: KindQuery, Device: "pi5"}},
 		{s.Results("pi5"), Route{Kind: KindResult, Device: "pi5", Identity: "pi5"}},
 		{s.Probe("pi5"), Route{Kind: KindProbe, Device: "pi5", Identity: "pi5"}},
@@ -56,6 +57,9 @@ func TestMayPublish(t *testing.T) {
 		{"pi5", s.Results("pi5"), true},
 		{"kyoko", s.FloorHold("lr", "kyoko"), true},
 		{"kyoko", s.FloorHold("lr", "hana"), false},
+		{"kyoko", s.Speaking("lr", "kyoko"), true},
+		{"kyoko", s.Speaking("lr", "hana"), false},
+		{"user", s.Speaking("lr", "user"), false}, // a user has no voice in the room's status
 		{"pi4", s.Results("pi5"), false},
 		{"kyoko", s.Queries("pi5"), true},
 		{"", s.Queries("pi5"), false},

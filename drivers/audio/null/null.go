@@ -11,8 +11,11 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/audio"
 )
 
-// Output discards audio.
+// Output discards audio. Paced, it takes as long as the audio would have
+// played (audio.Pacer): a room of robots without speakers at human speed.
 type Output struct {
+	Paced bool
+
 	mu      sync.Mutex
 	samples int // total samples ever written, for tests
 }
@@ -20,7 +23,13 @@ type Output struct {
 var _ audio.Output = (*Output)(nil)
 
 // Begin implements audio.Output.
-func (o *Output) Begin(context.Context, string) (audio.Stream, error) { return &stream{o: o}, nil }
+func (o *Output) Begin(context.Context, string) (audio.Stream, error) {
+	s := &stream{o: o}
+	if o.Paced {
+		s.pace = &audio.Pacer{}
+	}
+	return s, nil
+}
 
 // Close implements audio.Output.
 func (o *Output) Close() error { return nil }
@@ -33,13 +42,19 @@ func (o *Output) Samples() int {
 }
 
 type stream struct {
-	o *Output
-	d time.Duration
+	o    *Output
+	d    time.Duration
+	pace *audio.Pacer // nil unless paced
 }
 
 func (s *stream) Write(ctx context.Context, c audio.PCM) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.pace != nil {
+		if err := s.pace.Write(ctx, c.Duration()); err != nil {
+			return err
+		}
 	}
 	s.d += c.Duration()
 	s.o.mu.Lock()
@@ -48,5 +63,15 @@ func (s *stream) Write(ctx context.Context, c audio.PCM) error {
 	return nil
 }
 
-func (s *stream) Drain(context.Context) (time.Duration, error) { return s.d, nil }
-func (s *stream) Abort()                                       {}
+func (s *stream) Drain(ctx context.Context) (time.Duration, error) {
+	if s.pace != nil {
+		return s.pace.Drain(ctx)
+	}
+	return s.d, nil
+}
+
+func (s *stream) Abort() {
+	if s.pace != nil {
+		s.pace.Abort()
+	}
+}

@@ -20,10 +20,12 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/audio"
 )
 
-// Output writes utterances into Dir.
+// Output writes utterances into Dir. Paced, each utterance also takes as
+// long as it plays (audio.Pacer), so a room of them runs at human speed.
 type Output struct {
-	Dir string
-	seq atomic.Uint64
+	Dir   string
+	Paced bool
+	seq   atomic.Uint64
 }
 
 var _ audio.Output = (*Output)(nil)
@@ -54,7 +56,11 @@ func (o *Output) Begin(ctx context.Context, name string) (audio.Stream, error) {
 		f.Close()
 		return nil, fmt.Errorf("audio wav: %w", err)
 	}
-	return &stream{f: f, w: bufio.NewWriter(f), path: path}, nil
+	st := &stream{f: f, w: bufio.NewWriter(f), path: path}
+	if o.Paced {
+		st.pace = &audio.Pacer{}
+	}
+	return st, nil
 }
 
 // Close implements audio.Output.
@@ -68,6 +74,7 @@ type stream struct {
 	rate int
 	n    int
 	done bool
+	pace *audio.Pacer // nil unless paced
 }
 
 // Path is the file this stream writes (for tests and the demo transcript).
@@ -81,6 +88,11 @@ func Path(s audio.Stream) string {
 func (s *stream) Write(ctx context.Context, c audio.PCM) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.pace != nil {
+		if err := s.pace.Write(ctx, c.Duration()); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,6 +137,11 @@ func (s *stream) finish() error {
 }
 
 func (s *stream) Drain(ctx context.Context) (time.Duration, error) {
+	if s.pace != nil {
+		if _, err := s.pace.Drain(ctx); err != nil {
+			return 0, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.finish(); err != nil {
@@ -141,6 +158,9 @@ func durationOf(n, rate int) time.Duration {
 }
 
 func (s *stream) Abort() {
+	if s.pace != nil {
+		s.pace.Abort()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.finish()

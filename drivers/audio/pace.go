@@ -1,0 +1,107 @@
+package audio
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// DefaultPaceBuffer is how much audio a paced stream takes ahead of
+// playback, as a sound card's buffer does.
+const DefaultPaceBuffer = 100 * time.Millisecond
+
+// Pacer plays audio in real time without a device: Write waits while more
+// than Buffer of audio is queued ahead of the clock, Drain waits until
+// everything written has played. Outputs without a speaker (null, wav)
+// use it when configured paced, so a room of them runs at human speed and
+// the silences between robots can be measured.
+//
+// # Concurrency
+//
+// Safe for concurrent use; one utterance's stream uses one Pacer.
+type Pacer struct {
+	Buffer time.Duration // default DefaultPaceBuffer
+
+	mu      sync.Mutex
+	start   time.Time // when the first sample played
+	until   time.Time // when the audio written so far will have played
+	played  time.Duration
+}
+
+// Write queues d of audio, waiting first while the queue is full. An
+// underrun (nothing queued) starts the new audio now.
+func (p *Pacer) Write(ctx context.Context, d time.Duration) error {
+	buf := p.Buffer
+	if buf <= 0 {
+		buf = DefaultPaceBuffer
+	}
+	p.mu.Lock()
+	var wait time.Duration
+	if !p.until.IsZero() {
+		wait = time.Until(p.until.Add(-buf))
+	}
+	p.mu.Unlock()
+	if err := sleep(ctx, wait); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.start.IsZero() {
+		p.start = now
+	}
+	if p.until.Before(now) {
+		p.until = now
+	}
+	p.until = p.until.Add(d)
+	p.played += d
+	return nil
+}
+
+// Drain waits until everything written has played and returns how long
+// the audio was.
+func (p *Pacer) Drain(ctx context.Context) (time.Duration, error) {
+	p.mu.Lock()
+	var wait time.Duration
+	if !p.until.IsZero() {
+		wait = time.Until(p.until)
+	}
+	p.mu.Unlock()
+	if err := sleep(ctx, wait); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.played, nil
+}
+
+// Abort stops playback now: the audio not yet played is not counted.
+func (p *Pacer) Abort() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := time.Now(); p.until.After(now) {
+		p.played -= p.until.Sub(now)
+		p.until = now
+	}
+}
+
+// StartedAt is when the first sample played (zero before the first Write).
+func (p *Pacer) StartedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.start
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,399 @@
+package companion
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// Speaking status and overlapped turns (DESIGN.md, "Speaking status").
+//
+// Every companion follows the room's speaking statuses. In overlapped
+// mode a granted companion prepares at once — the words, and a "speak"
+// query with a hold token that makes its device synthesize the first
+// sentence and wait — and starts only when the audio of everyone else
+// (the previous speaker above all) has ended plus the pause: then it
+// sends "speak.start", announces its speaking status and publishes its
+// Message marked as being spoken, so the others vote while they hear it.
+// A status whose end never comes holds nobody up longer than its
+// announced duration plus VoiceMargin; a status that never comes for a
+// Message marked as being spoken, longer than StatusGrace.
+//
+// In sequential mode (aikyo's order) the device speaks after the pause
+// that follows the grant, and the Message goes out once the audio ends.
+// Both modes announce the speaking status, and both stop the words at a
+// user's barge-in.
+
+// Barge-in modes: what a user's Message does to a companion that speaks.
+const (
+	BargeInSentence  = "sentence"  // stop after the sentence being spoken
+	BargeInImmediate = "immediate" // stop at once
+	BargeInOff       = "off"       // speak on
+)
+
+const (
+	// VoiceMargin is added to an announced duration before the room stops
+	// waiting for the end of that voice.
+	VoiceMargin = 1500 * time.Millisecond
+	// StatusGrace is how long a Message marked as being spoken waits for
+	// its speaking status before the room stops waiting for it.
+	StatusGrace = 2 * time.Second
+	// holdFor bounds how long a prepared speak waits for its start.
+	holdFor = time.Minute
+)
+
+// voice is what a companion knows of one member's audio, in its own clock
+// (remote clocks are never compared).
+type voice struct {
+	msgID    string
+	speaking bool
+	until    time.Time // while speaking: when the room stops waiting for the end
+	ended    time.Time // when the end was heard; zero while speaking
+}
+
+// turn is the granted turn being prepared or spoken.
+type turn struct {
+	grant     string // the message answered
+	msgID     string // the Message these words are
+	token     string // the device's hold token
+	after     time.Time
+	fromVoice string // the answered message's author, when its words were being spoken
+	u         *brain.Utterance
+	started   bool
+	startedAt time.Time
+	estimate  time.Duration
+	said      *protocol.Message // published at the start (overlapped)
+	cancel    context.CancelFunc
+	timer     clock.Timer
+}
+
+var errNoWords = errors.New("the brain gave no words")
+
+// speakResult is the part of a device's speak result the companion reads.
+type speakResult struct {
+	DurationMs int64     `json:"durationMs"`
+	StartedAt  time.Time `json:"startedAt"`
+	Stopped    bool      `json:"stopped"`
+}
+
+// speakBody is a speak query's body (device/speak.Request).
+type speakBody struct {
+	Message   string `json:"message"`
+	Emotion   string `json:"emotion,omitempty"`
+	Hold      string `json:"hold,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+}
+
+// estimate is how long text will take to say, on the long side: the room
+// waits at most this (plus VoiceMargin) for an end it never hears.
+func estimate(text, language string) time.Duration {
+	per := 90 * time.Millisecond
+	if language == "ja" {
+		per = 200 * time.Millisecond
+	}
+	return time.Second + time.Duration(utf8.RuneCountInString(text))*per
+}
+
+func (c *Companion) onSpeaking(ctx context.Context, e room.SpeakingEvent) {
+	now := c.cfg.Clock.Now()
+	switch {
+	case e.Cleared:
+		delete(c.voices, e.ID)
+	case e.Speaking.Speaking:
+		if v, ok := c.voices[e.ID]; ok && v.msgID == e.Speaking.MessageID && !v.speaking {
+			return // the start overtaken by its end, or a copy
+		}
+		d := time.Duration(e.Speaking.DurationMs) * time.Millisecond
+		c.voices[e.ID] = voice{msgID: e.Speaking.MessageID, speaking: true, until: now.Add(d + VoiceMargin)}
+	default:
+		if v, ok := c.voices[e.ID]; ok && v.msgID == e.Speaking.MessageID && !v.speaking {
+			return // a copy of the end
+		}
+		c.voices[e.ID] = voice{msgID: e.Speaking.MessageID, ended: now}
+	}
+	c.maybeStart(ctx)
+}
+
+// prepare readies the granted turn: the words, and the device's held speak.
+func (c *Companion) prepare(ctx context.Context, id string, tf thoughtFor) {
+	tctx, cancel := context.WithCancel(ctx)
+	t := &turn{grant: id, msgID: protocol.NewID(), token: protocol.NewID()[:16], after: tf.arrived, cancel: cancel}
+	m := tf.in.Message
+	if sp, _ := m.Params.Metadata[protocol.MetaSpeaking].(bool); sp && c.cfg.Room.IsMember(m.Params.From) {
+		t.fromVoice = m.Params.From
+	}
+	c.turn = t
+	c.status(Speaking)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		u, err := c.utterance(tctx, id, tf)
+		if err != nil {
+			c.deliver(ctx, event{kind: evSpoke, id: id, err: err})
+			return
+		}
+		c.deliver(ctx, event{kind: evPrepared, id: id, utter: u})
+		if c.cfg.Device == "" {
+			return // a text-only companion: Run publishes its words at the start
+		}
+		body := speakBody{Message: u.Text, Emotion: string(u.Emotion), Hold: t.token, MessageID: t.msgID}
+		raw, err := c.cfg.Queries.Ask(tctx, c.cfg.Device, "speak", body, c.cfg.SpeakTimeout+holdFor)
+		var res speakResult
+		if err == nil {
+			json.Unmarshal(raw, &res)
+		}
+		c.deliver(ctx, event{kind: evSpoke, id: id, result: res, err: err})
+	}()
+}
+
+// utterance is the turn's words: the draft, or a second brain call.
+func (c *Companion) utterance(ctx context.Context, id string, tf thoughtFor) (brain.Utterance, error) {
+	u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To}
+	if c.cfg.TwoCall || u.Text == "" {
+		uctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
+		var err error
+		u, err = c.cfg.Brain.Utter(uctx, tf.in)
+		cancel()
+		if err == nil && u.Text == "" {
+			err = errNoWords
+		}
+		if err != nil {
+			c.cfg.Room.Metrics.BrainFailures.WithLabelValues("utterance").Inc()
+			c.log.Error("no utterance; the turn is given up", "message", id, "err", err)
+			return u, err
+		}
+	}
+	if u.Emotion == "" || !u.Emotion.Valid() {
+		u.Emotion = protocol.EmotionNeutral
+	}
+	return u, nil
+}
+
+func (c *Companion) onPrepared(ctx context.Context, id string, u brain.Utterance) {
+	t := c.turn
+	if t == nil || t.grant != id {
+		return // given up meanwhile (a barge-in)
+	}
+	t.u = &u
+	c.maybeStart(ctx)
+}
+
+// maybeStart starts the prepared turn once nobody else is speaking and the
+// pause after the last voice has passed; otherwise it looks again at the
+// next bound (and at every speaking status and presence change).
+func (c *Companion) maybeStart(ctx context.Context) {
+	t := c.turn
+	if t == nil || t.started || t.u == nil {
+		return
+	}
+	now := c.cfg.Clock.Now()
+	at := c.startTime(t, now)
+	if at.After(now) {
+		if t.timer != nil {
+			t.timer.Stop()
+		}
+		id := t.grant
+		t.timer = c.cfg.Clock.AfterFunc(at.Sub(now), func() { c.deliver(ctx, event{kind: evStartCheck, id: id}) })
+		return
+	}
+	c.start(ctx, t, now)
+}
+
+// startTime is when t may start: the pause after the latest end of any
+// voice (or after the answered message, if no voice came since), later
+// while someone is still speaking — at most until that voice's bound.
+func (c *Companion) startTime(t *turn, now time.Time) time.Time {
+	last := t.after
+	var busy time.Time
+	for id, v := range c.voices {
+		switch {
+		case v.speaking && now.Before(v.until) && (c.present[id] || id == c.me()):
+			busy = later(busy, v.until)
+		case v.speaking:
+			last = later(last, v.until) // its end never came: the bound stands for it
+		default:
+			last = later(last, v.ended)
+		}
+	}
+	if t.fromVoice != "" && c.present[t.fromVoice] {
+		if v, ok := c.voices[t.fromVoice]; !ok || v.msgID != t.grant {
+			// Its words are being spoken, but their status has not come yet.
+			if bound := t.after.Add(StatusGrace); now.Before(bound) {
+				busy = later(busy, bound)
+			}
+		}
+	}
+	if !busy.IsZero() {
+		return busy // looked at again when a status changes, at this bound at the latest
+	}
+	return last.Add(c.cfg.Pause)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// start plays the prepared turn and publishes its Message, marked as
+// being spoken.
+func (c *Companion) start(ctx context.Context, t *turn, now time.Time) {
+	t.started, t.startedAt = true, now
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	m := c.message(t.msgID, *t.u)
+	if c.cfg.Device == "" {
+		c.say(m)
+		c.finish(t.grant, &m)
+		return
+	}
+	token := t.token
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if _, err := c.cfg.Queries.Ask(ctx, c.cfg.Device, "speak.start", map[string]string{"hold": token}, 5*time.Second); err != nil {
+			c.log.Warn("speak.start failed; the held speak times out", "device", c.cfg.Device, "err", err)
+		}
+	}()
+	t.estimate = estimate(t.u.Text, c.cfg.Card.Language)
+	c.announceVoice(t.msgID, true, now, t.estimate)
+	m.Params.Metadata[protocol.MetaSpeaking] = true
+	c.say(m)
+	if a := c.answered[t.grant]; a != nil {
+		a.msg = &m // a repeated grant publishes it again
+	}
+	t.said = &m
+}
+
+// onSpoke ends the turn when the device's speak result (or failure) is in.
+func (c *Companion) onSpoke(ctx context.Context, e event) {
+	t := c.turn
+	if t == nil || t.grant != e.id {
+		return // a turn given up; its speak ended too
+	}
+	switch {
+	case t.started && c.cfg.Overlap:
+		started, d := e.result.StartedAt, time.Duration(e.result.DurationMs)*time.Millisecond
+		if started.IsZero() {
+			started = t.startedAt
+		}
+		c.announceVoice(t.msgID, false, started, d)
+		if e.err != nil {
+			c.log.Error("speak failed after it started", "device", c.cfg.Device, "err", e.err)
+		}
+		c.finish(t.grant, t.said)
+	case c.cfg.Overlap:
+		// Failed before it started (no TTS, no audio): the words go to the
+		// room at once, marked unspoken; nobody waits for them.
+		if t.u == nil {
+			c.finish(t.grant, nil) // no words at all: the turn is given up
+			return
+		}
+		c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", e.err)
+		m := c.message(t.msgID, *t.u)
+		m.Params.Metadata[protocol.MetaSpoken] = false
+		c.say(m)
+		c.finish(t.grant, &m)
+	default: // sequential: the Message goes out now that the audio has ended
+		if c.cfg.Device != "" && t.started {
+			started := e.result.StartedAt
+			if started.IsZero() {
+				started = t.startedAt
+			}
+			c.announceVoice(t.msgID, false, started, time.Duration(e.result.DurationMs)*time.Millisecond)
+		}
+		if e.said == nil {
+			c.finish(t.grant, nil)
+			return
+		}
+		c.say(*e.said)
+		c.finish(t.grant, e.said)
+	}
+}
+
+// finish ends the turn and records what was said for the grant.
+func (c *Companion) finish(grant string, said *protocol.Message) {
+	if t := c.turn; t != nil && t.grant == grant {
+		if t.timer != nil {
+			t.timer.Stop()
+		}
+		t.cancel()
+		c.turn = nil
+	}
+	c.speaking = false
+	if a := c.answered[grant]; a != nil {
+		a.msg, a.done = said, true
+	}
+	c.status(Listening)
+}
+
+// bargeIn reacts to a user's Message while this companion speaks or is
+// about to: the words stop (after the sentence, or at once), and a turn
+// not yet started is given up.
+func (c *Companion) bargeIn() {
+	t := c.turn
+	if t == nil || c.cfg.BargeIn == BargeInOff {
+		return
+	}
+	if !t.started {
+		c.log.Info("barge-in: a user spoke; the turn not yet started is given up", "message", t.grant)
+		c.m.IgnoredGrants.WithLabelValues("barge_in").Inc()
+		c.finish(t.grant, nil)
+		return
+	}
+	if c.cfg.Device == "" {
+		return
+	}
+	at := c.cfg.BargeIn
+	c.log.Info("barge-in: a user spoke; stopping", "at", at, "message", t.msgID)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := c.cfg.Queries.Ask(ctx, c.cfg.Device, "speak.stop", map[string]string{"at": at}, 5*time.Second); err != nil {
+			c.log.Warn("speak.stop failed", "device", c.cfg.Device, "err", err)
+		}
+	}()
+}
+
+// announceVoice publishes this companion's speaking status (retained) and
+// notes it at once (its copy from the broker changes nothing).
+func (c *Companion) announceVoice(msgID string, speaking bool, startedAt time.Time, d time.Duration) {
+	now := c.cfg.Clock.Now()
+	v := voice{msgID: msgID, speaking: speaking, ended: now}
+	if speaking {
+		v = voice{msgID: msgID, speaking: true, until: now.Add(d + VoiceMargin)}
+	}
+	c.voices[c.me()] = v
+	s := protocol.Speaking{MessageID: msgID, Speaking: speaking, StartedAt: startedAt, DurationMs: int(min(d, protocol.MaxSpeakingMs*time.Millisecond) / time.Millisecond)}
+	if err := c.cfg.Room.QueueSpeaking(c.out, c.me(), s); err != nil {
+		c.log.Warn("speaking status not published", "err", err)
+	}
+}
+
+// message builds the Message for words u.
+func (c *Companion) message(id string, u brain.Utterance) protocol.Message {
+	var to []string
+	for _, t := range u.To {
+		if protocol.ValidIdentity(t) == "" {
+			to = append(to, t)
+		}
+	}
+	return protocol.NewMessage(id, c.me(), to, u.Text, u.Emotion)
+}
+
+func (c *Companion) say(m protocol.Message) {
+	if err := c.cfg.Room.QueueMessage(c.out, m); err != nil {
+		c.log.Error("message not published", "err", err)
+	}
+}
