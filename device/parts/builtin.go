@@ -63,7 +63,9 @@ func init() {
 		}})
 
 	Audio.Add(Part[audio.Output]{Kind: "null", About: "plays nothing, reports how long it would have played (in real time with paced: true)",
-		Make: func(c *config.Config, _ Env) (audio.Output, error) { return &null.Output{Paced: c.Drivers.Audio.Paced}, nil }})
+		Make: func(c *config.Config, _ Env) (audio.Output, error) {
+			return &null.Output{Paced: c.Drivers.Audio.Paced}, nil
+		}})
 	Audio.Add(Part[audio.Output]{Kind: "wav", About: "writes each utterance to a WAV file in drivers.audio.dir",
 		Check: func(c *config.Config, _ Mode) []string {
 			return need("drivers.audio.dir", c.Drivers.Audio.Dir, "required for kind wav")

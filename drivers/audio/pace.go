@@ -22,10 +22,10 @@ const DefaultPaceBuffer = 100 * time.Millisecond
 type Pacer struct {
 	Buffer time.Duration // default DefaultPaceBuffer
 
-	mu      sync.Mutex
-	start   time.Time // when the first sample played
-	until   time.Time // when the audio written so far will have played
-	played  time.Duration
+	mu     sync.Mutex
+	start  time.Time // when the first sample played
+	until  time.Time // when the audio written so far will have played
+	played time.Duration
 }
 
 // Write queues d of audio, waiting first while the queue is full. An
