@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,5 +27,8 @@ func TestDemoRunsFromAnEmptyFolder(t *testing.T) {
 	wavs, _ := filepath.Glob(filepath.Join(dir, "out", "demo", "*", "*.wav"))
 	if len(wavs) < 3 {
 		t.Fatalf("%d utterances written under the current folder", len(wavs))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "demo", "room.wav")); err != nil || !strings.Contains(string(out), "silences between robots:") {
+		t.Fatalf("no room.wav or no silences printed (%v):\n%s", err, out)
 	}
 }

@@ -19,12 +19,12 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | vision | speak | turngap | startup (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | vision | speak | turngap | gap | startup (see BENCHMARKS.md)", runBench}
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor vision speak turngap startup ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|vision|speak|turngap|startup [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor vision speak turngap gap startup ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|vision|speak|turngap|gap|startup [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
@@ -34,8 +34,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ns := fs.String("n", "2,5,10,50", "floor: companion counts")
 	chorusd := fs.String("chorusd", "", "startup: the chorusd binary (default: beside this program, else on PATH)")
 	devCfg := fs.String("config", "firmware-configs/demo/kyoko.yaml", "startup: the device config (a file)")
+	engines := fs.String("tts", "tone,espeak-ng,open_jtalk", "gap: the TTS engines (tone is paced null audio of beeps)")
+	latencies := fs.String("latency", "300ms,1s", "gap: the model server's time per call")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if what == "gap" {
+		return benchGap(ctx, stdout, min(*rounds, 30), *engines, *latencies)
 	}
 	if what == "startup" {
 		bin := *chorusd
@@ -137,6 +142,36 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return fmt.Errorf("n=%d: %w", n, err)
 			}
 			fmt.Fprintf(stdout, "  N=%-3d %v\n", n, bench.Summarize(ds))
+		}
+	}
+	return nil
+}
+
+// benchGap measures the silences between robots, overlapped turns against
+// the sequential order in the same run (issue 13).
+func benchGap(ctx context.Context, stdout io.Writer, rounds int, engines, latencies string) error {
+	fmt.Fprintf(stdout, "silence between robots: one robot's audio end → the next one's start, 3 companions, paced audio, pause %v, %d turns per room\n", bench.Pause, rounds)
+	for _, e := range strings.Split(engines, ",") {
+		e = strings.TrimSpace(e)
+		if e != "tone" && !tts.Available(e) {
+			fmt.Fprintf(stdout, "  %s: not installed, skipped\n", e)
+			continue
+		}
+		for _, l := range strings.Split(latencies, ",") {
+			lat, err := time.ParseDuration(strings.TrimSpace(l))
+			if err != nil {
+				return fmt.Errorf("-latency: %w", err)
+			}
+			for _, order := range []string{"overlapped", "sequential"} {
+				res, err := bench.Gap(ctx, bench.GapCase{Latency: lat, TTS: e, Turns: order, Rounds: rounds})
+				if err != nil {
+					return fmt.Errorf("%s, %v, %s: %w", e, lat, order, err)
+				}
+				st := bench.Summarize(res.Gaps)
+				fmt.Fprintf(stdout, "  %-10s model %-6v %-10s p50 %-8v p99 %-8v max %-8v overlaps %d (utterances: median %v)\n",
+					e, lat, order, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond), st.Max.Round(time.Millisecond),
+					res.Overlaps, res.Spoken.Round(10*time.Millisecond))
+			}
 		}
 	}
 	return nil

@@ -81,11 +81,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	msg := fs.String("message", "", "the user's opening line")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
+	fast := fs.Bool("fast", false, "do not play the audio in real time (the room runs as fast as it can; no room.wav)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout,
-		Message: *msg, W: stdout, Log: logger(stderr, *level)})
+		Message: *msg, Paced: !*fast, W: stdout, Log: logger(stderr, *level)})
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/timeline"
 	firmwareconfigs "github.com/chorus-robotics/chorus/firmware-configs"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -30,8 +32,12 @@ type Options struct {
 	Turns   int           // stop after this many companion turns; 0 = run to terminal
 	Timeout time.Duration // give up after this long
 	Message string        // the user's opening line
-	W       io.Writer     // transcript
-	Log     *slog.Logger
+	// Paced plays every utterance in real time, as robots with speakers
+	// would: the room runs at human speed, and out/room.wav is the whole
+	// conversation on one timeline with the silences as they happened.
+	Paced bool
+	W     io.Writer // transcript
+	Log   *slog.Logger
 }
 
 // Summary is how a demo run ended.
@@ -41,6 +47,11 @@ type Summary struct {
 	Rested   bool
 	Elapsed  time.Duration
 	Audio    []string // WAV files written
+	// With Paced: the silences between one robot's end and the next one's
+	// start, the times two robots talked at once, and the mix.
+	Gaps     []time.Duration
+	Overlaps int
+	RoomWAV  string
 }
 
 // Configs loads the room: from dir, or the demo room in the binary.
@@ -81,6 +92,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		}
 		c.Drivers.Audio.Kind = "wav"
 		c.Drivers.Audio.Dir = filepath.Join(out, c.Companion.ID)
+		c.Drivers.Audio.Paced = o.Paced
 		// Only this run's utterances stay in the folder.
 		old, _ := filepath.Glob(filepath.Join(c.Drivers.Audio.Dir, "*.wav"))
 		for _, f := range old {
@@ -107,6 +119,10 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		default:
 		}
 	}); err != nil {
+		return Summary{}, err
+	}
+	rec, err := timeline.Follow(ctx, user)
+	if err != nil {
 		return Summary{}, err
 	}
 	time.Sleep(100 * time.Millisecond) // let every companion's subscriptions settle
@@ -142,10 +158,38 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			return sum, fmt.Errorf("demo did not finish within %v: %w", o.Timeout, ctx.Err())
 		}
 	}
+	if err := rec.Quiet(ctx, 30*time.Second); err != nil { // the last words still play
+		o.Log.Warn("demo: a robot still speaks at the end", "err", err)
+	}
 	r.Close()
 	sum.Elapsed = time.Since(start)
 	if out != "" {
 		sum.Audio, _ = filepath.Glob(filepath.Join(out, "*", "*.wav"))
 	}
+	if o.Paced {
+		us := rec.Utterances()
+		sum.Gaps = timeline.Gaps(us)
+		sum.Overlaps = timeline.Overlaps(sum.Gaps)
+		if len(sum.Gaps) > 0 {
+			fmt.Fprintf(o.W, "silences between robots: %s (median %v, longest %v); robots talking at once: %d\n",
+				gapList(sum.Gaps), timeline.Percentile(sum.Gaps, 50).Round(time.Millisecond),
+				timeline.Percentile(sum.Gaps, 100).Round(time.Millisecond), sum.Overlaps)
+		}
+		if out != "" {
+			sum.RoomWAV = filepath.Join(out, "room.wav")
+			if err := timeline.Mix(us, out, sum.RoomWAV); err != nil {
+				return sum, err
+			}
+			fmt.Fprintf(o.W, "the whole room, as it sounded: %s\n", sum.RoomWAV)
+		}
+	}
 	return sum, nil
+}
+
+func gapList(gs []time.Duration) string {
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = g.Round(time.Millisecond).String()
+	}
+	return strings.Join(parts, " ")
 }

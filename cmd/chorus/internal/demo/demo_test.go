@@ -57,3 +57,45 @@ func TestDemoStopsAfterTurns(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 }
+
+// Paced, the demo plays at human speed: the robots never talk at once,
+// each starts the pause after the one before ends (overlapped turns: the
+// next one thought while the last one talked), and room.wav holds the
+// whole conversation on one timeline (issue 13).
+func TestPacedDemoMixesTheRoom(t *testing.T) {
+	out := t.TempDir()
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), Options{Out: out, Turns: 4, Paced: true, Timeout: 60 * time.Second, W: &buf})
+	t.Log("\n" + buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Gaps) < 3 || sum.Overlaps != 0 {
+		t.Fatalf("gaps %v, %d overlaps", sum.Gaps, sum.Overlaps)
+	}
+	for _, g := range sum.Gaps {
+		if g < 140*time.Millisecond { // the demo room's pause is 150 ms
+			t.Errorf("a silence of %v between robots is shorter than the pause", g)
+		}
+	}
+	b, err := os.ReadFile(sum.RoomWAV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := audio.DecodeWAV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said time.Duration
+	for _, f := range sum.Audio {
+		b, _ := os.ReadFile(f)
+		q, _ := audio.DecodeWAV(b)
+		said += q.Duration()
+	}
+	if p.Duration() < said { // every utterance, one after another, with the silences
+		t.Fatalf("room.wav is %v, the utterances alone %v", p.Duration(), said)
+	}
+	if !strings.Contains(buf.String(), "silences between robots:") {
+		t.Error("the gaps were not printed")
+	}
+}

@@ -33,6 +33,9 @@ type Server struct {
 	// Garbage makes every answer a well-formed completion whose content is
 	// not the JSON asked for (a model that ignores the schema).
 	Garbage bool
+	// Line, when set, writes the companions' words (me, the turn); the
+	// default is a short line naming both.
+	Line func(me string, turn int) string
 	// APIKey, when set, must come as "Authorization: Bearer <key>"; a
 	// request without it is refused with 401 and an error quoting the key
 	// it carried, as some proxies do (unkind to a client that logs it).
@@ -137,6 +140,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		closing = "pre-closing"
 	}
 	line := fmt.Sprintf("This is %s speaking, turn %d.", me, turn)
+	if s.Line != nil {
+		line = s.Line(me, turn)
+	}
 	if closing == "closing" {
 		line = "Thank you, this was fun!"
 	}
