@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -367,4 +368,72 @@ func TestSuiteNoSecretInLogsOrMetrics(t *testing.T) {
 		t.Errorf("cat's log does not show the refused key's error:\n%s", places["cat log"])
 	}
 	t.Logf("searched %d places, %d KiB, for %d secrets", len(places), searched/1024, len(secrets))
+}
+
+// A whole overlapped conversation (issue 13) between chorusd processes
+// on Mosquitto, with audio that plays in real time: the robots think while
+// one talks, never talk at once, each starts no sooner than the pause
+// after the voice before it, and the room reaches terminal.
+func TestSuiteOverlappedConversationOnMosquitto(t *testing.T) {
+	o := newOutside(t, bustest.Options{})
+	w := o.watch("chorus/rooms/lab/#")
+	defer w.dumpOnFailure(t)
+	procs := map[string]*proc{"floor": o.floor("floor-box")}
+	for _, id := range o.members {
+		procs[id] = o.companionWith(id, false, part{
+			brain:   "{provider: rule, closing_after: 3, delay: 400ms}", // thinks 400 ms, talks ~2 s
+			drivers: "{audio: {kind: null, paced: true}, tts: {kind: tone}}"})
+	}
+	w.waitOnline(t, o.members...)
+	time.Sleep(700 * time.Millisecond)
+	o.say("Hello robots, tell me about your day!")
+	w.terminal(t, 90*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	o.spokeOncePerGrant(w)
+
+	// Who spoke when, from the ends of the speaking statuses.
+	type voice struct {
+		id         string
+		start, end time.Time
+	}
+	var vs []voice
+	lines, _ := w.snapshot()
+	for _, l := range lines {
+		if !strings.HasPrefix(l.topic, "chorus/rooms/lab/speaking/") {
+			continue
+		}
+		s, err := protocol.DecodeSpeaking([]byte(l.payload), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", l.payload, err)
+		}
+		if !s.Speaking && s.DurationMs > 0 {
+			vs = append(vs, voice{strings.TrimPrefix(l.topic, "chorus/rooms/lab/speaking/"), s.StartedAt, s.StartedAt.Add(time.Duration(s.DurationMs) * time.Millisecond)})
+		}
+	}
+	if len(vs) < 3 {
+		t.Fatalf("%d utterances heard", len(vs))
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i].start.Before(vs[j].start) })
+	var gaps []time.Duration
+	for i := 1; i < len(vs); i++ {
+		g := vs[i].start.Sub(vs[i-1].end)
+		gaps = append(gaps, g.Round(time.Millisecond))
+		if g < 20*time.Millisecond-10*time.Millisecond { // the room's pause is 20 ms
+			t.Errorf("%s started %v after %s ended: robots talked at once", vs[i].id, g, vs[i-1].id)
+		}
+	}
+	t.Logf("overlapped on Mosquitto: %d utterances, silences between robots %v (each robot thinks 400 ms)", len(vs), gaps)
+	// Thinking happened while the voice before played: the silences are
+	// far below the 400 ms a robot thinks.
+	if med := median(durations(gaps)); med > 300 {
+		t.Errorf("median silence %v ms: the robots did not think while another talked", med)
+	}
+}
+
+func durations(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = float64(d.Milliseconds())
+	}
+	return out
 }

@@ -161,7 +161,7 @@ func (d *Daemon) probe(name string, p Prober) {
 }
 
 func (d *Daemon) scheme() topic.Scheme {
-	return topic.Scheme{Prefix: d.cfg.MQTT.Prefix, FloorIDs: d.cfg.MQTT.FloorIDs}.WithRoster(d.cfg.Room.Name, d.cfg.Room.Members)
+	return d.cfg.Scheme()
 }
 
 // startupLimit bounds how long the parts may take to come up.

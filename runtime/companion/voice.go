@@ -292,15 +292,25 @@ func (c *Companion) onSpoke(ctx context.Context, e event) {
 		}
 		c.finish(t.grant, t.said)
 	case c.cfg.Overlap:
-		// Failed before it started (no TTS, no audio): the words go to the
-		// room at once, marked unspoken; nobody waits for them.
 		if t.u == nil {
 			c.finish(t.grant, nil) // no words at all: the turn is given up
 			return
 		}
-		c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", e.err)
 		m := c.message(t.msgID, *t.u)
-		m.Params.Metadata[protocol.MetaSpoken] = false
+		if e.err != nil {
+			// Failed before it started (no TTS, no audio): the words go to
+			// the room at once, marked unspoken; nobody waits for them.
+			c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", e.err)
+			m.Params.Metadata[protocol.MetaSpoken] = false
+		} else {
+			// A body that ignores hold played at once: the words were said.
+			c.log.Warn("the device played without waiting for speak.start (it ignores hold); turns do not overlap", "device", c.cfg.Device)
+			started := e.result.StartedAt
+			if started.IsZero() {
+				started = c.cfg.Clock.Now()
+			}
+			c.announceVoice(t.msgID, false, started, time.Duration(e.result.DurationMs)*time.Millisecond)
+		}
 		c.say(m)
 		c.finish(t.grant, &m)
 	default: // sequential: the Message goes out now that the audio has ended

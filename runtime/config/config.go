@@ -28,6 +28,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // Version is the config format this build reads.
@@ -79,6 +80,49 @@ type Room struct {
 	MaxTurn    int        `yaml:"max_turn"`
 	Repetition Repetition `yaml:"repetition"`
 	MaxPayload int        `yaml:"max_payload"` // bytes; 0 means 64 KiB
+	// Mode is "turn" (default: the floor grants each turn after a vote)
+	// or "realtime" (the aiwolf free floor: anyone posts, the floor
+	// enforces hard limits).
+	Mode     string   `yaml:"mode"`
+	Realtime Realtime `yaml:"realtime"`
+}
+
+// Room modes.
+const (
+	ModeTurn     = "turn"
+	ModeRealtime = "realtime"
+)
+
+// Realtime is the realtime mode's limits (the aiwolf realtime design's
+// tuning table). An unset field keeps its default; a zero or negative one
+// is an error naming it, never replaced.
+type Realtime struct {
+	PhaseTimeout   time.Duration `yaml:"phase_timeout"`   // a phase ends after this
+	SilenceTimeout time.Duration `yaml:"silence_timeout"` // ... or this long after the last accepted utterance
+	RateLimit      time.Duration `yaml:"rate_limit"`      // the shortest gap between two accepted posts of one companion
+	MaxCount       struct {
+		PerAgent int `yaml:"per_agent"` // each companion's accepted utterances in one phase
+		PerDay   int `yaml:"per_day"`   // the room's accepted utterances in one phase (one "day" of talk)
+	} `yaml:"max_count"`
+	MaxLength struct {
+		PerTalk int `yaml:"per_talk"` // characters (runes): longer text is cut, and its author told
+	} `yaml:"max_length"`
+	PollInterval  time.Duration `yaml:"poll_interval"`  // a companion asks its brain at least this often
+	SpeakCooldown time.Duration `yaml:"speak_cooldown"` // ... and never sooner than this after its last post
+	// Overlap false (default: a room of voices) accepts a post only while
+	// nobody speaks; true behaves as the seed (text rooms).
+	Overlap bool `yaml:"overlap"`
+	// Whisper lists the room's whisper channels and their members.
+	Whisper map[string][]string `yaml:"whisper"`
+}
+
+// DefaultRealtime is the seed's tuning table.
+func DefaultRealtime() Realtime {
+	var r Realtime
+	r.PhaseTimeout, r.SilenceTimeout, r.RateLimit = 120*time.Second, 15*time.Second, 2*time.Second
+	r.MaxCount.PerAgent, r.MaxCount.PerDay, r.MaxLength.PerTalk = 10, 50, 200
+	r.PollInterval, r.SpeakCooldown = 500*time.Millisecond, 3*time.Second
+	return r
 }
 
 // Repetition configures the repetition judge.
@@ -283,6 +327,7 @@ func Parse(r io.Reader) (*Config, Errors, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Config
+	c.Room.Realtime = DefaultRealtime() // what the file leaves unset keeps its default
 	var typed Errors
 	if err := dec.Decode(&c); err != nil {
 		var te *yaml.TypeError
@@ -358,6 +403,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Room.Pause == 0 {
 		c.Room.Pause = 200 * time.Millisecond
+	}
+	if c.Room.Mode == "" {
+		c.Room.Mode = ModeTurn
 	}
 	if c.Room.Turns == "" {
 		c.Room.Turns = TurnsOverlapped
@@ -527,6 +575,7 @@ func (c *Config) Validate() error {
 		p.identity("room.floor_instance", r.FloorInstance)
 	}
 	c.validateMembers(&p)
+	c.validateRealtime(&p)
 	m := c.MQTT
 	if !strings.HasPrefix(m.Broker, "tcp://") && !strings.HasPrefix(m.Broker, "ssl://") {
 		p.add("mqtt.broker", "must be tcp://host:port or ssl://host:port, got %q", m.Broker)
@@ -650,6 +699,69 @@ func (c *Config) validateMembers(p *problems) {
 			}
 		}
 	}
+}
+
+func (c *Config) validateRealtime(p *problems) {
+	if c.Room.Mode != ModeTurn && c.Room.Mode != ModeRealtime {
+		p.add("room.mode", "must be turn or realtime, got %q", c.Room.Mode)
+	}
+	rt := c.Room.Realtime
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"room.realtime.phase_timeout", rt.PhaseTimeout}, {"room.realtime.silence_timeout", rt.SilenceTimeout},
+		{"room.realtime.rate_limit", rt.RateLimit}, {"room.realtime.poll_interval", rt.PollInterval},
+		{"room.realtime.speak_cooldown", rt.SpeakCooldown},
+	} {
+		if d.v <= 0 {
+			p.add(d.field, "must be above zero, got %v", d.v)
+		}
+	}
+	for _, n := range []struct {
+		field string
+		v     int
+	}{
+		{"room.realtime.max_count.per_agent", rt.MaxCount.PerAgent}, {"room.realtime.max_count.per_day", rt.MaxCount.PerDay},
+		{"room.realtime.max_length.per_talk", rt.MaxLength.PerTalk},
+	} {
+		if n.v <= 0 {
+			p.add(n.field, "must be above zero, got %d", n.v)
+		}
+	}
+	if rt.SpeakCooldown > 0 && rt.SpeakCooldown < rt.RateLimit {
+		p.add("room.realtime.speak_cooldown", "must be at least room.realtime.rate_limit (%v), got %v: a companion would post faster than the floor accepts", rt.RateLimit, rt.SpeakCooldown)
+	}
+	if len(rt.Whisper) > 64 {
+		p.add("room.realtime.whisper", "at most 64 channels, got %d", len(rt.Whisper))
+	}
+	members := map[string]bool{}
+	for _, m := range c.Room.Members {
+		members[m] = true
+	}
+	for ch, ms := range rt.Whisper {
+		f := "room.realtime.whisper." + ch
+		p.identity(f, ch)
+		if len(ms) == 0 {
+			p.add(f, "a whisper channel needs its members")
+		}
+		for i, m := range ms {
+			if !members[m] {
+				p.add(fmt.Sprintf("%s[%d]", f, i), "%q is not a member of the room (room.members)", m)
+			}
+		}
+	}
+}
+
+// Scheme is the topic scheme of this device's room: its prefix, floor
+// identities, roster and whisper channels (for the broker's ACL and the
+// room's checks).
+func (c *Config) Scheme() topic.Scheme {
+	s := topic.Scheme{Prefix: c.MQTT.Prefix, FloorIDs: c.MQTT.FloorIDs}.WithRoster(c.Room.Name, c.Room.Members)
+	for ch, ms := range c.Room.Realtime.Whisper {
+		s = s.WithWhisper(c.Room.Name, ch, ms)
+	}
+	return s
 }
 
 // secret reads a secret from the variable env or the file path.

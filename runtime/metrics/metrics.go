@@ -57,6 +57,9 @@ type Metrics struct {
 	PublishDropped *prometheus.CounterVec // component: publishes refused or failed
 	Held           *prometheus.GaugeVec   // what: entries a bounded map or queue holds now
 
+	RealtimeAccepted prometheus.Counter     // realtime utterances accepted by the floor
+	RealtimeRejects  *prometheus.CounterVec // reason: realtime posts the floor refused
+
 	limiter limiter
 }
 
@@ -117,6 +120,11 @@ func New() *Metrics {
 			Help: "Utterances a model wrote longer than brain.max_utterance, cut at a sentence boundary."})).(prometheus.Counter),
 		PublishDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_publish_dropped_total",
 			Help: "Publishes refused by a full outbox or failed, by component."}, []string{"component"})).(*prometheus.CounterVec),
+		RealtimeAccepted: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_realtime_accepted_total",
+			Help: "Realtime utterances the floor accepted and broadcast."})).(prometheus.Counter),
+		RealtimeRejects: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_realtime_rejected_total",
+			Help: "Realtime posts the floor refused, by reason (rate_limited, quota_exhausted, phase_closed, not_member, empty, floor_busy)."},
+			[]string{"reason"})).(*prometheus.CounterVec),
 		Held: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_held_entries",
 			Help: "Entries a bounded map or queue holds now, by what (floor_ballots, companion_thinking, query_pending, ...): work in progress drains to 0 when the room rests; books of recent ids stay at or below their cap."},
 			[]string{"what"})).(*prometheus.GaugeVec),

@@ -450,6 +450,23 @@ func DecodePhase(b []byte, max int) (Phase, error) {
 	for i, m := range p.Members {
 		c.identity("members["+itoa(i)+"]", m)
 	}
+	if p.Channel != "" {
+		c.identity("channel", p.Channel)
+	}
+	if p.Event == PhaseEnd && p.Reason == "" {
+		c.fail("reason", KindMissing, "an end must say why")
+	}
+	for id, n := range p.Remain {
+		c.identity("remain_count key", id)
+		c.nonNegative("remain_count."+id, n)
+	}
+	for i, t := range p.History {
+		c.nonNegative("talk_history["+itoa(i)+"].idx", t.Idx)
+		c.identity("talk_history["+itoa(i)+"].agent", t.Agent)
+		if !utf8.ValidString(t.Text) {
+			c.fail("talk_history["+itoa(i)+"].text", KindInvalid, "must be valid UTF-8")
+		}
+	}
 	c.limits(p.Limits)
 	if err := c.done(); err != nil {
 		return Phase{}, err

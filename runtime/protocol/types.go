@@ -270,28 +270,73 @@ const (
 	PhaseEnd     = "end"
 )
 
-// Limits are the hard limits of a realtime phase (aiwolf realtime design).
+// Why a realtime phase ended (Phase.Reason).
+const (
+	EndAllOver        = "all_over"        // every present member said Over
+	EndPhaseTimeout   = "phase_timeout"   // the phase's time is up
+	EndSilenceTimeout = "silence_timeout" // nobody was accepted for this long
+	EndPerDay         = "per_day"         // the room's utterances for the phase are used up
+	EndOperator       = "operator"        // chorus phase end
+)
+
+// Why the floor refused a post (PostAck.Reason); Truncated is a warning
+// on an accepted one.
+const (
+	RejectRateLimited    = "rate_limited"
+	RejectQuotaExhausted = "quota_exhausted"
+	RejectPhaseClosed    = "phase_closed"
+	RejectNotMember      = "not_member"
+	RejectEmpty          = "empty"
+	RejectFloorBusy      = "floor_busy"
+	WarnTruncated        = "truncated"
+)
+
+// PostOver is what a companion posts when it has nothing more to say in
+// the phase; TalkListen is what its brain answers to say nothing now (it
+// is never posted).
+const (
+	PostOver   = "Over"
+	TalkListen = "LISTEN"
+)
+
+// Limits are the hard limits of a realtime phase (the aiwolf realtime
+// design's tuning table). PerDay is the room's total of accepted
+// utterances in one phase (a phase is one "day" of talk).
 type Limits struct {
-	RateLimitMs      int `json:"rate_limit"`      // minimum gap between two posts of one agent
-	PerAgent         int `json:"per_agent"`       // accepted posts per agent per phase
-	PerDay           int `json:"per_day"`         // accepted posts per agent per day
-	MaxLength        int `json:"max_length"`      // characters (runes), not bytes
-	PhaseTimeoutMs   int `json:"phase_timeout"`   // the phase ends after this
-	SilenceTimeoutMs int `json:"silence_timeout"` // the phase ends after this long without a post
+	RateLimitMs      int  `json:"rate_limit"`      // minimum gap between two accepted posts of one member
+	PerAgent         int  `json:"per_agent"`       // accepted posts per member per phase
+	PerDay           int  `json:"per_day"`         // accepted posts of the room per phase
+	MaxLength        int  `json:"max_length"`      // characters (runes), not bytes
+	PhaseTimeoutMs   int  `json:"phase_timeout"`   // the phase ends after this
+	SilenceTimeoutMs int  `json:"silence_timeout"` // the phase ends after this long without an accepted post
+	Overlap          bool `json:"overlap"`         // false: a post is accepted only while nobody speaks
 }
 
-// Phase announces the start or end of a realtime phase.
+// Talk is one accepted utterance of a phase, numbered (the seed's
+// talk_history entry).
+type Talk struct {
+	Idx   int    `json:"idx"`
+	Agent string `json:"agent"`
+	Text  string `json:"text"`
+}
+
+// Phase announces the start or end of a realtime phase: the start carries
+// the seed's TALK_START content (limits, each member's remain_count, the
+// recent talk_history), the end its reason.
 type Phase struct {
-	From    string   `json:"from"`
-	Phase   string   `json:"phase"`
-	Event   string   `json:"event"`
-	Kind    string   `json:"kind"`
-	Reason  string   `json:"reason,omitempty"`
-	Members []string `json:"members,omitempty"` // whisper channel members
-	Limits  Limits   `json:"limits"`
+	From    string         `json:"from"`
+	Phase   string         `json:"phase"`
+	Event   string         `json:"event"`
+	Kind    string         `json:"kind"`
+	Channel string         `json:"channel,omitempty"` // whisper phases
+	Reason  string         `json:"reason,omitempty"`  // end events
+	Members []string       `json:"members,omitempty"`
+	Limits  Limits         `json:"limits"`
+	Remain  map[string]int `json:"remain_count,omitempty"`
+	History []Talk         `json:"talk_history,omitempty"`
 }
 
-// Post is a companion's realtime utterance: text, "LISTEN" or "Over".
+// Post is a companion's realtime utterance: its text, or Over.
 type Post struct {
 	From  string `json:"from"`
 	Phase string `json:"phase"`
@@ -299,7 +344,9 @@ type Post struct {
 	Text  string `json:"text"`
 }
 
-// PostAck is the floor's answer to a Post.
+// PostAck is the floor's answer to a Post: accepted with its idx and the
+// author's remaining count, or refused with a reason (Truncated is a
+// warning on an accepted post).
 type PostAck struct {
 	From      string `json:"from"`
 	Phase     string `json:"phase"`
@@ -309,6 +356,17 @@ type PostAck struct {
 	Remaining int    `json:"remaining"`
 	Reason    string `json:"reason,omitempty"`
 }
+
+// Realtime broadcast metadata: a Message the floor publishes for an
+// accepted post carries the phase, the post's idx, its author and the
+// author's remaining count (the seed's TALK_BROADCAST).
+const (
+	MetaPhase   = "phase"
+	MetaIdx     = "idx"
+	MetaRemain  = "remain_count"
+	MetaSpeaker = "speaker"
+	MetaChannel = "channel"
+)
 
 // NewID returns a random 128-bit id in hex, for messages and queries.
 func NewID() string {

@@ -72,8 +72,13 @@ func (r *Room) MemberList() []string {
 // identity segment, if any, is a valid identity; otherwise it counts and
 // logs the topic as bad input.
 func (r *Room) route(t string, kind topic.Kind) (topic.Route, bool) {
+	return r.routeIn(t, "", kind)
+}
+
+// routeIn is route for a topic of room's channel ("" for the room).
+func (r *Room) routeIn(t, channel string, kind topic.Kind) (topic.Route, bool) {
 	route, ok := r.Scheme.Parse(t)
-	if !ok || route.Kind != kind || route.Room != r.Name {
+	if !ok || route.Kind != kind || route.Room != r.Name || route.Channel != channel {
 		r.Metrics.Reject(r.Log, string(kind), "", "topic", fmt.Errorf("unexpected topic %q", t))
 		return route, false
 	}
@@ -109,8 +114,14 @@ func New(b bus.Bus, s topic.Scheme, name string, log *slog.Logger, m *metrics.Me
 // and calls fn with valid values.
 func subscribe[T any](ctx context.Context, r *Room, filter string, kind topic.Kind,
 	decode func([]byte, int) (T, error), from func(T) string, fn func(T)) error {
+	return subscribeIn(ctx, r, "", filter, kind, decode, from, fn)
+}
+
+// subscribeIn is subscribe for a topic of room's channel ("" for the room).
+func subscribeIn[T any](ctx context.Context, r *Room, channel, filter string, kind topic.Kind,
+	decode func([]byte, int) (T, error), from func(T) string, fn func(T)) error {
 	return r.Bus.Subscribe(ctx, filter, func(t string, payload []byte) {
-		route, ok := r.route(t, kind)
+		route, ok := r.routeIn(t, channel, kind)
 		if !ok {
 			return
 		}
@@ -200,6 +211,80 @@ func (r *Room) OnPresence(ctx context.Context, fn func(PresenceEvent)) error {
 		}
 		fn(PresenceEvent{ID: route.Identity, Presence: p})
 	})
+}
+
+// Realtime mode (runtime/realtime): phases, posts, the floor's answers and
+// broadcasts, in the room (channel "") or one of its whisper channels.
+
+// OnPhase calls fn for every phase event of the channel (from a floor
+// identity; retained ones too).
+func (r *Room) OnPhase(ctx context.Context, channel string, fn func(protocol.Phase)) error {
+	return subscribeIn(ctx, r, channel, r.Scheme.PhaseIn(r.Name, channel), topic.KindPhase, protocol.DecodePhase,
+		func(p protocol.Phase) string { return p.From }, fn)
+}
+
+// OnPosts calls fn for every realtime post in the channel (the floor's
+// side); membership is the floor's to judge.
+func (r *Room) OnPosts(ctx context.Context, channel string, fn func(protocol.Post)) error {
+	return subscribeIn(ctx, r, channel, r.Scheme.PostsIn(r.Name, channel), topic.KindFloorIn, protocol.DecodePost,
+		func(p protocol.Post) string { return p.From }, fn)
+}
+
+// OnAcks calls fn for the floor's answers to companion's posts in the
+// channel ("+" for everyone's, as a console shows them).
+func (r *Room) OnAcks(ctx context.Context, channel, companion string, fn func(to string, a protocol.PostAck)) error {
+	return r.Bus.Subscribe(ctx, r.Scheme.AckIn(r.Name, channel, companion), func(t string, payload []byte) {
+		route, ok := r.routeIn(t, channel, topic.KindFloorOut)
+		if !ok {
+			return
+		}
+		a, err := protocol.DecodePostAck(payload, r.MaxBytes)
+		if err != nil {
+			r.Metrics.Reject(r.Log, string(topic.KindFloorOut), route.Identity, string(protocol.KindOf(err)), err)
+			return
+		}
+		if !r.Scheme.IsFloor(a.From) {
+			r.Metrics.Reject(r.Log, string(topic.KindFloorOut), a.From, string(protocol.KindSpoof),
+				fmt.Errorf("post answer from %q, which is not a floor", a.From))
+			return
+		}
+		fn(route.Identity, a)
+	})
+}
+
+// OnBroadcasts calls fn for every Message in a whisper channel (the room's
+// own are OnMessage's).
+func (r *Room) OnBroadcasts(ctx context.Context, channel string, fn func(protocol.Message)) error {
+	if channel == "" {
+		return r.OnMessage(ctx, fn)
+	}
+	return subscribeIn(ctx, r, channel, r.Scheme.BroadcastsIn(r.Name, channel), topic.KindMessage, protocol.DecodeMessage,
+		func(m protocol.Message) string { return m.Params.From }, fn)
+}
+
+// QueuePhase queues (retained: a companion that comes late learns the
+// phase) a phase event in the channel.
+func (r *Room) QueuePhase(o *bus.Outbox, channel string, p protocol.Phase) error {
+	return r.queue(o, r.Scheme.PhaseIn(r.Name, channel), p, true)
+}
+
+// QueuePost queues a companion's post in the channel.
+func (r *Room) QueuePost(o *bus.Outbox, channel string, p protocol.Post) error {
+	return r.queue(o, r.Scheme.PostIn(r.Name, channel, p.From), p, false)
+}
+
+// QueueAck queues the floor's answer to companion's post in the channel.
+func (r *Room) QueueAck(o *bus.Outbox, channel, companion string, a protocol.PostAck) error {
+	return r.queue(o, r.Scheme.AckIn(r.Name, channel, companion), a, false)
+}
+
+// QueueBroadcast queues an accepted utterance, broadcast by the floor in
+// the channel.
+func (r *Room) QueueBroadcast(o *bus.Outbox, channel string, m protocol.Message) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	return r.queue(o, r.Scheme.BroadcastIn(r.Name, channel, m.Params.From), m, false)
 }
 
 // SpeakingEvent is a member's speaking status, or its clearing (an empty

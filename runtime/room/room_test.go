@@ -207,3 +207,23 @@ func TestSpeakingStatusFromMembersOnly(t *testing.T) {
 		t.Errorf("absurd duration counted %v times", n)
 	}
 }
+
+// BenchmarkRejectMalformed is what a robot spends on one malformed payload
+// of a flood: decode, find it bad, count it (RELIABILITY.md).
+func BenchmarkRejectMalformed(b *testing.B) {
+	junk := [][]byte{
+		[]byte(`{"jsonrpc":"2.0","method":"message.send","params":`),
+		[]byte(`not json at all`),
+		[]byte(`{"jsonrpc":"2.0","method":"message.send","params":{"id":5,"from":"user","to":[],"message":7}}`),
+		[]byte(`{"jsonrpc":"2.0","method":"message.send","params":{"id":"x","from":"user","message":"hi","extra":true}}`),
+		[]byte(`{"jsonrpc":"2.0","method":"message.send","params":{"id":"","from":"user","message":""}}`),
+		[]byte(`[1,2,3]`),
+	}
+	m := metrics.New()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := protocol.DecodeMessage(junk[i%len(junk)], 0); err != nil {
+			m.Reject(nil, "message", "user", string(protocol.KindOf(err)), err)
+		}
+	}
+}

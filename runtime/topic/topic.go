@@ -39,6 +39,37 @@ type Scheme struct {
 	Prefix   string
 	FloorIDs []string
 	Rosters  map[string][]string // room -> companion ids
+	// Whispers holds each room's whisper channels and their members:
+	// only they (and the floor) read a channel's traffic and post in it.
+	Whispers map[string]map[string][]string // room -> channel -> companion ids
+}
+
+// WithWhisper returns a copy of s that knows room's whisper channel and its
+// members.
+func (s Scheme) WithWhisper(room, channel string, members []string) Scheme {
+	w := make(map[string]map[string][]string, len(s.Whispers)+1)
+	for r, chs := range s.Whispers {
+		w[r] = make(map[string][]string, len(chs))
+		for c, m := range chs {
+			w[r][c] = m
+		}
+	}
+	if w[room] == nil {
+		w[room] = map[string][]string{}
+	}
+	w[room][channel] = append([]string(nil), members...)
+	s.Whispers = w
+	return s
+}
+
+// InWhisper reports whether id is a member of room's whisper channel.
+func (s Scheme) InWhisper(room, channel, id string) bool {
+	for _, m := range s.Whispers[room][channel] {
+		if m == id {
+			return true
+		}
+	}
+	return false
 }
 
 // WithRoster returns a copy of s that knows room's members.
@@ -73,6 +104,45 @@ func New(prefix string) Scheme {
 
 func (s Scheme) room(room string, rest ...string) string {
 	return s.Prefix + "/rooms/" + room + "/" + strings.Join(rest, "/")
+}
+
+// space is a topic of room itself (channel "") or of one of its whisper
+// channels: the realtime mode runs the same topics in both.
+func (s Scheme) space(room, channel string, rest ...string) string {
+	if channel == "" {
+		return s.room(room, rest...)
+	}
+	return s.room(room, append([]string{"whisper", channel}, rest...)...)
+}
+
+// PhaseIn is where the floor announces realtime phases in room's channel
+// ("" for the room itself).
+func (s Scheme) PhaseIn(room, channel string) string { return s.space(room, channel, "phase") }
+
+// PostIn is where companion posts realtime utterances in room's channel.
+func (s Scheme) PostIn(room, channel, companion string) string {
+	return s.space(room, channel, "floor", "in", companion)
+}
+
+// PostsIn is the filter for every realtime post in room's channel.
+func (s Scheme) PostsIn(room, channel string) string {
+	return s.space(room, channel, "floor", "in", "+")
+}
+
+// AckIn is where the floor answers companion's posts in room's channel.
+func (s Scheme) AckIn(room, channel, companion string) string {
+	return s.space(room, channel, "floor", "out", companion)
+}
+
+// BroadcastIn is where sender (the floor) broadcasts accepted utterances
+// in room's channel: its messages topic.
+func (s Scheme) BroadcastIn(room, channel, sender string) string {
+	return s.space(room, channel, "messages", sender)
+}
+
+// BroadcastsIn is the filter for every message in room's channel.
+func (s Scheme) BroadcastsIn(room, channel string) string {
+	return s.space(room, channel, "messages", "+")
 }
 
 // Message is where sender publishes a Message in room.
@@ -162,6 +232,7 @@ const (
 type Route struct {
 	Kind     Kind
 	Room     string // for room topics
+	Channel  string // for a whisper channel's topics
 	Device   string // for device topics
 	Identity string // the last segment for per-identity topics
 }
@@ -189,6 +260,23 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{}, false
 	}
 	room := seg[1]
+	if len(seg) >= 5 && seg[2] == "whisper" {
+		// A whisper channel runs the realtime topics: phase, messages,
+		// floor/in, floor/out.
+		ch := seg[3]
+		rest := seg[4:]
+		switch {
+		case len(rest) == 1 && rest[0] == "phase":
+			return Route{Kind: KindPhase, Room: room, Channel: ch}, true
+		case len(rest) == 2 && rest[0] == "messages":
+			return Route{Kind: KindMessage, Room: room, Channel: ch, Identity: rest[1]}, true
+		case len(rest) == 3 && rest[0] == "floor" && rest[1] == "in":
+			return Route{Kind: KindFloorIn, Room: room, Channel: ch, Identity: rest[2]}, true
+		case len(rest) == 3 && rest[0] == "floor" && rest[1] == "out":
+			return Route{Kind: KindFloorOut, Room: room, Channel: ch, Identity: rest[2]}, true
+		}
+		return Route{}, false
+	}
 	switch {
 	case len(seg) == 3 && seg[2] == "turns":
 		return Route{Kind: KindTurns, Room: room}, true
@@ -239,6 +327,17 @@ func (s Scheme) MayPublish(user, t string) bool {
 	if !ok {
 		return false
 	}
+	if r.Channel != "" { // a whisper channel: its members post, the floor speaks
+		switch r.Kind {
+		case KindFloorIn:
+			return r.Identity == user && s.InWhisper(r.Room, r.Channel, user)
+		case KindMessage:
+			return r.Identity == user && s.IsFloor(user)
+		case KindPhase, KindFloorOut:
+			return s.IsFloor(user)
+		}
+		return false
+	}
 	switch r.Kind {
 	case KindMessage:
 		// A floor may speak into a room (realtime broadcasts) under its own name.
@@ -263,8 +362,27 @@ func (s Scheme) MayRead(user, filter string) bool {
 	if user == "" || (filter != s.Prefix+"/#" && !strings.HasPrefix(filter, s.Prefix+"/")) {
 		return false
 	}
+	if room, ch, named := s.namesWhisper(filter); named && !s.IsFloor(user) && !s.InWhisper(room, ch, user) {
+		return false // a whisper channel's traffic is for its members only
+	}
 	device, covers := s.coversResults(filter)
 	return !covers || s.isAnyMember(user) || (device != "" && device == user)
+}
+
+// namesWhisper reports whether filter names one whisper channel of one
+// room (a wildcard filter over many is allowed to subscribe; the broker
+// then checks each message it would deliver, by its topic, and a
+// non-member gets none of a channel's).
+func (s Scheme) namesWhisper(filter string) (room, channel string, named bool) {
+	rest, _ := strings.CutPrefix(filter, s.Prefix+"/")
+	seg := strings.Split(rest, "/")
+	if len(seg) < 4 || seg[0] != "rooms" || seg[2] != "whisper" {
+		return "", "", false
+	}
+	if strings.ContainsAny(seg[1], "+#") || strings.ContainsAny(seg[3], "+#") {
+		return "", "", false
+	}
+	return seg[1], seg[3], true
 }
 
 // coversResults reports whether filter could match some device's results
@@ -311,7 +429,14 @@ func (s Scheme) MosquittoACL() string {
 	b.WriteString("# Chorus ACL, generated by runtime/topic: every identity publishes only under its own name;\n")
 	b.WriteString("# only a room's members (its companions) announce presence, vote, post and hold.\n")
 	for _, line := range []string{
-		"pattern read " + p + "/rooms/#",
+		// Everything of a room but its whisper channels.
+		"pattern read " + p + "/rooms/+/messages/+",
+		"pattern read " + p + "/rooms/+/states/+",
+		"pattern read " + p + "/rooms/+/turns",
+		"pattern read " + p + "/rooms/+/presence/+",
+		"pattern read " + p + "/rooms/+/phase",
+		"pattern read " + p + "/rooms/+/floor/#",
+		"pattern read " + p + "/rooms/+/speaking/+",
 		"pattern read " + p + "/devices/+/queries",
 		"pattern read " + p + "/devices/%u/results",
 		"pattern read " + p + "/devices/%u/probe",
@@ -323,6 +448,7 @@ func (s Scheme) MosquittoACL() string {
 		b.WriteString(line + "\n")
 	}
 	byUser := map[string][]string{}
+	reads := map[string][]string{} // whisper channels a member reads
 	rooms := make([]string, 0, len(s.Rosters))
 	for room := range s.Rosters {
 		rooms = append(rooms, room)
@@ -332,6 +458,19 @@ func (s Scheme) MosquittoACL() string {
 		for _, m := range s.Rosters[room] {
 			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m)} {
 				byUser[m] = append(byUser[m], t)
+			}
+		}
+	}
+	for _, room := range rooms {
+		chs := make([]string, 0, len(s.Whispers[room]))
+		for ch := range s.Whispers[room] {
+			chs = append(chs, ch)
+		}
+		sort.Strings(chs)
+		for _, ch := range chs {
+			for _, m := range s.Whispers[room][ch] {
+				byUser[m] = append(byUser[m], s.PostIn(room, ch, m))
+				reads[m] = append(reads[m], s.space(room, ch, "#"))
 			}
 		}
 	}
@@ -345,14 +484,19 @@ func (s Scheme) MosquittoACL() string {
 		for _, t := range byUser[u] {
 			b.WriteString("topic write " + t + "\n")
 		}
+		for _, t := range reads[u] {
+			b.WriteString("topic read " + t + "\n")
+		}
 		// Members ask devices to look: they read the results (camera frames).
 		b.WriteString("topic read " + p + "/devices/+/results\n")
 	}
 	for _, f := range s.FloorIDs {
 		b.WriteString("\nuser " + f + "\n")
-		for _, t := range []string{"turns", "phase", "floor/out/+", "floor/leader"} {
+		for _, t := range []string{"turns", "phase", "floor/out/+", "floor/leader",
+			"whisper/+/phase", "whisper/+/floor/out/+", "whisper/+/messages/" + f} {
 			b.WriteString("topic write " + p + "/rooms/+/" + t + "\n")
 		}
+		b.WriteString("topic read " + p + "/rooms/+/whisper/#\n")
 	}
 	return b.String()
 }

@@ -1,6 +1,9 @@
 package topic
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseRoundTrip(t *testing.T) {
 	s := New("")
@@ -21,6 +24,11 @@ func TestParseRoundTrip(t *testing.T) {
 		{s.Queries("pi5"), Route{Kind: KindQuery, Device: "pi5"}},
 		{s.Results("pi5"), Route{Kind: KindResult, Device: "pi5", Identity: "pi5"}},
 		{s.Probe("pi5"), Route{Kind: KindProbe, Device: "pi5", Identity: "pi5"}},
+		{s.PhaseIn("lr", "wolves"), Route{Kind: KindPhase, Room: "lr", Channel: "wolves"}},
+		{s.PostIn("lr", "wolves", "hana"), Route{Kind: KindFloorIn, Room: "lr", Channel: "wolves", Identity: "hana"}},
+		{s.AckIn("lr", "wolves", "hana"), Route{Kind: KindFloorOut, Room: "lr", Channel: "wolves", Identity: "hana"}},
+		{s.BroadcastIn("lr", "wolves", "floor"), Route{Kind: KindMessage, Room: "lr", Channel: "wolves", Identity: "floor"}},
+		{s.PhaseIn("lr", ""), Route{Kind: KindPhase, Room: "lr"}},
 	}
 	for _, tt := range tests {
 		got, ok := s.Parse(tt.topic)
@@ -29,7 +37,8 @@ func TestParseRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "chorus", "other/rooms/lr/turns", "chorus/rooms/lr", "chorus/rooms//turns",
-		"chorus/rooms/lr/states/a/b", "chorus/devices/pi5/other", "chorus/rooms/lr/floor/x/y"} {
+		"chorus/rooms/lr/states/a/b", "chorus/devices/pi5/other", "chorus/rooms/lr/floor/x/y",
+		"chorus/rooms/lr/whisper/wolves", "chorus/rooms/lr/whisper/wolves/states/hana", "chorus/rooms/lr/whisper/wolves/floor/hold/hana"} {
 		if r, ok := s.Parse(bad); ok {
 			t.Errorf("Parse(%q) = %+v, want not ok", bad, r)
 		}
@@ -112,5 +121,63 @@ func TestMayRead(t *testing.T) {
 		if got := s.MayRead(tt.user, tt.filter); got != tt.want {
 			t.Errorf("MayRead(%q, %q) = %v, want %v", tt.user, tt.filter, got, tt.want)
 		}
+	}
+}
+
+// A whisper channel's traffic is its members' and the floor's only: they
+// post in it, the floor speaks in it, and a filter naming it is refused to
+// anyone else (issue 12). A wildcard filter over the room subscribes, and
+// the broker then checks each message by its topic.
+func TestWhisperChannels(t *testing.T) {
+	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana", "aya"}).WithWhisper("lr", "wolves", []string{"kyoko", "hana"})
+	pub := []struct {
+		user, topic string
+		want        bool
+	}{
+		{"kyoko", s.PostIn("lr", "wolves", "kyoko"), true},
+		{"aya", s.PostIn("lr", "wolves", "aya"), false}, // a member of the room, not of the channel
+		{"kyoko", s.PostIn("lr", "wolves", "hana"), false},
+		{"floor", s.PhaseIn("lr", "wolves"), true},
+		{"floor", s.AckIn("lr", "wolves", "kyoko"), true},
+		{"floor", s.BroadcastIn("lr", "wolves", "floor"), true},
+		{"kyoko", s.BroadcastIn("lr", "wolves", "kyoko"), false},
+		{"kyoko", s.PhaseIn("lr", "wolves"), false},
+	}
+	for _, tt := range pub {
+		if got := s.MayPublish(tt.user, tt.topic); got != tt.want {
+			t.Errorf("MayPublish(%q, %q) = %v, want %v", tt.user, tt.topic, got, tt.want)
+		}
+	}
+	read := []struct {
+		user, filter string
+		want         bool
+	}{
+		{"kyoko", "chorus/rooms/lr/whisper/wolves/#", true},
+		{"kyoko", s.BroadcastIn("lr", "wolves", "floor"), true},
+		{"floor", s.PostIn("lr", "wolves", "kyoko"), true},
+		{"aya", "chorus/rooms/lr/whisper/wolves/#", false},
+		{"aya", s.BroadcastIn("lr", "wolves", "floor"), false},
+		{"user", s.PhaseIn("lr", "wolves"), false},
+		{"user", "chorus/rooms/lr/#", true},           // subscribes; the broker filters each message
+		{"user", "chorus/rooms/lr/whisper/+/#", true}, // the same
+		{"user", "chorus/rooms/lr/phase", true},
+	}
+	for _, tt := range read {
+		if got := s.MayRead(tt.user, tt.filter); got != tt.want {
+			t.Errorf("MayRead(%q, %q) = %v, want %v", tt.user, tt.filter, got, tt.want)
+		}
+	}
+	acl := s.MosquittoACL()
+	for _, want := range []string{
+		"user hana\ntopic write chorus/rooms/lr/presence/hana",
+		"topic write chorus/rooms/lr/whisper/wolves/floor/in/hana\ntopic read chorus/rooms/lr/whisper/wolves/#",
+		"topic read chorus/rooms/+/whisper/#",
+	} {
+		if !strings.Contains(acl, want) {
+			t.Errorf("the ACL lacks %q:\n%s", want, acl)
+		}
+	}
+	if strings.Contains(acl, "pattern read chorus/rooms/#") {
+		t.Errorf("the ACL lets anyone read every whisper channel:\n%s", acl)
 	}
 }

@@ -88,6 +88,9 @@ func roomsScheme(cfgs []*config.Config) (topic.Scheme, error) {
 		}
 		rosters[c.Room.Name] = c
 		s = s.WithRoster(c.Room.Name, c.Room.Members)
+		for ch, ms := range c.Room.Realtime.Whisper {
+			s = s.WithWhisper(c.Room.Name, ch, ms)
+		}
 	}
 	return s, nil
 }

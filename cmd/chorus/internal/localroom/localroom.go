@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfgs []*config.Config, o Options) (*Room, error)
 	}
 	first := cfgs[0]
 	r := &Room{Name: first.Room.Name, log: log, errc: make(chan error, len(cfgs)),
-		Scheme: topic.Scheme{Prefix: first.MQTT.Prefix, FloorIDs: first.MQTT.FloorIDs}.WithRoster(first.Room.Name, first.Room.Members)}
+		Scheme: first.Scheme()}
 	r.URL = o.Broker
 	if r.URL == "" {
 		blog := log
