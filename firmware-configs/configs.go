@@ -5,7 +5,8 @@ package firmwareconfigs
 
 import "embed"
 
-// Demo is the demo room, one config per device: demo/*.yaml.
+// Demo is the demo rooms, one config per device: demo/*.yaml (turn mode)
+// and demo-realtime/*.yaml (realtime mode).
 //
-//go:embed demo/*.yaml
+//go:embed demo/*.yaml demo-realtime/*.yaml
 var Demo embed.FS

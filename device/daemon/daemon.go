@@ -17,12 +17,15 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +41,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/vision"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -46,6 +50,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
@@ -208,6 +213,7 @@ type link struct {
 	dev      *bus.MQTT // under the device's name, for its query results
 	room     *room.Room
 	presence *room.Announcement // nil without a companion
+	queries  *query.Server      // the device's query server
 }
 
 func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
@@ -323,6 +329,7 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 		return err
 	}
 	srv := &query.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
+	l.queries = srv
 	voice := &speak.Speaker{TTS: engine, Out: out, MaxChars: cfg.Drivers.TTS.MaxChars, Log: d.log, Metrics: d.m}
 	srv.Handle("speak", voice.Handle)
 	srv.Handle("speak.start", voice.HandleStart)
@@ -355,6 +362,9 @@ func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
 	fr := room.New(fb, l.room.Scheme, cfg.Room.Name, d.log, d.m)
 	fr.MaxBytes = cfg.Room.MaxPayload
 	fr.SetMembers(cfg.Room.Members)
+	if cfg.Room.Mode == config.ModeRealtime {
+		return d.realtimeFloors(ctx, g, l, fr, fid)
+	}
 	f, err := floor.New(floor.Config{Room: fr, ID: fid, Instance: cfg.Room.FloorInstance,
 		VoteTimeout: cfg.Room.VoteTimeout, VoteCeiling: cfg.Room.VoteCeiling, MaxPending: cfg.Room.MaxPending})
 	if err != nil {
@@ -363,6 +373,68 @@ func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
 	d.probe("floor", f)
 	g.Go(func() error { return f.Run(ctx) })
 	return nil
+}
+
+// realtimeFloors runs the realtime floor of the room and of each of its
+// whisper channels, and answers the operator's "phase" query (`chorus
+// phase start|end [-whisper CHANNEL]`).
+func (d *Daemon) realtimeFloors(ctx context.Context, g *errgroup.Group, l *link, fr *room.Room, fid string) error {
+	cfg := d.cfg
+	limits := realtimeLimits(cfg.Room.Realtime)
+	leader := &realtime.Leader{Room: fr, Instance: cfg.Room.FloorInstance}
+	g.Go(func() error { return leader.Run(ctx) })
+	floors := map[string]*realtime.Floor{}
+	add := func(channel string, members []string) error {
+		f, err := realtime.NewFloor(realtime.FloorConfig{Room: fr, Channel: channel, Members: members, ID: fid, Limits: limits,
+			OpenOnMessage: channel == "", Leader: leader})
+		if err != nil {
+			return err
+		}
+		floors[channel] = f
+		d.probe("realtime floor "+channel, f)
+		g.Go(func() error { return f.Run(ctx) })
+		return nil
+	}
+	if err := add("", cfg.Room.Members); err != nil {
+		return err
+	}
+	for ch, ms := range cfg.Room.Realtime.Whisper {
+		if err := add(ch, ms); err != nil {
+			return err
+		}
+	}
+	l.queries.Handle("phase", func(ctx context.Context, from string, body json.RawMessage) (any, error) {
+		var b struct {
+			Action  string `json:"action"`
+			Channel string `json:"channel"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&b); err != nil || (b.Action != "start" && b.Action != "end") {
+			return nil, errors.New(`phase: body must be {"action": "start" or "end", "channel": optional whisper channel}`)
+		}
+		f, ok := floors[b.Channel]
+		if !ok {
+			return nil, fmt.Errorf("phase: room %s has no whisper channel %q", cfg.Room.Name, b.Channel)
+		}
+		var err error
+		if b.Action == "start" {
+			err = f.Start(ctx)
+		} else {
+			err = f.End(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.log.Info("realtime: operator command", "action", b.Action, "channel", b.Channel, "from", from)
+		return map[string]string{"action": b.Action, "channel": b.Channel}, nil
+	})
+	return nil
+}
+
+func realtimeLimits(rt config.Realtime) realtime.Limits {
+	return realtime.Limits{PhaseTimeout: rt.PhaseTimeout, SilenceTimeout: rt.SilenceTimeout, RateLimit: rt.RateLimit,
+		PerAgent: rt.MaxCount.PerAgent, PerDay: rt.MaxCount.PerDay, PerTalk: rt.MaxLength.PerTalk, Overlap: rt.Overlap}
 }
 
 // panel runs the status LED and the button, pins by name; a missing pin
@@ -407,6 +479,9 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if err != nil {
 		return err
 	}
+	if cfg.Room.Mode == config.ModeRealtime {
+		return d.realtimeAgents(ctx, g, l, p, b, qc)
+	}
 	c, err := companion.New(companion.Config{Room: l.room, Card: *cfg.Companion, Brain: b, Device: cfg.Device.ID, Queries: qc,
 		HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
 		Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
@@ -419,6 +494,34 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	}
 	d.probe("companion", c)
 	g.Go(func() error { return c.Run(ctx) })
+	return nil
+}
+
+// realtimeAgents runs the persona in the room's realtime phases, and in
+// those of each whisper channel it belongs to (never spoken aloud).
+func (d *Daemon) realtimeAgents(ctx context.Context, g *errgroup.Group, l *link, p *panel.Panel, b brain.Brain, qc *query.Client) error {
+	cfg := d.cfg
+	talker, ok := b.(realtime.Talker)
+	if !ok {
+		return fmt.Errorf("brain.provider %s cannot talk in realtime rooms", cfg.Brain.Provider)
+	}
+	rt := cfg.Room.Realtime
+	channels := []string{""}
+	for ch, ms := range rt.Whisper {
+		if slices.Contains(ms, cfg.Identity()) {
+			channels = append(channels, ch)
+		}
+	}
+	for _, ch := range channels {
+		a, err := realtime.NewAgent(realtime.AgentConfig{Room: l.room, Channel: ch, Card: *cfg.Companion, Brain: talker,
+			Device: cfg.Device.ID, Queries: qc, PollInterval: rt.PollInterval, SpeakCooldown: rt.SpeakCooldown,
+			ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout, HistorySize: cfg.Room.History, Muted: p.Muted})
+		if err != nil {
+			return err
+		}
+		d.probe("realtime agent "+ch, a)
+		g.Go(func() error { return a.Run(ctx) })
+	}
 	return nil
 }
 

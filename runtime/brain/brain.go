@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -98,6 +99,18 @@ type Brain interface {
 	// Utter writes the utterance when the floor is granted; the two-call
 	// path (brain.draft: false) uses it instead of the draft.
 	Utter(ctx context.Context, in Input) (Utterance, error)
+}
+
+// TalkInput is what a brain sees in a realtime phase (the seed's
+// talk_realtime prompt): who it is, how many utterances it has left, and
+// the phase's talk so far.
+type TalkInput struct {
+	Card      Card
+	Remaining int             // accepted utterances left in the phase
+	History   []protocol.Talk // the phase so far, oldest first, bounded by the companion
+	Members   []string        // who talks in the phase
+	Channel   string          // "" for the room, else the whisper channel
+	Quiet     time.Duration   // how long nobody has been heard
 }
 
 // ClosingInstruction returns the seed's repetition instruction

@@ -677,7 +677,7 @@ func (c *Companion) speak(ctx context.Context, id string) {
 	t.cancel = cancel
 	if c.cfg.Device != "" {
 		text := tf.thought.Draft
-		c.announceVoice(t.msgID, true, t.startedAt, estimate(text, c.cfg.Card.Language))
+		c.announceVoice(t.msgID, true, t.startedAt, Estimate(text, c.cfg.Card.Language))
 	}
 	msgID := t.msgID
 	c.status(Speaking)

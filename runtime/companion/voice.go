@@ -91,9 +91,9 @@ type speakBody struct {
 	MessageID string `json:"messageId,omitempty"`
 }
 
-// estimate is how long text will take to say, on the long side: the room
+// Estimate is how long text will take to say, on the long side: the room
 // waits at most this (plus VoiceMargin) for an end it never hears.
-func estimate(text, language string) time.Duration {
+func Estimate(text, language string) time.Duration {
 	per := 90 * time.Millisecond
 	if language == "ja" {
 		per = 200 * time.Millisecond
@@ -264,7 +264,7 @@ func (c *Companion) start(ctx context.Context, t *turn, now time.Time) {
 			c.log.Warn("speak.start failed; the held speak times out", "device", c.cfg.Device, "err", err)
 		}
 	}()
-	t.estimate = estimate(t.u.Text, c.cfg.Card.Language)
+	t.estimate = Estimate(t.u.Text, c.cfg.Card.Language)
 	c.announceVoice(t.msgID, true, now, t.estimate)
 	m.Params.Metadata[protocol.MetaSpeaking] = true
 	c.say(m)

@@ -107,6 +107,8 @@ type FloorConfig struct {
 	// OpenOnMessage opens a phase when a user's Message arrives while none
 	// is open (the room's space; whisper phases open on command only).
 	OpenOnMessage bool
+	// Leader says whether this instance runs the room (nil: always).
+	Leader *Leader
 }
 
 // Floor runs realtime phases in one space.
@@ -122,6 +124,7 @@ type Floor struct {
 	present map[string]bool
 	voices  map[string]protocol.Speaking
 	phase   *phase
+	seen    *protocol.Phase             // the last phase event on the bus (retained): what a predecessor left
 	n       int                         // phases opened
 	acks    map[string]protocol.PostAck // answers of recent posts, by post id
 	order   []string                    // their ids, oldest first
@@ -158,6 +161,8 @@ type event struct {
 	tick     string    // a timer of the phase with this id fired
 	at       time.Time // when it fired
 	cmd      *command
+	seen     *protocol.Phase
+	active   *bool
 }
 
 type command struct {
@@ -252,6 +257,12 @@ func (f *Floor) Run(ctx context.Context) error {
 			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) { f.push(event{voice: &s}, "speaking") })
 		},
 	}
+	subs = append(subs, func() error {
+		return r.OnPhase(ctx, f.cfg.Channel, func(p protocol.Phase) { f.push(event{seen: &p}, "phase") })
+	})
+	if l := f.cfg.Leader; l != nil {
+		l.OnChange(func(active bool) { f.push(event{active: &active}, "leader") })
+	}
 	if f.cfg.OpenOnMessage {
 		subs = append(subs, func() error {
 			return r.OnMessage(ctx, func(m protocol.Message) { f.push(event{msg: &m}, "message") })
@@ -307,9 +318,18 @@ func (f *Floor) onCommand(c command) error {
 }
 
 func (f *Floor) handle(e event) {
+	lead := f.cfg.Leader == nil || f.cfg.Leader.Active()
 	switch {
+	case e.cmd != nil && !lead && e.cmd.reason != ping:
+		e.cmd.done <- errors.New("realtime: this floor stands by; another instance runs the room")
 	case e.cmd != nil:
 		e.cmd.done <- f.onCommand(*e.cmd)
+	case e.seen != nil:
+		f.seen = e.seen
+	case e.active != nil:
+		f.onLeader(*e.active)
+	case (e.post != nil || e.msg != nil) && !lead:
+		// The active floor answers.
 	case e.post != nil:
 		f.onPost(*e.post)
 	case e.msg != nil:
@@ -329,6 +349,23 @@ func (f *Floor) handle(e event) {
 		f.onVoice(*e.voice)
 	case e.tick != "":
 		f.onTick(e.tick, e.at)
+	}
+}
+
+// onLeader follows this instance's leadership: taking over, it ends the
+// phase a predecessor left open; standing by, it forgets its own.
+func (f *Floor) onLeader(active bool) {
+	if !active {
+		if f.phase != nil {
+			f.stopTimers()
+			f.phase = nil
+		}
+		return
+	}
+	if s := f.seen; s != nil && s.Event == protocol.PhaseStart && (f.phase == nil || f.phase.id != s.Phase) {
+		f.log.Warn("realtime: taking over; the phase the last floor left open ends", "phase", s.Phase)
+		f.publishPhase(protocol.Phase{From: f.cfg.ID, Phase: s.Phase, Event: protocol.PhaseEnd, Kind: s.Kind, Channel: f.cfg.Channel,
+			Reason: EndFloorChanged, Limits: f.cfg.Limits.wire()})
 	}
 }
 

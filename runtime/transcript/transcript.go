@@ -22,6 +22,9 @@ import (
 type Event struct {
 	Message *protocol.Message
 	Grant   *protocol.TurnGrant
+	Phase   *protocol.Phase   // realtime rooms: a phase opened or ended
+	Ack     *protocol.PostAck // realtime rooms: the floor refused a post (or cut it)
+	To      string            // whose post Ack answers
 }
 
 // Printer writes a room's transcript to W.
@@ -31,6 +34,8 @@ type Printer struct {
 	mu     sync.Mutex
 	msgs   *seen.Set
 	grants *seen.Set
+	phases *seen.Set
+	acks   *seen.Set
 }
 
 // recent bounds the ids a Printer remembers to print each once.
@@ -61,7 +66,7 @@ func (p *Printer) Follow(ctx context.Context, r *room.Room, fn func(Event)) erro
 	}); err != nil {
 		return err
 	}
-	return r.OnGrant(ctx, func(g protocol.TurnGrant) {
+	if err := r.OnGrant(ctx, func(g protocol.TurnGrant) {
 		if !p.first(&p.grants, g.MessageID) {
 			return
 		}
@@ -69,7 +74,53 @@ func (p *Printer) Follow(ctx context.Context, r *room.Room, fn func(Event)) erro
 		if fn != nil {
 			fn(Event{Grant: &g})
 		}
+	}); err != nil {
+		return err
+	}
+	// Realtime rooms: phases, and the posts the floor refused.
+	if err := r.OnPhase(ctx, "", func(ph protocol.Phase) {
+		if !p.first(&p.phases, ph.Phase+"/"+ph.Event) {
+			return
+		}
+		p.phase(ph)
+		if fn != nil {
+			fn(Event{Phase: &ph})
+		}
+	}); err != nil {
+		return err
+	}
+	return r.OnAcks(ctx, "", "+", func(to string, a protocol.PostAck) {
+		if (a.Accepted && a.Reason != protocol.WarnTruncated) || !p.first(&p.acks, a.PostID) {
+			return
+		}
+		p.ack(to, a)
+		if fn != nil {
+			fn(Event{Ack: &a, To: to})
+		}
 	})
+}
+
+func (p *Printer) phase(ph protocol.Phase) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ph.Event == protocol.PhaseEnd {
+		fmt.Fprintf(p.W, "%s phase %s ended: %s\n", p.stamp(), ph.Phase, ph.Reason)
+		return
+	}
+	l := ph.Limits
+	fmt.Fprintf(p.W, "%s phase %s opened (%s): %s; each may say %d, the room %d, %d characters each, %gs apart; ends after %gs, or %gs of silence\n",
+		p.stamp(), ph.Phase, ph.Kind, strings.Join(ph.Members, ", "), l.PerAgent, l.PerDay, l.MaxLength,
+		float64(l.RateLimitMs)/1000, float64(l.PhaseTimeoutMs)/1000, float64(l.SilenceTimeoutMs)/1000)
+}
+
+func (p *Printer) ack(to string, a protocol.PostAck) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a.Accepted {
+		fmt.Fprintf(p.W, "%s   #%d %s's words were cut to the room's max length\n", strings.Repeat(" ", 9), a.Idx, to)
+		return
+	}
+	fmt.Fprintf(p.W, "%s   %s's post refused: %s (%d left)\n", strings.Repeat(" ", 9), to, a.Reason, a.Remaining)
 }
 
 func (p *Printer) stamp() string {
@@ -86,6 +137,13 @@ func (p *Printer) message(m protocol.Message) {
 	emo := ""
 	if e := m.Params.Emotion(); e != protocol.EmotionNeutral {
 		emo = " (" + string(e) + ")"
+	}
+	md := m.Params.Metadata
+	if speaker, ok := md[protocol.MetaSpeaker].(string); ok {
+		idx, _ := md[protocol.MetaIdx].(float64)
+		left, _ := md[protocol.MetaRemain].(float64)
+		fmt.Fprintf(p.W, "%s #%d %s (%g left): %s\n", p.stamp(), int(idx), speaker, left, m.Params.Message)
+		return
 	}
 	fmt.Fprintf(p.W, "%s %s → %s%s: %s\n", p.stamp(), m.Params.From, to, emo, m.Params.Message)
 }

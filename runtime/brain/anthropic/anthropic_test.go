@@ -186,3 +186,33 @@ func TestSchemaBoundsMoveIntoTheDescription(t *testing.T) {
 		t.Fatalf("importance description %q", d)
 	}
 }
+
+// The realtime talk on the Messages API (issue 12): the Japanese
+// talk_realtime prompt as the user turn, the persona as system, free text
+// back.
+func TestTalkRealtimePrompt(t *testing.T) {
+	s := newServer(t, reply("end_turn", text("Over")), reply("end_turn", text("うん、元気だよ！")))
+	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "claude-haiku-4-5"})}
+	in := brain.TalkInput{Card: brain.Card{ID: "hana", Name: "Hana", Language: "ja"}, Remaining: 2,
+		History: []protocol.Talk{{Idx: 3, Agent: "kyoko", Text: "ハナ、元気？"}}, Members: []string{"hana", "kyoko"}}
+	if got, err := b.Talk(context.Background(), in); err != nil || got != protocol.PostOver {
+		t.Fatalf("%q %v", got, err)
+	}
+	if got, err := b.Talk(context.Background(), in); err != nil || got != "うん、元気だよ！" {
+		t.Fatalf("%q %v", got, err)
+	}
+	req := s.reqs[0]
+	if req["tools"] != nil || req["output_format"] != nil {
+		t.Errorf("structure asked for: %v", req)
+	}
+	msgs := req["messages"].([]any)
+	user, _ := json.Marshal(msgs[0])
+	for _, want := range []string{"リアルタイムのグループチャット", "残り発言回数: 2回", `\"agent\":\"kyoko\"`, "「Over」とだけ"} {
+		if !strings.Contains(string(user), want) {
+			t.Errorf("the prompt lacks %q: %s", want, user)
+		}
+	}
+	if sys, _ := json.Marshal(req["system"]); !strings.Contains(string(sys), "Hana") {
+		t.Errorf("system %s", sys)
+	}
+}

@@ -270,6 +270,57 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 	return brain.Utterance{}, errors.New("llm: the model did not call speak")
 }
 
+// Talk implements the realtime mode's talk (runtime/realtime) with the
+// seed's talk_realtime prompt: free text, LISTEN or Over.
+func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
+	sys, err := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
+	if err != nil {
+		return "", err
+	}
+	user, err := prompts.Talk(in)
+	if err != nil {
+		return "", err
+	}
+	resp, err := b.Chat.Chat(ctx, Request{System: sys, Turns: []Turn{{Role: User, Text: user}}})
+	switch {
+	case err != nil:
+		return "", err
+	case resp.Refusal != "":
+		return "", fmt.Errorf("llm: the model refused: %s", clip(resp.Refusal))
+	case resp.Truncated:
+		return "", errors.New("llm: the answer was cut off at the token limit")
+	}
+	said, err := ParseTalk(resp.Text, in.Card)
+	if err != nil || said == protocol.TalkListen || said == protocol.PostOver {
+		return said, err
+	}
+	return b.bound(brain.Utterance{Text: said}, brain.Input{Card: in.Card}).Text, nil
+}
+
+// ParseTalk reads a model's realtime answer: LISTEN or Over in any of the
+// ways models write them (case, quotes, a full stop, Japanese brackets),
+// else the words, without a "name:" label the model may echo.
+func ParseTalk(text string, card brain.Card) (string, error) {
+	t := strings.TrimSpace(text)
+	for _, label := range []string{card.ID + ":", card.Name + ":", card.ID + "：", card.Name + "："} {
+		if label != ":" && label != "：" {
+			t = strings.TrimSpace(strings.TrimPrefix(t, label))
+		}
+	}
+	bare := strings.Trim(t, " \t\n\"'`「」『』.。!！*")
+	switch {
+	case strings.EqualFold(bare, protocol.TalkListen):
+		return protocol.TalkListen, nil
+	case strings.EqualFold(bare, protocol.PostOver):
+		return protocol.PostOver, nil
+	case bare == "":
+		return "", errors.New("llm: the model said nothing (want words, LISTEN or Over)")
+	case !utf8.ValidString(t):
+		return "", errors.New("llm: the answer is not valid UTF-8")
+	}
+	return t, nil
+}
+
 // run calls the model, runs vision tool calls, and calls again, up to
 // Rounds times. A speak call ends the loop (its arguments are the answer).
 func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response, error) {

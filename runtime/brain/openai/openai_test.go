@@ -373,3 +373,45 @@ func TestAddresseesKeptToTheRoomAndImportanceBounded(t *testing.T) {
 		t.Fatalf("importance schema %v, want minimum 0 and maximum 10", imp)
 	}
 }
+
+// The realtime talk (issue 12): the seed's talk_realtime prompt in the
+// card's language, free text (no schema, no tools), and the three answers
+// read as the model writes them.
+func TestTalkRealtimePrompt(t *testing.T) {
+	history := []protocol.Talk{{Idx: 0, Agent: "user", Text: "Good morning!"}, {Idx: 1, Agent: "hana", Text: "Kyoko, did you sleep well?"}}
+	for _, tt := range []struct {
+		lang, answer, want string
+		prompt             []string
+	}{
+		{"en", "I slept like a log, hana!", "I slept like a log, hana!", []string{"realtime group chat", "Utterances you have left in this phase: 7",
+			`{"idx":1,"agent":"hana","text":"Kyoko, did you sleep well?"}`, "answer with only LISTEN", "answer with only Over"}},
+		{"en", "  LISTEN.  ", protocol.TalkListen, nil},
+		{"en", "Kyoko: Over", protocol.PostOver, nil},
+		{"ja", "「LISTEN」", protocol.TalkListen, []string{"リアルタイムのグループチャット", "残り発言回数: 7回", "「LISTEN」とだけ", "「Over」とだけ",
+			`{"idx":0,"agent":"user","text":"Good morning!"}`}},
+		{"ja", "よく眠れたよ、hana！", "よく眠れたよ、hana！", nil},
+	} {
+		s := newServer(t, completion(tt.answer, "stop"))
+		in := brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: tt.lang}, Remaining: 7, History: history,
+			Members: []string{"kyoko", "hana"}}
+		got, err := brainFor(s, nil, true, nil).Talk(context.Background(), in)
+		if err != nil || got != tt.want {
+			t.Fatalf("%s %q: got %q, %v; want %q", tt.lang, tt.answer, got, err, tt.want)
+		}
+		req := s.requests()[0]
+		if req["response_format"] != nil || req["tools"] != nil {
+			t.Errorf("a realtime talk asked for structure: %v %v", req["response_format"], req["tools"])
+		}
+		msgs := req["messages"].([]any)
+		user := msgs[1].(map[string]any)["content"].(string)
+		for _, want := range tt.prompt {
+			if !strings.Contains(user, want) {
+				t.Errorf("%s prompt lacks %q:\n%s", tt.lang, want, user)
+			}
+		}
+	}
+	s := newServer(t, completion("   ", "stop"))
+	if _, err := brainFor(s, nil, true, nil).Talk(context.Background(), brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en"}}); err == nil {
+		t.Fatal("an empty answer was accepted")
+	}
+}

@@ -31,7 +31,21 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"join":    strings.Join,
 	"said":    said,
 	"history": history,
+	"talks":   talks,
 }).ParseFS(files, "*.tmpl"))
+
+// talks renders a realtime phase's talk as JSON lines, oldest first.
+func talks(ts []protocol.Talk) string {
+	lines := make([]string, len(ts))
+	for i, t := range ts {
+		if r := []rune(t.Text); len(r) > MaxQuoted {
+			t.Text = string(r[:MaxQuoted]) + "…"
+		}
+		b, _ := json.Marshal(t)
+		lines[i] = string(b)
+	}
+	return strings.Join(lines, "\n")
+}
 
 // quoted is one thing said, as the prompts show it.
 type quoted struct {
@@ -88,6 +102,20 @@ func State(in brain.Input, draft bool) (string, error) {
 
 // Utter is the utterance prompt of the two-call path.
 func Utter(in brain.Input) (string, error) { return render("utter", in.Card.Language, Data{Input: in}) }
+
+// Talk is the realtime mode's prompt (the seed's talk_realtime): the
+// phase's talk so far and the three answers (words, LISTEN, Over).
+func Talk(in brain.TalkInput) (string, error) {
+	lang := in.Card.Language
+	if lang != "ja" {
+		lang = "en"
+	}
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, "talk."+lang+".tmpl", in); err != nil {
+		return "", fmt.Errorf("prompt talk.%s: %w", lang, err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
 
 // Vision is the instruction sent with a camera image (the seed's
 // visionKnowledge).

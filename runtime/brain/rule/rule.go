@@ -11,6 +11,10 @@
 //     name;
 //   - after ClosingAfter turns (sooner when the runtime asks it to close) it
 //     moves through pre-closing, closing and terminal, one stage per turn.
+//
+// In a realtime phase (Talk) it answers when named, asks another member a
+// question when nobody has spoken to it for a while, listens otherwise, and
+// says Over after OverAfter utterances of its own.
 package rule
 
 import (
@@ -212,4 +216,104 @@ func pick(ja bool, jaText, enText string) string {
 		return jaText
 	}
 	return enText
+}
+
+// QuietAfter is how long a silence the rule brain lets pass before it
+// speaks up in a realtime phase (and twice that before it says Over).
+const QuietAfter = 2 * time.Second
+
+// DefaultOverAfter is how many utterances the rule brain says in a
+// realtime phase before it says Over.
+const DefaultOverAfter = 3
+
+// Talk implements the realtime mode's talk (runtime/realtime): an
+// utterance, protocol.TalkListen or protocol.PostOver.
+func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
+	b.once.Do(func() {
+		b.Log.Info("brain: using the offline rule brain (no model); its lines are built from the card", "companion", in.Card.ID)
+	})
+	if b.Delay > 0 {
+		t := time.NewTimer(b.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	c := in.Card
+	ja := c.Language == "ja"
+	mine := 0
+	for _, t := range in.History {
+		if t.Agent == c.ID {
+			mine++
+		}
+	}
+	if mine >= DefaultOverAfter || in.Remaining <= 0 {
+		return protocol.PostOver, nil
+	}
+	var last protocol.Talk
+	if n := len(in.History); n > 0 {
+		last = in.History[n-1]
+	}
+	if in.Quiet >= 2*QuietAfter && mine > 0 {
+		return protocol.PostOver, nil // the talk has died down
+	}
+	if last.Agent == c.ID {
+		return protocol.TalkListen, nil // let the others answer
+	}
+	// Named in a question: answer it (an answer names its asker too, but
+	// is no question: no ping-pong).
+	named := last.Agent != "" && isQuestion(last.Text) && addressed(c, protocol.MessageParams{Message: last.Text})
+	since := len(in.History) // entries since its own last words
+	for i := len(in.History) - 1; i >= 0; i-- {
+		if in.History[i].Agent == c.ID {
+			since = len(in.History) - 1 - i
+			break
+		}
+	}
+	var statements, questions []string
+	for _, l := range c.SampleLines {
+		if isQuestion(l) {
+			questions = append(questions, l)
+		} else {
+			statements = append(statements, l)
+		}
+	}
+	choose := func(ls []string, salt string) string {
+		if len(ls) == 0 {
+			ls = c.SampleLines
+		}
+		if len(ls) == 0 {
+			return ""
+		}
+		return ls[int(hash(c.ID, last.Text, salt)%uint32(len(ls)))]
+	}
+	var others []string
+	for _, m := range in.Members {
+		if m != c.ID {
+			others = append(others, m)
+		}
+	}
+	slices.Sort(others)
+	askedOther := false
+	for _, o := range others {
+		if isQuestion(last.Text) && addressed(brain.Card{ID: o}, protocol.MessageParams{Message: last.Text}) {
+			askedOther = true
+		}
+	}
+	switch {
+	case named: // answer, without a question back (no ping-pong)
+		return strings.TrimSpace(pick(ja, last.Agent+"、"+choose(statements, "answer"), last.Agent+", "+choose(statements, "answer"))), nil
+	case len(others) == 0:
+		return protocol.TalkListen, nil
+	case askedOther && mine > 0 && since < 4 && in.Quiet < QuietAfter:
+		return protocol.TalkListen, nil // someone else was asked: let them answer
+	}
+	// Everyone speaks once; and a stalled talk gets a new question.
+	o := others[int(hash(c.ID, fmt.Sprint(len(in.History)), "ask")%uint32(len(others)))]
+	return pick(ja, choose(statements, "say")+o+"はどう思う？", strings.TrimSpace(choose(statements, "say")+" What do you think, "+o+"?")), nil
 }

@@ -89,3 +89,38 @@ func TestJapanese(t *testing.T) {
 		t.Fatalf("draft %q", got.Draft)
 	}
 }
+
+// In a realtime phase the rule brain answers when named, asks someone a
+// question, listens after it has just spoken, and says Over after
+// DefaultOverAfter utterances of its own (issue 12).
+func TestTalk(t *testing.T) {
+	b := New(0, nil)
+	card := brain.Card{ID: "ann", Name: "Ann", SampleLines: []string{"I like tea."}, Language: "en"}
+	talk := func(h ...protocol.Talk) string {
+		t.Helper()
+		s, err := b.Talk(context.Background(), brain.TalkInput{Card: card, Remaining: 10, History: h, Members: []string{"ann", "ben", "cat"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := talk(protocol.Talk{Idx: 0, Agent: "user", Text: "Good morning!"}); !strings.Contains(s, "What do you think,") {
+		t.Errorf("first words: %q, want a question to another member", s)
+	}
+	if s := talk(protocol.Talk{Idx: 1, Agent: "ben", Text: "Ann, do you like tea?"}); !strings.HasPrefix(s, "ben, ") {
+		t.Errorf("named: %q, want an answer to ben", s)
+	}
+	if s := talk(protocol.Talk{Idx: 1, Agent: "ben", Text: "Hi."}, protocol.Talk{Idx: 2, Agent: "ann", Text: "Hi, ben."}); s != protocol.TalkListen {
+		t.Errorf("right after its own words: %q, want LISTEN", s)
+	}
+	h := []protocol.Talk{{Agent: "ann"}, {Agent: "ben"}, {Agent: "ann"}, {Agent: "cat"}, {Agent: "ann"}, {Agent: "ben", Text: "Ann?"}}
+	if s := talk(h...); s != protocol.PostOver {
+		t.Errorf("after three of its own: %q, want Over", s)
+	}
+	ja := card
+	ja.Language, ja.SampleLines = "ja", []string{"お茶が好き。"}
+	s, _ := b.Talk(context.Background(), brain.TalkInput{Card: ja, Remaining: 3, History: []protocol.Talk{{Agent: "ben", Text: "annさん、元気？"}}, Members: []string{"ann", "ben"}})
+	if !strings.HasPrefix(s, "ben、") {
+		t.Errorf("ja, named: %q", s)
+	}
+}

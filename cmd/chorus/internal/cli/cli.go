@@ -76,7 +76,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("configs", "", "folder of device configs (default: the demo room built into chorus)")
-	out := fs.String("out", "out/demo", "folder for each utterance's WAV audio, under the current folder")
+	out := fs.String("out", "", "folder for each utterance's WAV audio, under the current folder (default out/demo, or out/demo-realtime)")
+	mode := fs.String("mode", "turn", "turn (companions vote on who speaks next) or realtime (a free floor with hard limits)")
 	turns := fs.Int("turns", 0, "stop after this many companion turns (0: run until the room reaches terminal)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	msg := fs.String("message", "", "the user's opening line")
@@ -85,15 +86,24 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *mode != config.ModeTurn && *mode != config.ModeRealtime {
+		return fmt.Errorf("-mode: want turn or realtime, got %q", *mode)
+	}
+	if *out == "" {
+		*out = map[string]string{config.ModeTurn: "out/demo", config.ModeRealtime: "out/demo-realtime"}[*mode]
+	}
 	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout,
-		Message: *msg, Paced: !*fast, W: stdout, Log: logger(stderr, *level)})
+		Message: *msg, Paced: !*fast, Mode: *mode, W: stdout, Log: logger(stderr, *level)})
 	if err != nil {
 		return err
 	}
 	how := fmt.Sprintf("stopped after %d turns", sum.Turns)
-	if sum.Terminal {
+	switch {
+	case sum.EndReason != "":
+		how = fmt.Sprintf("phase ended (%s) after %d utterances; posts refused: %v", sum.EndReason, sum.Turns, sum.Refused)
+	case sum.Terminal:
 		how = fmt.Sprintf("reached terminal after %d turns", sum.Turns)
-	} else if sum.Rested {
+	case sum.Rested:
 		how = fmt.Sprintf("rested after %d turns", sum.Turns)
 	}
 	fmt.Fprintf(stdout, "\nThe conversation %s in %.1fs; %d utterances written to %s/\n", how, sum.Elapsed.Seconds(), len(sum.Audio), *out)

@@ -36,8 +36,11 @@ type Options struct {
 	// would: the room runs at human speed, and out/room.wav is the whole
 	// conversation on one timeline with the silences as they happened.
 	Paced bool
-	W     io.Writer // transcript
-	Log   *slog.Logger
+	// Mode "realtime" runs the realtime demo room (five companions, the
+	// free floor) until its phase ends; its audio is never paced.
+	Mode string
+	W    io.Writer // transcript
+	Log  *slog.Logger
 }
 
 // Summary is how a demo run ended.
@@ -52,10 +55,17 @@ type Summary struct {
 	Gaps     []time.Duration
 	Overlaps int
 	RoomWAV  string
+	// Realtime: why the phase ended, and the posts the floor refused.
+	EndReason string
+	Refused   map[string]int
 }
 
-// Configs loads the room: from dir, or the demo room in the binary.
-func Configs(dir string) ([]*config.Config, error) {
+// Configs loads the room: from dir, or the demo room of mode in the
+// binary.
+func Configs(dir, mode string) ([]*config.Config, error) {
+	if dir == "" && mode == config.ModeRealtime {
+		return localroom.Load(firmwareconfigs.Demo, "demo-realtime/*.yaml")
+	}
 	if dir == "" {
 		return localroom.Load(firmwareconfigs.Demo, "demo/*.yaml")
 	}
@@ -74,9 +84,13 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	cfgs, err := Configs(o.Dir)
+	cfgs, err := Configs(o.Dir, o.Mode)
 	if err != nil {
 		return Summary{}, err
+	}
+	realtime := cfgs[0].Room.Mode == config.ModeRealtime
+	if realtime {
+		o.Paced = false
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -130,7 +144,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 
-	var sum Summary
+	sum := Summary{Refused: map[string]int{}}
 	heard := map[string]bool{}
 	restOn := "" // the message a rest grant answered; it may arrive after the grant
 	for done := false; !done; {
@@ -148,6 +162,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			case e.Grant != nil && e.Grant.Speaker == nil:
 				sum.Rested, sum.Terminal = true, e.Grant.RestsAtTerminal()
 				restOn = e.Grant.MessageID
+			case e.Phase != nil && e.Phase.Event == protocol.PhaseEnd:
+				sum.Rested, sum.EndReason = true, e.Phase.Reason
+				done = true
+			case e.Ack != nil && !e.Ack.Accepted:
+				sum.Refused[e.Ack.Reason]++
 			}
 			if restOn != "" && heard[restOn] {
 				done = true

@@ -99,3 +99,24 @@ func TestPacedDemoMixesTheRoom(t *testing.T) {
 		t.Error("the gaps were not printed")
 	}
 }
+
+// The realtime demo (issue 12): five offline companions on the free floor;
+// the transcript numbers every utterance with the speaker's remaining
+// count, shows the refused posts with their reasons and the end reason,
+// all within 30 s.
+func TestRealtimeDemo(t *testing.T) {
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), Options{Mode: "realtime", Timeout: 30 * time.Second, W: &buf})
+	t.Log("\n" + buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.EndReason != "all_over" || sum.Turns < 5 || sum.Elapsed > 30*time.Second {
+		t.Fatalf("summary %+v", sum)
+	}
+	for _, want := range []string{"phase talk-", "opened (talk): kyoko, hana, aya, ren, mio", "#1 ", " left): ", "post refused: floor_busy", "ended: all_over"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("transcript lacks %q", want)
+		}
+	}
+}

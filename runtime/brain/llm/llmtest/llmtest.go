@@ -93,7 +93,7 @@ type request struct {
 	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
-var idRe = regexp.MustCompile(`\(id: ([^)]+)\)`)
+var idRe = regexp.MustCompile(`[（(]id: ([^)）]+)[)）]`)
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
@@ -128,6 +128,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	me := "someone"
 	if m := idRe.FindStringSubmatch(system); m != nil {
 		me = m[1]
+	}
+	if strings.Contains(user, "realtime group chat") || strings.Contains(user, "リアルタイムのグループチャット") {
+		s.talk(w, req.Model, me, user)
+		return
 	}
 	turn := historyLines(user)
 	closing := "none"
@@ -204,4 +208,48 @@ func judgedFrom(prompt string) string {
 		}
 	}
 	return ""
+}
+
+// TalkOverAfter is how many utterances a companion of the fake says in a
+// realtime phase before it says Over.
+const TalkOverAfter = 3
+
+// talk answers the realtime prompt as a chatty companion: LISTEN right
+// after its own words, Over after TalkOverAfter of them, else a line.
+func (s *Server) talk(w http.ResponseWriter, model, me, prompt string) {
+	var mine, n int
+	last := ""
+	for _, line := range strings.Split(prompt, "\n") {
+		var t struct {
+			Idx   *int   `json:"idx"`
+			Agent string `json:"agent"`
+		}
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &t) == nil && t.Idx != nil {
+			n++
+			last = t.Agent
+			if t.Agent == me {
+				mine++
+			}
+		}
+	}
+	if !strings.Contains(prompt, "LISTEN") || !strings.Contains(prompt, "Over") {
+		s.problem("the realtime prompt does not offer LISTEN and Over")
+	}
+	time.Sleep(s.Latency)
+	text := fmt.Sprintf("This is %s, with thought number %d.", me, n)
+	switch {
+	case mine >= TalkOverAfter:
+		text = "Over"
+	case last == me:
+		text = "LISTEN"
+	}
+	if s.Line != nil && text != "Over" && text != "LISTEN" {
+		text = s.Line(me, n)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": fmt.Sprintf("chatcmpl-%d", s.calls.Load()), "object": "chat.completion", "created": time.Now().Unix(), "model": model,
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "refusal": nil}, "finish_reason": "stop"}},
+		"usage":   map[string]any{"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320},
+	})
 }
