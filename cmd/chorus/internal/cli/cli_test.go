@@ -11,8 +11,12 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/device/daemon"
+	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 func run(args ...string) (code int, out, errOut string) {
@@ -100,5 +104,81 @@ func TestACLForTheLivingRoom(t *testing.T) {
 	}
 	if code := Main(context.Background(), append([]string{"acl", "-passwd", pw}, cfgs...), &out, &errOut); code == 0 {
 		t.Error("an existing password file was overwritten")
+	}
+}
+
+// TestPhaseStartEnd drives a realtime floor with `chorus phase`: start and
+// end the room's phase and a whisper channel's, found through the leader
+// claim; an unknown channel and a missing action are errors.
+func TestPhaseStartEnd(t *testing.T) {
+	scheme := topic.New("").WithWhisper("lab", "pair", []string{"bot"})
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Scheme: scheme, Rosters: map[string][]string{"lab": {"bot"}}})
+	c, err := config.Decode(strings.NewReader(fmt.Sprintf(`version: 1
+device: {id: box}
+room: {name: lab, members: [bot], floor: true, mode: realtime, realtime: {whisper: {pair: [bot]}}}
+mqtt: {broker: "%s"}
+drivers: {camera: {kind: none}, audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+`, br.URL())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(c, daemon.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- d.Run(ctx, func() { close(ready) }) }()
+	defer func() { cancel(); <-done }()
+	<-ready
+
+	watch, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "watch", Username: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	r := room.New(watch, scheme, "lab", nil, nil)
+	phases := make(chan protocol.Phase, 16)
+	for _, ch := range []string{"", "pair"} {
+		if err := r.OnPhase(ctx, ch, func(p protocol.Phase) { phases <- p }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(want string) protocol.Phase {
+		t.Helper()
+		select {
+		case p := <-phases:
+			if p.Event+" "+p.Channel != want {
+				t.Fatalf("phase event %q on channel %q, want %q", p.Event, p.Channel, want)
+			}
+			return p
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no phase event %q", want)
+		}
+		return protocol.Phase{}
+	}
+	base := []string{"-broker", br.URL(), "-room", "lab", "-as", "bot"}
+	if code, out, errOut := run(append([]string{"phase", "start"}, base...)...); code != 0 || !strings.Contains(out, "phase start: room lab (floor box)") {
+		t.Fatalf("phase start: %d %q %q", code, out, errOut)
+	}
+	next("start ")
+	if code, out, errOut := run(append([]string{"phase", "end"}, base...)...); code != 0 {
+		t.Fatalf("phase end: %d %q %q", code, out, errOut)
+	}
+	if p := next("end "); p.Reason != protocol.EndOperator {
+		t.Fatalf("end reason %q, want %q", p.Reason, protocol.EndOperator)
+	}
+	if code, out, errOut := run(append([]string{"phase", "start", "-whisper", "pair", "-floor", "box"}, base...)...); code != 0 || !strings.Contains(out, "whisper channel pair") {
+		t.Fatalf("phase start -whisper pair: %d %q %q", code, out, errOut)
+	}
+	if p := next("start pair"); len(p.Members) != 1 || p.Members[0] != "bot" {
+		t.Fatalf("whisper phase members %v", p.Members)
+	}
+	if code, _, errOut := run(append([]string{"phase", "start", "-whisper", "nope"}, base...)...); code != 1 || !strings.Contains(errOut, `no whisper channel "nope"`) {
+		t.Fatalf("unknown channel: %d %q", code, errOut)
+	}
+	if code, _, errOut := run("phase", "-room", "lab"); code != 1 || !strings.Contains(errOut, "start or end") {
+		t.Fatalf("no action: %d %q", code, errOut)
 	}
 }

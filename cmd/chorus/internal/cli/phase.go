@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/floor"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
+)
+
+func init() {
+	commands["phase"] = command{"open or close a realtime talk phase: phase start|end -room R [-whisper CHANNEL] [-floor DEVICE]", runPhase}
+}
+
+// runPhase sends the operator's "phase" query to the room's active floor.
+// Without -floor it reads the retained leader claim and asks that
+// instance (a floor's instance is its device id unless
+// room.floor_instance says otherwise; then name the device with -floor).
+func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "start" && args[0] != "end") {
+		return errors.New("phase: say start or end first: chorus phase start|end -room R [-whisper CHANNEL]")
+	}
+	action := args[0]
+	fs := flag.NewFlagSet("phase "+action, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var rf roomFlags
+	rf.register(fs)
+	whisper := fs.String("whisper", "", "the whisper channel whose phase to open or close (default: the room's)")
+	dev := fs.String("floor", "", "the floor device to ask (default: the active floor from the leader claim)")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("phase %s: unexpected argument %q", action, fs.Arg(0))
+	}
+	if *whisper != "" {
+		if why := protocol.ValidIdentity(*whisper); why != "" {
+			return fmt.Errorf("-whisper: %s", why)
+		}
+	}
+	r, b, err := rf.connect(ctx, "phase")
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	target := *dev
+	if target == "" {
+		claims := make(chan floor.Claim, 1)
+		err := b.Subscribe(ctx, r.Scheme.FloorLeader(r.Name), func(_ string, p []byte) {
+			var c floor.Claim
+			if json.Unmarshal(p, &c) == nil && c.Online && protocol.ValidIdentity(c.Instance) == "" {
+				select { // a bus handler never blocks
+				case claims <- c:
+				default:
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		select {
+		case c := <-claims:
+			target = c.Instance
+		case <-ctx.Done():
+			return fmt.Errorf("phase: room %s has no active floor (no online claim on %s within %v)", r.Name, r.Scheme.FloorLeader(r.Name), *timeout)
+		}
+	}
+	c := query.NewClient(b, r.Scheme, rf.user, query.ClientOptions{})
+	defer c.Close()
+	res, err := c.Ask(ctx, target, "phase", map[string]string{"action": action, "channel": *whisper}, *timeout)
+	if err != nil {
+		return fmt.Errorf("phase %s on floor %s: %w", action, target, err)
+	}
+	where := "room " + r.Name
+	if *whisper != "" {
+		where += ", whisper channel " + *whisper
+	}
+	fmt.Fprintf(stdout, "phase %s: %s (floor %s) %s\n", action, where, target, res)
+	return nil
+}
