@@ -46,6 +46,7 @@ type outside struct {
 	ports           map[string]int
 	brainDelay      string   // the rule brain's thinking time, "0s" by default
 	members         []string // the room's roster, ann, ben and cat by default
+	roomExtra       string   // more room settings, YAML flow-map entries (", mode: realtime")
 }
 
 func newOutside(t *testing.T, o bustest.Options) *outside {
@@ -66,7 +67,7 @@ func newOutside(t *testing.T, o bustest.Options) *outside {
 
 const outsideCompanionYAML = `version: 1
 device: {id: {{dev}}}
-room: {name: lab, members: [{{members}}], vote_timeout: 3s, pause: 20ms}
+room: {name: lab, members: [{{members}}], vote_timeout: 3s, pause: 20ms{{extra}}}
 mqtt: {broker: {{broker}}, password_env: CHORUS_MQTT_PASSWORD}
 companion:
   id: {{id}}
@@ -85,7 +86,7 @@ type part struct{ brain, drivers, log string }
 
 const outsideFloorYAML = `version: 1
 device: {id: %[1]s}
-room: {name: lab, members: [%[3]s], floor: true, vote_timeout: 3s}
+room: {name: lab, members: [%[3]s], floor: true, vote_timeout: 3s%[5]s}
 mqtt: {broker: %[2]s, password_env: CHORUS_MQTT_PASSWORD, floor_password_env: CHORUS_FLOOR_PASSWORD}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "127.0.0.1:%[4]d"}
@@ -123,7 +124,7 @@ func (o *outside) companionWith(id string, sameID bool, p part, env ...string) *
 		p.log = "info"
 	}
 	yaml := strings.NewReplacer("{{log}}", p.log, "{{dev}}", dev, "{{id}}", id, "{{broker}}", o.url, "{{port}}", strconv.Itoa(port),
-		"{{members}}", strings.Join(o.members, ", "), "{{brain}}", p.brain, "{{drivers}}", p.drivers).Replace(outsideCompanionYAML)
+		"{{members}}", strings.Join(o.members, ", "), "{{extra}}", o.roomExtra, "{{brain}}", p.brain, "{{drivers}}", p.drivers).Replace(outsideCompanionYAML)
 	os.WriteFile(cfg, []byte(yaml), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, id, append([]string{"CHORUS_MQTT_PASSWORD=" + password(id)}, env...)...)
 }
@@ -134,7 +135,7 @@ func (o *outside) floor(dev string) *proc {
 	cfg := filepath.Join(o.dir, dev+".yaml")
 	port := bustest.FreePort(o.t)
 	o.ports[dev] = port
-	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "), port)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "), port, o.roomExtra)), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, dev, "CHORUS_MQTT_PASSWORD="+password(dev), "CHORUS_FLOOR_PASSWORD="+password("floor"))
 }
 
