@@ -148,7 +148,7 @@ func voterIDs(n int) []string {
 
 // Rosters is the benchmark room's members, for a broker's ACL.
 func Rosters() map[string][]string {
-	return map[string][]string{FloorRoom: voterIDs(maxVoters)}
+	return map[string][]string{FloorRoom: voterIDs(maxVoters), RealtimeRoom: realtimeIDs()}
 }
 
 // Scheme is the default topic scheme with the benchmark room's roster.

@@ -19,12 +19,12 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | vision | speak | turngap | gap | startup (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | startup (see BENCHMARKS.md)", runBench}
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor vision speak turngap gap startup ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|vision|speak|turngap|gap|startup [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap startup ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|startup [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
@@ -92,6 +92,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "  qos%d raw paho: %v\n  qos%d bus:      %v  (p50 %.2f×, p99 %.2f× raw)\n", qos, rs, qos, bs,
 				float64(bs.P50)/float64(rs.P50), float64(bs.P99)/float64(rs.P99))
 		}
+	case "realtime":
+		return benchRealtime(ctx, stdout, *url, name, *rounds)
 	case "vision":
 		ds, err := bench.VisionRoundTrip(ctx, *url, 640, 480, *rounds)
 		if err != nil {
@@ -172,6 +174,38 @@ func benchGap(ctx context.Context, stdout io.Writer, rounds int, engines, latenc
 					e, lat, order, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond), st.Max.Round(time.Millisecond),
 					res.Overlaps, res.Spoken.Round(10*time.Millisecond))
 			}
+		}
+	}
+	return nil
+}
+
+// benchRealtime measures a realtime post → its broadcast at all 13
+// players, beside the raw fan-out of the same broker, then with a client
+// that never reads its socket (issue 12).
+func benchRealtime(ctx context.Context, stdout io.Writer, url, name string, posts int) error {
+	fmt.Fprintf(stdout, "realtime: post → broadcast at all %d players (open loop), broker %s, %d posts per case\n", bench.RealtimePlayers, name, posts)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+	for _, rate := range []float64{40, 400} {
+		raw, err := bench.RawFanout(ctx, url, bench.RealtimePlayers, rate, posts)
+		if err != nil {
+			return err
+		}
+		rs := bench.Summarize(raw)
+		fmt.Fprintf(stdout, "  %3.0f/s raw fan-out (paho, no floor)   p50 %-8s p99 %-8s max %s\n", rate, ms(rs.P50), ms(rs.P99), ms(rs.Max))
+		var p99 time.Duration
+		for _, slow := range []bool{false, true} {
+			res, err := bench.Realtime(ctx, bench.RealtimeCase{URL: url, Rate: rate, Posts: posts, SlowReader: slow})
+			if err != nil {
+				return err
+			}
+			st := bench.Summarize(res.Latencies)
+			label, extra := "post → all players                ", fmt.Sprintf("(p50 %.2f×, p99 %.2f× raw)", float64(st.P50)/float64(rs.P50), float64(st.P99)/float64(rs.P99))
+			if slow {
+				label, extra = "… with one client that never reads", fmt.Sprintf("(p99 %+.0f %% against the run without it)", 100*(float64(st.P99)/float64(p99)-1))
+			}
+			p99 = st.P99
+			fmt.Fprintf(stdout, "  %3.0f/s %s p50 %-8s p99 %-8s max %-8s %s; silence timer %s late; %d refused\n",
+				rate, label, ms(st.P50), ms(st.P99), ms(st.Max), extra, ms(res.TimerLate), res.Refused)
 		}
 	}
 	return nil
