@@ -25,7 +25,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/chorus-robotics/chorus/device/bridge"
 	"github.com/chorus-robotics/chorus/device/button"
 	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/device/panel"
@@ -49,6 +52,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -119,6 +123,11 @@ func checkFiles(cfg *config.Config) []string {
 	}
 	if cfg.Room.Floor {
 		if _, err := m.FloorPassword(); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	if ws := cfg.HTTP.WebSocket; ws.Enabled {
+		if _, err := ws.Tokens(); err != nil {
 			out = append(out, err.Error())
 		}
 	}
@@ -244,7 +253,7 @@ func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
 		}
 	}
 	if d.cfg.HTTP.Listen != "off" {
-		return d.serveHTTP(ctx, g)
+		return d.serveHTTP(ctx, g, l)
 	}
 	return nil
 }
@@ -472,8 +481,9 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		MaxPending: cfg.Query.MaxPending, MaxResultBytes: cfg.Query.MaxResult, Online: devices.Online, Log: d.log, Metrics: d.m})
 	d.onClose(qc.Close)
 	var look llm.Looker
-	if cfg.Drivers.Camera.Kind != "none" {
-		look = vision.Looker(qc, cfg.Device.ID)
+	body := cfg.Body()
+	if cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID {
+		look = vision.Looker(qc, body)
 	}
 	b, err := parts.Brains.Make(cfg, parts.Env{Log: d.log, Metrics: d.m, Look: look})
 	if err != nil {
@@ -482,7 +492,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if cfg.Room.Mode == config.ModeRealtime {
 		return d.realtimeAgents(ctx, g, l, p, b, qc)
 	}
-	c, err := companion.New(companion.Config{Room: l.room, Card: *cfg.Companion, Brain: b, Device: cfg.Device.ID, Queries: qc,
+	c, err := companion.New(companion.Config{Room: l.room, Card: *cfg.Companion, Brain: b, Device: body, Queries: qc,
 		HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
 		Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
@@ -501,6 +511,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 // those of each whisper channel it belongs to (never spoken aloud).
 func (d *Daemon) realtimeAgents(ctx context.Context, g *errgroup.Group, l *link, p *panel.Panel, b brain.Brain, qc *query.Client) error {
 	cfg := d.cfg
+	body := cfg.Body()
 	talker, ok := b.(realtime.Talker)
 	if !ok {
 		return fmt.Errorf("brain.provider %s cannot talk in realtime rooms", cfg.Brain.Provider)
@@ -514,7 +525,7 @@ func (d *Daemon) realtimeAgents(ctx context.Context, g *errgroup.Group, l *link,
 	}
 	for _, ch := range channels {
 		a, err := realtime.NewAgent(realtime.AgentConfig{Room: l.room, Channel: ch, Card: *cfg.Companion, Brain: talker,
-			Device: cfg.Device.ID, Queries: qc, PollInterval: rt.PollInterval, SpeakCooldown: rt.SpeakCooldown,
+			Device: body, Queries: qc, PollInterval: rt.PollInterval, SpeakCooldown: rt.SpeakCooldown,
 			ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout, HistorySize: cfg.Room.History, Muted: p.Muted})
 		if err != nil {
 			return err
@@ -535,8 +546,43 @@ func expectedThink(b config.Brain) time.Duration {
 	return b.Timeout
 }
 
-// serveHTTP serves /healthz and /metrics until ctx ends.
-func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group) error {
+// bridge builds the WebSocket bridge: each identity a client acts as
+// connects under its own name, with the password its token names.
+func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
+	ws := d.cfg.HTTP.WebSocket
+	entries, err := ws.Tokens()
+	if err != nil {
+		return nil, err
+	}
+	passwordEnv := map[string]string{}
+	var tokens []bridge.Token
+	for _, e := range entries {
+		tokens = append(tokens, bridge.Token{Secret: e.Token, Role: bridge.Role(e.Role), Name: e.Name})
+		passwordEnv[e.Name] = e.MQTTPasswordEnv
+	}
+	var anon *bridge.Token
+	if ws.Anonymous != "" {
+		role, name, _ := strings.Cut(ws.Anonymous, ":")
+		anon = &bridge.Token{Role: bridge.Role(role), Name: name}
+	}
+	dial := func(ctx context.Context, identity string) (bus.Bus, error) {
+		var password string
+		if env := passwordEnv[identity]; env != "" {
+			password = os.Getenv(env)
+		}
+		b, err := d.dial(ctx, identity+"-bridge-"+protocol.NewID()[:8], identity, password, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bridge: connect as %s: %w", identity, err)
+		}
+		return b, nil
+	}
+	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, MaxClients: ws.MaxClients,
+		Log: d.log, Metrics: d.m})
+}
+
+// serveHTTP serves /healthz, /metrics and, when configured, the WebSocket
+// bridge until ctx ends.
+func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := d.Alive(r.Context(), 2*time.Second); err != nil {
@@ -546,6 +592,14 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group) error {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(d.m.Registry, promhttp.HandlerOpts{}))
+	if d.cfg.HTTP.WebSocket.Enabled {
+		br, err := d.bridge(l)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return br.Run(ctx) })
+		mux.Handle("/ws", br)
+	}
 	ln, err := net.Listen("tcp", d.cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen: %w", err)

@@ -24,6 +24,10 @@ type Card struct {
 	Story       string   `yaml:"story" json:"story"`
 	SampleLines []string `yaml:"sample_lines" json:"sample_lines"`
 	Language    string   `yaml:"language" json:"language"` // "ja" or "en"
+	// Body is the device whose speak and vision queries this companion
+	// uses: this device when empty, or another one — a body written in
+	// another language behind the WebSocket bridge.
+	Body string `yaml:"body" json:"-"`
 }
 
 // Validate names the first bad field of a card.
@@ -36,6 +40,9 @@ func (c Card) Validate() error {
 	}
 	if c.Language != "ja" && c.Language != "en" {
 		return fmt.Errorf("card.language: must be \"ja\" or \"en\", got %q", c.Language)
+	}
+	if why := protocol.ValidIdentity(c.Body); c.Body != "" && why != "" {
+		return fmt.Errorf("card.body: %s", why)
 	}
 	return nil
 }

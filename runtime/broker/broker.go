@@ -66,6 +66,9 @@ type Config struct {
 // packetSlack is room for a packet's header and topic beside its payload.
 const packetSlack = 4 << 10
 
+// clientQueue bounds what the broker holds for one client.
+const clientQueue = 1024
+
 // Broker is a running embedded broker.
 type Broker struct {
 	srv  *mqtt.Server
@@ -107,6 +110,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = uint32(max(cfg.MaxPayload, cfg.MaxResult) + packetSlack)
+	// A client that stops reading holds at most this many messages in the
+	// broker (mochi's default is 8,192 queued plus 8,192 in flight, each a
+	// packet copy: memory and collector time that slow everyone else);
+	// beyond it, its messages are dropped, as with Mosquitto's
+	// max_queued_messages 1000 in systemd/mosquitto-chorus.conf.
+	caps.MaximumClientWritesPending = clientQueue
+	caps.MaximumInflight = clientQueue
 	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "broker"), InlineClient: true, Capabilities: caps})
 	if err := srv.AddHook(&aclHook{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics)}, nil); err != nil {
 		ln.Close()

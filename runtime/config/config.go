@@ -235,7 +235,61 @@ type Query struct {
 
 // HTTP serves /healthz and /metrics.
 type HTTP struct {
-	Listen string `yaml:"listen"` // default 127.0.0.1:9100; "off" disables
+	Listen    string    `yaml:"listen"` // default 127.0.0.1:9100; "off" disables
+	WebSocket WebSocket `yaml:"websocket"`
+}
+
+// WebSocket is the room's WebSocket bridge and console, served at /ws and
+// / on http.listen.
+type WebSocket struct {
+	Enabled bool `yaml:"enabled"`
+	// TokensFile and TokensEnv hold the tokens: a YAML list of
+	// {token, role: viewer|user|device, name, mqtt_password_env}, in a file
+	// or in an environment variable (one line: a flow list).
+	TokensFile string `yaml:"tokens_file"`
+	TokensEnv  string `yaml:"tokens_env"`
+	// Anonymous ("role:name", e.g. user:console) is what a client without
+	// a token may be; only on a loopback listener.
+	Anonymous  string `yaml:"anonymous"`
+	MaxClients int    `yaml:"max_clients"` // default 32
+}
+
+// BridgeToken is one entry of the bridge's tokens.
+type BridgeToken struct {
+	Token           string `yaml:"token"`
+	Role            string `yaml:"role"`
+	Name            string `yaml:"name"`
+	MQTTPasswordEnv string `yaml:"mqtt_password_env"` // the password of name's MQTT connection, if the broker wants one
+}
+
+// Tokens reads the bridge's tokens from tokens_file or tokens_env.
+func (w WebSocket) Tokens() ([]BridgeToken, error) {
+	field := "http.websocket.tokens_file"
+	if w.TokensEnv != "" {
+		field = "http.websocket.tokens_env"
+	}
+	raw, err := secret(field, w.TokensEnv, w.TokensFile)
+	if err != nil || raw == "" {
+		return nil, err
+	}
+	var ts []BridgeToken
+	dec := yaml.NewDecoder(strings.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&ts); err != nil {
+		return nil, fmt.Errorf("%s: a YAML list of {token, role, name, mqtt_password_env}: %w", field, err)
+	}
+	for i, t := range ts {
+		if len(t.Token) < 16 {
+			return nil, fmt.Errorf("%s: entry %d (%s %s): token must be at least 16 characters", field, i+1, t.Role, t.Name)
+		}
+		if !oneOf(t.Role, "viewer", "user", "device") {
+			return nil, fmt.Errorf("%s: entry %d: role must be viewer, user or device, got %q", field, i+1, t.Role)
+		}
+		if why := protocol.ValidIdentity(t.Name); t.Role != "viewer" && why != "" {
+			return nil, fmt.Errorf("%s: entry %d: name: %s", field, i+1, why)
+		}
+	}
+	return ts, nil
 }
 
 // Log settings.
@@ -654,6 +708,29 @@ func (c *Config) Validate() error {
 	if c.HTTP.Listen != "off" && !strings.Contains(c.HTTP.Listen, ":") {
 		p.add("http.listen", "must be host:port or off, got %q", c.HTTP.Listen)
 	}
+	if ws := c.HTTP.WebSocket; ws.Enabled {
+		switch {
+		case c.HTTP.Listen == "off":
+			p.add("http.websocket.enabled", "needs http.listen")
+		case !loopback(c.HTTP.Listen) && ws.TokensFile == "" && ws.TokensEnv == "":
+			p.add("http.websocket.tokens_file", "a token is required off loopback (http.listen %q): give tokens_file or tokens_env", c.HTTP.Listen)
+		}
+		if ws.TokensFile != "" && ws.TokensEnv != "" {
+			p.add("http.websocket.tokens_env", "give tokens_file or tokens_env, not both")
+		}
+		if ws.Anonymous != "" {
+			role, name, _ := strings.Cut(ws.Anonymous, ":")
+			if !oneOf(role, "viewer", "user") || (role == "user" && protocol.ValidIdentity(name) != "") {
+				p.add("http.websocket.anonymous", `must be "viewer" or "user:NAME", got %q`, ws.Anonymous)
+			}
+			if !loopback(c.HTTP.Listen) {
+				p.add("http.websocket.anonymous", "clients without a token are allowed only on a loopback listener, got http.listen %q", c.HTTP.Listen)
+			}
+		}
+		if ws.MaxClients < 0 || ws.MaxClients > 10000 {
+			p.add("http.websocket.max_clients", "must be from 0 (default 32) to 10000, got %d", ws.MaxClients)
+		}
+	}
 	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
 		p.add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
@@ -828,6 +905,15 @@ func (e Embedded) Users() (map[string]string, error) {
 		return nil, fmt.Errorf("mqtt.embedded.users_file %s: %w", e.UsersFile, err)
 	}
 	return u, nil
+}
+
+// Body is the device whose speak and vision queries the companion uses:
+// companion.body, or this device.
+func (c *Config) Body() string {
+	if c.Companion != nil && c.Companion.Body != "" {
+		return c.Companion.Body
+	}
+	return c.Device.ID
 }
 
 // Resolve makes a relative path in the config relative to the config's

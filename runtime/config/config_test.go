@@ -227,3 +227,49 @@ room: {name: lab, members: [k]}
 		t.Errorf("HTTP listens on %q by default, want loopback", c.HTTP.Listen)
 	}
 }
+
+// The WebSocket bridge: loopback unless configured, a token required off
+// loopback, clients without a token only on loopback; the tokens file is
+// read strictly.
+func TestWebSocketBridgeConfig(t *testing.T) {
+	base := "version: 1\ndevice: {id: dev1}\nroom: {name: lab, members: [k]}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\n"
+	for _, c := range []struct{ http, want string }{
+		{`http: {websocket: {enabled: true}}`, ""},
+		{`http: {websocket: {enabled: true, anonymous: "user:console"}}`, ""},
+		{`http: {listen: "0.0.0.0:9100", websocket: {enabled: true}}`, "http.websocket.tokens_file: a token is required off loopback"},
+		{`http: {listen: "0.0.0.0:9100", websocket: {enabled: true, tokens_file: t.yaml, anonymous: viewer}}`,
+			"http.websocket.anonymous: clients without a token are allowed only on a loopback listener"},
+		{`http: {listen: "0.0.0.0:9100", websocket: {enabled: true, tokens_file: t.yaml}}`, ""},
+		{`http: {listen: "off", websocket: {enabled: true}}`, "http.websocket.enabled: needs http.listen"},
+		{`http: {websocket: {enabled: true, anonymous: "admin:root"}}`, `http.websocket.anonymous: must be "viewer" or "user:NAME"`},
+		{`http: {websocket: {enabled: true, tokens_file: a.yaml, tokens_env: B}}`, "give tokens_file or tokens_env, not both"},
+		{`http: {websocket: {enabled: true, max_clients: -1}}`, "http.websocket.max_clients"},
+	} {
+		_, err := Decode(strings.NewReader(base + c.http + "\n"))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.http, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: err = %v, want %q", c.http, err, c.want)
+		}
+	}
+	for _, c := range []struct{ tokens, want string }{
+		{"- {token: 0123456789abcdef, role: user, name: alice}\n- {token: fedcba9876543210, role: viewer}\n", ""},
+		{"- {token: short, role: user, name: alice}\n", "token must be at least 16 characters"},
+		{"- {token: 0123456789abcdef, role: admin, name: alice}\n", "role must be viewer, user or device"},
+		{"- {token: 0123456789abcdef, role: device, name: \"a/b\"}\n", "entry 1: name"},
+		{"- {token: 0123456789abcdef, role: user, name: alice, colour: red}\n", "colour"},
+	} {
+		t.Setenv("CHORUS_TEST_TOKENS", c.tokens)
+		ts, err := WebSocket{TokensEnv: "CHORUS_TEST_TOKENS"}.Tokens()
+		switch {
+		case c.want == "" && (err != nil || len(ts) != 2):
+			t.Errorf("%q: %v %v", c.tokens, ts, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: err = %v, want %q", c.tokens, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "0123456789abcdef") {
+			t.Errorf("the error quotes the token: %v", err)
+		}
+	}
+}

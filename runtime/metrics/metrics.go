@@ -60,6 +60,10 @@ type Metrics struct {
 	RealtimeAccepted prometheus.Counter     // realtime utterances accepted by the floor
 	RealtimeRejects  *prometheus.CounterVec // reason: realtime posts the floor refused
 
+	BridgeClients prometheus.Gauge       // WebSocket clients connected now
+	BridgeFrames  *prometheus.CounterVec // direction (in, out): frames relayed
+	BridgeDropped *prometheus.CounterVec // reason: clients refused or dropped, frames refused
+
 	limiter limiter
 }
 
@@ -124,6 +128,13 @@ func New() *Metrics {
 			Help: "Realtime utterances the floor accepted and broadcast."})).(prometheus.Counter),
 		RealtimeRejects: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_realtime_rejected_total",
 			Help: "Realtime posts the floor refused, by reason (rate_limited, quota_exhausted, phase_closed, not_member, empty, floor_busy)."},
+			[]string{"reason"})).(*prometheus.CounterVec),
+		BridgeClients: f(prometheus.NewGauge(prometheus.GaugeOpts{Name: "chorus_bridge_clients",
+			Help: "WebSocket bridge clients connected now."})).(prometheus.Gauge),
+		BridgeFrames: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_bridge_frames_total",
+			Help: "Frames the WebSocket bridge relayed, by direction (in: from clients to the room, out: to clients)."}, []string{"direction"})).(*prometheus.CounterVec),
+		BridgeDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_bridge_dropped_total",
+			Help: "WebSocket clients refused or dropped and frames refused, by reason (no_token, bad_token, too_many, slow, oversize, not_json, forbidden, invalid, not_addressed, rate_limited, publish_failed)."},
 			[]string{"reason"})).(*prometheus.CounterVec),
 		Held: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_held_entries",
 			Help: "Entries a bounded map or queue holds now, by what (floor_ballots, companion_thinking, query_pending, ...): work in progress drains to 0 when the room rests; books of recent ids stay at or below their cap."},

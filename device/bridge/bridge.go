@@ -1,0 +1,606 @@
+// Package bridge is the WebSocket bridge of a room (aikyo's "firehose"):
+// clients that are not MQTT peers — speaker apps, avatar front ends,
+// browser pages, the room console — connect with a token, receive the
+// room's traffic as bare JSON-RPC frames, and send what their role allows:
+// a user's message.send, or a device's QueryResults for the queries
+// addressed to it.
+//
+// Frames out: a Message and a State as they are on the bus (both are
+// JSON-RPC already); a grant, a presence, a speaking status and a
+// realtime phase event as JSON-RPC notifications (methods turn.grant,
+// presence.update, speaking.update, phase.event) whose params are the
+// value; a query addressed to the client's device as it is (query.send).
+// Frames in: a Message (method message.send), a QueryResult, or either
+// wrapped as {"topic": "messages"|"queries", "body": ...} (aikyo's
+// envelope). Anything else gets a JSON-RPC error frame and is counted;
+// the connection stays up.
+//
+// Every client has a bounded send queue: a client that does not keep up
+// is dropped, never waited for. Frames in are rate limited per client,
+// capped in size, and validated by the protocol's decoders before they
+// reach the bus; each identity (the user's name, the device's id)
+// publishes under its own MQTT connection, so the broker's ACL holds the
+// bridge to what that identity may do.
+package bridge
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// Role is what a token lets its client do.
+type Role string
+
+const (
+	// Viewer receives the room's traffic and sends nothing.
+	Viewer Role = "viewer"
+	// User is a viewer that may also speak to the room as its name.
+	User Role = "user"
+	// Device is a viewer that also answers the queries addressed to its
+	// device id (its name): a body written in another language.
+	Device Role = "device"
+)
+
+// Token is one credential: its secret, its role, and the name its client
+// acts as (a user name, or a device id).
+type Token struct {
+	Secret string
+	Role   Role
+	Name   string
+}
+
+// Dialer opens a bus connection under identity (its MQTT username).
+type Dialer func(ctx context.Context, identity string) (bus.Bus, error)
+
+// Config configures a Bridge.
+type Config struct {
+	Room   *room.Room // the room's traffic, read on the device's own connection
+	Dial   Dialer     // connections for the identities clients act as
+	Tokens []Token
+	// Anonymous, when set, is the role and name of a client without a
+	// token (a console on loopback); nil: a token is required.
+	Anonymous *Token
+
+	MaxClients   int           // default 32
+	Queue        int           // frames waiting for one client; default 256
+	MaxFrame     int64         // bytes a frame in may have; default 64 KiB
+	WriteTimeout time.Duration // default 5 s
+	PingEvery    time.Duration // default 20 s
+	RatePerSec   float64       // frames in per client per second; default 20 (burst 40)
+
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+}
+
+// Bridge serves the WebSocket endpoint.
+type Bridge struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics.Metrics
+
+	mu      sync.Mutex
+	clients map[*client]bool
+	ids     map[string]*identity // open connections by identity
+}
+
+type client struct {
+	tok  Token
+	conn *websocket.Conn
+	out  chan []byte
+	gone chan struct{}
+	once sync.Once
+	why  string
+}
+
+// identity is the bus connection of one name, shared by its clients.
+type identity struct {
+	b     bus.Bus
+	refs  int
+	asked *asked // the device's open queries (Device role)
+}
+
+// New checks cfg and returns a Bridge; Run starts its room subscriptions.
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Room == nil || cfg.Dial == nil {
+		return nil, errors.New("bridge: a room and a dialer are required")
+	}
+	for i, t := range cfg.Tokens {
+		if len(t.Secret) < 16 {
+			return nil, fmt.Errorf("bridge: token %d (%s %s): a secret of at least 16 characters is required", i+1, t.Role, t.Name)
+		}
+		if t.Role != Viewer && t.Role != User && t.Role != Device {
+			return nil, fmt.Errorf("bridge: token %d: role %q: must be viewer, user or device", i+1, t.Role)
+		}
+		if why := protocol.ValidIdentity(t.Name); t.Role != Viewer && why != "" {
+			return nil, fmt.Errorf("bridge: token %d: name: %s", i+1, why)
+		}
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&cfg.MaxClients, 32)
+	def(&cfg.Queue, 256)
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = 64 << 10
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 5 * time.Second
+	}
+	if cfg.PingEvery <= 0 {
+		cfg.PingEvery = 20 * time.Second
+	}
+	if cfg.RatePerSec <= 0 {
+		cfg.RatePerSec = 20
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}}, nil
+}
+
+// Run subscribes to the room's traffic and relays it to the clients until
+// ctx ends; then it closes every client.
+func (b *Bridge) Run(ctx context.Context) error {
+	r := b.cfg.Room
+	notify := func(method string) func(v any) {
+		return func(v any) { b.broadcast(frame(method, v)) }
+	}
+	subs := []func() error{
+		func() error {
+			return r.OnMessage(ctx, func(m protocol.Message) { b.broadcast(mustJSON(m)) })
+		},
+		func() error { return r.OnState(ctx, func(s protocol.State) { b.broadcast(mustJSON(s)) }) },
+		func() error {
+			f := notify("turn.grant")
+			return r.OnGrant(ctx, func(g protocol.TurnGrant) { f(g) })
+		},
+		func() error {
+			f := notify("presence.update")
+			return r.OnPresence(ctx, func(p room.PresenceEvent) {
+				f(map[string]any{"id": p.ID, "presence": p.Presence, "cleared": p.Cleared})
+			})
+		},
+		func() error {
+			f := notify("speaking.update")
+			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) { f(s) })
+		},
+		func() error {
+			f := notify("phase.event")
+			return r.OnPhase(ctx, "", func(p protocol.Phase) { f(p) })
+		},
+	}
+	for _, s := range subs {
+		if err := s(); err != nil {
+			return fmt.Errorf("bridge: %w", err)
+		}
+	}
+	<-ctx.Done()
+	b.mu.Lock()
+	cs := make([]*client, 0, len(b.clients))
+	for c := range b.clients {
+		cs = append(cs, c)
+	}
+	b.mu.Unlock()
+	for _, c := range cs {
+		c.drop("the device is stopping")
+	}
+	return nil
+}
+
+func frame(method string, params any) []byte {
+	return mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "method": method, "params": params})
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("bridge: a value of ours does not encode: %v", err))
+	}
+	return b
+}
+
+// errorFrame is a JSON-RPC error answer to a frame (id may be empty).
+func errorFrame(id, msg string) []byte {
+	var rid any
+	if id != "" {
+		rid = id
+	}
+	return mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": rid, "error": map[string]any{"code": -32600, "message": msg}})
+}
+
+// broadcast queues f for every client; it never blocks (a bus handler).
+func (b *Bridge) broadcast(f []byte) {
+	b.mu.Lock()
+	cs := make([]*client, 0, len(b.clients))
+	for c := range b.clients {
+		cs = append(cs, c)
+	}
+	b.mu.Unlock()
+	for _, c := range cs {
+		b.send(c, f)
+	}
+}
+
+// send queues f for c, or drops c when its queue is full.
+func (b *Bridge) send(c *client, f []byte) {
+	select {
+	case c.out <- f:
+	default:
+		b.m.BridgeDropped.WithLabelValues("slow").Inc()
+		b.log.Warn("bridge: a client does not keep up; dropped", "role", c.tok.Role, "name", c.tok.Name, "queued", cap(c.out))
+		c.drop("too slow: the send queue is full")
+	}
+}
+
+func (c *client) drop(why string) {
+	c.once.Do(func() {
+		c.why = why
+		close(c.gone)
+	})
+}
+
+// authenticate finds the token of a request: the Authorization header
+// ("Bearer T") or the token query parameter (browsers cannot set headers
+// on a WebSocket).
+func (b *Bridge) authenticate(r *http.Request) (Token, string) {
+	secret := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if secret == "" {
+		secret = r.URL.Query().Get("token")
+	}
+	if secret == "" {
+		if b.cfg.Anonymous != nil {
+			return *b.cfg.Anonymous, ""
+		}
+		return Token{}, "no_token"
+	}
+	for _, t := range b.cfg.Tokens {
+		if subtle.ConstantTimeCompare([]byte(t.Secret), []byte(secret)) == 1 {
+			return t, ""
+		}
+	}
+	return Token{}, "bad_token"
+}
+
+// ServeHTTP accepts one client.
+func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tok, why := b.authenticate(r)
+	if why != "" {
+		b.m.BridgeDropped.WithLabelValues(why).Inc()
+		b.m.Reject(b.log, "bridge", r.RemoteAddr, why, errors.New("bridge: a client without a valid token"))
+		http.Error(w, "a valid token is required", http.StatusUnauthorized)
+		return
+	}
+	c := &client{tok: tok, out: make(chan []byte, b.cfg.Queue), gone: make(chan struct{})}
+	b.mu.Lock()
+	if len(b.clients) >= b.cfg.MaxClients {
+		b.mu.Unlock()
+		b.m.BridgeDropped.WithLabelValues("too_many").Inc()
+		http.Error(w, fmt.Sprintf("the bridge serves at most %d clients", b.cfg.MaxClients), http.StatusServiceUnavailable)
+		return
+	}
+	b.clients[c] = true // reserved, so the cap holds while it connects
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.clients, c)
+		n := len(b.clients)
+		b.mu.Unlock()
+		b.m.BridgeClients.Set(float64(n))
+	}()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var id *identity
+	if tok.Role != Viewer {
+		var err error
+		if id, err = b.acquire(ctx, c); err != nil {
+			b.m.BridgeDropped.WithLabelValues("publish_failed").Inc()
+			b.log.Error("bridge: no bus connection for a client", "name", tok.Name, "err", err)
+			http.Error(w, "the room's broker cannot be reached", http.StatusBadGateway)
+			return
+		}
+		defer b.release(tok.Name)
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept has answered
+	}
+	c.conn = conn
+	conn.SetReadLimit(b.cfg.MaxFrame)
+	b.mu.Lock()
+	b.m.BridgeClients.Set(float64(len(b.clients)))
+	b.mu.Unlock()
+	b.log.Info("bridge: client connected", "role", tok.Role, "name", tok.Name, "remote", r.RemoteAddr)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
+	go func() { defer wg.Done(); b.write(ctx, c) }()
+	go func() { defer wg.Done(); b.read(ctx, c, id) }()
+	select {
+	case <-c.gone:
+	case <-ctx.Done():
+		c.drop("the request ended")
+	}
+	cancel()
+	b.log.Info("bridge: client gone", "role", tok.Role, "name", tok.Name, "why", c.why)
+	conn.Close(websocket.StatusGoingAway, c.why)
+}
+
+// write sends c's queue, each frame within the write timeout, and pings.
+func (b *Bridge) write(ctx context.Context, c *client) {
+	ping := time.NewTicker(b.cfg.PingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.gone:
+			return
+		case <-ctx.Done():
+			return
+		case f := <-c.out:
+			wctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
+			err := c.conn.Write(wctx, websocket.MessageText, f)
+			cancel()
+			if err != nil {
+				b.m.BridgeDropped.WithLabelValues("slow").Inc()
+				c.drop("write: " + err.Error())
+				return
+			}
+			b.m.BridgeFrames.WithLabelValues("out").Inc()
+		case <-ping.C:
+			pctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
+			err := c.conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				c.drop("no pong: " + err.Error())
+				return
+			}
+		}
+	}
+}
+
+// read handles c's frames in until the connection ends.
+func (b *Bridge) read(ctx context.Context, c *client, id *identity) {
+	burst := 2 * b.cfg.RatePerSec
+	tokens, last := burst, time.Now()
+	for {
+		typ, data, err := c.conn.Read(ctx)
+		if err != nil {
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				b.m.BridgeDropped.WithLabelValues("oversize").Inc()
+				b.m.Reject(b.log, "bridge", c.tok.Name, string(protocol.KindOversize), fmt.Errorf("bridge: a frame over %d bytes; the connection is closed", b.cfg.MaxFrame))
+				c.drop(fmt.Sprintf("a frame over %d bytes", b.cfg.MaxFrame))
+				return
+			}
+			c.drop("read: " + err.Error())
+			return
+		}
+		now := time.Now()
+		tokens = min(burst, tokens+now.Sub(last).Seconds()*b.cfg.RatePerSec)
+		last = now
+		if tokens < 1 {
+			b.refuse(c, "", "rate_limited", fmt.Sprintf("more than %g frames a second; this one is dropped", b.cfg.RatePerSec))
+			continue
+		}
+		tokens--
+		if typ != websocket.MessageText {
+			b.refuse(c, "", "not_json", "frames are JSON text")
+			continue
+		}
+		b.m.BridgeFrames.WithLabelValues("in").Inc()
+		b.handle(ctx, c, id, data)
+	}
+}
+
+// refuse answers a bad frame with an error frame and counts it.
+func (b *Bridge) refuse(c *client, id, reason, msg string) {
+	b.m.BridgeDropped.WithLabelValues(reason).Inc()
+	b.m.Reject(b.log, "bridge", c.tok.Name, reason, errors.New("bridge: "+msg))
+	b.send(c, errorFrame(id, msg))
+}
+
+// inFrame is what a client may send: a Message, a QueryResult, or either
+// inside aikyo's {topic, body} envelope.
+type inFrame struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+	Topic  string          `json:"topic"`
+	Body   json.RawMessage `json:"body"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (b *Bridge) handle(ctx context.Context, c *client, id *identity, data []byte) {
+	var f inFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		b.refuse(c, "", "not_json", "the frame is not a JSON object: "+err.Error())
+		return
+	}
+	if f.Topic != "" || f.Body != nil {
+		if f.Method != "" || (f.Topic != "messages" && f.Topic != "queries") {
+			b.refuse(c, "", "forbidden", fmt.Sprintf("an envelope names topic %q; a client may send on messages or queries only", f.Topic))
+			return
+		}
+		data = f.Body
+		f = inFrame{}
+		if err := json.Unmarshal(data, &f); err != nil {
+			b.refuse(c, "", "not_json", "the envelope's body is not a JSON object: "+err.Error())
+			return
+		}
+	}
+	var rid string
+	json.Unmarshal(f.ID, &rid)
+	switch {
+	case f.Method == protocol.MethodMessage:
+		if c.tok.Role != User {
+			b.refuse(c, rid, "forbidden", fmt.Sprintf("a %s may not send message.send", c.tok.Role))
+			return
+		}
+		m, err := protocol.DecodeMessage(data, 0)
+		if err != nil {
+			b.refuse(c, rid, "invalid", err.Error())
+			return
+		}
+		if m.Params.From != c.tok.Name {
+			b.refuse(c, m.Params.ID, "forbidden", fmt.Sprintf("params.from is %q; this client speaks as %q", m.Params.From, c.tok.Name))
+			return
+		}
+		b.publish(ctx, c, id, b.cfg.Room.Scheme.Message(b.cfg.Room.Name, c.tok.Name), data, m.Params.ID)
+	case f.Method == "" && (f.Result != nil || f.Error != nil):
+		if c.tok.Role != Device {
+			b.refuse(c, rid, "forbidden", fmt.Sprintf("a %s may not send query results", c.tok.Role))
+			return
+		}
+		res, err := protocol.DecodeQueryResult(data, 0)
+		if err != nil {
+			b.refuse(c, rid, "invalid", err.Error())
+			return
+		}
+		if !id.asked.answer(res.ID) {
+			b.refuse(c, res.ID, "not_addressed", fmt.Sprintf("query %s was not addressed to device %s (or is answered already)", res.ID, c.tok.Name))
+			return
+		}
+		b.publish(ctx, c, id, b.cfg.Room.Scheme.Results(c.tok.Name), data, res.ID)
+	case f.Method != "":
+		b.refuse(c, rid, "forbidden", fmt.Sprintf("method %q is not one a client may send (message.send, or a query result)", f.Method))
+	default:
+		b.refuse(c, rid, "invalid", "a frame needs a method (message.send) or a result or error (a query result)")
+	}
+}
+
+// publish sends a client's frame under its identity; a client that
+// floods waits for its own publishes (its reads stop), nobody else.
+func (b *Bridge) publish(ctx context.Context, c *client, id *identity, topic string, payload []byte, what string) {
+	pctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
+	defer cancel()
+	if err := id.b.Publish(pctx, topic, payload, false); err != nil {
+		b.refuse(c, what, "publish_failed", "not published: "+err.Error())
+	}
+}
+
+// acquire returns the bus connection of c's name, opening it (and, for a
+// device, its query subscription) for the first client.
+func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
+	name := c.tok.Name
+	b.mu.Lock()
+	if id, ok := b.ids[name]; ok {
+		id.refs++
+		b.mu.Unlock()
+		return id, nil
+	}
+	b.mu.Unlock()
+	conn, err := b.cfg.Dial(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	id := &identity{b: conn, refs: 1, asked: newAsked(256)}
+	if c.tok.Role == Device {
+		err := conn.Subscribe(ctx, b.cfg.Room.Scheme.Queries(name), func(_ string, payload []byte) {
+			q, err := protocol.DecodeQuery(payload, 0)
+			if err != nil {
+				b.m.Reject(b.log, "query", name, string(protocol.KindOf(err)), err)
+				return
+			}
+			if !id.asked.add(q.ID) {
+				return // a copy (at-least-once): the client has it
+			}
+			b.toDevice(name, payload)
+		})
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if other, ok := b.ids[name]; ok { // another client opened it meanwhile
+		other.refs++
+		go conn.Close()
+		return other, nil
+	}
+	b.ids[name] = id
+	return id, nil
+}
+
+func (b *Bridge) release(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.ids[name]
+	if id == nil {
+		return
+	}
+	if id.refs--; id.refs <= 0 {
+		delete(b.ids, name)
+		go id.b.Close()
+	}
+}
+
+// toDevice queues a query for every client registered as device name.
+func (b *Bridge) toDevice(name string, f []byte) {
+	b.mu.Lock()
+	var cs []*client
+	for c := range b.clients {
+		if c.tok.Role == Device && c.tok.Name == name {
+			cs = append(cs, c)
+		}
+	}
+	b.mu.Unlock()
+	for _, c := range cs {
+		b.send(c, f)
+	}
+}
+
+// asked is a device's queries not yet answered, bounded: the oldest is
+// forgotten first.
+type asked struct {
+	mu    sync.Mutex
+	max   int
+	open  map[string]bool
+	order []string
+}
+
+func newAsked(max int) *asked { return &asked{max: max, open: map[string]bool{}} }
+
+// add records a query id; false when it is known already.
+func (a *asked) add(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.open[id]; ok {
+		return false
+	}
+	if len(a.order) >= a.max {
+		delete(a.open, a.order[0])
+		a.order = a.order[1:]
+	}
+	a.open[id] = true
+	a.order = append(a.order, id)
+	return true
+}
+
+// answer marks id answered; false when it was not asked or is answered.
+func (a *asked) answer(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.open[id] {
+		return false
+	}
+	a.open[id] = false
+	return true
+}

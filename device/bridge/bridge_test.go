@@ -1,0 +1,418 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+const (
+	viewerToken = "viewer-token-0123456789"
+	userToken   = "alice-token-0123456789"
+	deviceToken = "device-token-0123456789"
+)
+
+type rig struct {
+	t      *testing.T
+	broker string
+	ws     string // ws:// URL of the bridge
+	m      *metrics.Metrics
+	logs   *syncBuffer
+	scheme topic.Scheme
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newRig runs a bridge for room lab (member bot) on the embedded broker
+// with the ACL on.
+func newRig(t *testing.T, tune func(*Config)) *rig {
+	t.Helper()
+	scheme := topic.New("").WithRoster("lab", []string{"bot"})
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Scheme: scheme})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	dev, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "console-box", Username: "console-box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	r := &rig{t: t, broker: br.URL(), m: metrics.New(), logs: &syncBuffer{}, scheme: scheme}
+	cfg := Config{
+		Room: room.New(dev, scheme, "lab", nil, nil),
+		Dial: func(ctx context.Context, id string) (bus.Bus, error) {
+			return bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: id + "-bridge-" + protocol.NewID()[:6], Username: id})
+		},
+		Tokens: []Token{{Secret: viewerToken, Role: Viewer}, {Secret: userToken, Role: User, Name: "alice"},
+			{Secret: deviceToken, Role: Device, Name: "web-bot"}},
+		Log:     slog.New(slog.NewTextHandler(r.logs, nil)),
+		Metrics: r.m,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	srv := httptest.NewServer(b)
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	r.ws = "ws" + strings.TrimPrefix(srv.URL, "http")
+	time.Sleep(100 * time.Millisecond) // the room subscriptions
+	return r
+}
+
+// dial connects with token ("" for none).
+func (r *rig) dial(token string) *websocket.Conn {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, r.ws+"?token="+token, nil)
+	if err != nil {
+		r.t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	r.t.Cleanup(func() { c.CloseNow() })
+	time.Sleep(50 * time.Millisecond) // the identity's connection
+	return c
+}
+
+// next reads frames until one satisfies ok.
+func next(t *testing.T, c *websocket.Conn, what string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		var f map[string]any
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("a frame that is not JSON: %q", b)
+		}
+		if ok(f) {
+			return f
+		}
+	}
+}
+
+func send(t *testing.T, c *websocket.Conn, frame string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isError(contains string) func(map[string]any) bool {
+	return func(f map[string]any) bool {
+		e, ok := f["error"].(map[string]any)
+		return ok && strings.Contains(fmt.Sprint(e["message"]), contains)
+	}
+}
+
+func (r *rig) publishAs(id, t string, v any) {
+	r.t.Helper()
+	ctx := context.Background()
+	b, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: id + "-pub-" + protocol.NewID()[:6], Username: id})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer b.Close()
+	p, _ := json.Marshal(v)
+	if err := b.Publish(ctx, t, p, false); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) dropped(reason string) float64 {
+	return testutil.ToFloat64(r.m.BridgeDropped.WithLabelValues(reason))
+}
+
+// A viewer receives the room's Messages as they are and grants as
+// turn.grant notifications.
+func TestViewerReceivesTheRoom(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.dial(viewerToken)
+	m := protocol.NewMessage(protocol.NewID(), "carol", nil, "Hello robots", "")
+	r.publishAs("carol", r.scheme.Message("lab", "carol"), m)
+	got := next(t, c, "the message", func(f map[string]any) bool { return f["method"] == protocol.MethodMessage })
+	if p := got["params"].(map[string]any); p["message"] != "Hello robots" || p["id"] != m.Params.ID {
+		t.Fatalf("message frame %v", got)
+	}
+	bot := "bot"
+	g := protocol.TurnGrant{From: topic.DefaultFloorID, MessageID: m.Params.ID, Speaker: &bot, Reason: "selected", DecidedBy: protocol.DecidedAllVoted,
+		Votes: []protocol.Vote{{From: "bot", State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone}}}
+	r.publishAs(topic.DefaultFloorID, r.scheme.Turns("lab"), g)
+	grant := next(t, c, "the grant", func(f map[string]any) bool { return f["method"] == "turn.grant" })
+	if p := grant["params"].(map[string]any); p["speaker"] != "bot" || p["messageId"] != m.Params.ID {
+		t.Fatalf("grant frame %v", grant)
+	}
+}
+
+// A user's message.send reaches the room under its name, plain or in
+// aikyo's {topic, body} envelope; one naming someone else is refused with
+// an error frame, counted, and the connection stays up.
+func TestUserSpeaksToTheRoom(t *testing.T) {
+	r := newRig(t, nil)
+	watch := r.dial(viewerToken)
+	c := r.dial(userToken)
+	m := protocol.NewMessage(protocol.NewID(), "alice", nil, "Hi from the browser", "")
+	b, _ := json.Marshal(m)
+	send(t, c, string(b))
+	next(t, watch, "alice's message", func(f map[string]any) bool {
+		p, _ := f["params"].(map[string]any)
+		return f["method"] == protocol.MethodMessage && p["id"] == m.Params.ID
+	})
+	spoof := protocol.NewMessage(protocol.NewID(), "bob", nil, "I am bob", "")
+	b, _ = json.Marshal(spoof)
+	send(t, c, string(b))
+	next(t, c, "the refusal", isError(`this client speaks as "alice"`))
+	m2 := protocol.NewMessage(protocol.NewID(), "alice", nil, "In an envelope", "")
+	b, _ = json.Marshal(map[string]any{"topic": "messages", "body": m2})
+	send(t, c, string(b))
+	next(t, watch, "the enveloped message", func(f map[string]any) bool {
+		p, _ := f["params"].(map[string]any)
+		return p["id"] == m2.Params.ID
+	})
+	if n := r.dropped("forbidden"); n != 1 {
+		t.Fatalf("forbidden frames counted %v, want 1", n)
+	}
+}
+
+// A device client gets the queries addressed to its device id and
+// answers them; an answer to a query addressed elsewhere is refused.
+func TestDeviceAnswersQueries(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.dial(deviceToken)
+	ctx := context.Background()
+	asker, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "bot-asker", Username: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asker.Close()
+	qc := query.NewClient(asker, r.scheme, "bot", query.ClientOptions{})
+	defer qc.Close()
+	type answer struct {
+		raw json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		raw, err := qc.Ask(ctx, "web-bot", "vision", nil, 5*time.Second)
+		done <- answer{raw, err}
+	}()
+	q := next(t, c, "the query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })
+	send(t, c, `{"jsonrpc":"2.0","id":"not-asked-0001","result":{"success":true,"body":{}}}`)
+	next(t, c, "the refusal", isError("was not addressed to device web-bot"))
+	send(t, c, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"success":true,"body":{"image":"aGVsbG8="}}}`, q["id"]))
+	a := <-done
+	if a.err != nil || !strings.Contains(string(a.raw), "aGVsbG8=") {
+		t.Fatalf("the asker got %s, %v", a.raw, a.err)
+	}
+	if n := r.dropped("not_addressed"); n != 1 {
+		t.Fatalf("not_addressed counted %v, want 1", n)
+	}
+}
+
+// Bad frames: each gets an error frame and a count, and the connection
+// carries on.
+func TestBadFramesAreRefused(t *testing.T) {
+	r := newRig(t, nil)
+	v := r.dial(viewerToken)
+	d := r.dial(deviceToken)
+	cases := []struct {
+		c      *websocket.Conn
+		frame  string
+		reason string
+		says   string
+	}{
+		{v, `not json at all`, "not_json", "not a JSON object"},
+		{v, `{"jsonrpc":"2.0","method":"message.send","params":{}}`, "forbidden", "a viewer may not send message.send"},
+		{d, `{"jsonrpc":"2.0","method":"state.send","params":{}}`, "forbidden", `method "state.send" is not one a client may send`},
+		{d, `{"topic":"states","body":{}}`, "forbidden", `topic "states"`},
+		{v, `{"jsonrpc":"2.0","id":"x1","result":{"success":true,"body":{}}}`, "forbidden", "may not send query results"},
+		{d, `{"jsonrpc":"2.0","id":"x1"}`, "invalid", "needs a method"},
+		{d, `{"jsonrpc":"2.0","id":"x1","result":{"body":{}}}`, "invalid", "result.success"},
+	}
+	for _, tc := range cases {
+		before := r.dropped(tc.reason)
+		send(t, tc.c, tc.frame)
+		next(t, tc.c, tc.says, isError(tc.says))
+		if r.dropped(tc.reason) != before+1 {
+			t.Fatalf("%s: %s not counted", tc.frame, tc.reason)
+		}
+	}
+	send(t, v, `still there?`) // the connection stayed up: it still answers
+	next(t, v, "another answer", isError("not a JSON object"))
+}
+
+// A frame over the cap closes that connection (1009) and is counted; the
+// others carry on.
+func TestOversizeFrame(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxFrame = 4096 })
+	big := r.dial(userToken)
+	other := r.dial(viewerToken)
+	send(t, big, `{"pad":"`+strings.Repeat("x", 8000)+`"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := big.Read(ctx); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+		t.Fatalf("the oversize client: %v, want close 1009", err)
+	}
+	if r.dropped("oversize") != 1 {
+		t.Fatal("oversize not counted")
+	}
+	send(t, other, `{}`)
+	next(t, other, "an answer to another client", isError("needs a method"))
+}
+
+// No token, a wrong token, and a client over the cap are refused before
+// the upgrade, with a count; no token appears in a log line.
+func TestTokensAndTheClientCap(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxClients = 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tok := range []string{"", "wrong-token-0123456789"} {
+		_, resp, err := websocket.Dial(ctx, r.ws+"?token="+tok, nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("token %q: %v %v, want 401", tok, err, resp)
+		}
+	}
+	r.dial(viewerToken)
+	r.dial(userToken)
+	_, resp, err := websocket.Dial(ctx, r.ws+"?token="+viewerToken, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a third client: %v %v, want 503", err, resp)
+	}
+	if r.dropped("no_token") != 1 || r.dropped("bad_token") != 1 || r.dropped("too_many") != 1 {
+		t.Fatalf("refusals counted: no_token %v, bad_token %v, too_many %v", r.dropped("no_token"), r.dropped("bad_token"), r.dropped("too_many"))
+	}
+	for _, tok := range []string{viewerToken, userToken, deviceToken, "wrong-token-0123456789"} {
+		if strings.Contains(r.logs.String(), tok) {
+			t.Fatalf("a token in the log:\n%s", r.logs.String())
+		}
+	}
+}
+
+// A client that never reads is dropped once its queue is full; another
+// client gets every message, and the room's publishes never wait.
+func TestSlowClientIsDropped(t *testing.T) {
+	const total = 1500 // 13 MB: more than the kernel's socket buffers hold
+	r := newRig(t, func(c *Config) { c.Queue = 8; c.WriteTimeout = 300 * time.Millisecond })
+	// A client that never reads, with a small receive buffer so that its
+	// socket fills at once.
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel0()
+	small := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
+	stuck, _, err := websocket.Dial(ctx0, r.ws+"?token="+viewerToken, &websocket.DialOptions{HTTPClient: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.CloseNow()
+	fast := r.dial(viewerToken)
+	got := make(chan int, 1)
+	go func() {
+		n := 0
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for n < total {
+			if _, _, err := fast.Read(ctx); err != nil {
+				break
+			}
+			n++
+		}
+		got <- n
+	}()
+	ctx := context.Background()
+	b, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "carol-flood", Username: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pad := strings.Repeat("words ", 1500) // 9 KB a message: the slow socket fills fast
+	start := time.Now()
+	for i := range total {
+		p, _ := json.Marshal(protocol.NewMessage(protocol.NewID(), "carol", nil, fmt.Sprintf("%d %s", i, pad), ""))
+		if err := b.Publish(ctx, r.scheme.Message("lab", "carol"), p, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	if n := <-got; n != total {
+		t.Fatalf("the reading client got %d of %d frames", n, total)
+	}
+	if r.dropped("slow") < 1 {
+		t.Fatal("the client that never reads was not dropped")
+	}
+	t.Logf("%d messages published in %v with a client that never reads", total, took)
+}
+
+// One client's flood of frames is rate limited with error frames and
+// counts; the connection stays up and later frames go through.
+func TestFloodFromOneClient(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RatePerSec = 10 })
+	c := r.dial(userToken)
+	watch := r.dial(viewerToken)
+	for i := range 100 {
+		m := protocol.NewMessage(fmt.Sprintf("flood%04d", i), "alice", nil, "flood", "")
+		b, _ := json.Marshal(m)
+		send(t, c, string(b))
+	}
+	next(t, c, "a rate-limit error", isError("frames a second"))
+	for deadline := time.Now().Add(5 * time.Second); r.dropped("rate_limited") < 70; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rate_limited counted %v, want most of 100 (a burst of 20 passes)", r.dropped("rate_limited"))
+		}
+	}
+	time.Sleep(time.Second)
+	m := protocol.NewMessage(protocol.NewID(), "alice", nil, "after the flood", "")
+	b, _ := json.Marshal(m)
+	send(t, c, string(b))
+	next(t, watch, "the message after the flood", func(f map[string]any) bool {
+		p, _ := f["params"].(map[string]any)
+		return p["id"] == m.Params.ID
+	})
+}
