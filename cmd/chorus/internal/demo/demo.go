@@ -101,7 +101,12 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		}
 	}
 	r, err := localroom.Start(ctx, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *config.Config) {
-		if c.Companion == nil || out == "" {
+		if c.Companion == nil {
+			return
+		}
+		if out == "" { // no WAV files: the configs' own folders are not this run's
+			c.Drivers.Audio.Kind, c.Drivers.Audio.Dir = "null", ""
+			c.Drivers.Audio.Paced = o.Paced
 			return
 		}
 		c.Drivers.Audio.Kind = "wav"
