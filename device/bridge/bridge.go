@@ -7,10 +7,12 @@
 //
 // Frames out: a Message and a State as they are on the bus (both are
 // JSON-RPC already); a grant, a presence, a speaking status and a
-// realtime phase event as JSON-RPC notifications (methods turn.grant,
-// presence.update, speaking.update, phase.event) whose params are the
-// value; a query addressed to the client's device as it is (query.send).
-// Frames in: a Message (method message.send), a QueryResult, or either
+// realtime phase event and the floor's answer to a realtime post as
+// JSON-RPC notifications (methods turn.grant, presence.update,
+// speaking.update, phase.event, post.ack) whose params are the value; a query addressed to the client's device as it is (query.send).
+// The first frame to a client is a bridge.hello notification: its role,
+// its name and the room; then the room as it is (the latest presence and
+// speaking status of each member, the latest phase event). Frames in: a Message (method message.send), a QueryResult, or either
 // wrapped as {"topic": "messages"|"queries", "body": ...} (aikyo's
 // envelope). Anything else gets a JSON-RPC error frame and is counted;
 // the connection stays up.
@@ -96,7 +98,12 @@ type Bridge struct {
 	mu      sync.Mutex
 	clients map[*client]bool
 	ids     map[string]*identity // open connections by identity
+	latest  map[string][]byte    // the last presence, speaking status and phase event, for a new client
 }
+
+// maxLatest bounds the snapshot a new client gets (the room drops
+// presences and statuses of non-members before they get here).
+const maxLatest = 1024
 
 type client struct {
 	tok  Token
@@ -153,7 +160,7 @@ func New(cfg Config) (*Bridge, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}}, nil
+	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}, latest: map[string][]byte{}}, nil
 }
 
 // Run subscribes to the room's traffic and relays it to the clients until
@@ -162,6 +169,19 @@ func (b *Bridge) Run(ctx context.Context) error {
 	r := b.cfg.Room
 	notify := func(method string) func(v any) {
 		return func(v any) { b.broadcast(frame(method, v)) }
+	}
+	// A new client first gets the room as it is: who is present, who
+	// speaks, the phase; these are kept as they pass.
+	keep := func(method string, key func(v any) string) func(v any) {
+		return func(v any) {
+			f := frame(method, v)
+			b.mu.Lock()
+			if k := key(v); len(b.latest) < maxLatest || b.latest[k] != nil {
+				b.latest[k] = f
+			}
+			b.mu.Unlock()
+			b.broadcast(f)
+		}
 	}
 	subs := []func() error{
 		func() error {
@@ -173,19 +193,27 @@ func (b *Bridge) Run(ctx context.Context) error {
 			return r.OnGrant(ctx, func(g protocol.TurnGrant) { f(g) })
 		},
 		func() error {
-			f := notify("presence.update")
+			f := keep("presence.update", func(v any) string { return "presence/" + v.(map[string]any)["id"].(string) })
 			return r.OnPresence(ctx, func(p room.PresenceEvent) {
 				f(map[string]any{"id": p.ID, "presence": p.Presence, "cleared": p.Cleared})
 			})
 		},
 		func() error {
-			f := notify("speaking.update")
-			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) { f(s) })
+			f := keep("speaking.update", func(v any) string { return "speaking/" + v.(map[string]any)["id"].(string) })
+			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) {
+				f(map[string]any{"id": s.ID, "speaking": s.Speaking, "cleared": s.Cleared})
+			})
 		},
 		func() error {
-			f := notify("phase.event")
+			f := keep("phase.event", func(any) string { return "phase" })
 			return r.OnPhase(ctx, "", func(p protocol.Phase) { f(p) })
 		},
+	}
+	for id := range r.Members { // the floor's answers to realtime posts
+		f := notify("post.ack")
+		subs = append(subs, func() error {
+			return r.OnAcks(ctx, "", id, func(to string, a protocol.PostAck) { f(map[string]any{"to": to, "ack": a}) })
+		})
 	}
 	for _, s := range subs {
 		if err := s(); err != nil {
@@ -324,6 +352,18 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.conn = conn
 	conn.SetReadLimit(b.cfg.MaxFrame)
+	// The first frame says who the client is (a console names its user);
+	// then the room as it is.
+	b.send(c, frame("bridge.hello", map[string]string{"role": string(tok.Role), "name": tok.Name, "room": b.cfg.Room.Name}))
+	b.mu.Lock()
+	snapshot := make([][]byte, 0, len(b.latest))
+	for _, f := range b.latest {
+		snapshot = append(snapshot, f)
+	}
+	b.mu.Unlock()
+	for _, f := range snapshot {
+		b.send(c, f)
+	}
 	b.mu.Lock()
 	b.m.BridgeClients.Set(float64(len(b.clients)))
 	b.mu.Unlock()

@@ -37,6 +37,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/device/bridge"
 	"github.com/chorus-robotics/chorus/device/button"
+	"github.com/chorus-robotics/chorus/device/console"
 	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/device/panel"
 	"github.com/chorus-robotics/chorus/device/parts"
@@ -599,6 +600,7 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 		}
 		g.Go(func() error { return br.Run(ctx) })
 		mux.Handle("/ws", br)
+		mux.Handle("/", console.Handler())
 	}
 	ln, err := net.Listen("tcp", d.cfg.HTTP.Listen)
 	if err != nil {

@@ -83,6 +83,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	msg := fs.String("message", "", "the user's opening line")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	fast := fs.Bool("fast", false, "do not play the audio in real time (the room runs as fast as it can; no room.wav)")
+	consoleOn := fs.Bool("console", false, "serve the room console in a browser and keep the room up until interrupted")
+	consoleAddr := fs.String("console-addr", "127.0.0.1:8080", "-console: where to serve it (loopback only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,7 +94,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *out == "" {
 		*out = map[string]string{config.ModeTurn: "out/demo", config.ModeRealtime: "out/demo-realtime"}[*mode]
 	}
-	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout,
+	addr := ""
+	if *consoleOn {
+		addr = *consoleAddr
+	}
+	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout, Console: addr,
 		Message: *msg, Paced: !*fast, Mode: *mode, W: stdout, Log: logger(stderr, *level)})
 	if err != nil {
 		return err

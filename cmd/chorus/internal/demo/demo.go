@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,13 @@ import (
 type Options struct {
 	Dir     string        // folder of device configs; "" runs the demo room in the binary
 	Out     string        // where each companion's utterances are written as WAV; "" writes none
+	// Console, when set (host:port, loopback), serves the room console and
+	// the WebSocket bridge there from the first device (a visitor speaks
+	// as "guest" and opens the conversation), and Run keeps the room up
+	// until ctx ends; Timeout and Message do not apply.
+	Console string
+	// OnConsole is called with the console's URL once it serves.
+	OnConsole func(url string)
 	Turns   int           // stop after this many companion turns; 0 = run to terminal
 	Timeout time.Duration // give up after this long
 	Message string        // the user's opening line
@@ -92,15 +100,24 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if realtime {
 		o.Paced = false
 	}
+	serve := ctx // the room's life: the conversation's, or until interrupted with a console
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if o.Console == "" {
+		serve = ctx
+	} else if err := consoleOn(nil, o.Console); err != nil { // check the address first
+		return Summary{}, err
+	}
 	out := ""
 	if o.Out != "" {
 		if out, err = filepath.Abs(o.Out); err != nil {
 			return Summary{}, err
 		}
 	}
-	r, err := localroom.Start(ctx, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *config.Config) {
+	r, err := localroom.Start(serve, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *config.Config) {
+		if o.Console != "" && c == cfgs[0] {
+			consoleOn(c, o.Console)
+		}
 		if c.Companion == nil {
 			return
 		}
@@ -123,6 +140,13 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	defer r.Close()
 	fmt.Fprintf(o.W, "chorus demo: room %q, %d devices, embedded broker on %s\n", r.Name, len(cfgs), r.URL)
+	if o.Console != "" {
+		url := "http://" + o.Console + "/"
+		fmt.Fprintf(o.W, "room console: %s (open it in a browser; Ctrl-C stops the room)\n", url)
+		if o.OnConsole != nil {
+			o.OnConsole(url)
+		}
+	}
 
 	// The observer is also the user who opens the conversation.
 	user, ub, err := r.Dial(ctx, "user")
@@ -145,6 +169,15 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	time.Sleep(100 * time.Millisecond) // let every companion's subscriptions settle
+	if o.Console != "" { // the visitor opens the conversation, from the page
+		fmt.Fprintf(o.W, "waiting for someone to speak in the console; the transcript follows here\n")
+		select {
+		case <-serve.Done():
+		case err := <-r.Err():
+			return Summary{}, err
+		}
+		return Summary{Elapsed: time.Since(start)}, nil
+	}
 	if err := user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, o.Message, "")); err != nil {
 		return Summary{}, err
 	}
@@ -216,4 +249,22 @@ func gapList(gs []time.Duration) string {
 		parts[i] = g.Round(time.Millisecond).String()
 	}
 	return strings.Join(parts, " ")
+}
+
+// consoleOn makes c (if not nil) serve the console and the bridge on
+// addr, which must be a loopback address: a visitor without a token speaks
+// as "guest".
+func consoleOn(c *config.Config, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("console: %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("console: %s is not a loopback address: the demo's console takes no token, so it listens on loopback only", addr)
+	}
+	if c != nil {
+		c.HTTP.Listen = addr
+		c.HTTP.WebSocket = config.WebSocket{Enabled: true, Anonymous: "user:guest"}
+	}
+	return nil
 }

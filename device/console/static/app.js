@@ -1,0 +1,183 @@
+// The room console: one WebSocket to the bridge (/ws), everything drawn
+// from its frames. No secret is kept here: the token, if any, comes from
+// this page's own address (#token=...).
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, cls, text) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+};
+
+const hash = new URLSearchParams(location.hash.slice(1));
+const token = hash.get('token') || '';
+let me = null;          // {role, name, room} from the bridge's hello
+const messages = new Map(); // id -> {li, at}
+const devices = new Map();  // companion -> presence
+const spans = new Map();    // companion + messageId -> {who, start, end}
+let phase = null;
+const refusals = [];
+
+function newID() {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+function connect() {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const ws = new WebSocket(`${proto}//${location.host}/ws${token ? '?token=' + encodeURIComponent(token) : ''}`);
+  ws.onopen = () => { $('status').textContent = 'live'; $('status').className = 'status on'; };
+  ws.onclose = () => {
+    $('status').textContent = 'disconnected, retrying…';
+    $('status').className = 'status off';
+    setTimeout(connect, 2000);
+  };
+  ws.onmessage = (ev) => {
+    let f;
+    try { f = JSON.parse(ev.data); } catch { return; }
+    handle(f);
+  };
+  $('say').onsubmit = (ev) => {
+    ev.preventDefault();
+    const text = $('text').value.trim();
+    if (!text || !me || me.role !== 'user' || ws.readyState !== WebSocket.OPEN) return;
+    ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'message.send', params: { id: newID(), from: me.name, to: [], message: text } }));
+    $('text').value = '';
+  };
+}
+
+function handle(f) {
+  switch (f.method) {
+    case 'bridge.hello':
+      me = f.params;
+      $('room').textContent = me.room;
+      $('text').disabled = me.role !== 'user';
+      $('text').placeholder = me.role === 'user' ? `Say something to the robots as ${me.name}…` : 'This console may only watch.';
+      break;
+    case 'message.send': addMessage(f.params); break;
+    case 'turn.grant': addGrant(f.params); break;
+    case 'presence.update': devices.set(f.params.id, f.params); drawDevices(); break;
+    case 'speaking.update': addSpeaking(f.params); break;
+    case 'phase.event': phase = f.params; drawPhase(); break;
+    case 'post.ack':
+      if (!f.params.ack.accepted) { refusals.unshift(`${f.params.to}: ${f.params.ack.reason}`); refusals.length = Math.min(refusals.length, 5); drawPhase(); }
+      break;
+    default:
+      if (f.error) console.warn('bridge:', f.error.message);
+  }
+}
+
+function addMessage(p) {
+  if (messages.has(p.id)) return; // at least once: a copy
+  const md = p.metadata || {};
+  const speaker = md.speaker || p.from;
+  const li = el('li', 'msg' + (devices.has(speaker) ? '' : ' user'));
+  li.dataset.id = p.id;
+  li.append(el('span', 'who', speaker), document.createTextNode(': '), el('span', 'text', p.message));
+  const meta = [];
+  if (p.to && p.to.length) meta.push('to ' + p.to.join(', '));
+  if (md.idx !== undefined) meta.push(`#${md.idx}, ${md.remain_count} left`);
+  meta.push(new Date().toLocaleTimeString());
+  li.append(el('div', 'meta', meta.join(' · ')));
+  $('transcript').append(li);
+  messages.set(p.id, { li, at: performance.now() });
+  li.scrollIntoView({ block: 'nearest' });
+  if (md.idx !== undefined && phase && phase.remain_count) { phase.remain_count[speaker] = md.remain_count; drawPhase(); }
+}
+
+function addGrant(g) {
+  const m = messages.get(g.messageId);
+  if (!m || m.li.querySelector('table.votes')) return;
+  const t = el('table', 'votes');
+  const head = el('tr');
+  for (const h of ['companion', 'state', 'importance', 'selected', 'closing']) head.append(el('th', '', h));
+  t.append(head);
+  for (const v of g.votes || []) {
+    const r = el('tr', v.from === g.speaker ? 'selected' : '');
+    for (const x of [v.from, v.state, v.importance, v.selected ? 'yes' : '', v.closing]) r.append(el('td', '', String(x)));
+    t.append(r);
+  }
+  for (const who of g.missing || []) {
+    const r = el('tr', 'missing');
+    r.append(el('td', '', who), el('td', '', 'no vote'));
+    t.append(r);
+  }
+  const ms = Math.round(performance.now() - m.at);
+  const grant = el('div', 'grant', g.speaker
+    ? `→ ${g.speaker} speaks (${g.reason}, ${g.decidedBy}, decided ${ms} ms after the message)`
+    : `→ the room rests (${g.reason}, ${g.decidedBy})`);
+  m.li.append(t, grant);
+}
+
+function addSpeaking(s) {
+  const sp = s.speaking || {};
+  if (!sp.messageId) return;
+  const key = s.id + ' ' + sp.messageId;
+  const start = Date.parse(sp.startedAt);
+  if (Number.isNaN(start)) return;
+  const span = spans.get(key) || { who: s.id, start, end: start + sp.durationMs, done: false };
+  span.end = span.start + sp.durationMs;
+  span.done = !sp.speaking;
+  spans.set(key, span);
+  if (spans.size > 200) spans.delete(spans.keys().next().value);
+  drawTimeline();
+}
+
+function drawTimeline() {
+  const all = [...spans.values()].sort((a, b) => a.start - b.start);
+  if (!all.length) return;
+  const now = Date.now();
+  const from = Math.min(all[0].start, now - 60000), to = Math.max(now, ...all.map((s) => s.end));
+  const lanes = new Map();
+  for (const s of all) { if (!lanes.has(s.who)) lanes.set(s.who, []); lanes.get(s.who).push(s); }
+  const tl = $('timeline');
+  tl.replaceChildren();
+  for (const [who, list] of lanes) {
+    const lane = el('div', 'lane');
+    lane.append(el('span', 'name', who));
+    const track = el('div', 'track');
+    for (const s of list) {
+      const b = el('div', 'bar');
+      b.style.left = (100 * (s.start - from) / (to - from)) + '%';
+      b.style.width = Math.max(0.5, 100 * (s.end - s.start) / (to - from)) + '%';
+      b.title = `${who}: ${((s.end - s.start) / 1000).toFixed(1)} s`;
+      track.append(b);
+    }
+    lane.append(track);
+    tl.append(lane);
+  }
+  const done = all.filter((s) => s.done);
+  const gaps = [];
+  for (let i = 1; i < done.length; i++) if (done[i].who !== done[i - 1].who) gaps.push(Math.round(done[i].start - done[i - 1].end));
+  $('silences').textContent = gaps.length ? 'silences between robots: ' + gaps.slice(-8).map((g) => g + ' ms').join(', ') : '';
+}
+
+function drawDevices() {
+  const ul = $('devices');
+  ul.replaceChildren();
+  for (const [id, p] of [...devices].sort()) {
+    const pr = p.presence || {};
+    const online = pr.online && !p.cleared;
+    const li = el('li');
+    li.append(el('span', 'dot' + (online ? ' on' : '')), el('strong', '', id));
+    li.append(document.createTextNode(` on ${pr.device || '?'} · ${online ? 'online' : 'offline'}${pr.thinkMs ? ` · thinks ~${pr.thinkMs} ms` : ''}`));
+    ul.append(li);
+  }
+}
+
+function drawPhase() {
+  const d = $('phase');
+  d.replaceChildren();
+  if (!phase) { d.textContent = 'none yet'; return; }
+  const head = phase.event === 'start' ? `phase ${phase.phase} open (${phase.kind}${phase.channel ? ', whisper ' + phase.channel : ''})` : `phase ${phase.phase} ended: ${phase.reason}`;
+  d.append(el('div', '', head));
+  if (phase.remain_count) {
+    d.append(el('div', '', Object.entries(phase.remain_count).map(([k, v]) => `${k} ${v} left`).join(' · ')));
+  }
+  for (const r of refusals) d.append(el('div', 'refused', 'refused ' + r));
+}
+
+connect();

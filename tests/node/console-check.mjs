@@ -1,0 +1,64 @@
+// Drives the room console in Debian's Chromium with playwright-core, as a
+// person on a phone would: the page loads and goes live, a message typed
+// in the box is answered by a companion, the vote table for that message
+// fills, and the timeline shows the turn. Usage:
+//   node console-check.mjs URL SCREENSHOT.png [SECRET ...]
+// Any SECRET found in the page's HTML fails the check.
+import { chromium } from 'playwright-core';
+
+const [url, shot, ...secrets] = process.argv.slice(2);
+if (!url || !shot) {
+  console.error('usage: node console-check.mjs URL SCREENSHOT.png [SECRET ...]');
+  process.exit(2);
+}
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+const step = (what) => console.log(JSON.stringify({ step: what, at: Date.now() }));
+try {
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(String(e)));
+  await page.goto(url);
+  await page.waitForSelector('#status.on', { timeout: 10000 });
+  await page.waitForFunction(() => !document.getElementById('text').disabled, null, { timeout: 10000 });
+  step('live');
+
+  const text = `Hello robots, this is the browser speaking (${Date.now()})`;
+  await page.fill('#text', text);
+  await page.click('form#say button');
+  const mine = page.locator('li.msg', { hasText: text });
+  await mine.waitFor({ timeout: 10000 });
+  const id = await mine.getAttribute('data-id');
+  step('sent');
+
+  await page.waitForSelector(`li.msg[data-id="${id}"] table.votes td`, { timeout: 20000 });
+  const votes = await page.locator(`li.msg[data-id="${id}"] table.votes tr`).count();
+  const grant = await page.locator(`li.msg[data-id="${id}"] .grant`).textContent();
+  step('votes');
+
+  await page.waitForFunction((id) => {
+    const lis = [...document.querySelectorAll('li.msg')];
+    const i = lis.findIndex((l) => l.dataset.id === id);
+    return i >= 0 && lis.slice(i + 1).some((l) => !l.classList.contains('user'));
+  }, id, { timeout: 30000 });
+  const answer = await page.locator(`li.msg[data-id="${id}"] ~ li.msg:not(.user)`).first().textContent();
+  step('answered');
+
+  await page.waitForSelector('#timeline .bar', { timeout: 20000 });
+  const bars = await page.locator('#timeline .bar').count();
+  step('timeline');
+
+  await page.screenshot({ path: shot, fullPage: true });
+  const html = await page.content();
+  for (const s of secrets) {
+    if (s && html.includes(s)) throw new Error('a secret is in the page');
+  }
+  if (problems.length) throw new Error('page errors: ' + problems.join('; '));
+  console.log(JSON.stringify({ ok: true, votes: votes - 1, grant, answer, bars }));
+} finally {
+  await browser.close();
+}
