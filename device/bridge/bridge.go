@@ -14,7 +14,9 @@
 // its name and the room; then the room as it is (the latest presence and
 // speaking status of each member, the latest phase event). Frames in: a Message (method message.send), a QueryResult, or either
 // wrapped as {"topic": "messages"|"queries", "body": ...} (aikyo's
-// envelope). Anything else gets a JSON-RPC error frame and is counted;
+// envelope), and camera.get {device} from a client whose token allows it
+// (the answer goes to that client only). Anything else gets a JSON-RPC
+// error frame and is counted;
 // the connection stays up.
 //
 // Every client has a bounded send queue: a client that does not keep up
@@ -64,7 +66,15 @@ type Token struct {
 	Secret string
 	Role   Role
 	Name   string
+	// Camera lets the client ask for a device's latest camera frame
+	// (camera.get): frames are for the room's members, so only tokens
+	// given to the people of the house carry it.
+	Camera bool
 }
+
+// Looker fetches a device's latest camera frame (a vision query) as a
+// room member: the body of the vision result.
+type Looker func(ctx context.Context, device string) (json.RawMessage, error)
 
 // Dialer opens a bus connection under identity (its MQTT username).
 type Dialer func(ctx context.Context, identity string) (bus.Bus, error)
@@ -77,6 +87,8 @@ type Config struct {
 	// Anonymous, when set, is the role and name of a client without a
 	// token (a console on loopback); nil: a token is required.
 	Anonymous *Token
+	// Look serves camera.get; nil: no camera frames through the bridge.
+	Look Looker
 
 	MaxClients   int           // default 32
 	Queue        int           // frames waiting for one client; default 256
@@ -354,7 +366,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(b.cfg.MaxFrame)
 	// The first frame says who the client is (a console names its user);
 	// then the room as it is.
-	b.send(c, frame("bridge.hello", map[string]string{"role": string(tok.Role), "name": tok.Name, "room": b.cfg.Room.Name}))
+	b.send(c, frame("bridge.hello", map[string]any{"role": tok.Role, "name": tok.Name, "room": b.cfg.Room.Name, "camera": tok.Camera && b.cfg.Look != nil}))
 	b.mu.Lock()
 	snapshot := make([][]byte, 0, len(b.latest))
 	for _, f := range b.latest {
@@ -518,12 +530,44 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, data []byt
 			return
 		}
 		b.publish(ctx, c, id, b.cfg.Room.Scheme.Results(c.tok.Name), data, res.ID)
+	case f.Method == "camera.get":
+		b.camera(ctx, c, rid, data)
 	case f.Method != "":
-		b.refuse(c, rid, "forbidden", fmt.Sprintf("method %q is not one a client may send (message.send, or a query result)", f.Method))
+		b.refuse(c, rid, "forbidden", fmt.Sprintf("method %q is not one a client may send (message.send, camera.get, or a query result)", f.Method))
 	default:
 		b.refuse(c, rid, "invalid", "a frame needs a method (message.send) or a result or error (a query result)")
 	}
 }
+
+// camera answers camera.get {device} with the device's latest frame, to
+// this client only. It waits in this client's reader (at most
+// LookTimeout): a client that asks pauses its own frames, nobody else's.
+func (b *Bridge) camera(ctx context.Context, c *client, rid string, data []byte) {
+	if !c.tok.Camera || b.cfg.Look == nil {
+		b.refuse(c, rid, "forbidden", "this client may not ask for camera frames")
+		return
+	}
+	var req struct {
+		Params struct {
+			Device string `json:"device"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(data, &req); err != nil || protocol.ValidIdentity(req.Params.Device) != "" {
+		b.refuse(c, rid, "invalid", `camera.get needs params {"device": a device id}`)
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, LookTimeout)
+	defer cancel()
+	body, err := b.cfg.Look(lctx, req.Params.Device)
+	if err != nil {
+		b.send(c, errorFrame(rid, fmt.Sprintf("camera of %s: %v", req.Params.Device, err)))
+		return
+	}
+	b.send(c, mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": rid, "result": map[string]any{"device": req.Params.Device, "frame": body}}))
+}
+
+// LookTimeout bounds one camera.get.
+const LookTimeout = 10 * time.Second
 
 // publish sends a client's frame under its identity; a client that
 // floods waits for its own publishes (its reads stop), nobody else.

@@ -558,13 +558,21 @@ func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 	passwordEnv := map[string]string{}
 	var tokens []bridge.Token
 	for _, e := range entries {
-		tokens = append(tokens, bridge.Token{Secret: e.Token, Role: bridge.Role(e.Role), Name: e.Name})
+		tokens = append(tokens, bridge.Token{Secret: e.Token, Role: bridge.Role(e.Role), Name: e.Name, Camera: e.Camera})
 		passwordEnv[e.Name] = e.MQTTPasswordEnv
 	}
 	var anon *bridge.Token
 	if ws.Anonymous != "" {
 		role, name, _ := strings.Cut(ws.Anonymous, ":")
-		anon = &bridge.Token{Role: bridge.Role(role), Name: name}
+		anon = &bridge.Token{Role: bridge.Role(role), Name: name, Camera: true}
+	}
+	// Camera frames are asked for as this device's identity, which sees
+	// them only if it is a room member (a companion's device).
+	qc := query.NewClient(l.main, l.room.Scheme, d.cfg.Identity(), query.ClientOptions{Timeout: d.cfg.Query.Timeout,
+		MaxResultBytes: d.cfg.Query.MaxResult, Log: d.log, Metrics: d.m})
+	d.onClose(qc.Close)
+	look := func(ctx context.Context, device string) (json.RawMessage, error) {
+		return qc.Ask(ctx, device, "vision", nil, bridge.LookTimeout)
 	}
 	dial := func(ctx context.Context, identity string) (bus.Bus, error) {
 		var password string
@@ -577,7 +585,7 @@ func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 		}
 		return b, nil
 	}
-	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, MaxClients: ws.MaxClients,
+	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, Look: look, MaxClients: ws.MaxClients,
 		Log: d.log, Metrics: d.m})
 }
 

@@ -249,7 +249,8 @@ type WebSocket struct {
 	TokensFile string `yaml:"tokens_file"`
 	TokensEnv  string `yaml:"tokens_env"`
 	// Anonymous ("role:name", e.g. user:console) is what a client without
-	// a token may be; only on a loopback listener.
+	// a token may be; only on a loopback listener (someone at the robot
+	// itself, who may also see its camera frames).
 	Anonymous  string `yaml:"anonymous"`
 	MaxClients int    `yaml:"max_clients"` // default 32
 }
@@ -260,6 +261,7 @@ type BridgeToken struct {
 	Role            string `yaml:"role"`
 	Name            string `yaml:"name"`
 	MQTTPasswordEnv string `yaml:"mqtt_password_env"` // the password of name's MQTT connection, if the broker wants one
+	Camera          bool   `yaml:"camera"`            // may ask for the devices' camera frames (room members' eyes)
 }
 
 // Tokens reads the bridge's tokens from tokens_file or tokens_env.

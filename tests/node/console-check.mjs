@@ -1,7 +1,8 @@
 // Drives the room console in Debian's Chromium with playwright-core, as a
 // person on a phone would: the page loads and goes live, a message typed
 // in the box is answered by a companion, the vote table for that message
-// fills, and the timeline shows the turn. Usage:
+// fills, the timeline shows the turn, and a device's camera frame comes on
+// request. Usage:
 //   node console-check.mjs URL SCREENSHOT.png [SECRET ...]
 // Any SECRET found in the page's HTML fails the check.
 import { chromium } from 'playwright-core';
@@ -52,13 +53,20 @@ try {
   const bars = await page.locator('#timeline .bar').count();
   step('timeline');
 
+  // The latest camera frame of a device, on request.
+  await page.locator('#devices li', { hasText: 'aya' }).locator('button').click();
+  await page.waitForSelector('#camera img', { timeout: 15000 });
+  const frame = await page.locator('#camera img').evaluate((img) => img.complete && img.naturalWidth);
+  if (!frame) throw new Error('the camera frame did not load');
+  step('camera');
+
   await page.screenshot({ path: shot, fullPage: true });
   const html = await page.content();
   for (const s of secrets) {
     if (s && html.includes(s)) throw new Error('a secret is in the page');
   }
   if (problems.length) throw new Error('page errors: ' + problems.join('; '));
-  console.log(JSON.stringify({ ok: true, votes: votes - 1, grant, answer, bars }));
+  console.log(JSON.stringify({ ok: true, votes: votes - 1, grant, answer, bars, frameWidth: frame }));
 } finally {
   await browser.close();
 }

@@ -19,6 +19,8 @@ const devices = new Map();  // companion -> presence
 const spans = new Map();    // companion + messageId -> {who, start, end}
 let phase = null;
 const refusals = [];
+const asked = new Map();    // camera.get request id -> device
+let send = () => {};
 
 function newID() {
   const b = new Uint8Array(16);
@@ -40,6 +42,7 @@ function connect() {
     try { f = JSON.parse(ev.data); } catch { return; }
     handle(f);
   };
+  send = (f) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(f)); };
   $('say').onsubmit = (ev) => {
     ev.preventDefault();
     const text = $('text').value.trim();
@@ -66,6 +69,7 @@ function handle(f) {
       if (!f.params.ack.accepted) { refusals.unshift(`${f.params.to}: ${f.params.ack.reason}`); refusals.length = Math.min(refusals.length, 5); drawPhase(); }
       break;
     default:
+      if (f.id && asked.has(f.id)) { showFrame(asked.get(f.id), f); asked.delete(f.id); break; }
       if (f.error) console.warn('bridge:', f.error.message);
   }
 }
@@ -163,9 +167,26 @@ function drawDevices() {
     const online = pr.online && !p.cleared;
     const li = el('li');
     li.append(el('span', 'dot' + (online ? ' on' : '')), el('strong', '', id));
-    li.append(document.createTextNode(` on ${pr.device || '?'} · ${online ? 'online' : 'offline'}${pr.thinkMs ? ` · thinks ~${pr.thinkMs} ms` : ''}`));
+    li.append(document.createTextNode(` on ${pr.device || '?'} · ${online ? 'online' : 'offline'}${pr.thinkMs ? ` · thinks ~${pr.thinkMs} ms` : ''} `));
+    if (me && me.camera && online && pr.device) {
+      const b = el('button', 'small', 'camera');
+      b.type = 'button';
+      b.onclick = () => { const id = newID(); asked.set(id, pr.device); send({ jsonrpc: '2.0', method: 'camera.get', id, params: { device: pr.device } }); };
+      li.append(b);
+    }
     ul.append(li);
   }
+}
+
+function showFrame(device, f) {
+  const box = $('camera');
+  box.replaceChildren();
+  if (f.error) { box.append(el('div', 'refused', f.error.message)); return; }
+  const fr = f.result.frame || {};
+  const img = el('img');
+  img.alt = `camera of ${device}`;
+  img.src = `data:${fr.mime || 'image/jpeg'};base64,${fr.image}`;
+  box.append(img, el('div', 'muted', `${device}${fr.capturedAt ? ' at ' + new Date(fr.capturedAt).toLocaleTimeString() : ''}`));
 }
 
 function drawPhase() {

@@ -28,8 +28,8 @@ import (
 
 // Options configure a demo run.
 type Options struct {
-	Dir     string        // folder of device configs; "" runs the demo room in the binary
-	Out     string        // where each companion's utterances are written as WAV; "" writes none
+	Dir string // folder of device configs; "" runs the demo room in the binary
+	Out string // where each companion's utterances are written as WAV; "" writes none
 	// Console, when set (host:port, loopback), serves the room console and
 	// the WebSocket bridge there from the first device (a visitor speaks
 	// as "guest" and opens the conversation), and Run keeps the room up
@@ -37,9 +37,9 @@ type Options struct {
 	Console string
 	// OnConsole is called with the console's URL once it serves.
 	OnConsole func(url string)
-	Turns   int           // stop after this many companion turns; 0 = run to terminal
-	Timeout time.Duration // give up after this long
-	Message string        // the user's opening line
+	Turns     int           // stop after this many companion turns; 0 = run to terminal
+	Timeout   time.Duration // give up after this long
+	Message   string        // the user's opening line
 	// Paced plays every utterance in real time, as robots with speakers
 	// would: the room runs at human speed, and out/room.wav is the whole
 	// conversation on one timeline with the silences as they happened.
@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	time.Sleep(100 * time.Millisecond) // let every companion's subscriptions settle
-	if o.Console != "" { // the visitor opens the conversation, from the page
+	if o.Console != "" {               // the visitor opens the conversation, from the page
 		fmt.Fprintf(o.W, "waiting for someone to speak in the console; the transcript follows here\n")
 		select {
 		case <-serve.Done():
