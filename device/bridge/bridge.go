@@ -233,13 +233,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		}
 	}
 	<-ctx.Done()
-	b.mu.Lock()
-	cs := make([]*client, 0, len(b.clients))
-	for c := range b.clients {
-		cs = append(cs, c)
-	}
-	b.mu.Unlock()
-	for _, c := range cs {
+	for _, c := range b.those(func(*client) bool { return true }) {
 		c.drop("the device is stopping")
 	}
 	return nil
@@ -268,15 +262,22 @@ func errorFrame(id, msg string) []byte {
 
 // broadcast queues f for every client; it never blocks (a bus handler).
 func (b *Bridge) broadcast(f []byte) {
-	b.mu.Lock()
-	cs := make([]*client, 0, len(b.clients))
-	for c := range b.clients {
-		cs = append(cs, c)
-	}
-	b.mu.Unlock()
-	for _, c := range cs {
+	for _, c := range b.those(func(*client) bool { return true }) {
 		b.send(c, f)
 	}
+}
+
+// those returns the clients ok picks, taken under the lock.
+func (b *Bridge) those(ok func(*client) bool) []*client {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var cs []*client
+	for c := range b.clients {
+		if ok(c) {
+			cs = append(cs, c)
+		}
+	}
+	return cs
 }
 
 // send queues f for c, or drops c when its queue is full.
@@ -638,15 +639,7 @@ func (b *Bridge) release(name string) {
 
 // toDevice queues a query for every client registered as device name.
 func (b *Bridge) toDevice(name string, f []byte) {
-	b.mu.Lock()
-	var cs []*client
-	for c := range b.clients {
-		if c.tok.Role == Device && c.tok.Name == name {
-			cs = append(cs, c)
-		}
-	}
-	b.mu.Unlock()
-	for _, c := range cs {
+	for _, c := range b.those(func(c *client) bool { return c.tok.Role == Device && c.tok.Name == name }) {
 		b.send(c, f)
 	}
 }

@@ -49,15 +49,7 @@ http: {listen: "off"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.New(c, daemon.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- d.Run(ctx, func() { close(ready) }) }()
-	defer func() { cancel(); <-done }()
-	<-ready
+	runDaemon(t, c)
 	time.Sleep(300 * time.Millisecond) // the camera's first frame
 
 	frame := filepath.Join(t.TempDir(), "f.jpg")
@@ -123,15 +115,7 @@ http: {listen: "off"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.New(c, daemon.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- d.Run(ctx, func() { close(ready) }) }()
-	defer func() { cancel(); <-done }()
-	<-ready
+	ctx := runDaemon(t, c)
 
 	watch, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "watch", Username: "bot"})
 	if err != nil {
@@ -181,4 +165,24 @@ http: {listen: "off"}
 	if code, _, errOut := run("phase", "-room", "lab"); code != 1 || !strings.Contains(errOut, "start or end") {
 		t.Fatalf("no action: %d %q", code, errOut)
 	}
+}
+
+// runDaemon runs a device until the test ends and returns once it is
+// ready; the context ends with the test.
+func runDaemon(t *testing.T, c *config.Config) context.Context {
+	t.Helper()
+	d, err := daemon.New(c, daemon.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- d.Run(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the device stopped: %v", err)
+	}
+	return ctx
 }
