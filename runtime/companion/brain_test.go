@@ -85,11 +85,11 @@ func TestFailedSpeakIsMarkedUnspoken(t *testing.T) {
 			said <- m
 		}
 	})
+	states := make(chan protocol.State, 4)
+	obs.OnState(ctx, func(s protocol.State) { states <- s }) // before the message: its State may come at once
 	mem.Settle()
 	user := room.New(mem.Conn(nil, nil), rm.Scheme, "lr", nil, nil)
 	user.SendMessage(ctx, protocol.NewMessage("m1", "user", nil, "hi", ""))
-	states := make(chan protocol.State, 4)
-	obs.OnState(ctx, func(s protocol.State) { states <- s })
 	select {
 	case <-states:
 	case <-time.After(5 * time.Second):

@@ -40,8 +40,13 @@ type Server struct {
 	// request without it is refused with 401 and an error quoting the key
 	// it carried, as some proxies do (unkind to a client that logs it).
 	APIKey string
+	// Look makes a companion look through its vision tool (when offered)
+	// before it thinks about a message, as a model with eyes would; the
+	// pictures it is shown are kept (Images).
+	Look bool
 
 	calls    atomic.Int64
+	images   []string
 	mu       sync.Mutex
 	problems []string
 }
@@ -64,6 +69,13 @@ func (s *Server) Problems() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.problems...)
+}
+
+// Images are the pictures the model was shown (data URLs), in order.
+func (s *Server) Images() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.images...)
 }
 
 func (s *Server) problem(format string, args ...any) {
@@ -117,6 +129,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if s.Model != "" && req.Model != s.Model {
 		s.problem("model %q, want %q", req.Model, s.Model)
 	}
+	if url, ok := imageIn(req); ok { // the vision tool: describe the picture
+		s.mu.Lock()
+		s.images = append(s.images, url)
+		s.mu.Unlock()
+		s.answer(w, req.Model, map[string]any{"role": "assistant", "content": "A colourful test picture.", "refusal": nil}, "stop")
+		return
+	}
 	if len(req.Messages) < 2 || req.Messages[0].Role != "system" {
 		s.problem("want a system message first, got %d messages", len(req.Messages))
 		http.Error(w, "bad messages", 400)
@@ -124,7 +143,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	var system, user string
 	json.Unmarshal(req.Messages[0].Content, &system)
-	json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &user)
+	looked := false
+	for _, m := range req.Messages[1:] {
+		switch m.Role {
+		case "user":
+			json.Unmarshal(m.Content, &user)
+		case "tool":
+			looked = true
+		}
+	}
 	me := "someone"
 	if m := idRe.FindStringSubmatch(system); m != nil {
 		me = m[1]
@@ -154,7 +181,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 
 	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 	finish := "stop"
+	offered := func(tool string) bool {
+		for _, t := range req.Tools {
+			if t.Function.Name == tool {
+				return true
+			}
+		}
+		return false
+	}
 	switch {
+	case s.Look && !looked && offered("vision"):
+		msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
+			"function": map[string]any{"name": "vision", "arguments": "{}"}}}
+		finish = "tool_calls"
 	case req.ResponseFormat != nil && req.ResponseFormat.Type == "json_schema":
 		if req.ResponseFormat.JSONSchema == nil || req.ResponseFormat.JSONSchema.Name != "companion_state" {
 			s.problem("json_schema without the companion_state schema")
@@ -180,12 +219,38 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		msg = map[string]any{"role": "assistant", "content": "Sure! I'd love to chat. {state: maybe", "refusal": nil}
 		finish = "stop"
 	}
+	s.answer(w, req.Model, msg, finish)
+}
+
+func (s *Server) answer(w http.ResponseWriter, model string, msg map[string]any, finish string) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("chatcmpl-%d", s.calls.Load()), "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"id": fmt.Sprintf("chatcmpl-%d", s.calls.Load()), "object": "chat.completion", "created": time.Now().Unix(), "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   map[string]any{"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340},
 	})
+}
+
+// imageIn finds a picture in a request's user messages (content parts of
+// type image_url, as the OpenAI API carries images).
+func imageIn(req request) (string, bool) {
+	for _, m := range req.Messages {
+		var parts []struct {
+			Type     string `json:"type"`
+			ImageURL struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
+		}
+		if m.Role != "user" || json.Unmarshal(m.Content, &parts) != nil {
+			continue
+		}
+		for _, p := range parts {
+			if p.Type == "image_url" && p.ImageURL.URL != "" {
+				return p.ImageURL.URL, true
+			}
+		}
+	}
+	return "", false
 }
 
 // historyLines counts the lines of the conversation so far, which the
@@ -246,10 +311,5 @@ func (s *Server) talk(w http.ResponseWriter, model, me, prompt string) {
 	if s.Line != nil && text != "Over" && text != "LISTEN" {
 		text = s.Line(me, n)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("chatcmpl-%d", s.calls.Load()), "object": "chat.completion", "created": time.Now().Unix(), "model": model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "refusal": nil}, "finish_reason": "stop"}},
-		"usage":   map[string]any{"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320},
-	})
+	s.answer(w, model, map[string]any{"role": "assistant", "content": text, "refusal": nil}, "stop")
 }
