@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -193,13 +194,24 @@ func TestBridgeNodeBody(t *testing.T) {
 		t.Fatalf("the model server saw bad requests: %v", pr)
 	}
 	t.Logf("bot looked through the Node body (%d vision queries, %d pictures shown to the model)", len(node.queries("vision")), len(images))
+	var page strings.Builder // the console this device serves
+	for _, asset := range []string{"/", "/app.js", "/style.css"} {
+		resp, err := http.Get("http://" + base + asset)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("console %s: %v %v", asset, err, resp)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page.Write(b)
+	}
+	frames = append(frames, page.String())
 	for _, secret := range []string{e2eDeviceToken, e2eUserToken, e2eAPIKey} {
 		if strings.Contains(p.log.String(), secret) {
 			t.Fatalf("a secret in chorusd's log:\n%s", p.log.String())
 		}
 		for _, f := range frames {
 			if strings.Contains(f, secret) {
-				t.Fatalf("a secret in a frame: %.300s", f)
+				t.Fatalf("a secret in a frame or the console page: %.300s", f)
 			}
 		}
 	}

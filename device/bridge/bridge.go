@@ -422,6 +422,7 @@ func (b *Bridge) write(ctx context.Context, c *client) {
 			err := c.conn.Ping(pctx)
 			cancel()
 			if err != nil {
+				b.m.BridgeDropped.WithLabelValues("no_pong").Inc()
 				c.drop("no pong: " + err.Error())
 				return
 			}

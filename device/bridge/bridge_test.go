@@ -470,3 +470,32 @@ func TestCameraGet(t *testing.T) {
 	send(t, v, `{"jsonrpc":"2.0","method":"camera.get","id":"look-2","params":{"device":"cam"}}`)
 	next(t, v, "the refusal", isError("may not ask for camera frames"))
 }
+
+// A client that answers no ping (it never reads, so its pongs are never
+// sent) is dropped after a ping period and a write timeout; one that
+// reads stays.
+func TestPingDropsADeadClient(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.PingEvery = 200 * time.Millisecond; c.WriteTimeout = 200 * time.Millisecond })
+	r.dial(viewerToken) // never reads
+	alive := r.dial(viewerToken)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // reading answers the pings
+		for {
+			if _, _, err := alive.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.dropped("no_pong") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the client that answers no ping was not dropped")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if n := r.dropped("no_pong"); n != 1 {
+		t.Fatalf("%v clients dropped for no pong, want 1 (the reading one stays)", n)
+	}
+}

@@ -134,7 +134,7 @@ func New() *Metrics {
 		BridgeFrames: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_bridge_frames_total",
 			Help: "Frames the WebSocket bridge relayed, by direction (in: from clients to the room, out: to clients)."}, []string{"direction"})).(*prometheus.CounterVec),
 		BridgeDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_bridge_dropped_total",
-			Help: "WebSocket clients refused or dropped and frames refused, by reason (no_token, bad_token, too_many, slow, oversize, not_json, forbidden, invalid, not_addressed, rate_limited, publish_failed)."},
+			Help: "WebSocket clients refused or dropped and frames refused, by reason (no_token, bad_token, too_many, slow, no_pong, oversize, not_json, forbidden, invalid, not_addressed, rate_limited, publish_failed)."},
 			[]string{"reason"})).(*prometheus.CounterVec),
 		Held: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_held_entries",
 			Help: "Entries a bounded map or queue holds now, by what (floor_ballots, companion_thinking, query_pending, ...): work in progress drains to 0 when the room rests; books of recent ids stay at or below their cap."},
