@@ -8,6 +8,7 @@
 import { chromium } from 'playwright-core';
 
 const [url, shot, ...secrets] = process.argv.slice(2);
+const realtime = process.env.CONSOLE_MODE === 'realtime'; // a realtime room: phases, not votes
 if (!url || !shot) {
   console.error('usage: node console-check.mjs URL SCREENSHOT.png [SECRET ...]');
   process.exit(2);
@@ -36,10 +37,16 @@ try {
   const id = await mine.getAttribute('data-id');
   step('sent');
 
-  await page.waitForSelector(`li.msg[data-id="${id}"] table.votes td`, { timeout: 20000 });
-  const votes = await page.locator(`li.msg[data-id="${id}"] table.votes tr`).count();
-  const grant = await page.locator(`li.msg[data-id="${id}"] .grant`).textContent();
-  step('votes');
+  let votes = 0, grant = '';
+  if (realtime) {
+    await page.waitForFunction(() => /open/.test(document.getElementById('phase').textContent) && /left/.test(document.getElementById('phase').textContent), null, { timeout: 20000 });
+    step('phase');
+  } else {
+    await page.waitForSelector(`li.msg[data-id="${id}"] table.votes td`, { timeout: 20000 });
+    votes = await page.locator(`li.msg[data-id="${id}"] table.votes tr`).count();
+    grant = await page.locator(`li.msg[data-id="${id}"] .grant`).textContent();
+    step('votes');
+  }
 
   await page.waitForFunction((id) => {
     const lis = [...document.querySelectorAll('li.msg')];
@@ -49,16 +56,22 @@ try {
   const answer = await page.locator(`li.msg[data-id="${id}"] ~ li.msg:not(.user)`).first().textContent();
   step('answered');
 
-  await page.waitForSelector('#timeline .bar', { timeout: 20000 });
-  const bars = await page.locator('#timeline .bar').count();
-  step('timeline');
+  let bars = 0, frame = 0;
+  if (realtime) {
+    await page.waitForFunction(() => /ended/.test(document.getElementById('phase').textContent), null, { timeout: 40000 });
+    step('ended');
+  } else {
+    await page.waitForSelector('#timeline .bar', { timeout: 20000 });
+    bars = await page.locator('#timeline .bar').count();
+    step('timeline');
 
-  // The latest camera frame of a device, on request.
-  await page.locator('#devices li', { hasText: 'aya' }).locator('button').click();
-  await page.waitForSelector('#camera img', { timeout: 15000 });
-  const frame = await page.locator('#camera img').evaluate((img) => img.complete && img.naturalWidth);
-  if (!frame) throw new Error('the camera frame did not load');
-  step('camera');
+    // The latest camera frame of a device, on request.
+    await page.locator('#devices li', { hasText: 'aya' }).locator('button').click();
+    await page.waitForSelector('#camera img', { timeout: 15000 });
+    frame = await page.locator('#camera img').evaluate((img) => img.complete && img.naturalWidth);
+    if (!frame) throw new Error('the camera frame did not load');
+    step('camera');
+  }
 
   await page.screenshot({ path: shot, fullPage: true });
   const html = await page.content();
@@ -66,7 +79,8 @@ try {
     if (s && html.includes(s)) throw new Error('a secret is in the page');
   }
   if (problems.length) throw new Error('page errors: ' + problems.join('; '));
-  console.log(JSON.stringify({ ok: true, votes: votes - 1, grant, answer, bars, frameWidth: frame }));
+  const phase = await page.locator('#phase').textContent();
+  console.log(JSON.stringify({ ok: true, votes: Math.max(0, votes - 1), grant, answer, bars, frameWidth: frame, phase }));
 } finally {
   await browser.close();
 }

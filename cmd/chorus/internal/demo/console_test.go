@@ -20,11 +20,18 @@ import (
 // The room console in a real browser (issue 14): `chorus demo -console`'s
 // room, Debian's Chromium driven by playwright-core on a phone-sized
 // screen: the page goes live, a message typed in its box is answered by a
-// companion, the vote table for that message fills, and the timeline shows
-// the turn. The screenshot is kept in $CHORUS_ARTIFACTS (default: the
+// companion, the vote table for that message fills, the timeline shows the
+// turn, and a device's camera frame comes on request; in the realtime demo
+// room, the phase opens with remaining counts, is talked in, and ends. The screenshot is kept in $CHORUS_ARTIFACTS (default: the
 // test's temporary folder). Without node, playwright-core or Chromium the
 // test is skipped, unless CHORUS_REQUIRE_NODE=1 (CI).
 func TestConsoleInABrowser(t *testing.T) {
+	for _, mode := range []string{"turn", "realtime"} {
+		t.Run(mode, func(t *testing.T) { consoleInABrowser(t, mode) })
+	}
+}
+
+func consoleInABrowser(t *testing.T, mode string) {
 	dir, _ := filepath.Abs("../../../../tests/node")
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {
@@ -45,7 +52,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	transcript := &syncWriter{w: &bytes.Buffer{}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, Options{Console: addr, OnConsole: func(u string) { urls <- u }, Paced: true, W: transcript})
+		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: func(u string) { urls <- u }, Paced: true, W: transcript})
 		done <- err
 	}()
 	defer func() {
@@ -76,9 +83,9 @@ func TestConsoleInABrowser(t *testing.T) {
 		artifacts = t.TempDir()
 	}
 	os.MkdirAll(artifacts, 0o755)
-	shot := filepath.Join(artifacts, "console.png")
+	shot := filepath.Join(artifacts, "console-"+mode+".png")
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "console-check.mjs"), url, shot)
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "CONSOLE_MODE="+mode)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("console check: %v\n%s\n--- transcript:\n%s", err, out, transcript.String())
@@ -90,11 +97,13 @@ func TestConsoleInABrowser(t *testing.T) {
 		Grant  string `json:"grant"`
 		Answer string `json:"answer"`
 		Bars   int    `json:"bars"`
+		Phase  string `json:"phase"`
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || !res.OK || res.Votes < 1 || res.Bars < 1 {
+	err = json.Unmarshal([]byte(lines[len(lines)-1]), &res)
+	if err != nil || !res.OK || (mode == "turn" && (res.Votes < 1 || res.Bars < 1)) || (mode == "realtime" && !strings.Contains(res.Phase, "ended")) {
 		t.Fatalf("console check: %+v %v\n%s", res, err, out)
 	}
-	t.Logf("the page: %d votes, %q, answered %q, %d timeline bars; screenshot %s", res.Votes, res.Grant, res.Answer, res.Bars, shot)
+	t.Logf("the page: %d votes, %q, answered %q, %d timeline bars, phase %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Bars, res.Phase, shot)
 }
 
 // syncWriter serializes writes from the demo's goroutines.
