@@ -65,6 +65,17 @@ func (n *nodeClient) queries(typ string) []map[string]any {
 	return out
 }
 
+// await returns the queries of typ the client printed, waiting up to 5 s
+// for a first one (its line comes a moment after it answered).
+func (n *nodeClient) await(typ string) []map[string]any {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if qs := n.queries(typ); len(qs) > 0 {
+			return qs
+		}
+	}
+	return nil
+}
+
 // startNode runs tests/node/aikyo-client.mjs against url; without node or
 // its ws package the test is skipped, unless CHORUS_REQUIRE_NODE=1 (CI).
 func startNode(t *testing.T, url string) *nodeClient {
@@ -174,10 +185,7 @@ func TestBridgeNodeBody(t *testing.T) {
 			said = m.Params.Message
 		}
 	}
-	var spoke []map[string]any
-	for deadline := time.Now().Add(5 * time.Second); len(spoke) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		spoke = node.queries("speak") // its line may come a moment after the Message
-	}
+	spoke := node.await("speak")
 	if len(spoke) == 0 || !strings.Contains(said, fmt.Sprint(spoke[0]["message"])) {
 		t.Fatalf("bot said %q; the Node body was asked to speak %v", said, spoke)
 	}
@@ -187,7 +195,7 @@ func TestBridgeNodeBody(t *testing.T) {
 	// picture.
 	want, _ := os.ReadFile("../../tests/node/frame.jpg")
 	images := model.Images()
-	if len(node.queries("vision")) == 0 || len(images) == 0 || !strings.HasSuffix(images[0], base64.StdEncoding.EncodeToString(want)) {
+	if len(node.await("vision")) == 0 || len(images) == 0 || !strings.HasSuffix(images[0], base64.StdEncoding.EncodeToString(want)) {
 		t.Fatalf("vision queries at the Node body %v; pictures the model saw: %d", node.queries("vision"), len(images))
 	}
 	if pr := model.Problems(); len(pr) > 0 {
