@@ -185,6 +185,19 @@ func TestBridgeNodeBody(t *testing.T) {
 			said = m.Params.Message
 		}
 	}
+	states := 0 // aikyo's Japanese State schema requires an id: Chorus's States carry one
+	for _, f := range frames {
+		var st protocol.State
+		if json.Unmarshal([]byte(f), &st) == nil && st.Method == protocol.MethodState {
+			if st.Params.ID == "" {
+				t.Fatalf("a State without an id: %s", f)
+			}
+			states++
+		}
+	}
+	if states == 0 {
+		t.Fatal("no State came through the bridge")
+	}
 	spoke := node.await("speak")
 	if len(spoke) == 0 || !strings.Contains(said, fmt.Sprint(spoke[0]["message"])) {
 		t.Fatalf("bot said %q; the Node body was asked to speak %v", said, spoke)
