@@ -615,26 +615,32 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 		}
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if other, ok := b.ids[name]; ok { // another client opened it meanwhile
 		other.refs++
-		go conn.Close()
+		b.mu.Unlock()
+		conn.Close()
 		return other, nil
 	}
 	b.ids[name] = id
+	b.mu.Unlock()
 	return id, nil
 }
 
+// release lets go of a client's identity; the last client closes its
+// connection (in the client's own goroutine, outside the lock).
 func (b *Bridge) release(name string) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	id := b.ids[name]
-	if id == nil {
-		return
+	last := id != nil && id.refs <= 1
+	if id != nil {
+		id.refs--
 	}
-	if id.refs--; id.refs <= 0 {
+	if last {
 		delete(b.ids, name)
-		go id.b.Close()
+	}
+	b.mu.Unlock()
+	if last {
+		id.b.Close()
 	}
 }
 

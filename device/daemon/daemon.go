@@ -279,18 +279,25 @@ func (d *Daemon) startBroker(ctx context.Context) error {
 	return nil
 }
 
+// dial opens a connection that lives as long as the daemon.
 func (d *Daemon) dial(ctx context.Context, clientID, user, password string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
-	tlsc, err := d.cfg.ClientTLS()
-	if err != nil {
-		return nil, err
-	}
-	b, err := bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password, TLS: tlsc,
-		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
+	b, err := d.dialOwned(ctx, clientID, user, password, birth, will)
 	if err != nil {
 		return nil, err
 	}
 	d.onClose(func() { b.Close() })
 	return b, nil
+}
+
+// dialOwned opens a connection its caller closes (the bridge's, which come
+// and go with its clients: the daemon must not keep them).
+func (d *Daemon) dialOwned(ctx context.Context, clientID, user, password string, birth func(time.Time) *bus.Retained, will *bus.Retained) (*bus.MQTT, error) {
+	tlsc, err := d.cfg.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	return bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password, TLS: tlsc,
+		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
 }
 
 // connect dials the room under the companion's name, announcing its
@@ -579,7 +586,7 @@ func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 		if env := passwordEnv[identity]; env != "" {
 			password = os.Getenv(env)
 		}
-		b, err := d.dial(ctx, identity+"-bridge-"+protocol.NewID()[:8], identity, password, nil, nil)
+		b, err := d.dialOwned(ctx, identity+"-bridge-"+protocol.NewID()[:8], identity, password, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("bridge: connect as %s: %w", identity, err)
 		}
