@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -497,5 +498,36 @@ func TestPingDropsADeadClient(t *testing.T) {
 	time.Sleep(600 * time.Millisecond)
 	if n := r.dropped("no_pong"); n != 1 {
 		t.Fatalf("%v clients dropped for no pong, want 1 (the reading one stays)", n)
+	}
+}
+
+// Clients that come and go leave nothing behind: no goroutine, no
+// identity connection.
+func TestClientsLeaveNothingBehind(t *testing.T) {
+	r := newRig(t, nil)
+	settle := func() int {
+		time.Sleep(300 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	before := settle()
+	for range 30 {
+		for _, tok := range []string{userToken, deviceToken, viewerToken} {
+			c := r.dial(tok)
+			c.Close(websocket.StatusNormalClosure, "bye")
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after := settle()
+		if after <= before+3 {
+			t.Logf("goroutines %d before, %d after 90 clients came and went", before, after)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines %d before, %d after 90 clients came and went", before, after)
+		}
+	}
+	if n := testutil.ToFloat64(r.m.BridgeClients); n != 0 {
+		t.Fatalf("chorus_bridge_clients %v with nobody connected", n)
 	}
 }
