@@ -39,6 +39,8 @@ bench:
 	$(GO) test -run XXX -bench TurnGap -benchtime 30x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench 'VisionRoundTrip|SpeakFirstAudio' -benchtime 1000x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench . ./runtime/protocol/
+	$(GO) test -run XXX -bench RejectMalformed ./runtime/room/
+	$(GO) test -run XXX -bench 'Gap|Realtime' -benchtime 1x -timeout 1h ./cmd/chorus/internal/bench/
 	CGO_ENABLED=0 $(GO) build -o /tmp/chorusd-bench ./cmd/chorusd && $(GO) run ./cmd/chorus bench startup -chorusd /tmp/chorusd-bench
 
 # 60 s per decoder (issue 2: every decoder fuzzed at least a minute).
