@@ -481,28 +481,68 @@ type inFrame struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-func (b *Bridge) handle(ctx context.Context, c *client, id *identity, data []byte) {
+// frameIn is a parsed frame in: what it asks, its id (for the answer),
+// and the JSON-RPC object itself (unwrapped from an envelope).
+type frameIn struct {
+	kind string // "message", "result", "camera", or "" with err set
+	rid  string
+	data []byte
+	// method names an unknown method (kind ""), for the refusal.
+	method string
+}
+
+// frameError is why a frame is refused: a counted reason and a message.
+type frameError struct{ reason, msg string }
+
+func (e *frameError) Error() string { return e.reason + ": " + e.msg }
+
+// parseFrame reads a frame in without acting on it: aikyo's envelope is
+// unwrapped, and the frame is classified by what it asks.
+func parseFrame(data []byte) (frameIn, error) {
 	var f inFrame
 	if err := json.Unmarshal(data, &f); err != nil {
-		b.refuse(c, "", "not_json", "the frame is not a JSON object: "+err.Error())
-		return
+		return frameIn{}, &frameError{"not_json", "the frame is not a JSON object: " + err.Error()}
 	}
 	if f.Topic != "" || f.Body != nil {
 		if f.Method != "" || (f.Topic != "messages" && f.Topic != "queries") {
-			b.refuse(c, "", "forbidden", fmt.Sprintf("an envelope names topic %q; a client may send on messages or queries only", f.Topic))
-			return
+			return frameIn{}, &frameError{"forbidden", fmt.Sprintf("an envelope names topic %.64q; a client may send on messages or queries only", f.Topic)}
 		}
 		data = f.Body
 		f = inFrame{}
 		if err := json.Unmarshal(data, &f); err != nil {
-			b.refuse(c, "", "not_json", "the envelope's body is not a JSON object: "+err.Error())
-			return
+			return frameIn{}, &frameError{"not_json", "the envelope's body is not a JSON object: " + err.Error()}
 		}
 	}
-	var rid string
-	json.Unmarshal(f.ID, &rid)
+	in := frameIn{data: data}
+	json.Unmarshal(f.ID, &in.rid)
+	if len(in.rid) > protocol.MaxIDLen {
+		in.rid = ""
+	}
 	switch {
 	case f.Method == protocol.MethodMessage:
+		in.kind = "message"
+	case f.Method == "camera.get":
+		in.kind = "camera"
+	case f.Method == "" && (f.Result != nil || f.Error != nil):
+		in.kind = "result"
+	case f.Method != "":
+		return in, &frameError{"forbidden", fmt.Sprintf("method %.64q is not one a client may send (message.send, camera.get, or a query result)", f.Method)}
+	default:
+		return in, &frameError{"invalid", "a frame needs a method (message.send) or a result or error (a query result)"}
+	}
+	return in, nil
+}
+
+func (b *Bridge) handle(ctx context.Context, c *client, id *identity, raw []byte) {
+	in, err := parseFrame(raw)
+	var fe *frameError
+	if errors.As(err, &fe) {
+		b.refuse(c, in.rid, fe.reason, fe.msg)
+		return
+	}
+	rid, data := in.rid, in.data
+	switch in.kind {
+	case "message":
 		if c.tok.Role != User {
 			b.refuse(c, rid, "forbidden", fmt.Sprintf("a %s may not send message.send", c.tok.Role))
 			return
@@ -517,7 +557,7 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, data []byt
 			return
 		}
 		b.publish(ctx, c, id, b.cfg.Room.Scheme.Message(b.cfg.Room.Name, c.tok.Name), data, m.Params.ID)
-	case f.Method == "" && (f.Result != nil || f.Error != nil):
+	case "result":
 		if c.tok.Role != Device {
 			b.refuse(c, rid, "forbidden", fmt.Sprintf("a %s may not send query results", c.tok.Role))
 			return
@@ -532,12 +572,8 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, data []byt
 			return
 		}
 		b.publish(ctx, c, id, b.cfg.Room.Scheme.Results(c.tok.Name), data, res.ID)
-	case f.Method == "camera.get":
+	case "camera":
 		b.camera(ctx, c, rid, data)
-	case f.Method != "":
-		b.refuse(c, rid, "forbidden", fmt.Sprintf("method %q is not one a client may send (message.send, camera.get, or a query result)", f.Method))
-	default:
-		b.refuse(c, rid, "invalid", "a frame needs a method (message.send) or a result or error (a query result)")
 	}
 }
 
