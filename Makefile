@@ -50,6 +50,7 @@ fuzz:
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./runtime/protocol/ || exit 1; done
 	$(GO) test -run XXX -fuzz '^FuzzDecodeWAV$$' -fuzztime $(FUZZTIME) ./drivers/audio/
 	$(GO) test -run XXX -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./device/bridge/
+	$(GO) test -run XXX -fuzz '^FuzzTokens$$' -fuzztime $(FUZZTIME) ./runtime/config/
 
 # Pure-Go binaries for the boards: arm64 (Pi 4/5, Zero 2 W on a 64-bit OS), armv7, armv6.
 dist:

@@ -273,3 +273,24 @@ func TestWebSocketBridgeConfig(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTokens feeds the bridge's tokens parser anything a tokens file could
+// hold: it never panics, and what it accepts passes its own checks.
+func FuzzTokens(f *testing.F) {
+	f.Add("- {token: 0123456789abcdef, role: user, name: alice}\n")
+	f.Add("- {token: 0123456789abcdef, role: device, name: kiosk, mqtt_password_env: X, camera: true}\n- {token: fedcba9876543210, role: viewer}\n")
+	f.Add("[]")
+	f.Add("- {token: x}")
+	f.Fuzz(func(t *testing.T, text string) {
+		t.Setenv("CHORUS_FUZZ_TOKENS", text)
+		ts, err := WebSocket{TokensEnv: "CHORUS_FUZZ_TOKENS"}.Tokens()
+		if err != nil {
+			return
+		}
+		for _, tok := range ts {
+			if len(tok.Token) < 16 || !oneOf(tok.Role, "viewer", "user", "device") {
+				t.Fatalf("accepted %+v", tok)
+			}
+		}
+	})
+}
