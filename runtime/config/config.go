@@ -274,6 +274,11 @@ func (w WebSocket) Tokens() ([]BridgeToken, error) {
 	if err != nil || raw == "" {
 		return nil, err
 	}
+	return parseTokens(field, raw)
+}
+
+// parseTokens reads the YAML list of tokens from field.
+func parseTokens(field, raw string) ([]BridgeToken, error) {
 	var ts []BridgeToken
 	dec := yaml.NewDecoder(strings.NewReader(raw))
 	dec.KnownFields(true)

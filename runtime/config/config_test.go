@@ -282,8 +282,7 @@ func FuzzTokens(f *testing.F) {
 	f.Add("[]")
 	f.Add("- {token: x}")
 	f.Fuzz(func(t *testing.T, text string) {
-		t.Setenv("CHORUS_FUZZ_TOKENS", text)
-		ts, err := WebSocket{TokensEnv: "CHORUS_FUZZ_TOKENS"}.Tokens()
+		ts, err := parseTokens("http.websocket.tokens_file", text)
 		if err != nil {
 			return
 		}
