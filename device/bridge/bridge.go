@@ -37,7 +37,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -91,7 +93,8 @@ type Config struct {
 	Look Looker
 
 	MaxClients   int           // default 32
-	Queue        int           // frames waiting for one client; default 256
+	Queue        int           // frames waiting for one client; default 1024
+	QueueBytes   int64         // bytes waiting for one client; default 4 MiB
 	MaxFrame     int64         // bytes a frame in may have; default 64 KiB
 	WriteTimeout time.Duration // default 5 s
 	PingEvery    time.Duration // default 20 s
@@ -118,12 +121,15 @@ type Bridge struct {
 const maxLatest = 1024
 
 type client struct {
-	tok  Token
-	conn *websocket.Conn
-	out  chan []byte
-	gone chan struct{}
-	once sync.Once
-	why  string
+	tok     Token
+	conn    *websocket.Conn
+	out     chan []byte
+	queries chan []byte  // a device's queries, apart from the room's traffic
+	bytes   atomic.Int64 // bytes waiting in out, capped at Config.QueueBytes
+	max     int64
+	gone    chan struct{}
+	once    sync.Once
+	why     string
 }
 
 // identity is the bus connection of one name, shared by its clients.
@@ -155,7 +161,10 @@ func New(cfg Config) (*Bridge, error) {
 		}
 	}
 	def(&cfg.MaxClients, 32)
-	def(&cfg.Queue, 256)
+	def(&cfg.Queue, 1024)
+	if cfg.QueueBytes <= 0 { // 1,024 frames of the largest a room carries would be 64 MiB
+		cfg.QueueBytes = 4 << 20
+	}
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = 64 << 10
 	}
@@ -251,18 +260,38 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// errorFrame is a JSON-RPC error answer to a frame (id may be empty).
-func errorFrame(id, msg string) []byte {
-	var rid any
-	if id != "" {
+// errorCodes are the JSON-RPC codes of the refusals: the standard ones
+// where they fit, else server errors (-32000 and below); data.reason has
+// the counted reason.
+var errorCodes = map[string]int{"not_json": -32700, "invalid": -32600, "forbidden": -32001, "not_addressed": -32002,
+	"rate_limited": -32003, "publish_failed": -32004, "camera": -32005}
+
+// errorFrame is a JSON-RPC error answer to a frame (id may be absent).
+func errorFrame(id json.RawMessage, reason, msg string) []byte {
+	var rid any // null unless the frame had a string or number id
+	if len(id) > 0 && len(id) <= 2*protocol.MaxIDLen && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9')) {
 		rid = id
 	}
-	return mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": rid, "error": map[string]any{"code": -32600, "message": msg}})
+	return mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": rid,
+		"error": map[string]any{"code": errorCodes[reason], "message": msg, "data": map[string]string{"reason": reason}}})
 }
 
 // broadcast queues f for every client; it never blocks (a bus handler).
 func (b *Bridge) broadcast(f []byte) {
 	for _, c := range b.those(func(*client) bool { return true }) {
+		if c.tok.Role == Device {
+			if !c.reserve(len(f)) {
+				b.m.BridgeDropped.WithLabelValues("frame_dropped").Inc()
+				continue
+			}
+			select { // a body keeps its place whatever the room says
+			case c.out <- f:
+			default:
+				c.bytes.Add(-int64(len(f)))
+				b.m.BridgeDropped.WithLabelValues("frame_dropped").Inc()
+			}
+			continue
+		}
 		b.send(c, f)
 	}
 }
@@ -282,29 +311,71 @@ func (b *Bridge) those(ok func(*client) bool) []*client {
 
 // send queues f for c, or drops c when its queue is full.
 func (b *Bridge) send(c *client, f []byte) {
+	if !c.reserve(len(f)) {
+		if c.drop("too slow: the send queue is full") {
+			b.m.BridgeDropped.WithLabelValues("slow").Inc()
+			b.log.Warn("bridge: a client does not keep up; dropped", "role", c.tok.Role, "name", c.tok.Name, "queued_bytes", c.bytes.Load())
+		}
+		return
+	}
 	select {
+	case <-c.gone: // dropped already: it is on its way out
 	case c.out <- f:
+		return
 	default:
-		b.m.BridgeDropped.WithLabelValues("slow").Inc()
-		b.log.Warn("bridge: a client does not keep up; dropped", "role", c.tok.Role, "name", c.tok.Name, "queued", cap(c.out))
-		c.drop("too slow: the send queue is full")
+		if c.drop("too slow: the send queue is full") {
+			b.m.BridgeDropped.WithLabelValues("slow").Inc()
+			b.log.Warn("bridge: a client does not keep up; dropped", "role", c.tok.Role, "name", c.tok.Name, "queued", cap(c.out))
+		}
+	}
+	c.bytes.Add(-int64(len(f)))
+}
+
+// reserve counts n more bytes waiting for c; false past the cap.
+func (c *client) reserve(n int) bool {
+	if c.bytes.Add(int64(n)) > c.max {
+		c.bytes.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+// sendQuery queues a query for a device client on its own queue, so that
+// the room's chatter never crowds out the body's work; chatter that does
+// not fit is what gets dropped for a device (counted), never the client.
+func (b *Bridge) sendQuery(c *client, f []byte) {
+	select {
+	case <-c.gone:
+	case c.queries <- f:
+	default:
+		if c.drop("too slow: its queries are not answered") {
+			b.m.BridgeDropped.WithLabelValues("slow").Inc()
+			b.log.Warn("bridge: a device does not take its queries; dropped", "name", c.tok.Name, "queued", cap(c.queries))
+		}
 	}
 }
 
-func (c *client) drop(why string) {
+// drop ends c once; true for the call that did.
+func (c *client) drop(why string) (first bool) {
 	c.once.Do(func() {
 		c.why = why
 		close(c.gone)
+		first = true
 	})
+	return first
 }
 
 // authenticate finds the token of a request: the Authorization header
 // ("Bearer T") or the token query parameter (browsers cannot set headers
 // on a WebSocket).
 func (b *Bridge) authenticate(r *http.Request) (Token, string) {
-	secret := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if secret == "" {
-		secret = r.URL.Query().Get("token")
+	secret := r.URL.Query().Get("token")
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, value, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			return Token{}, "bad_token" // a header that is not a bearer token is not ignored
+		}
+		secret = strings.TrimSpace(value)
 	}
 	if secret == "" {
 		if b.cfg.Anonymous != nil {
@@ -329,7 +400,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a valid token is required", http.StatusUnauthorized)
 		return
 	}
-	c := &client{tok: tok, out: make(chan []byte, b.cfg.Queue), gone: make(chan struct{})}
+	c := &client{tok: tok, out: make(chan []byte, b.cfg.Queue), queries: make(chan []byte, 64), max: b.cfg.QueueBytes, gone: make(chan struct{})}
 	b.mu.Lock()
 	if len(b.clients) >= b.cfg.MaxClients {
 		b.mu.Unlock()
@@ -397,35 +468,62 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn.Close(websocket.StatusGoingAway, c.why)
 }
 
-// write sends c's queue, each frame within the write timeout, and pings.
+// write sends c's queues — a device's queries before anything else — and
+// pings. Frames waiting together go out under one write deadline.
 func (b *Bridge) write(ctx context.Context, c *client) {
 	ping := time.NewTicker(b.cfg.PingEvery)
 	defer ping.Stop()
+	put := func(wctx context.Context, f []byte) bool {
+		if err := c.conn.Write(wctx, websocket.MessageText, f); err != nil {
+			if c.drop("write: " + err.Error()) {
+				b.m.BridgeDropped.WithLabelValues("slow").Inc()
+			}
+			return false
+		}
+		b.m.BridgeFrames.WithLabelValues("out").Inc()
+		return true
+	}
 	for {
+		var f []byte
 		select {
 		case <-c.gone:
 			return
 		case <-ctx.Done():
 			return
-		case f := <-c.out:
-			wctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
-			err := c.conn.Write(wctx, websocket.MessageText, f)
-			cancel()
-			if err != nil {
-				b.m.BridgeDropped.WithLabelValues("slow").Inc()
-				c.drop("write: " + err.Error())
-				return
-			}
-			b.m.BridgeFrames.WithLabelValues("out").Inc()
+		case f = <-c.queries:
+		case f = <-c.out:
+			c.bytes.Add(-int64(len(f)))
 		case <-ping.C:
 			pctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
 			err := c.conn.Ping(pctx)
 			cancel()
 			if err != nil {
-				b.m.BridgeDropped.WithLabelValues("no_pong").Inc()
-				c.drop("no pong: " + err.Error())
+				if c.drop("no pong: " + err.Error()) {
+					b.m.BridgeDropped.WithLabelValues("no_pong").Inc()
+				}
 				return
 			}
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
+		ok := put(wctx, f)
+		for n := 0; ok && n < 64; n++ { // what queued meanwhile, queries first
+			select {
+			case f = <-c.queries:
+			default:
+				select {
+				case f = <-c.out:
+					c.bytes.Add(-int64(len(f)))
+				default:
+					n = 64
+					continue
+				}
+			}
+			ok = put(wctx, f)
+		}
+		cancel()
+		if !ok {
+			return
 		}
 	}
 }
@@ -450,12 +548,12 @@ func (b *Bridge) read(ctx context.Context, c *client, id *identity) {
 		tokens = min(burst, tokens+now.Sub(last).Seconds()*b.cfg.RatePerSec)
 		last = now
 		if tokens < 1 {
-			b.refuse(c, "", "rate_limited", fmt.Sprintf("more than %g frames a second; this one is dropped", b.cfg.RatePerSec))
+			b.refuse(c, nil, "rate_limited", fmt.Sprintf("more than %g frames a second; this one is dropped", b.cfg.RatePerSec))
 			continue
 		}
 		tokens--
 		if typ != websocket.MessageText {
-			b.refuse(c, "", "not_json", "frames are JSON text")
+			b.refuse(c, nil, "not_json", "frames are JSON text")
 			continue
 		}
 		b.m.BridgeFrames.WithLabelValues("in").Inc()
@@ -464,10 +562,10 @@ func (b *Bridge) read(ctx context.Context, c *client, id *identity) {
 }
 
 // refuse answers a bad frame with an error frame and counts it.
-func (b *Bridge) refuse(c *client, id, reason, msg string) {
+func (b *Bridge) refuse(c *client, id json.RawMessage, reason, msg string) {
 	b.m.BridgeDropped.WithLabelValues(reason).Inc()
 	b.m.Reject(b.log, "bridge", c.tok.Name, reason, errors.New("bridge: "+msg))
-	b.send(c, errorFrame(id, msg))
+	b.send(c, errorFrame(id, reason, msg))
 }
 
 // inFrame is what a client may send: a Message, a QueryResult, or either
@@ -484,11 +582,37 @@ type inFrame struct {
 // frameIn is a parsed frame in: what it asks, its id (for the answer),
 // and the JSON-RPC object itself (unwrapped from an envelope).
 type frameIn struct {
-	kind string // "message", "result", "camera", or "" with err set
-	rid  string
+	kind string          // "message", "result", "camera", or "" with err set
+	rid  json.RawMessage // the frame's id, echoed in the answer
 	data []byte
 	// method names an unknown method (kind ""), for the refusal.
 	method string
+}
+
+// maxDepth is how deep a frame may nest: a Message's metadata is a few
+// levels; thousands would break clients that re-encode what they get.
+const maxDepth = 32
+
+// depth is how deep data's arrays and objects nest (outside strings).
+func depth(data []byte) int {
+	d, most, inString, escaped := 0, 0, false, false
+	for _, ch := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && ch == '\\':
+			escaped = true
+		case ch == '"':
+			inString = !inString
+		case inString:
+		case ch == '{' || ch == '[':
+			d++
+			most = max(most, d)
+		case ch == '}' || ch == ']':
+			d--
+		}
+	}
+	return most
 }
 
 // frameError is why a frame is refused: a counted reason and a message.
@@ -499,25 +623,30 @@ func (e *frameError) Error() string { return e.reason + ": " + e.msg }
 // parseFrame reads a frame in without acting on it: aikyo's envelope is
 // unwrapped, and the frame is classified by what it asks.
 func parseFrame(data []byte) (frameIn, error) {
+	if !utf8.Valid(data) {
+		return frameIn{}, &frameError{"invalid", "the frame is not valid UTF-8"}
+	}
 	var f inFrame
 	if err := json.Unmarshal(data, &f); err != nil {
-		return frameIn{}, &frameError{"not_json", "the frame is not a JSON object: " + err.Error()}
+		return frameIn{}, &frameError{"not_json", "the frame is not a JSON object"}
+	}
+	if d := depth(data); d > maxDepth {
+		return frameIn{rid: f.ID}, &frameError{"invalid", fmt.Sprintf("the frame nests %d deep; at most %d", d, maxDepth)}
 	}
 	if f.Topic != "" || f.Body != nil {
-		if f.Method != "" || (f.Topic != "messages" && f.Topic != "queries") {
+		switch {
+		case f.Method != "":
+			return frameIn{}, &frameError{"forbidden", "a frame has a method or an envelope's topic and body, not both"}
+		case f.Topic != "messages" && f.Topic != "queries":
 			return frameIn{}, &frameError{"forbidden", fmt.Sprintf("an envelope names topic %.64q; a client may send on messages or queries only", f.Topic)}
 		}
 		data = f.Body
 		f = inFrame{}
 		if err := json.Unmarshal(data, &f); err != nil {
-			return frameIn{}, &frameError{"not_json", "the envelope's body is not a JSON object: " + err.Error()}
+			return frameIn{}, &frameError{"not_json", "the envelope's body is not a JSON object"}
 		}
 	}
-	in := frameIn{data: data}
-	json.Unmarshal(f.ID, &in.rid)
-	if len(in.rid) > protocol.MaxIDLen {
-		in.rid = ""
-	}
+	in := frameIn{data: data, rid: f.ID}
 	switch {
 	case f.Method == protocol.MethodMessage:
 		in.kind = "message"
@@ -553,10 +682,12 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, raw []byte
 			return
 		}
 		if m.Params.From != c.tok.Name {
-			b.refuse(c, m.Params.ID, "forbidden", fmt.Sprintf("params.from is %q; this client speaks as %q", m.Params.From, c.tok.Name))
+			b.refuse(c, rid, "forbidden", fmt.Sprintf("params.from is %q; this client speaks as %q", m.Params.From, c.tok.Name))
 			return
 		}
-		b.publish(ctx, c, id, b.cfg.Room.Scheme.Message(b.cfg.Room.Name, c.tok.Name), data, m.Params.ID)
+		// What goes on the bus is the checked value, encoded anew: never
+		// the client's bytes (duplicate keys, odd encodings).
+		b.publish(ctx, c, id, b.cfg.Room.Scheme.Message(b.cfg.Room.Name, c.tok.Name), mustJSON(m), rid)
 	case "result":
 		if c.tok.Role != Device {
 			b.refuse(c, rid, "forbidden", fmt.Sprintf("a %s may not send query results", c.tok.Role))
@@ -568,10 +699,10 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, raw []byte
 			return
 		}
 		if !id.asked.answer(res.ID) {
-			b.refuse(c, res.ID, "not_addressed", fmt.Sprintf("query %s was not addressed to device %s (or is answered already)", res.ID, c.tok.Name))
+			b.refuse(c, rid, "not_addressed", fmt.Sprintf("query %s was not addressed to device %s (or is answered already)", res.ID, c.tok.Name))
 			return
 		}
-		b.publish(ctx, c, id, b.cfg.Room.Scheme.Results(c.tok.Name), data, res.ID)
+		b.publish(ctx, c, id, b.cfg.Room.Scheme.Results(c.tok.Name), mustJSON(res), rid)
 	case "camera":
 		b.camera(ctx, c, rid, data)
 	}
@@ -580,7 +711,7 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, raw []byte
 // camera answers camera.get {device} with the device's latest frame, to
 // this client only. It waits in this client's reader (at most
 // LookTimeout): a client that asks pauses its own frames, nobody else's.
-func (b *Bridge) camera(ctx context.Context, c *client, rid string, data []byte) {
+func (b *Bridge) camera(ctx context.Context, c *client, rid json.RawMessage, data []byte) {
 	if !c.tok.Camera || b.cfg.Look == nil {
 		b.refuse(c, rid, "forbidden", "this client may not ask for camera frames")
 		return
@@ -598,10 +729,14 @@ func (b *Bridge) camera(ctx context.Context, c *client, rid string, data []byte)
 	defer cancel()
 	body, err := b.cfg.Look(lctx, req.Params.Device)
 	if err != nil {
-		b.send(c, errorFrame(rid, fmt.Sprintf("camera of %s: %v", req.Params.Device, err)))
+		b.send(c, errorFrame(rid, "camera", fmt.Sprintf("camera of %s: %v", req.Params.Device, err)))
 		return
 	}
-	b.send(c, mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": rid, "result": map[string]any{"device": req.Params.Device, "frame": body}}))
+	var id any
+	if len(rid) > 0 {
+		id = rid
+	}
+	b.send(c, mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": id, "result": map[string]any{"device": req.Params.Device, "frame": body}}))
 }
 
 // LookTimeout bounds one camera.get.
@@ -609,7 +744,7 @@ const LookTimeout = 10 * time.Second
 
 // publish sends a client's frame under its identity; a client that
 // floods waits for its own publishes (its reads stop), nobody else.
-func (b *Bridge) publish(ctx context.Context, c *client, id *identity, topic string, payload []byte, what string) {
+func (b *Bridge) publish(ctx context.Context, c *client, id *identity, topic string, payload []byte, what json.RawMessage) {
 	pctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
 	defer cancel()
 	if err := id.b.Publish(pctx, topic, payload, false); err != nil {
@@ -683,7 +818,7 @@ func (b *Bridge) release(name string) {
 // toDevice queues a query for every client registered as device name.
 func (b *Bridge) toDevice(name string, f []byte) {
 	for _, c := range b.those(func(c *client) bool { return c.tok.Role == Device && c.tok.Name == name }) {
-		b.send(c, f)
+		b.sendQuery(c, f)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,23 +341,12 @@ func TestTokensAndTheClientCap(t *testing.T) {
 // client gets every message, and the room's publishes never wait.
 func TestSlowClientIsDropped(t *testing.T) {
 	const total = 1500 // 13 MB: more than the kernel's socket buffers hold
-	r := newRig(t, func(c *Config) { c.WriteTimeout = 300 * time.Millisecond })
+	r := newRig(t, func(c *Config) { c.WriteTimeout = 300 * time.Millisecond; c.QueueBytes = 1 << 20 })
 	// A client that never reads, with a small receive buffer so that its
 	// socket fills at once.
 	ctx0, cancel0 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel0()
-	small := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetReadBuffer(4096)
-		}
-		return c, err
-	}}}
-	stuck, _, err := websocket.Dial(ctx0, r.ws+"?token="+viewerToken, &websocket.DialOptions{HTTPClient: small})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stuck.CloseNow()
+	dialSmall(t, ctx0, r.ws+"?token="+viewerToken)
 	fast := r.dial(viewerToken)
 	got := make(chan int, 1)
 	go func() {
@@ -392,8 +382,8 @@ func TestSlowClientIsDropped(t *testing.T) {
 	if n := <-got; n != total {
 		t.Fatalf("the reading client got %d of %d frames", n, total)
 	}
-	if r.dropped("slow") < 1 {
-		t.Fatal("the client that never reads was not dropped")
+	if n := r.dropped("slow"); n != 1 {
+		t.Fatalf("slow drops counted %v, want 1: the client that never reads, once", n)
 	}
 	t.Logf("%d messages published in %v with a client that never reads", total, took)
 }
@@ -530,4 +520,115 @@ func TestClientsLeaveNothingBehind(t *testing.T) {
 	if n := testutil.ToFloat64(r.m.BridgeClients); n != 0 {
 		t.Fatalf("chorus_bridge_clients %v with nobody connected", n)
 	}
+}
+
+// A body keeps its place through a burst of room traffic: chatter that
+// does not fit its queue is dropped and counted, its queries still come.
+func TestDeviceKeepsItsQueriesThroughABurst(t *testing.T) {
+	// A body slower than the chatter, for seconds: its writes wait, but
+	// not past the write timeout (a body that stops reading altogether is
+	// dropped like any client).
+	r := newRig(t, func(c *Config) { c.Queue = 64; c.WriteTimeout = 30 * time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	d := r.dial(deviceToken)
+	var frames, queries atomic.Int64
+	var readErr atomic.Value
+	go func() { // the body: answers every query, slowly enough to fall behind the chatter
+		for {
+			_, b, err := d.Read(ctx)
+			if err != nil {
+				readErr.Store(err.Error())
+				return
+			}
+			frames.Add(1)
+			if bytes.Contains(b, []byte(`"query.send"`)) {
+				queries.Add(1)
+			}
+			var q protocol.Query
+			if json.Unmarshal(b, &q) == nil && q.Method == protocol.MethodQuery {
+				d.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"success":true,"body":{"ok":true}}}`, q.ID)))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	b, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "carol-burst", Username: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pad := strings.Repeat("chatter ", 500) // 4 KB a message: 8 MB in all, more than the sockets hold
+	for i := range 2000 {
+		p, _ := json.Marshal(protocol.NewMessage(protocol.NewID(), "carol", nil, fmt.Sprintf("burst %d %s", i, pad), ""))
+		if err := b.Publish(ctx, r.scheme.Message("lab", "carol"), p, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asker, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "bot-asker", Username: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asker.Close()
+	qc := query.NewClient(asker, r.scheme, "bot", query.ClientOptions{})
+	defer qc.Close()
+	if _, err := qc.Ask(ctx, "web-bot", "speak", map[string]string{"message": "still there?"}, 30*time.Second); err != nil {
+		t.Fatalf("the body's query after the burst: %v (slow %v, frame_dropped %v, not_addressed %v, invalid %v; the body read %d frames, %d queries, then %v)", err,
+			r.dropped("slow"), r.dropped("frame_dropped"), r.dropped("not_addressed"), r.dropped("invalid"), frames.Load(), queries.Load(), readErr.Load())
+	}
+	if r.dropped("slow") != 0 || r.dropped("frame_dropped") < 1 {
+		t.Fatalf("slow drops %v (want 0), chatter frames dropped %v (want some)", r.dropped("slow"), r.dropped("frame_dropped"))
+	}
+}
+
+// What the bridge publishes is the checked value, encoded anew: a
+// duplicate key does not reach the bus, and invalid UTF-8 is refused.
+func TestPublishesTheCheckedValue(t *testing.T) {
+	r := newRig(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	watch, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "raw-watch", Username: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	raw := make(chan string, 4)
+	watch.Subscribe(ctx, r.scheme.Message("lab", "alice"), func(_ string, p []byte) { raw <- string(p) })
+	c := r.dial(userToken)
+	send(t, c, `{"jsonrpc":"2.0","method":"message.send","params":{"id":"dup1","from":"bob","from":"alice","message":"hi"}}`)
+	select {
+	case p := <-raw:
+		if strings.Count(p, `"from"`) != 1 || strings.Contains(p, "bob") {
+			t.Fatalf("the bus got %s", p)
+		}
+	case <-ctx.Done():
+		t.Fatal("nothing published")
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte("{\"jsonrpc\":\"2.0\",\"method\":\"message.send\",\"params\":{\"id\":\"u1\",\"from\":\"alice\",\"message\":\"\xff\xfe\"}}")); err != nil {
+		t.Fatal(err)
+	}
+	next(t, c, "the refusal", isError("not valid UTF-8"))
+	deep := strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40)
+	send(t, c, `{"jsonrpc":"2.0","method":"message.send","id":7,"params":{"id":"d1","from":"alice","message":"x","metadata":`+deep+`}}`)
+	f := next(t, c, "the refusal", isError("nests"))
+	if f["id"] != float64(7) {
+		t.Fatalf("the answer's id %v, want the frame's 7", f["id"])
+	}
+}
+
+// dialSmall connects with a 4 KB receive buffer.
+func dialSmall(t *testing.T, ctx context.Context, url string) *websocket.Conn {
+	t.Helper()
+	small := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
 }

@@ -18,7 +18,8 @@ func FuzzParseFrame(f *testing.F) {
 		`{"topic":"messages","body":{"jsonrpc":"2.0","method":"message.send","params":{}}}`,
 		`{"topic":"states","body":{}}`,
 		`{"method":"state.send"}`,
-		`{}`, `[]`, `null`, `"x"`, `{"id":{"deep":[1,2,3]}}`, `{"body":null,"topic":""}`,
+		`{}`, `[]`, `null`, `"x"`, `{"id":{"deep":[1,2,3]}}`, `{"body":null,"topic":""}`, `{"id":12,"method":"x"}`,
+		"{\"method\":\"message.send\",\"params\":{\"message\":\"\xff\xfe\"}}", `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -42,8 +43,14 @@ func FuzzParseFrame(f *testing.F) {
 		default:
 			t.Fatalf("an error that names no reason: %v", err)
 		}
-		if len(in.rid) > 256 {
-			t.Fatalf("an answer id of %d bytes", len(in.rid))
+		var answer map[string]any // an answer to any frame is JSON, its id a string, a number or null
+		if err := json.Unmarshal(errorFrame(in.rid, "invalid", "x"), &answer); err != nil {
+			t.Fatalf("the answer to %q is not JSON: %v", data, err)
+		}
+		switch answer["id"].(type) {
+		case nil, string, float64:
+		default:
+			t.Fatalf("an answer id %v", answer["id"])
 		}
 	})
 }

@@ -128,7 +128,11 @@ func checkFiles(cfg *config.Config) []string {
 		}
 	}
 	if ws := cfg.HTTP.WebSocket; ws.Enabled {
-		if _, err := ws.Tokens(); err != nil {
+		ts, err := ws.Tokens()
+		if err == nil {
+			err = cfg.CheckBridgeTokens(ts)
+		}
+		if err != nil {
 			out = append(out, err.Error())
 		}
 	}
@@ -559,6 +563,9 @@ func expectedThink(b config.Brain) time.Duration {
 func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 	ws := d.cfg.HTTP.WebSocket
 	entries, err := ws.Tokens()
+	if err == nil {
+		err = d.cfg.CheckBridgeTokens(entries)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,13 @@ type aclHook struct {
 func (h *aclHook) ID() string { return "chorus-acl" }
 
 func (h *aclHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnWill}, []byte{b})
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish, mqtt.OnWill, mqtt.OnPublishDropped}, []byte{b})
+}
+
+// OnPublishDropped counts a message the broker dropped instead of
+// delivering: the client's queue was full (it does not keep up).
+func (h *aclHook) OnPublishDropped(cl *mqtt.Client, pk packets.Packet) {
+	h.m.QueueDrops.WithLabelValues("broker", "client_queue_full").Inc()
 }
 
 func (h *aclHook) denied(user, topic, what string) {

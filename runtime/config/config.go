@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -285,7 +286,12 @@ func parseTokens(field, raw string) ([]BridgeToken, error) {
 	if err := dec.Decode(&ts); err != nil {
 		return nil, fmt.Errorf("%s: a YAML list of {token, role, name, mqtt_password_env}: %w", field, err)
 	}
+	seen := map[string]int{}
 	for i, t := range ts {
+		if j, dup := seen[t.Token]; dup {
+			return nil, fmt.Errorf("%s: entries %d and %d have the same token", field, j+1, i+1)
+		}
+		seen[t.Token] = i
 		if len(t.Token) < 16 {
 			return nil, fmt.Errorf("%s: entry %d (%s %s): token must be at least 16 characters", field, i+1, t.Role, t.Name)
 		}
@@ -733,6 +739,9 @@ func (c *Config) Validate() error {
 			if !loopback(c.HTTP.Listen) {
 				p.add("http.websocket.anonymous", "clients without a token are allowed only on a loopback listener, got http.listen %q", c.HTTP.Listen)
 			}
+			if slices.Contains(c.Room.Members, name) || c.Scheme().IsFloor(name) {
+				p.add("http.websocket.anonymous", "%q is a companion or the floor of room %s: a visitor speaks as a user", name, c.Room.Name)
+			}
 		}
 		if ws.MaxClients < 0 || ws.MaxClients > 10000 {
 			p.add("http.websocket.max_clients", "must be from 0 (default 32) to 10000, got %d", ws.MaxClients)
@@ -912,6 +921,17 @@ func (e Embedded) Users() (map[string]string, error) {
 		return nil, fmt.Errorf("mqtt.embedded.users_file %s: %w", e.UsersFile, err)
 	}
 	return u, nil
+}
+
+// CheckBridgeTokens refuses a user token named like a companion of the
+// room or its floor: through the bridge it would speak as them.
+func (c *Config) CheckBridgeTokens(ts []BridgeToken) error {
+	for i, t := range ts {
+		if t.Role == "user" && (slices.Contains(c.Room.Members, t.Name) || c.Scheme().IsFloor(t.Name)) {
+			return fmt.Errorf("http.websocket tokens: entry %d: user %q is a companion or the floor of room %s", i+1, t.Name, c.Room.Name)
+		}
+	}
+	return nil
 }
 
 // Body is the device whose speak and vision queries the companion uses:

@@ -244,6 +244,8 @@ func TestWebSocketBridgeConfig(t *testing.T) {
 		{`http: {websocket: {enabled: true, anonymous: "admin:root"}}`, `http.websocket.anonymous: must be "viewer" or "user:NAME"`},
 		{`http: {websocket: {enabled: true, tokens_file: a.yaml, tokens_env: B}}`, "give tokens_file or tokens_env, not both"},
 		{`http: {websocket: {enabled: true, max_clients: -1}}`, "http.websocket.max_clients"},
+		{`http: {websocket: {enabled: true, anonymous: "user:k"}}`, `http.websocket.anonymous: "k" is a companion or the floor`},
+		{`http: {websocket: {enabled: true, anonymous: "user:floor"}}`, `http.websocket.anonymous: "floor" is a companion or the floor`},
 	} {
 		_, err := Decode(strings.NewReader(base + c.http + "\n"))
 		switch {
@@ -259,6 +261,7 @@ func TestWebSocketBridgeConfig(t *testing.T) {
 		{"- {token: 0123456789abcdef, role: admin, name: alice}\n", "role must be viewer, user or device"},
 		{"- {token: 0123456789abcdef, role: device, name: \"a/b\"}\n", "entry 1: name"},
 		{"- {token: 0123456789abcdef, role: user, name: alice, colour: red}\n", "colour"},
+		{"- {token: 0123456789abcdef, role: user, name: alice}\n- {token: 0123456789abcdef, role: viewer}\n", "entries 1 and 2 have the same token"},
 	} {
 		t.Setenv("CHORUS_TEST_TOKENS", c.tokens)
 		ts, err := WebSocket{TokensEnv: "CHORUS_TEST_TOKENS"}.Tokens()
@@ -271,6 +274,16 @@ func TestWebSocketBridgeConfig(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "0123456789abcdef") {
 			t.Errorf("the error quotes the token: %v", err)
 		}
+	}
+	c, err := Decode(strings.NewReader(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckBridgeTokens([]BridgeToken{{Token: "0123456789abcdef", Role: "user", Name: "k"}}); err == nil || !strings.Contains(err.Error(), `user "k" is a companion`) {
+		t.Errorf("a user token named like a companion: %v", err)
+	}
+	if err := c.CheckBridgeTokens([]BridgeToken{{Token: "0123456789abcdef", Role: "device", Name: "k"}}); err != nil {
+		t.Errorf("a device token named like a companion (a robot's own body): %v", err)
 	}
 }
 
