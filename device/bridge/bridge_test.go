@@ -150,6 +150,18 @@ func isError(contains string) func(map[string]any) bool {
 	}
 }
 
+// asker is a query client of member bot, as a companion asks its body.
+func (r *rig) asker(ctx context.Context) *query.Client {
+	r.t.Helper()
+	b, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "bot-asker-" + protocol.NewID()[:6], Username: "bot"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	qc := query.NewClient(b, r.scheme, "bot", query.ClientOptions{})
+	r.t.Cleanup(func() { qc.Close(); b.Close() })
+	return qc
+}
+
 func (r *rig) publishAs(id, t string, v any) {
 	r.t.Helper()
 	ctx := context.Background()
@@ -225,13 +237,7 @@ func TestDeviceAnswersQueries(t *testing.T) {
 	r := newRig(t, nil)
 	c := r.dial(deviceToken)
 	ctx := context.Background()
-	asker, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "bot-asker", Username: "bot"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer asker.Close()
-	qc := query.NewClient(asker, r.scheme, "bot", query.ClientOptions{})
-	defer qc.Close()
+	qc := r.asker(ctx)
 	type answer struct {
 		raw json.RawMessage
 		err error
@@ -564,13 +570,7 @@ func TestDeviceKeepsItsQueriesThroughABurst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	asker, err := bus.Dial(ctx, bus.Options{Broker: r.broker, ClientID: "bot-asker", Username: "bot"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer asker.Close()
-	qc := query.NewClient(asker, r.scheme, "bot", query.ClientOptions{})
-	defer qc.Close()
+	qc := r.asker(ctx)
 	if _, err := qc.Ask(ctx, "web-bot", "speak", map[string]string{"message": "still there?"}, 30*time.Second); err != nil {
 		t.Fatalf("the body's query after the burst: %v (slow %v, frame_dropped %v, not_addressed %v, invalid %v; the body read %d frames, %d queries, then %v)", err,
 			r.dropped("slow"), r.dropped("frame_dropped"), r.dropped("not_addressed"), r.dropped("invalid"), frames.Load(), queries.Load(), readErr.Load())
