@@ -156,7 +156,12 @@ function drawTimeline() {
   const done = all.filter((s) => s.done);
   const gaps = [];
   for (let i = 1; i < done.length; i++) if (done[i].who !== done[i - 1].who) gaps.push(Math.round(done[i].start - done[i - 1].end));
-  $('silences').textContent = gaps.length ? 'silences between robots: ' + gaps.slice(-8).map((g) => g + ' ms').join(', ') : '';
+  // A negative gap is two voices at once (or durations a body only
+  // estimated, without playing in real time): say so rather than print a
+  // negative silence.
+  $('silences').textContent = gaps.length
+    ? 'silences between robots: ' + gaps.slice(-8).map((g) => (g >= 0 ? g + ' ms' : `overlap ${-g} ms`)).join(', ')
+    : '';
 }
 
 function drawDevices() {
