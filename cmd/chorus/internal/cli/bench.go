@@ -36,6 +36,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	devCfg := fs.String("config", "firmware-configs/demo/kyoko.yaml", "startup: the device config (a file)")
 	engines := fs.String("tts", "tone,espeak-ng,open_jtalk", "gap: the TTS engines (tone is paced null audio of beeps)")
 	latencies := fs.String("latency", "300ms,1s", "gap: the model server's time per call")
+	pairs := fs.Int("pairs", 3, "realtime: runs with and without the client that never reads, alternating")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				float64(bs.P50)/float64(rs.P50), float64(bs.P99)/float64(rs.P99))
 		}
 	case "realtime":
-		return benchRealtime(ctx, stdout, *url, name, *rounds)
+		return benchRealtime(ctx, stdout, *url, name, *rounds, max(1, *pairs))
 	case "vision":
 		ds, err := bench.VisionRoundTrip(ctx, *url, 640, 480, *rounds)
 		if err != nil {
@@ -183,9 +184,8 @@ func benchGap(ctx context.Context, stdout io.Writer, rounds int, engines, latenc
 // players, beside the raw fan-out of the same broker, and then with a
 // client that never reads its socket (issue 12). A p99 of one run moves
 // by a third from run to run, so the runs with and without the stalled
-// client alternate, three of each, and their medians are compared.
-func benchRealtime(ctx context.Context, stdout io.Writer, url, name string, posts int) error {
-	const pairs = 3
+// client alternate, pairs of each, and their medians are compared.
+func benchRealtime(ctx context.Context, stdout io.Writer, url, name string, posts, pairs int) error {
 	fmt.Fprintf(stdout, "realtime: post → broadcast at all %d players (open loop), broker %s, %d posts per run\n", bench.RealtimePlayers, name, posts)
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 	for _, rate := range []float64{40, 400} {
