@@ -96,21 +96,26 @@ func isQuestion(s string) bool {
 	return strings.ContainsAny(s, "?？") || strings.HasSuffix(s, "か") || strings.HasSuffix(s, "か。")
 }
 
-// Think implements brain.Brain.
-func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error) {
+// think says once that the rule brain is in use, then takes its thinking
+// time (brain.delay) unless ctx ends first.
+func (b *Brain) think(ctx context.Context, companion string) error {
 	b.once.Do(func() {
-		b.Log.Info("brain: using the offline rule brain (no model); its lines are built from the card", "companion", in.Card.ID)
+		b.Log.Info("brain: using the offline rule brain (no model); its lines are built from the card", "companion", companion)
 	})
 	if b.Delay > 0 {
 		t := time.NewTimer(b.Delay)
+		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			t.Stop()
-			return brain.Thought{}, ctx.Err()
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	return ctx.Err()
+}
+
+// Think implements brain.Brain.
+func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error) {
+	if err := b.think(ctx, in.Card.ID); err != nil {
 		return brain.Thought{}, err
 	}
 	m := in.Message.Params
@@ -229,19 +234,7 @@ const DefaultOverAfter = 3
 // Talk implements the realtime mode's talk (runtime/realtime): an
 // utterance, protocol.TalkListen or protocol.PostOver.
 func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
-	b.once.Do(func() {
-		b.Log.Info("brain: using the offline rule brain (no model); its lines are built from the card", "companion", in.Card.ID)
-	})
-	if b.Delay > 0 {
-		t := time.NewTimer(b.Delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return "", ctx.Err()
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	if err := b.think(ctx, in.Card.ID); err != nil {
 		return "", err
 	}
 	c := in.Card
