@@ -120,3 +120,25 @@ func TestRealtimeDemo(t *testing.T) {
 		}
 	}
 }
+
+// A demo run without an output folder writes no WAV file anywhere: the
+// embedded configs' own folders (../../out/...) are not the run's, and
+// once wrote into whatever folder lay above the current one.
+func TestNoOutWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	cwd := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	var buf bytes.Buffer
+	if _, err := Run(context.Background(), Options{Turns: 1, Timeout: 30 * time.Second, W: &buf}); err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("the demo wrote %s", p)
+		}
+		return nil
+	})
+}
