@@ -193,16 +193,14 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	// A new client first gets the room as it is: who is present, who
 	// speaks, the phase; these are kept as they pass.
-	keep := func(method string, key func(v any) string) func(v any) {
-		return func(v any) {
-			f := frame(method, v)
-			b.mu.Lock()
-			if k := key(v); len(b.latest) < maxLatest || b.latest[k] != nil {
-				b.latest[k] = f
-			}
-			b.mu.Unlock()
-			b.broadcast(f)
+	keep := func(key, method string, v any) {
+		f := frame(method, v)
+		b.mu.Lock()
+		if len(b.latest) < maxLatest || b.latest[key] != nil {
+			b.latest[key] = f
 		}
+		b.mu.Unlock()
+		b.broadcast(f)
 	}
 	subs := []func() error{
 		func() error {
@@ -214,20 +212,17 @@ func (b *Bridge) Run(ctx context.Context) error {
 			return r.OnGrant(ctx, func(g protocol.TurnGrant) { f(g) })
 		},
 		func() error {
-			f := keep("presence.update", func(v any) string { return "presence/" + v.(map[string]any)["id"].(string) })
 			return r.OnPresence(ctx, func(p room.PresenceEvent) {
-				f(map[string]any{"id": p.ID, "presence": p.Presence, "cleared": p.Cleared})
+				keep("presence/"+p.ID, "presence.update", map[string]any{"id": p.ID, "presence": p.Presence, "cleared": p.Cleared})
 			})
 		},
 		func() error {
-			f := keep("speaking.update", func(v any) string { return "speaking/" + v.(map[string]any)["id"].(string) })
 			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) {
-				f(map[string]any{"id": s.ID, "speaking": s.Speaking, "cleared": s.Cleared})
+				keep("speaking/"+s.ID, "speaking.update", map[string]any{"id": s.ID, "speaking": s.Speaking, "cleared": s.Cleared})
 			})
 		},
 		func() error {
-			f := keep("phase.event", func(any) string { return "phase" })
-			return r.OnPhase(ctx, "", func(p protocol.Phase) { f(p) })
+			return r.OnPhase(ctx, "", func(p protocol.Phase) { keep("phase", "phase.event", p) })
 		},
 	}
 	for id := range r.Members { // the floor's answers to realtime posts
