@@ -96,6 +96,7 @@ func TestOutsideBrokerRestartMidConversation(t *testing.T) {
 	w := o.watch("chorus/rooms/lab/#")
 	o.room(w)
 	o.say("Hello robots, how are you?")
+	defer w.dumpOnFailure(t)
 	for i, after := range []int{2, 4} { // twice, at different points of the conversation
 		w.waitFor(t, 20*time.Second, "more companion messages", func(l line) bool {
 			return len(w.companionMessages()) >= after
@@ -114,7 +115,7 @@ func TestOutsideBrokerRestartMidConversation(t *testing.T) {
 	}
 	w.terminal(t, 40*time.Second)
 	time.Sleep(300 * time.Millisecond)
-	o.spokeOncePerGrant(w)
+	o.spokeOncePerFloorGrant(w, "floor-box")
 }
 
 // Defect 3: 1,000 malformed queries from a logged-in client do not wedge a

@@ -412,6 +412,37 @@ func (o *outside) spokeOncePerGrant(w *watcher) {
 	}
 }
 
+// spokeOncePerFloorGrant is spokeOncePerGrant for a test that restarts
+// the broker: the watcher misses what is published while it reconnects
+// (a grant among it), so the turns granted are counted by the floor itself.
+// Every companion played exactly the messages it published, no message
+// seen was granted twice, and the room played no more utterances than
+// the floor granted turns.
+func (o *outside) spokeOncePerFloorGrant(w *watcher, floor string) {
+	o.t.Helper()
+	decisions(o.t, w.grants())
+	said := map[string]map[string]bool{}
+	for _, m := range w.messages() {
+		if said[m.Params.From] == nil {
+			said[m.Params.From] = map[string]bool{}
+		}
+		said[m.Params.From][m.Params.ID] = true
+	}
+	played := 0
+	for _, id := range []string{"ann", "ben", "cat"} {
+		n := o.spoken(id)
+		played += n
+		if n != len(said[id]) {
+			o.t.Errorf("%s played %d utterances, published %d distinct messages", id, n, len(said[id]))
+		}
+	}
+	text := o.metricsText(floor)
+	granted := sampleOf(text, `chorus_floor_grants_total{reason="selected"}`) + sampleOf(text, `chorus_floor_grants_total{reason="speak"}`)
+	if float64(played) > granted {
+		o.t.Errorf("the companions played %d utterances, the floor granted %.0f turns", played, granted)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a process's two output streams.
 type syncBuffer struct {
 	mu sync.Mutex
