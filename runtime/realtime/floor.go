@@ -284,6 +284,11 @@ func (f *Floor) Run(ctx context.Context) error {
 	}
 }
 
+// StandbyError is what a standby floor answers an operator's phase
+// command with. A client that saw the claim of an instance that is not
+// active yet (the claim is on its way back to it) may ask again.
+const StandbyError = "realtime: this floor stands by; another instance runs the room"
+
 // Ping returns once the floor's loop has handled what was queued before
 // it (for the watchdog).
 func (f *Floor) Ping(ctx context.Context) error {
@@ -321,7 +326,7 @@ func (f *Floor) handle(e event) {
 	lead := f.cfg.Leader == nil || f.cfg.Leader.Active()
 	switch {
 	case e.cmd != nil && !lead && e.cmd.reason != ping:
-		e.cmd.done <- errors.New("realtime: this floor stands by; another instance runs the room")
+		e.cmd.done <- errors.New(StandbyError)
 	case e.cmd != nil:
 		e.cmd.done <- f.onCommand(*e.cmd)
 	case e.seen != nil:

@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +17,10 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
@@ -185,4 +191,45 @@ func runDaemon(t *testing.T, c *config.Config) context.Context {
 		t.Fatalf("the device stopped: %v", err)
 	}
 	return ctx
+}
+
+// A claim seen before its floor is active (the floor's own copy of the
+// claim is still on its way back) makes the floor answer "stands by":
+// `chorus phase` asks again until it is active instead of failing. Failed
+// before: the first answer was the command's error (a CI flake of
+// TestPhaseStartEnd).
+func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "box-a", Username: "box-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	scheme := topic.New("")
+	claim, _ := json.Marshal(floor.Claim{Instance: "box-a", Online: true, Since: time.Now()})
+	if err := b.Publish(ctx, scheme.FloorLeader("lab"), claim, true); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	srv := &query.Server{Bus: b, Scheme: scheme, Device: "box-a"}
+	srv.Handle("phase", func(context.Context, string, json.RawMessage) (any, error) {
+		if asked.Add(1) <= 2 {
+			return nil, errors.New(realtime.StandbyError)
+		}
+		return map[string]string{"phase": "p1"}, nil
+	})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	time.Sleep(200 * time.Millisecond) // subscribed
+
+	code, out, errOut := run("phase", "start", "-broker", br.URL(), "-room", "lab", "-as", "bot")
+	if code != 0 || !strings.Contains(out, "(floor box-a)") {
+		t.Fatalf("phase start: %d %q %q", code, out, errOut)
+	}
+	if n := asked.Load(); n != 3 {
+		t.Fatalf("the floor was asked %d times, want 3 (twice standing by, then active)", n)
+	}
 }

@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/realtime"
 )
 
 func init() {
@@ -52,13 +54,17 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	target := *dev
-	if target == "" {
-		claims := make(chan floor.Claim, 1)
+	// The latest online claim, when no -floor names the device.
+	claims := make(chan floor.Claim, 1)
+	if *dev == "" {
 		err := b.Subscribe(ctx, r.Scheme.FloorLeader(r.Name), func(_ string, p []byte) {
 			var c floor.Claim
 			if json.Unmarshal(p, &c) == nil && c.Online && protocol.ValidIdentity(c.Instance) == "" {
-				select { // a bus handler never blocks
+				select { // a bus handler never blocks: the newest claim replaces an unread one
+				case <-claims:
+				default:
+				}
+				select {
 				case claims <- c:
 				default:
 				}
@@ -67,23 +73,46 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		select {
-		case c := <-claims:
-			target = c.Instance
-		case <-ctx.Done():
-			return fmt.Errorf("phase: room %s has no active floor (no online claim on %s within %v)", r.Name, r.Scheme.FloorLeader(r.Name), *timeout)
-		}
 	}
 	c := query.NewClient(b, r.Scheme, rf.user, query.ClientOptions{})
 	defer c.Close()
-	res, err := c.Ask(ctx, target, "phase", map[string]string{"action": action, "channel": *whisper}, *timeout)
-	if err != nil {
-		return fmt.Errorf("phase %s on floor %s: %w", action, target, err)
+	target := *dev
+	for {
+		switch {
+		case *dev != "":
+		case target == "":
+			select {
+			case cl := <-claims:
+				target = cl.Instance
+			case <-ctx.Done():
+				return fmt.Errorf("phase: room %s has no active floor (no online claim on %s within %v)", r.Name, r.Scheme.FloorLeader(r.Name), *timeout)
+			}
+		default: // asking again: a newer claim names the floor to ask
+			select {
+			case cl := <-claims:
+				target = cl.Instance
+			default:
+			}
+		}
+		res, err := c.Ask(ctx, target, "phase", map[string]string{"action": action, "channel": *whisper}, *timeout)
+		if err != nil && strings.Contains(err.Error(), realtime.StandbyError) && ctx.Err() == nil {
+			// The claim was seen before its floor became active (its own copy
+			// of the claim is still on the way), or it has just lost the room:
+			// ask again, the newest claim's floor.
+			select {
+			case <-time.After(200 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("phase %s on floor %s: %w", action, target, err)
+		}
+		where := "room " + r.Name
+		if *whisper != "" {
+			where += ", whisper channel " + *whisper
+		}
+		fmt.Fprintf(stdout, "phase %s: %s (floor %s) %s\n", action, where, target, res)
+		return nil
 	}
-	where := "room " + r.Name
-	if *whisper != "" {
-		where += ", whisper channel " + *whisper
-	}
-	fmt.Fprintf(stdout, "phase %s: %s (floor %s) %s\n", action, where, target, res)
-	return nil
 }
