@@ -39,7 +39,7 @@ func BenchmarkDecodeState(b *testing.B) {
 // BenchmarkDecodeRealtimeBroadcast is what every player of a realtime room
 // decodes for every accepted post: a Message with a few metadata keys.
 func BenchmarkDecodeRealtimeBroadcast(b *testing.B) {
-	p := []byte(`{"jsonrpc":"2.0","method":"message.send","params":{"id":"0123456789abcdef0123456789abcdef","from":"floor","to":[],"message":"post 123","metadata":{"phase":"p-0123456789abcdef","idx":123,"remain":7,"speaker":"p03"}}}`)
+	p := []byte(`{"jsonrpc":"2.0","method":"message.send","params":{"id":"0123456789abcdef0123456789abcdef","from":"floor","to":[],"message":"post 123","metadata":{"phase":"p-0123456789abcdef","idx":123,"remain_count":7,"speaker":"p03"}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := DecodeMessage(p, 0); err != nil {
