@@ -132,6 +132,11 @@ func (c *checker) done() error {
 // DecodeMessage decodes and validates a message.send payload.
 func DecodeMessage(b []byte, max int) (Message, error) {
 	var m Message
+	// The decoder fills a map it is given; one it makes itself starts with
+	// room for 64 keys (5 KB a message, the largest garbage of a realtime
+	// room, where every player decodes every broadcast). Metadata holds a
+	// handful of keys.
+	m.Params.Metadata = make(map[string]any, 8)
 	if err := decodeStrict("message", b, max, &m); err != nil {
 		return Message{}, err
 	}
