@@ -85,6 +85,10 @@ func closeOnce(c chan struct{}) {
 // ErrClosed is returned by operations on a closed bus.
 var ErrClosed = errors.New("bus: closed")
 
+// ErrRefused is a subscription the broker refused (an ACL that does not
+// let this client read the filter, most often).
+var ErrRefused = errors.New("broker refused the subscription")
+
 // Dial connects to the broker and returns when the first connection is up
 // or ctx ends.
 func Dial(ctx context.Context, o Options) (*MQTT, error) {
@@ -367,7 +371,7 @@ func (b *MQTT) subscribe(ctx context.Context, filter string) error {
 		if ok && code < 0x80 {
 			return nil
 		}
-		last = fmt.Errorf("broker refused the subscription (code 0x%02x)", code)
+		last = fmt.Errorf("%w (code 0x%02x)", ErrRefused, code)
 		if code != packetIDInUse {
 			return last // not authorized, or another failure: asking again will not help
 		}

@@ -165,6 +165,10 @@ http: {listen: "off"}
 	if p := next("start pair"); len(p.Members) != 1 || p.Members[0] != "bot" {
 		t.Fatalf("whisper phase members %v", p.Members)
 	}
+	// As a client that may not read the floor's results: told whom to connect as.
+	if code, _, errOut := run("phase", "start", "-broker", br.URL(), "-room", "lab", "-as", "user", "-floor", "box"); code != 1 || !strings.Contains(errOut, "connect with -as one of them") {
+		t.Fatalf("phase as a non-member: %d %q", code, errOut)
+	}
 	if code, _, errOut := run(append([]string{"phase", "start", "-whisper", "nope"}, base...)...); code != 1 || !strings.Contains(errOut, `no whisper channel "nope"`) {
 		t.Fatalf("unknown channel: %d %q", code, errOut)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
@@ -104,6 +105,9 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				continue
 			case <-ctx.Done():
 			}
+		}
+		if errors.Is(err, bus.ErrRefused) {
+			return fmt.Errorf("phase %s on floor %s: %w: the floor answers on its device's results, which only a room member or the floor may read; connect with -as one of them", action, target, err)
 		}
 		if err != nil {
 			return fmt.Errorf("phase %s on floor %s: %w", action, target, err)
