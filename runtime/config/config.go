@@ -662,7 +662,7 @@ func (c *Config) Validate() error {
 		if !m.Embedded.AllowAnonymous && m.Embedded.UsersFile == "" {
 			p.add("mqtt.embedded.users_file", "required unless allow_anonymous is true")
 		}
-		if m.Embedded.AllowAnonymous && !loopback(m.Embedded.Listen) {
+		if m.Embedded.AllowAnonymous && !Loopback(m.Embedded.Listen) {
 			p.add("mqtt.embedded.allow_anonymous", "anonymous clients are allowed only on a loopback listener (a demo on one machine), got listen %q: give a users_file", m.Embedded.Listen)
 		}
 		if (m.Embedded.TLSCert == "") != (m.Embedded.TLSKey == "") {
@@ -725,7 +725,7 @@ func (c *Config) Validate() error {
 		switch {
 		case c.HTTP.Listen == "off":
 			p.add("http.websocket.enabled", "needs http.listen")
-		case !loopback(c.HTTP.Listen) && ws.TokensFile == "" && ws.TokensEnv == "":
+		case !Loopback(c.HTTP.Listen) && ws.TokensFile == "" && ws.TokensEnv == "":
 			p.add("http.websocket.tokens_file", "a token is required off loopback (http.listen %q): give tokens_file or tokens_env", c.HTTP.Listen)
 		}
 		if ws.TokensFile != "" && ws.TokensEnv != "" {
@@ -736,10 +736,10 @@ func (c *Config) Validate() error {
 			if !oneOf(role, "viewer", "user") || (role == "user" && protocol.ValidIdentity(name) != "") {
 				p.add("http.websocket.anonymous", `must be "viewer" or "user:NAME", got %q`, ws.Anonymous)
 			}
-			if !loopback(c.HTTP.Listen) {
+			if !Loopback(c.HTTP.Listen) {
 				p.add("http.websocket.anonymous", "clients without a token are allowed only on a loopback listener, got http.listen %q", c.HTTP.Listen)
 			}
-			if slices.Contains(c.Room.Members, name) || c.Scheme().IsFloor(name) {
+			if c.speaksAsRoom(name) {
 				p.add("http.websocket.anonymous", "%q is a companion or the floor of room %s: a visitor speaks as a user", name, c.Room.Name)
 			}
 		}
@@ -927,11 +927,17 @@ func (e Embedded) Users() (map[string]string, error) {
 // room or its floor: through the bridge it would speak as them.
 func (c *Config) CheckBridgeTokens(ts []BridgeToken) error {
 	for i, t := range ts {
-		if t.Role == "user" && (slices.Contains(c.Room.Members, t.Name) || c.Scheme().IsFloor(t.Name)) {
+		if t.Role == "user" && c.speaksAsRoom(t.Name) {
 			return fmt.Errorf("http.websocket tokens: entry %d: user %q is a companion or the floor of room %s", i+1, t.Name, c.Room.Name)
 		}
 	}
 	return nil
+}
+
+// speaksAsRoom reports whether name is a companion or the floor of the
+// room: a bridge client under that name would speak as them.
+func (c *Config) speaksAsRoom(name string) bool {
+	return slices.Contains(c.Room.Members, name) || c.Scheme().IsFloor(name)
 }
 
 // Body is the device whose speak and vision queries the companion uses:

@@ -87,8 +87,8 @@ func (c *Config) ServerTLS() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// loopback reports whether a listen address (host:port) is on loopback.
-func loopback(addr string) bool {
+// Loopback reports whether a listen address (host:port) is on loopback.
+func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

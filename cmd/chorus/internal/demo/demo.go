@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,12 +254,8 @@ func gapList(gs []time.Duration) string {
 // addr, which must be a loopback address: a visitor without a token speaks
 // as "guest".
 func consoleOn(c *config.Config, addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("console: %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("console: %s is not a loopback address: the demo's console takes no token, so it listens on loopback only", addr)
+	if !config.Loopback(addr) {
+		return fmt.Errorf("console: %q is not a loopback host:port: the demo's console takes no token, so it listens on loopback only", addr)
 	}
 	if c != nil {
 		c.HTTP.Listen = addr
