@@ -189,7 +189,7 @@ func New(cfg Config) (*Bridge, error) {
 func (b *Bridge) Run(ctx context.Context) error {
 	r := b.cfg.Room
 	notify := func(method string) func(v any) {
-		return func(v any) { b.broadcast(frame(method, v)) }
+		return func(v any) { b.broadcast(func() []byte { return frame(method, v) }) }
 	}
 	// A new client first gets the room as it is: who is present, who
 	// speaks, the phase; these are kept as they pass.
@@ -200,13 +200,15 @@ func (b *Bridge) Run(ctx context.Context) error {
 			b.latest[key] = f
 		}
 		b.mu.Unlock()
-		b.broadcast(f)
+		b.broadcast(func() []byte { return f })
 	}
 	subs := []func() error{
 		func() error {
-			return r.OnMessage(ctx, func(m protocol.Message) { b.broadcast(mustJSON(m)) })
+			return r.OnMessage(ctx, func(m protocol.Message) { b.broadcast(func() []byte { return mustJSON(m) }) })
 		},
-		func() error { return r.OnState(ctx, func(s protocol.State) { b.broadcast(mustJSON(s)) }) },
+		func() error {
+			return r.OnState(ctx, func(s protocol.State) { b.broadcast(func() []byte { return mustJSON(s) }) })
+		},
 		func() error {
 			f := notify("turn.grant")
 			return r.OnGrant(ctx, func(g protocol.TurnGrant) { f(g) })
@@ -271,9 +273,15 @@ func errorFrame(id json.RawMessage, reason, msg string) []byte {
 		"error": map[string]any{"code": errorCodes[reason], "message": msg, "data": map[string]string{"reason": reason}}})
 }
 
-// broadcast queues f for every client; it never blocks (a bus handler).
-func (b *Bridge) broadcast(f []byte) {
-	for _, c := range b.those(func(*client) bool { return true }) {
+// broadcast queues the frame enc makes for every client; it never blocks
+// (a bus handler), and with no client connected it encodes nothing.
+func (b *Bridge) broadcast(enc func() []byte) {
+	cs := b.those(func(*client) bool { return true })
+	if len(cs) == 0 {
+		return
+	}
+	f := enc()
+	for _, c := range cs {
 		if c.tok.Role == Device {
 			if !c.reserve(len(f)) {
 				b.m.BridgeDropped.WithLabelValues("frame_dropped").Inc()
