@@ -215,8 +215,7 @@ func benchRealtime(ctx context.Context, stdout io.Writer, url, name string, post
 			for i, s := range ss {
 				ds[i] = f(s)
 			}
-			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-			return ds[len(ds)/2]
+			return bench.Summarize(ds).P50
 		}
 		p50 := func(s bench.Stats) time.Duration { return s.P50 }
 		p99 := func(s bench.Stats) time.Duration { return s.P99 }
