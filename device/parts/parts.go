@@ -59,6 +59,10 @@ type Part[T any] struct {
 	// Absent, when set, says why this build lacks the kind and how to
 	// build it in ("build chorusd with -tags gocv").
 	Absent string
+	// Tag is the build tag that builds the kind in ("gocv"); empty for a
+	// kind every build contains. The installer checks it against the
+	// target binary's build tags (InBuild).
+	Tag string
 	// Check reports the kind's own field problems ("field: what is wrong").
 	Check func(c *config.Config, m Mode) []string
 	// Make builds it; it must not touch hardware beyond opening it.
@@ -156,6 +160,43 @@ func Check(c *config.Config, m Mode) []string {
 		out = append(out, Brains.check(c, m)...)
 	}
 	return out
+}
+
+// InBuild reports, a line per field, the kinds c names that a chorusd
+// built with tags lacks, naming the build that has them. It assumes that
+// chorusd is built from the same source as this program (the installer
+// says when the versions differ).
+func InBuild(c *config.Config, tags []string) []string {
+	has := map[string]bool{}
+	for _, t := range tags {
+		has[t] = true
+	}
+	built := "without build tags"
+	if len(tags) > 0 {
+		built = "with -tags " + strings.Join(tags, ",")
+	}
+	var out []string
+	add := func(field, what, kind string, p Part[struct{}], ok bool) {
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s: no %s %q in any build of chorusd", field, what, kind))
+		case p.Tag != "" && !has[p.Tag]:
+			out = append(out, fmt.Sprintf("%s: %s %q is not in this chorusd (built %s): build it with -tags %s", field, what, kind, built, p.Tag))
+		}
+	}
+	add(inBuild(Cameras, c))
+	add(inBuild(Audio, c))
+	add(inBuild(TTS, c))
+	if c.Companion != nil {
+		add(inBuild(Brains, c))
+	}
+	return out
+}
+
+func inBuild[T any](g *Group[T], c *config.Config) (string, string, string, Part[struct{}], bool) {
+	kind := g.Kind(c)
+	p, ok := g.parts[kind]
+	return g.Field, g.What, kind, Part[struct{}]{Kind: p.Kind, Tag: p.Tag}, ok
 }
 
 // List says what this build contains, a line per group.

@@ -67,3 +67,47 @@ drivers: {camera: {kind: webcam}, audio: {kind: wav}, tts: {kind: piper}}
 		}
 	}
 }
+
+// A kind some build lacks names the tag that builds it in, and InBuild
+// refuses it for a binary built without that tag.
+func TestTaggedKindsAndInBuild(t *testing.T) {
+	for _, g := range []struct {
+		kinds func() []string
+		part  func(string) (string, string)
+	}{
+		{Cameras.Kinds, func(k string) (string, string) { return Cameras.parts[k].Absent, Cameras.parts[k].Tag }},
+		{Audio.Kinds, func(k string) (string, string) { return Audio.parts[k].Absent, Audio.parts[k].Tag }},
+		{TTS.Kinds, func(k string) (string, string) { return TTS.parts[k].Absent, TTS.parts[k].Tag }},
+		{Brains.Kinds, func(k string) (string, string) { return Brains.parts[k].Absent, Brains.parts[k].Tag }},
+	} {
+		for _, k := range g.kinds() {
+			if absent, tag := g.part(k); absent != "" && tag == "" {
+				t.Errorf("kind %s is absent from this build but names no Tag", k)
+			}
+		}
+	}
+	c, err := config.Decode(strings.NewReader(`version: 1
+device: {id: dev1}
+room: {name: lab, members: [k]}
+mqtt: {broker: "tcp://127.0.0.1:1883"}
+drivers:
+  camera: {kind: gocv, device: "0"}
+  audio: {kind: portaudio}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tags []string
+		want []string
+	}{
+		{nil, []string{`drivers.camera.kind: camera source "gocv" is not in this chorusd (built without build tags): build it with -tags gocv`,
+			`drivers.audio.kind: audio output "portaudio" is not in this chorusd (built without build tags): build it with -tags portaudio`}},
+		{[]string{"gocv"}, []string{`drivers.audio.kind: audio output "portaudio" is not in this chorusd (built with -tags gocv): build it with -tags portaudio`}},
+		{[]string{"gocv", "portaudio"}, nil},
+	} {
+		if got := InBuild(c, tc.tags); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("tags %v:\n got %q\nwant %q", tc.tags, got, tc.want)
+		}
+	}
+}

@@ -55,7 +55,15 @@ type Config struct {
 type Device struct {
 	ID    string `yaml:"id"`
 	Model string `yaml:"model"`
+	// Arch is the board's CPU as its OS runs it (Arches), so that
+	// `chorus install` refuses a chorusd built for another; empty: any.
+	Arch string `yaml:"arch"`
 }
+
+// Arches are the values of device.arch: arm64 (a Pi 3/4/5 or Zero 2 W on
+// a 64-bit OS), armv7 and armv6 (32-bit Raspberry Pi OS; armv6 for the Pi
+// Zero and 1), amd64.
+var Arches = []string{"arm64", "armv7", "armv6", "amd64"}
 
 // Room is the conversation this device takes part in.
 type Room struct {
@@ -603,6 +611,9 @@ func (c *Config) Validate() error {
 		p.add("version", "must be %d, got %d", Version, c.Version)
 	}
 	p.identity("device.id", c.Device.ID)
+	if c.Device.Arch != "" && !oneOf(c.Device.Arch, Arches...) {
+		p.add("device.arch", "must be one of %s, got %q", strings.Join(Arches, ", "), c.Device.Arch)
+	}
 	p.identity("room.name", c.Room.Name)
 	r := c.Room
 	if r.VoteTimeout < 10*time.Millisecond || r.VoteTimeout > time.Minute {

@@ -306,3 +306,22 @@ func FuzzTokens(f *testing.F) {
 		}
 	})
 }
+
+// device.arch is one of Arches or empty (chorus install compares it with
+// the binary's GOARCH).
+func TestDeviceArch(t *testing.T) {
+	for _, tc := range []struct{ arch, want string }{
+		{"", ""}, {"arm64", ""}, {"armv7", ""}, {"armv6", ""}, {"amd64", ""},
+		{"aarch64", `device.arch: must be one of arm64, armv7, armv6, amd64, got "aarch64"`},
+		{"arm", `device.arch: must be one of`},
+	} {
+		y := "version: 1\ndevice: {id: dev1, arch: \"" + tc.arch + "\"}\nroom: {name: lab, members: [k]}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\n"
+		_, err := Decode(strings.NewReader(y))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("arch %q: %v", tc.arch, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("arch %q: err = %v, want %q", tc.arch, err, tc.want)
+		}
+	}
+}

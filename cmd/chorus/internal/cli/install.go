@@ -36,8 +36,8 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		*bin = p
 	}
-	steps, err := install.Run(install.Options{Root: *root, Config: *cfg, Binary: *bin})
-	for _, s := range steps {
+	rep, err := install.Run(install.Options{Root: *root, Config: *cfg, Binary: *bin})
+	for _, s := range rep.Steps {
 		what := "unchanged"
 		if s.Changed {
 			what = "written"
@@ -47,7 +47,27 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "installed into %s; on first boot: systemd-sysusers, then the service starts (secrets go in /etc/default/chorusd)\n", *root)
+	if len(rep.Secrets) > 0 {
+		fmt.Fprintln(stdout, "generated secrets (shown this once; they are in the files above, mode 0600):")
+		for _, s := range rep.Secrets {
+			fmt.Fprintf(stdout, "  %-50s %s\n", s.Where, s.Value)
+		}
+	}
+	if len(rep.Variables) > 0 {
+		fmt.Fprintf(stdout, "the config needs in /etc/default/chorusd:\n")
+		for _, v := range rep.Variables {
+			state := "MISSING: set it"
+			if v.Set {
+				state = "set"
+			}
+			fmt.Fprintf(stdout, "  %-28s (%s) %s\n", v.Name, v.Field, state)
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
+	fmt.Fprintf(stdout, "installed chorusd (linux/%s) into %s; on first boot: systemd-sysusers, then the service starts (check it there with chorusd --doctor)\n",
+		rep.Target.Arch(), *root)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/runtime/config"
@@ -25,8 +26,12 @@ const (
 	UnitPath     = "etc/systemd/system/chorusd.service"
 	EnvPath      = "etc/default/chorusd"
 	SysusersPath = "usr/lib/sysusers.d/chorus.conf"
+	TmpfilesPath = "usr/lib/tmpfiles.d/chorus.conf"
 	EnablePath   = "etc/systemd/system/multi-user.target.wants/chorusd.service"
 )
+
+// ServiceUser is the user chorusd.service runs as (systemd/chorus.sysusers).
+const ServiceUser = "chorus"
 
 // Options say what to install where.
 type Options struct {
@@ -41,17 +46,46 @@ type Step struct {
 	Changed bool
 }
 
-// Run installs; it validates the config and the binary before it writes.
-func Run(o Options) ([]Step, error) {
+// Secret is a password or token the installer generated: printed once,
+// then only in its file.
+type Secret struct {
+	Where string // "/etc/chorus/mqtt-users.yaml: kyoko"
+	Value string
+}
+
+// Variable is an environment variable the config needs in
+// /etc/default/chorusd.
+type Variable struct {
+	Name  string
+	Field string // the config field naming it
+	Set   bool   // the installed environment file sets it
+}
+
+// Report is what an install did and what the operator must still do.
+type Report struct {
+	Steps     []Step
+	Secrets   []Secret
+	Variables []Variable
+	Notes     []string
+	Target    Target
+}
+
+// Run installs. Everything is checked before anything is written: the
+// config, the binary (a chorusd for the board's arch with the drivers the
+// config names), and every file the config names, which is either laid
+// down here or must already be in the root.
+func Run(o Options) (Report, error) {
+	var rep Report
 	if o.Root == "" {
-		return nil, fmt.Errorf("install: no root")
+		return rep, fmt.Errorf("install: no root")
 	}
 	cfgBytes, err := os.ReadFile(o.Config)
 	if err != nil {
-		return nil, fmt.Errorf("install: %w", err)
+		return rep, fmt.Errorf("install: %w", err)
 	}
-	// Checked as any build on any machine would: the robot's own build and
-	// files are not here (chorusd --check-config checks those on the robot).
+	// Checked as any build on any machine would: the robot's own files are
+	// not here (chorusd --check-config and --doctor check those on the
+	// robot); the binary's drivers are checked below from its build info.
 	c, typed, err := config.ParseFile(o.Config)
 	if err == nil {
 		if all := config.Merge(typed, c.Validate(), parts.Check(c, parts.Anywhere)); len(all) > 0 {
@@ -59,50 +93,99 @@ func Run(o Options) ([]Step, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("install: refusing an invalid config, nothing written:\n%w", err)
+		return rep, fmt.Errorf("install: refusing an invalid config, nothing written:\n%w", err)
 	}
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
-		return nil, fmt.Errorf("install: chorusd binary: %w", err)
+		return rep, fmt.Errorf("install: chorusd binary: %w", err)
 	}
-	if len(bin) < 4 || !bytes.Equal(bin[:4], []byte("\x7fELF")) {
-		return nil, fmt.Errorf("install: %s is not an ELF binary", o.Binary)
+	if rep.Target, err = checkBinary(o.Binary, bin, c); err != nil {
+		return rep, fmt.Errorf("install: refusing, nothing written: %w", err)
 	}
-	files := []struct {
-		path string
-		data []byte
-		mode os.FileMode
-		keep bool // never overwrite
-	}{
+	if mine := selfRevision(); mine != "" && rep.Target.Revision != "" && mine != rep.Target.Revision {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s was built from revision %.12s, this chorus from %.12s: its drivers were checked against this chorus's list",
+			o.Binary, rep.Target.Revision, mine))
+	}
+	gen, err := plan(o.Root, c)
+	if err != nil {
+		return rep, fmt.Errorf("install: refusing, nothing written:\n%w", err)
+	}
+	envFresh := !exists(filepath.Join(o.Root, EnvPath))
+	env := systemd.Env
+	if envFresh && len(gen.env) > 0 {
+		env = append(append([]byte{}, env...), gen.envLines()...)
+	}
+	files := []file{
 		{BinaryPath, bin, 0o755, false},
 		{ConfigPath, cfgBytes, 0o644, false},
 		{UnitPath, systemd.Service, 0o644, false},
 		{SysusersPath, systemd.Sysusers, 0o644, false},
-		{EnvPath, systemd.Env, 0o600, true},
+		{EnvPath, env, 0o600, true},
 	}
-	var steps []Step
+	files = append(files, gen.files...)
+	if len(gen.owned) > 0 {
+		files = append(files, file{TmpfilesPath, gen.tmpfiles(), 0o644, false})
+	}
 	for _, f := range files {
 		changed, err := write(filepath.Join(o.Root, f.path), f.data, f.mode, f.keep)
 		if err != nil {
-			return steps, err
+			return rep, err
 		}
-		steps = append(steps, Step{Path: "/" + f.path, Changed: changed})
+		rep.Steps = append(rep.Steps, Step{Path: "/" + f.path, Changed: changed})
+	}
+	for _, d := range gen.dirs {
+		p := filepath.Join(o.Root, d)
+		changed := !exists(p)
+		if err := os.MkdirAll(p, 0o750); err != nil {
+			return rep, fmt.Errorf("install: %w", err)
+		}
+		rep.Steps = append(rep.Steps, Step{Path: "/" + d + "/", Changed: changed})
+	}
+	for _, s := range rep.Steps {
+		if s.Changed {
+			rep.Secrets = append(rep.Secrets, gen.secrets[strings.TrimPrefix(s.Path, "/")]...)
+		}
+	}
+	if note := chown(o.Root, gen.owned); note != "" {
+		rep.Notes = append(rep.Notes, note)
 	}
 	// Enable: the link systemctl enable would make.
 	link := filepath.Join(o.Root, EnablePath)
 	if target, err := os.Readlink(link); err != nil || target != "/"+UnitPath {
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			return steps, fmt.Errorf("install: %w", err)
+			return rep, fmt.Errorf("install: %w", err)
 		}
 		os.Remove(link)
 		if err := os.Symlink("/"+UnitPath, link); err != nil {
-			return steps, fmt.Errorf("install: enable: %w", err)
+			return rep, fmt.Errorf("install: enable: %w", err)
 		}
-		steps = append(steps, Step{Path: "/" + EnablePath, Changed: true})
+		rep.Steps = append(rep.Steps, Step{Path: "/" + EnablePath, Changed: true})
 	} else {
-		steps = append(steps, Step{Path: "/" + EnablePath})
+		rep.Steps = append(rep.Steps, Step{Path: "/" + EnablePath})
 	}
-	return steps, nil
+	installedEnv, _ := os.ReadFile(filepath.Join(o.Root, EnvPath))
+	rep.Variables = Variables(c, installedEnv)
+	return rep, nil
+}
+
+// checkBinary refuses a binary that cannot run c on its board: not a Go
+// binary, not chorusd, not for Linux or the board's arch, or lacking a
+// driver c names.
+func checkBinary(name string, bin []byte, c *config.Config) (Target, error) {
+	t, err := ReadTarget(name, bytes.NewReader(bin))
+	if err != nil {
+		return t, err
+	}
+	if t.GOOS != "linux" {
+		return t, fmt.Errorf("%s is built for %s/%s, the robot runs Linux: build it with GOOS=linux (make dist)", name, t.GOOS, t.GOARCH)
+	}
+	if !t.Fits(c.Device.Arch) {
+		return t, fmt.Errorf("%s is built for linux/%s, the board is %s (device.arch): use dist/chorusd-linux-%s", name, t.Arch(), c.Device.Arch, c.Device.Arch)
+	}
+	if missing := parts.InBuild(c, t.Tags); len(missing) > 0 {
+		return t, fmt.Errorf("%s cannot run this config:\n%s", name, strings.Join(missing, "\n"))
+	}
+	return t, nil
 }
 
 // write puts data at p atomically unless it is already there (or keep and

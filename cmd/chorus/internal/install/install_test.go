@@ -1,35 +1,116 @@
 package install
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+// chorusd builds the pure-Go chorusd for this machine once per test run.
 func chorusd(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "chorusd")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/chorus-robotics/chorus/cmd/chorusd")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "chorus-install-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		built = filepath.Join(dir, "chorusd")
+		cmd := exec.Command("go", "build", "-o", built, "github.com/chorus-robotics/chorus/cmd/chorusd")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build: %v\n%s", err, b)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return out
+	return built
 }
 
-const cfg = "../../../../firmware-configs/desktop-sim.yaml"
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built != "" {
+		os.RemoveAll(filepath.Dir(built))
+	}
+	os.Exit(code)
+}
+
+// robot is an installable robot config: an embedded broker with a users
+// file, the bridge with a tokens file, pure-Go drivers. extra lines are
+// added to the device section; replace swaps text.
+func robot(t *testing.T, replace ...string) string {
+	t.Helper()
+	y := `version: 1
+device:
+  id: pi-kyoko
+  model: test robot
+room:
+  name: lab
+  members: [kyoko, hana]
+  floor: true
+mqtt:
+  broker: tcp://127.0.0.1:1883
+  username: kyoko
+  password_env: CHORUS_MQTT_PASSWORD
+  floor_password_env: CHORUS_FLOOR_PASSWORD
+  embedded:
+    enabled: true
+    listen: 0.0.0.0:1883
+    users_file: /etc/chorus/mqtt-users.yaml
+companion:
+  id: kyoko
+  name: Kyoko
+  personality: curious
+  language: en
+brain:
+  provider: rule
+drivers:
+  camera: {kind: testpattern, width: 320, height: 240, fps: 5}
+  audio: {kind: wav, dir: /var/lib/chorus/out}
+  tts: {kind: tone}
+http:
+  listen: 0.0.0.0:9100
+  websocket:
+    enabled: true
+    tokens_file: /etc/chorus/bridge-tokens.yaml
+`
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(y, replace[i]) {
+			t.Fatalf("robot config has no %q", replace[i])
+		}
+		y = strings.Replace(y, replace[i], replace[i+1], 1)
+	}
+	p := filepath.Join(t.TempDir(), "robot.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 func TestInstallIsIdempotent(t *testing.T) {
-	root, bin := t.TempDir(), chorusd(t)
-	steps, err := Run(Options{Root: root, Config: cfg, Binary: bin})
+	root, bin, cfg := t.TempDir(), chorusd(t), robot(t)
+	rep, err := Run(Options{Root: root, Config: cfg, Binary: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range steps {
+	for _, s := range rep.Steps {
 		if !s.Changed {
 			t.Errorf("%s not written on a fresh root", s.Path)
 		}
@@ -38,17 +119,93 @@ func TestInstallIsIdempotent(t *testing.T) {
 		t.Errorf("environment file mode %v, want 0600 (it holds secrets)", st.Mode().Perm())
 	}
 	os.WriteFile(filepath.Join(root, EnvPath), []byte("CHORUS_MQTT_PASSWORD=s3cret\n"), 0o600)
-	steps, err = Run(Options{Root: root, Config: cfg, Binary: bin})
+	rep, err = Run(Options{Root: root, Config: cfg, Binary: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range steps {
+	for _, s := range rep.Steps {
 		if s.Changed {
 			t.Errorf("%s rewritten on the second run", s.Path)
 		}
 	}
+	if len(rep.Secrets) != 0 {
+		t.Errorf("second run printed secrets again: %v", rep.Secrets)
+	}
 	if b, _ := os.ReadFile(filepath.Join(root, EnvPath)); string(b) != "CHORUS_MQTT_PASSWORD=s3cret\n" {
 		t.Error("the environment file with secrets was overwritten")
+	}
+	want := []Variable{{"CHORUS_MQTT_PASSWORD", "mqtt.password_env", true}, {"CHORUS_FLOOR_PASSWORD", "mqtt.floor_password_env", false}}
+	if fmt.Sprint(rep.Variables) != fmt.Sprint(want) {
+		t.Errorf("variables %v, want %v", rep.Variables, want)
+	}
+}
+
+// TestGeneratesTheFilesTheConfigNames: the broker's users and the bridge's
+// tokens are laid down with strong secrets, mode 0600, printed once; the
+// fresh environment file holds this robot's own passwords, so the
+// installed tree starts; an existing file is never overwritten.
+func TestGeneratesTheFilesTheConfigNames(t *testing.T) {
+	root, cfg := t.TempDir(), robot(t)
+	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usersPath := filepath.Join(root, "etc/chorus/mqtt-users.yaml")
+	users, err := config.Embedded{UsersFile: usersPath}.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kyoko", "pi-kyoko", "floor", "hana", "guest"} {
+		if len(users[name]) < 40 {
+			t.Errorf("user %s: password %q, want 32 random bytes", name, users[name])
+		}
+	}
+	if users["kyoko"] != users["pi-kyoko"] || users["kyoko"] == users["floor"] || users["kyoko"] == users["hana"] {
+		t.Errorf("passwords: the robot's user and device share one, the floor and others have their own: %v", users)
+	}
+	tokens, err := config.WebSocket{TokensFile: filepath.Join(root, "etc/chorus/bridge-tokens.yaml")}.Tokens()
+	if err != nil || len(tokens) != 2 || tokens[0].Token == tokens[1].Token {
+		t.Fatalf("tokens %v, %v", tokens, err)
+	}
+	for _, f := range []string{"etc/chorus/mqtt-users.yaml", "etc/chorus/bridge-tokens.yaml", EnvPath} {
+		if st, err := os.Stat(filepath.Join(root, f)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v, want 0600", f, err, st.Mode().Perm())
+		}
+	}
+	env, _ := os.ReadFile(filepath.Join(root, EnvPath))
+	for k, v := range map[string]string{"CHORUS_MQTT_PASSWORD": users["kyoko"], "CHORUS_FLOOR_PASSWORD": users["floor"], GuestPasswordEnv: users["guest"]} {
+		if !strings.Contains(string(env), "\n"+k+"="+v+"\n") {
+			t.Errorf("environment file lacks %s=<its generated password>:\n%s", k, env)
+		}
+	}
+	printed := map[string]bool{}
+	for _, s := range rep.Secrets {
+		printed[s.Value] = true
+	}
+	if !printed[users["hana"]] || !printed[tokens[1].Token] {
+		t.Errorf("generated secrets not reported: %v", rep.Secrets)
+	}
+	tmpf, _ := os.ReadFile(filepath.Join(root, TmpfilesPath))
+	for _, line := range []string{"z /etc/chorus/mqtt-users.yaml 0600 chorus chorus -", "d /var/lib/chorus/out 0750 chorus chorus -"} {
+		if !strings.Contains(string(tmpf), line) {
+			t.Errorf("tmpfiles.d entry lacks %q:\n%s", line, tmpf)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(root, "var/lib/chorus/out")); err != nil || !st.IsDir() {
+		t.Errorf("the wav output's folder was not made: %v", err)
+	}
+
+	// Present files are kept, whatever they hold.
+	os.WriteFile(usersPath, []byte("kyoko: mine\n"), 0o600)
+	rep, err = Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(usersPath); string(b) != "kyoko: mine\n" {
+		t.Errorf("users file overwritten: %s", b)
+	}
+	if len(rep.Secrets) != 0 {
+		t.Errorf("secrets reported for kept files: %v", rep.Secrets)
 	}
 }
 
@@ -62,6 +219,100 @@ func TestRefusesAnInvalidConfigBeforeWriting(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(root); len(ents) != 0 {
 		t.Fatalf("wrote %d entries for an invalid config", len(ents))
+	}
+}
+
+// TestRefusesWhatCannotStart: each refusal names what is wrong, and
+// nothing is written.
+func TestRefusesWhatCannotStart(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "chorusd")
+	os.WriteFile(script, []byte("#!/bin/sh\necho chorusd\n"), 0o755)
+	self, _ := os.Executable() // a Go binary, not chorusd
+	for _, tc := range []struct {
+		name    string
+		cfg     string
+		binary  string
+		wantErr []string
+	}{
+		{"not a Go binary (C)", robot(t), "/bin/true", []string{"/bin/true is not a Go binary"}},
+		{"not a Go binary (script)", robot(t), script, []string{"is not a Go binary"}},
+		{"a Go binary, not chorusd", robot(t), self, []string{"not chorusd"}},
+		{"another board", robot(t, "model: test robot", "model: test robot\n  arch: "+otherArch()), chorusd(t),
+			[]string{"built for linux/" + runtime.GOARCH, "the board is " + otherArch() + " (device.arch)"}},
+		{"driver not built in", robot(t, "{kind: testpattern,", "{kind: gocv, device: \"0\","), chorusd(t),
+			[]string{`drivers.camera.kind: camera source "gocv" is not in this chorusd`, "build it with -tags gocv"}},
+		{"two drivers not built in", robot(t, "{kind: testpattern,", "{kind: gocv, device: \"0\",", "{kind: wav, dir: /var/lib/chorus/out}", "{kind: portaudio}"), chorusd(t),
+			[]string{"-tags gocv", `drivers.audio.kind: audio output "portaudio" is not in this chorusd`, "-tags portaudio"}},
+		{"a TLS file not in the root", robot(t, "    users_file:", "    tls_cert: /etc/chorus/broker.pem\n    tls_key: /etc/chorus/broker.key\n    users_file:"), chorusd(t),
+			[]string{"mqtt.embedded.tls_cert: /etc/chorus/broker.pem is not in the root", "mqtt.embedded.tls_key"}},
+		{"a relative users file", robot(t, "users_file: /etc/chorus/mqtt-users.yaml", "users_file: mqtt-users.yaml"), chorusd(t),
+			[]string{`mqtt.embedded.users_file: "mqtt-users.yaml" must be an absolute path`}},
+		{"a wav folder chorusd may not write", robot(t, "dir: /var/lib/chorus/out", "dir: /opt/out"), chorusd(t),
+			[]string{"drivers.audio.dir: chorusd.service may write only under /var/lib/chorus"}},
+		{"a password file nobody lays down", robot(t, "users_file: /etc/chorus/mqtt-users.yaml", "allow_anonymous: false\n    users_file: /etc/chorus/mqtt-users.yaml\n  password_file: /etc/chorus/pw", "password_env: CHORUS_MQTT_PASSWORD", ""),
+			chorusd(t), nil}, // generated with the users file: no refusal
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			_, err := Run(Options{Root: root, Config: tc.cfg, Binary: tc.binary})
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("installed")
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if ents, _ := os.ReadDir(root); len(ents) != 0 {
+				t.Errorf("wrote %d entries before refusing", len(ents))
+			}
+		})
+	}
+}
+
+func otherArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "amd64"
+	}
+	return "arm64"
+}
+
+func TestTargetFits(t *testing.T) {
+	for _, tc := range []struct {
+		goarch, goarm, arch string
+		fits                bool
+	}{
+		{"arm64", "", "arm64", true},
+		{"arm64", "", "", true},
+		{"amd64", "", "arm64", false},
+		{"arm", "7", "arm64", false},
+		{"arm", "7", "armv7", true},
+		{"arm", "6", "armv7", true},
+		{"arm", "7", "armv6", false},
+		{"arm", "6", "armv6", true},
+		{"arm64", "", "armv7", false},
+	} {
+		tg := Target{GOARCH: tc.goarch, GOARM: tc.goarm}
+		if got := tg.Fits(tc.arch); got != tc.fits {
+			t.Errorf("linux/%s (GOARM %s) on %q: fits %v, want %v", tc.goarch, tc.goarm, tc.arch, got, tc.fits)
+		}
+	}
+}
+
+func TestTargetReadsBuildSettings(t *testing.T) {
+	bi := &debug.BuildInfo{Path: ChorusdPath, Settings: []debug.BuildSetting{
+		{Key: "-tags", Value: "gocv,portaudio"}, {Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "arm"},
+		{Key: "GOARM", Value: "7,softfloat"}, {Key: "vcs.revision", Value: "abc"}}}
+	got := targetOf(bi)
+	want := Target{Path: ChorusdPath, GOOS: "linux", GOARCH: "arm", GOARM: "7", Tags: []string{"gocv", "portaudio"}, Revision: "abc"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || got.Arch() != "armv7" {
+		t.Errorf("got %+v (%s), want %+v", got, got.Arch(), want)
 	}
 }
 
@@ -84,7 +335,7 @@ func TestUnitVerifies(t *testing.T) {
 	sa := analyze(t)
 	root := t.TempDir()
 	bin := chorusd(t)
-	if _, err := Run(Options{Root: root, Config: cfg, Binary: bin}); err != nil {
+	if _, err := Run(Options{Root: root, Config: robot(t), Binary: bin}); err != nil {
 		t.Fatal(err)
 	}
 	unit, _ := os.ReadFile(filepath.Join(root, UnitPath))
