@@ -4,6 +4,7 @@
 //	chorusd --config /etc/chorus/robot.yaml
 //	chorusd --check-config robot.yaml   # every problem a start would hit, here
 //	chorusd --list                      # what this build contains
+//	chorusd --doctor [--config FILE]    # check the machine against the config
 package main
 
 import (
@@ -13,9 +14,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/chorus-robotics/chorus/device/daemon"
+	"github.com/chorus-robotics/chorus/device/doctor"
 	"github.com/chorus-robotics/chorus/device/parts"
+	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 var version = "dev"
@@ -23,12 +27,15 @@ var version = "dev"
 func main() {
 	path := flag.String("config", "/etc/chorus/chorus.yaml", "device config file")
 	check := flag.String("check-config", "", "check this config file as a start would, and exit")
+	doc := flag.Bool("doctor", false, "check what the config needs against this machine (camera, audio, TTS, GPIO, broker, model server, secrets), and exit")
 	list := flag.Bool("list", false, "print the camera sources, audio outputs, TTS engines and brains this build contains, and exit")
 	flag.Parse()
 	switch {
 	case *list:
 		fmt.Printf("chorusd %s\n%s", version, parts.List())
 		return
+	case *doc:
+		os.Exit(doctorMain(*path))
 	case *check != "":
 		if _, err := daemon.CheckFile(*check); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -48,4 +55,29 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chorusd:", err)
 		os.Exit(1)
 	}
+}
+
+// doctorMain runs chorusd --doctor on the config at path: 0 when all is
+// well, 1 when a check failed, 2 when the config cannot be read.
+func doctorMain(path string) int {
+	fmt.Printf("chorusd %s --doctor, config %s\n", version, path)
+	cfg, typed, err := config.ParseFile(path)
+	if err == nil {
+		if all := config.Merge(typed, cfg.Validate()); len(all) > 0 {
+			err = all
+		}
+	}
+	if err != nil {
+		fmt.Printf("✗ config: %v\n    fix: correct the fields named (chorusd --check-config %s)\n", err, path)
+		return 2
+	}
+	fmt.Println("✓ config: valid")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if doctor.Write(os.Stdout, doctor.Run(ctx, cfg, doctor.Options{})) > 0 {
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,451 @@
+// Package doctor is `chorusd --doctor`: it checks what a device's config
+// needs against the machine it runs on, one line per need with ✓ or ✗ and,
+// for a ✗, the fix. It opens the drivers the config names through the
+// parts registry (device/parts), so it covers every kind of this build: the
+// camera gives a frame within 5 s, the audio output plays a moment of
+// silence, the TTS engine speaks a word, the GPIO pins exist, the broker
+// accepts the credentials, the model server answers, the secrets are set.
+//
+// # Usage
+//
+//	results := doctor.Run(ctx, cfg, doctor.Options{})
+//	failed := doctor.Write(os.Stdout, results)
+//
+// # Concurrency
+//
+// Run checks one thing after another, each under its own timeout; it
+// returns when all are done or ctx ends. Nothing it opens outlives it.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/device/parts"
+	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// Result is one line of the report.
+type Result struct {
+	Name   string // "camera (testpattern)"
+	OK     bool
+	Detail string // what was seen, or what went wrong
+	Fix    string // for a failure: what to do
+}
+
+// Options tune the checks; zero values are the defaults.
+type Options struct {
+	FrameTimeout time.Duration // the camera's first frame; default 5 s
+	Timeout      time.Duration // every other wait; default 5 s (the model server: brain.timeout)
+	Log          *slog.Logger  // the drivers' logs; default discarded
+}
+
+// Run checks c against this machine. c has been decoded and validated
+// (config.ParseFile and Validate); the rest is checked here.
+func Run(ctx context.Context, c *config.Config, o Options) []Result {
+	if o.FrameTimeout <= 0 {
+		o.FrameTimeout = 5 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	d := &doctor{c: c, o: o, env: parts.Env{Log: o.Log}}
+	d.parts()
+	d.secrets()
+	d.camera(ctx)
+	d.audio(ctx)
+	d.tts(ctx)
+	d.gpio()
+	d.broker(ctx)
+	d.model(ctx)
+	return d.out
+}
+
+// Write prints results, a line each (and the fix under a failure), and
+// returns how many failed.
+func Write(w io.Writer, results []Result) int {
+	failed := 0
+	for _, r := range results {
+		mark := "✓"
+		if !r.OK {
+			mark = "✗"
+			failed++
+		}
+		fmt.Fprintf(w, "%s %s: %s\n", mark, r.Name, r.Detail)
+		if !r.OK && r.Fix != "" {
+			fmt.Fprintf(w, "    fix: %s\n", r.Fix)
+		}
+	}
+	if failed == 0 {
+		fmt.Fprintf(w, "all %d checks passed\n", len(results))
+	} else {
+		fmt.Fprintf(w, "%d of %d checks failed\n", failed, len(results))
+	}
+	return failed
+}
+
+type doctor struct {
+	c   *config.Config
+	o   Options
+	env parts.Env
+	out []Result
+}
+
+func (d *doctor) ok(name, format string, args ...any) {
+	d.out = append(d.out, Result{Name: name, OK: true, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (d *doctor) fail(name, fix string, err error) {
+	d.out = append(d.out, Result{Name: name, Detail: err.Error(), Fix: fix})
+}
+
+// parts: the kinds are built into this chorusd, with what they need here.
+func (d *doctor) parts() {
+	var problems []string
+	for _, p := range parts.Check(d.c, parts.Here) {
+		if !strings.HasPrefix(p, "brain.api_key_env:") { // under secrets
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) == 0 {
+		d.ok("drivers", "camera %s, audio %s, TTS %s built in", d.c.Drivers.Camera.Kind, d.c.Drivers.Audio.Kind, d.c.Drivers.TTS.Kind)
+		return
+	}
+	for _, p := range problems {
+		d.fail("drivers", "install what it names, or build chorusd with the tag it names (chorusd --list says what this build has)", errors.New(p))
+	}
+}
+
+// secrets: every variable and file the config reads a secret from.
+func (d *doctor) secrets() {
+	c := d.c
+	var errs []string
+	var set []string
+	check := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+		} else if name != "" {
+			set = append(set, name)
+		}
+	}
+	_, err := c.MQTT.Password()
+	check(c.MQTT.PasswordEnv+c.MQTT.PasswordFile, err)
+	if c.Room.Floor {
+		_, err := c.MQTT.FloorPassword()
+		check(c.MQTT.FloorPasswordEnv, err)
+	}
+	if c.Companion != nil && c.Brain.APIKeyEnv != "" {
+		_, err := c.Brain.APIKey()
+		check(c.Brain.APIKeyEnv, err)
+	}
+	if c.MQTT.Embedded.Enabled && c.MQTT.Embedded.UsersFile != "" {
+		_, err := c.MQTT.Embedded.Users()
+		check(c.MQTT.Embedded.UsersFile, err)
+	}
+	if ws := c.HTTP.WebSocket; ws.Enabled && (ws.TokensFile != "" || ws.TokensEnv != "") {
+		ts, err := ws.Tokens()
+		if err == nil {
+			err = c.CheckBridgeTokens(ts)
+		}
+		check(ws.TokensEnv+ws.TokensFile, err)
+	}
+	if len(errs) > 0 {
+		d.fail("secrets", "set the variables in /etc/default/chorusd (mode 0600) and put the files where the config says (chorus install lays down the broker's users and the bridge's tokens)",
+			errors.New(strings.Join(errs, "; ")))
+		return
+	}
+	if len(set) == 0 {
+		d.ok("secrets", "the config needs none")
+		return
+	}
+	d.ok("secrets", "%s set", strings.Join(set, ", "))
+}
+
+// camera: the configured source opens and gives a frame in time.
+func (d *doctor) camera(ctx context.Context) {
+	kind := d.c.Drivers.Camera.Kind
+	name := "camera (" + kind + ")"
+	if kind == "none" || kind == "" {
+		d.ok(name, "no camera configured: no vision queries")
+		return
+	}
+	if !parts.Cameras.Built(kind) {
+		return // reported under drivers
+	}
+	fix := "check drivers.camera (the program or device it names, its cable; run it by hand) and that the chorus user is in the video group"
+	src, err := parts.Cameras.Make(d.c, d.env)
+	if err != nil {
+		d.fail(name, fix, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.o.FrameTimeout)
+	defer cancel()
+	defer src.Close()
+	start := time.Now()
+	if err := src.Open(ctx); err != nil {
+		d.fail(name, fix, fmt.Errorf("open %s: %w", src.Name(), err))
+		return
+	}
+	f, err := src.Read(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no frame from %s within %v: %w", src.Name(), d.o.FrameTimeout, err)
+		}
+		d.fail(name, fix, err)
+		return
+	}
+	if len(f.JPEG) == 0 {
+		d.fail(name, fix, fmt.Errorf("%s gave an empty frame", src.Name()))
+		return
+	}
+	d.ok(name, "a %d×%d frame (%d bytes) in %v", f.Width, f.Height, len(f.JPEG), time.Since(start).Round(time.Millisecond))
+}
+
+// audio: the output opens and plays a tenth of a second of silence to its
+// drained end.
+func (d *doctor) audio(ctx context.Context) {
+	kind := d.c.Drivers.Audio.Kind
+	name := "audio output (" + kind + ")"
+	if !parts.Audio.Built(kind) {
+		return
+	}
+	fix := "check drivers.audio (the device or program it names; aplay -l lists the sound cards) and that the chorus user is in the audio group"
+	out, err := parts.Audio.Make(d.c, d.env)
+	if err != nil {
+		d.fail(name, fix, err)
+		return
+	}
+	defer out.Close()
+	ctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
+	defer cancel()
+	st, err := out.Begin(ctx, "doctor")
+	if err != nil {
+		d.fail(name, fix, fmt.Errorf("open: %w", err))
+		return
+	}
+	rate := d.c.Drivers.Audio.SampleRate
+	if rate <= 0 {
+		rate = 16000
+	}
+	if err := st.Write(ctx, audio.PCM{Rate: rate, Samples: make([]int16, rate/10)}); err != nil {
+		st.Abort()
+		d.fail(name, fix, fmt.Errorf("play: %w", err))
+		return
+	}
+	played, err := st.Drain(ctx)
+	if err != nil {
+		d.fail(name, fix, fmt.Errorf("drain: %w", err))
+		return
+	}
+	d.ok(name, "opened, played %v of silence", played.Round(time.Millisecond))
+}
+
+// tts: the engine speaks a word.
+func (d *doctor) tts(ctx context.Context) {
+	kind := d.c.Drivers.TTS.Kind
+	name := "TTS (" + kind + ")"
+	if !parts.TTS.Built(kind) {
+		return
+	}
+	fix := "install the engine drivers.tts names (espeak-ng, open-jtalk with a voice, a VOICEVOX engine at drivers.tts.url, piper and its model)"
+	engine, err := parts.TTS.Make(d.c, d.env)
+	if err != nil {
+		d.fail(name, fix, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*d.o.Timeout)
+	defer cancel()
+	word := "hello"
+	if d.c.Companion != nil && d.c.Companion.Language == "ja" {
+		word = "こんにちは"
+	}
+	start := time.Now()
+	pcm, err := engine.Synthesize(ctx, word, "")
+	if err == nil && len(pcm.Samples) == 0 {
+		err = fmt.Errorf("%s gave no audio", engine.Name())
+	}
+	if err != nil {
+		d.fail(name, fix, fmt.Errorf("say %q: %w", word, err))
+		return
+	}
+	d.ok(name, "%s said %q: %v of audio in %v", engine.Name(), word, pcm.Duration().Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// gpio: the pins the config names exist on this board.
+func (d *doctor) gpio() {
+	for _, p := range []struct{ field, pin string }{{"drivers.gpio.led", d.c.Drivers.GPIO.LED}, {"drivers.gpio.button", d.c.Drivers.GPIO.Button}} {
+		if p.pin == "" {
+			continue
+		}
+		name := "GPIO " + p.pin + " (" + p.field + ")"
+		if _, err := gpio.Pin(p.pin); err != nil {
+			d.fail(name, "name a pin this board has (periph names such as GPIO17), check that the chorus user is in the gpio group, or remove "+p.field+" on a board without GPIO", err)
+			continue
+		}
+		d.ok(name, "there")
+	}
+}
+
+// broker: it accepts this device's credentials (and the floor's).
+func (d *doctor) broker(ctx context.Context) {
+	c := d.c
+	tlsc, err := c.ClientTLS()
+	if err != nil {
+		d.fail("broker", "fix mqtt.tls", err)
+		return
+	}
+	type login struct{ what, user, password string }
+	var logins []login
+	pw, err := c.MQTT.Password()
+	if err != nil {
+		return // reported under secrets
+	}
+	logins = append(logins, login{"this device", c.MQTT.Username, pw})
+	if c.Room.Floor {
+		fpw, err := c.MQTT.FloorPassword()
+		if err != nil {
+			return
+		}
+		logins = append(logins, login{"the floor", c.MQTT.FloorIDs[0], fpw})
+	}
+	for _, l := range logins {
+		name := fmt.Sprintf("broker %s as %s (%s)", c.MQTT.Broker, l.user, l.what)
+		b, err := bus.Dial(ctx, bus.Options{Broker: c.MQTT.Broker, ClientID: l.user + "-doctor-" + protocol.NewID()[:8],
+			Username: l.user, Password: l.password, TLS: tlsc, ConnectTimeout: d.o.Timeout, Logger: d.o.Log})
+		if err == nil {
+			b.Close()
+			d.ok(name, "accepted")
+			continue
+		}
+		// The embedded broker runs inside chorusd: stopped, its users file
+		// is what it would accept.
+		if c.MQTT.Embedded.Enabled && refused(err) {
+			if why := d.embeddedAccepts(l.user, l.password); why == "" {
+				d.ok(name, "the embedded broker is not running (chorusd is stopped); it would accept these credentials (mqtt.embedded)")
+			} else {
+				d.fail(name, "set the password of "+l.user+" in /etc/default/chorusd to its line in "+c.MQTT.Embedded.UsersFile, errors.New(why))
+			}
+			continue
+		}
+		d.fail(name, "check mqtt.broker and that the broker runs; set the password (mqtt.password_env, mqtt.floor_password_env) to the one the broker has for "+l.user, err)
+	}
+}
+
+// embeddedAccepts says why the embedded broker would refuse user ("" when
+// it would accept).
+func (d *doctor) embeddedAccepts(user, password string) string {
+	e := d.c.MQTT.Embedded
+	if e.AllowAnonymous && e.UsersFile == "" {
+		return ""
+	}
+	users, err := e.Users()
+	if err != nil {
+		return err.Error()
+	}
+	want, ok := users[user]
+	switch {
+	case !ok:
+		return fmt.Sprintf("user %s is not in %s", user, e.UsersFile)
+	case want != password:
+		return fmt.Sprintf("the password of %s differs from its line in %s", user, e.UsersFile)
+	}
+	return ""
+}
+
+// refused reports whether err is a connection nobody answered (not a
+// refusal of the credentials).
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || strings.Contains(err.Error(), "connection refused")
+}
+
+// model: the model server answers a short request (its model list) within
+// brain.timeout, and accepts the key.
+func (d *doctor) model(ctx context.Context) {
+	c := d.c
+	if c.Companion == nil {
+		return
+	}
+	b := c.Brain
+	var u string
+	h := http.Header{}
+	key, _ := b.APIKey()
+	switch b.Provider {
+	case "openai":
+		u = strings.TrimRight(or(b.BaseURL, "https://api.openai.com/v1"), "/") + "/models"
+		if key != "" {
+			h.Set("Authorization", "Bearer "+key)
+		}
+	case "anthropic":
+		u = strings.TrimRight(or(b.BaseURL, "https://api.anthropic.com"), "/") + "/v1/models"
+		h.Set("x-api-key", key)
+		h.Set("anthropic-version", "2023-06-01")
+	default:
+		d.ok("brain ("+b.Provider+")", "needs no model server")
+		return
+	}
+	name := "model server " + redact(u)
+	timeout := b.Timeout
+	if timeout <= 0 {
+		timeout = d.o.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		d.fail(name, "fix brain.base_url", err)
+		return
+	}
+	req.Header = h
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.fail(name, fmt.Sprintf("start the model server at brain.base_url or fix the URL (waited up to %v, brain.timeout)", timeout), err)
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	took := time.Since(start).Round(time.Millisecond)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		d.fail(name, "set a valid key in "+or(b.APIKeyEnv, "brain.api_key_env")+" (/etc/default/chorusd)", fmt.Errorf("refused the key: HTTP %d", resp.StatusCode))
+	case resp.StatusCode == http.StatusNotFound:
+		d.fail(name, "check brain.base_url: an OpenAI-compatible server (llama.cpp, Ollama, vLLM) lists its models at {base_url}/models, base_url ending in /v1",
+			fmt.Errorf("answered HTTP 404: not the model server's API"))
+	case resp.StatusCode >= 500:
+		d.fail(name, "look at the model server's log", fmt.Errorf("answered HTTP %d", resp.StatusCode))
+	default:
+		d.ok(name, "answered HTTP %d in %v", resp.StatusCode, took)
+	}
+}
+
+func redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	p.User = nil
+	return p.String()
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
