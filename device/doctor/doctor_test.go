@@ -31,7 +31,7 @@ func (stalled) Read(ctx context.Context) (camera.Frame, error) {
 	<-ctx.Done()
 	return camera.Frame{}, ctx.Err()
 }
-func (stalled) Close() error  { return nil }
+func (stalled) Close() error { return nil }
 func (stalled) Name() string { return "stalled" }
 
 type gone struct{}
