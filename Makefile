@@ -4,7 +4,7 @@ PKGS    ?= ./...
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: demo test test-tagged bench fuzz dist size lint clean soak
+.PHONY: demo test test-tagged bench fuzz dist size lint clean soak deb
 
 demo:
 	$(GO) run ./cmd/chorus demo
@@ -67,6 +67,28 @@ dist:
 	  done; \
 	done
 	@ls -l dist
+
+# Debian packages: dist/chorus_VERSION_ARCH.deb for arm64, armhf (ARMv6 code,
+# which runs on every 32-bit Raspberry Pi OS) and amd64, made by nfpm from
+# systemd/deb/nfpm.yaml: both binaries in /usr/bin, the hardened unit, the
+# sysusers entry, firmware-configs/deb-default.yaml as /etc/chorus/chorus.yaml
+# (a conffile). nfpm runs through the module proxy; it is not in go.mod.
+NFPM        ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+DEB_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null | sed -e 's/^v//' -e 's/^\([^0-9]\)/0.0.0+git\1/' -e 's/-/./g' || echo 0.0.0)
+DEB_ARCHES  ?= arm64 armhf amd64
+deb:
+	@mkdir -p dist
+	for a in $(DEB_ARCHES); do \
+	  case $$a in armhf) goarch=arm goarm=6 nfpm=arm6;; *) goarch=$$a goarm= nfpm=$$a;; esac; \
+	  b=dist/deb/$$a; mkdir -p $$b || exit 1; \
+	  for cmd in chorusd chorus; do \
+	    CGO_ENABLED=0 GOOS=linux GOARCH=$$goarch GOARM=$$goarm $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $$b/$$cmd ./cmd/$$cmd || exit 1; \
+	  done; \
+	  sed 's#/usr/local/bin/chorusd#/usr/bin/chorusd#g' systemd/chorusd.service > $$b/chorusd.service || exit 1; \
+	  DEB_ARCH=$$nfpm DEB_VERSION=$(DEB_VERSION) DEB_BUILD=$$b $(NFPM) package --config systemd/deb/nfpm.yaml \
+	    --packager deb --target dist/chorus_$(DEB_VERSION)_$$a.deb || exit 1; \
+	done
+	@ls -l dist/*.deb
 
 # The robot's binary: its stripped size for linux/arm64, and what each module
 # costs in code and read-only data (BENCHMARKS.md, "Binary size").
