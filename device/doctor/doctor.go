@@ -173,7 +173,7 @@ func (d *doctor) secrets() {
 		d.ok("secrets", "the config needs none")
 		return
 	}
-	d.ok("secrets", "%s set", strings.Join(set, ", "))
+	d.ok("secrets", "%s: set and readable", strings.Join(set, ", "))
 }
 
 // camera: the configured source opens and gives a frame in time.

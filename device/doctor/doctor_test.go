@@ -107,7 +107,7 @@ func TestGoodConfigPasses(t *testing.T) {
 	}
 	for _, want := range []string{"✓ camera (testpattern): a 320×240 frame", "✓ audio output (wav): opened, played 100ms",
 		"✓ TTS (tone)", "as kyoko (this device): accepted", "as floor (the floor): accepted", "/v1/models: answered HTTP 200",
-		"✓ secrets: DOCTOR_TEST_PW, DOCTOR_TEST_FLOOR_PW, DOCTOR_TEST_KEY set", "all 8 checks passed"} {
+		"✓ secrets: DOCTOR_TEST_PW, DOCTOR_TEST_FLOOR_PW, DOCTOR_TEST_KEY: set and readable", "all 8 checks passed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, &out)
 		}

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// The flash path on an emulated arm64 (issue 19): `chorus install` lays the
+// linux/arm64 chorusd that `make dist` builds into a root; Debian's
+// qemu-user-static runs that installed chorusd, which comes up to READY on
+// NOTIFY_SOCKET; a `chorus say` from the host gets a spoken answer (the
+// audio grows, the companion's Message is seen); and --doctor passes under
+// emulation against the running robot.
+//
+// qemu runs with -L ROOT: the binary sees the root's files where it has
+// them (the broker's users file at /etc/chorus/...), and this machine's
+// elsewhere (the programs a command driver runs are this machine's, run
+// natively). The config is given by its path on this machine, so paths
+// relative to it resolve inside the root.
+//
+// Skipped without qemu-aarch64-static, unless CHORUS_REQUIRE_QEMU=1 (CI).
+
+// qemuRobotYAML is the installed robot: the embedded broker with a users
+// file, the rule brain, the bridge (for a guest's password), and for now
+// the testpattern camera and the wav output into the root's
+// /var/lib/chorus/out. %[1]d is the broker's port, %[2]d the HTTP port,
+// %[3]s a folder of this machine for a command driver's output.
+//
+// INTEGRATOR: once the command drivers are merged, switch the two driver
+// lines to
+//
+//	camera: {kind: command, command: [ffmpeg, -loglevel, error, -re, -f, lavfi, -i, "testsrc=size=320x240:rate=5", -f, mjpeg, -q:v, "5", "-"], fps: 5}
+//	audio: {kind: command, command: [sh, -c, "cat >> %[3]s/audio.raw"], sample_rate: 16000}
+//
+// and set qemuAudio below to the file (filepath.Join(out, "audio.raw")).
+const qemuRobotYAML = `version: 1
+device:
+  id: pi-kyoko
+  model: emulated arm64 robot
+  arch: arm64
+room:
+  name: lab
+  members: [kyoko]
+  floor: true
+  vote_timeout: 3s
+mqtt:
+  broker: tcp://127.0.0.1:%[1]d
+  username: kyoko
+  password_env: CHORUS_MQTT_PASSWORD
+  floor_password_env: CHORUS_FLOOR_PASSWORD
+  embedded:
+    enabled: true
+    listen: 127.0.0.1:%[1]d
+    users_file: /etc/chorus/mqtt-users.yaml
+companion:
+  id: kyoko
+  name: Kyoko
+  personality: curious
+  language: en
+brain:
+  provider: rule
+drivers:
+  camera: {kind: testpattern, width: 320, height: 240, fps: 5}
+  audio: {kind: wav, dir: ../../var/lib/chorus/out}
+  tts: {kind: tone}
+http:
+  listen: 127.0.0.1:%[2]d
+  websocket:
+    enabled: true
+    tokens_file: /etc/chorus/bridge-tokens.yaml
+log:
+  level: info
+`
+
+// qemuAudio is the audio the robot plays into: the wav files of the root's
+// /var/lib/chorus/out for now (see the INTEGRATOR note above).
+func qemuAudio(root, out string) func() (int64, error) {
+	return func() (int64, error) {
+		var total int64
+		ents, err := os.ReadDir(filepath.Join(root, "var/lib/chorus/out"))
+		for _, e := range ents {
+			if info, err := e.Info(); err == nil && !strings.Contains(e.Name(), "doctor") {
+				total += info.Size()
+			}
+		}
+		return total, err
+	}
+}
+
+var (
+	arm64Once sync.Once
+	arm64Bin  string
+	arm64Err  error
+)
+
+// buildArm64 cross-builds the pure-Go linux/arm64 chorusd as make dist
+// does, once per test run.
+func buildArm64(t *testing.T) string {
+	t.Helper()
+	arm64Once.Do(func() {
+		chorusd, _ := buildBinaries(t)
+		arm64Bin = filepath.Join(filepath.Dir(chorusd), "chorusd-linux-arm64")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", arm64Bin, "github.com/chorus-robotics/chorus/cmd/chorusd")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			arm64Err = fmt.Errorf("cross-build linux/arm64: %v\n%s", err, out)
+		}
+	})
+	if arm64Err != nil {
+		t.Fatal(arm64Err)
+	}
+	return arm64Bin
+}
+
+func qemu(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("qemu-aarch64-static")
+	if err != nil {
+		if os.Getenv("CHORUS_REQUIRE_QEMU") == "1" {
+			t.Fatal("qemu-aarch64-static missing (apt-get install qemu-user-static)")
+		}
+		t.Skip("qemu-aarch64-static not installed (set CHORUS_REQUIRE_QEMU=1 to fail instead)")
+	}
+	return p
+}
+
+// readEnv reads an environment file as systemd's EnvironmentFile= does
+// (KEY=VALUE lines, comments and blanks skipped).
+func readEnv(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var env []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "#") && strings.Contains(line, "=") {
+			env = append(env, line)
+		}
+	}
+	return env
+}
+
+func TestEmulatedArm64RobotFromAnInstalledTree(t *testing.T) {
+	q := qemu(t)
+	_, chorus := buildBinaries(t)
+	bin := buildArm64(t)
+	dir := t.TempDir()
+	root, out := filepath.Join(dir, "root"), filepath.Join(dir, "out")
+	os.MkdirAll(out, 0o755)
+	mqttPort, httpPort := bustest.FreePort(t), bustest.FreePort(t)
+	cfg := filepath.Join(dir, "robot.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(qemuRobotYAML, mqttPort, httpPort, out)), 0o644)
+
+	// The flash path: chorus install into the root, with the arm64 binary.
+	inst, err := exec.Command(chorus, "install", "-root", root, "-config", cfg, "-binary", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chorus install: %v\n%s", err, inst)
+	}
+	t.Logf("chorus install:\n%s", inst)
+	env := append(os.Environ(), readEnv(t, filepath.Join(root, "etc/default/chorusd"))...)
+	installed := []string{q, "-L", root, filepath.Join(root, "usr/local/bin/chorusd"), "--config", filepath.Join(root, "etc/chorus/chorus.yaml")}
+
+	// systemd's notify socket.
+	sock := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	notes := make(chan string, 64)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			notes <- string(buf[:n])
+		}
+	}()
+
+	var logs strings.Builder
+	d := exec.Command(installed[0], installed[1:]...)
+	d.Env = append(env, "NOTIFY_SOCKET="+sock)
+	d.Stdout, d.Stderr = &syncWriter{w: &logs}, &syncWriter{w: &logs}
+	start := time.Now()
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- d.Wait() }()
+	defer func() {
+		d.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			d.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("chorusd under qemu:\n%s", logs.String())
+		}
+	}()
+	ready := time.After(90 * time.Second)
+wait:
+	for {
+		select {
+		case n := <-notes:
+			if strings.Contains(n, "READY=1") {
+				break wait
+			}
+		case err := <-exited:
+			t.Fatalf("chorusd under qemu exited before READY: %v", err)
+		case <-ready:
+			t.Fatal("no READY=1 on NOTIFY_SOCKET within 90 s")
+		}
+	}
+	t.Logf("linux/arm64 chorusd under qemu: READY after %v", time.Since(start).Round(time.Millisecond))
+
+	// A guest of the room (the bridge's generated user) watches and says
+	// hello from this machine.
+	guestPW := ""
+	for _, kv := range readEnv(t, filepath.Join(root, "etc/default/chorusd")) {
+		if v, ok := strings.CutPrefix(kv, "CHORUS_GUEST_PASSWORD="); ok {
+			guestPW = v
+		}
+	}
+	if guestPW == "" {
+		t.Fatal("the installer put no CHORUS_GUEST_PASSWORD in /etc/default/chorusd")
+	}
+	broker := fmt.Sprintf("tcp://127.0.0.1:%d", mqttPort)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	watch, err := bus.Dial(ctx, bus.Options{Broker: broker, ClientID: "guest-watch", Username: "guest", Password: guestPW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	answers := make(chan protocol.Message, 16)
+	if err := watch.Subscribe(ctx, "chorus/rooms/lab/messages/kyoko", func(_ string, payload []byte) {
+		if m, err := protocol.DecodeMessage(payload, 0); err == nil {
+			select {
+			case answers <- m:
+			default:
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	audioSize := qemuAudio(root, out)
+	before, _ := audioSize()
+	say := exec.Command(chorus, "say", "-broker", broker, "-room", "lab", "-as", "guest", "-password-env", "CHORUS_GUEST_PASSWORD", "Hello Kyoko, how are you?")
+	say.Env = append(os.Environ(), "CHORUS_GUEST_PASSWORD="+guestPW)
+	if b, err := say.CombinedOutput(); err != nil {
+		t.Fatalf("chorus say: %v\n%s", err, b)
+	}
+	said := time.Now()
+	select {
+	case m := <-answers:
+		t.Logf("kyoko answered after %v: %q", time.Since(said).Round(time.Millisecond), m.Params.Message)
+	case <-ctx.Done():
+		t.Fatal("no Message from kyoko within 60 s of chorus say")
+	}
+	var after int64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if after, _ = audioSize(); after > before+1000 {
+			break
+		}
+	}
+	if after <= before+1000 {
+		t.Fatalf("the audio did not grow: %d bytes before the answer, %d after", before, after)
+	}
+	t.Logf("audio grew by %d bytes", after-before)
+
+	// --doctor under emulation, against the running robot.
+	doc := exec.Command(installed[0], append(installed[1:3], filepath.Join(root, "usr/local/bin/chorusd"), "--doctor", "--config", filepath.Join(root, "etc/chorus/chorus.yaml"))...)
+	doc.Env = env
+	report, err := doc.CombinedOutput()
+	t.Logf("chorusd --doctor under qemu:\n%s", report)
+	if err != nil {
+		t.Fatalf("--doctor failed under emulation: %v", err)
+	}
+	for _, want := range []string{"✓ camera (", "✓ audio output (", "✓ TTS (", "as kyoko (this device): accepted", "as floor (the floor): accepted", "all "} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("--doctor report lacks %q", want)
+		}
+	}
+}
+
+// syncWriter serialises the writes of a process's stdout and stderr.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
