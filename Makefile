@@ -74,7 +74,8 @@ dist:
 # sysusers entry, firmware-configs/deb-default.yaml as /etc/chorus/chorus.yaml
 # (a conffile). nfpm runs through the module proxy; it is not in go.mod.
 NFPM        ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
-DEB_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null | sed -e 's/^v//' -e 's/^\([^0-9]\)/0.0.0+git\1/' -e 's/-/./g' || echo 0.0.0)
+# A release tag vX.Y.Z gives X.Y.Z (X.Y.Z.N.gHASH after it); otherwise 0.0.0+gitHASH.
+DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$${v#v}" | tr - . || echo "0.0.0+git$$(git describe --always --dirty 2>/dev/null | tr - . || echo unknown)")
 DEB_ARCHES  ?= arm64 armhf amd64
 deb:
 	@mkdir -p dist
