@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/chorus-robotics/chorus/runtime/config"
@@ -360,5 +361,48 @@ func TestUnitIsHardened(t *testing.T) {
 	t.Logf("exposure %.1f", level)
 	if level > 2.5 {
 		t.Fatalf("exposure %.1f > 2.5:\n%s", level, out)
+	}
+}
+
+// The secret files go to the service user when the installer runs as root
+// and the root's own /etc/passwd has it (an installed system); otherwise
+// they stay root's and the tmpfiles.d entry hands them over on boot.
+func TestSecretFilesOwnedByTheServiceUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	for _, tc := range []struct {
+		name   string
+		passwd string
+		uid    int
+	}{
+		{"user in the root", "root:x:0:0::/root:/bin/sh\nchorus:x:994:993:Chorus:/var/lib/chorus:/usr/sbin/nologin\n", 994},
+		{"user created on first boot", "root:x:0:0::/root:/bin/sh\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+			os.WriteFile(filepath.Join(root, "etc/passwd"), []byte(tc.passwd), 0o644)
+			rep, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"etc/chorus/mqtt-users.yaml", "etc/chorus/bridge-tokens.yaml", "var/lib/chorus/out"} {
+				st, err := os.Stat(filepath.Join(root, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if uid := int(st.Sys().(*syscall.Stat_t).Uid); uid != tc.uid {
+					t.Errorf("%s owned by %d, want %d", f, uid, tc.uid)
+				}
+			}
+			if st, _ := os.Stat(filepath.Join(root, EnvPath)); st.Sys().(*syscall.Stat_t).Uid != 0 {
+				t.Error("/etc/default/chorusd is not root's (systemd reads it)")
+			}
+			noted := strings.Contains(fmt.Sprint(rep.Notes), "from the next boot on")
+			if noted != (tc.uid == 0) {
+				t.Errorf("notes %v", rep.Notes)
+			}
+		})
 	}
 }
