@@ -266,8 +266,12 @@ func (s *Source) Close() error {
 	if s.cmd == nil {
 		return nil
 	}
-	proc.Kill(s.cmd) // the whole group: a shell's children hold the pipe too
-	<-s.exited
+	select {
+	case <-s.exited: // reaped: its pid may belong to another process now
+	default:
+		proc.Kill(s.cmd) // the whole group: a shell's children hold the pipe too
+		<-s.exited
+	}
 	s.out.Close() // unblocks the reader if a grandchild still holds the pipe
 	<-s.eof
 	s.cmd, s.out = nil, nil
