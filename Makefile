@@ -55,6 +55,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzDecodeWAV$$' -fuzztime $(FUZZTIME) ./drivers/audio/
 	$(GO) test -run XXX -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./device/bridge/
 	$(GO) test -run XXX -fuzz '^FuzzTokens$$' -fuzztime $(FUZZTIME) ./runtime/config/
+	$(GO) test -run XXX -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) ./drivers/camera/command/
 
 # Pure-Go binaries for the boards: arm64 (Pi 4/5, Zero 2 W on a 64-bit OS), armv7, armv6.
 dist:
