@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -20,18 +19,19 @@ func Command(argv []string) (*exec.Cmd, *Tail) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	t := &Tail{}
 	cmd.Stderr = t
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	cmd.WaitDelay = time.Second // a grandchild holding stderr open
 	return cmd, t
 }
 
-// Kill sends SIGKILL to cmd's process group and to cmd itself. The caller
-// still Waits for it.
+// Kill kills cmd and, where there are process groups, its group. The
+// caller still Waits for it, and calls Kill only before that Wait
+// returned (after it, the number may be another process's).
 func Kill(cmd *exec.Cmd) {
 	if cmd == nil || cmd.Process == nil {
 		return
 	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(cmd.Process.Pid)
 	cmd.Process.Kill()
 }
 
