@@ -49,8 +49,15 @@ func standalone(m byte) bool { return m == markTEM || (m >= markRST && m <= mark
 func Split(data []byte, limit int) (advance int, frame []byte, err error) {
 	start := findSOI(data)
 	if start < 0 {
-		// Keep the last two bytes: they may be the start of FF D8 FF.
-		if n := len(data) - 2; n > 0 {
+		// Keep only an end that may begin FF D8 FF.
+		keep := 0
+		switch n := len(data); {
+		case n >= 2 && data[n-2] == 0xFF && data[n-1] == markSOI:
+			keep = 2
+		case n >= 1 && data[n-1] == 0xFF:
+			keep = 1
+		}
+		if n := len(data) - keep; n > 0 {
 			return n, nil, ErrNotJPEG
 		}
 		return 0, nil, nil
