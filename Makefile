@@ -42,6 +42,7 @@ bench:
 	$(GO) test -run XXX -bench 'BusRoundTrip|Floor' -benchtime 2000x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench TurnGap -benchtime 30x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench 'VisionRoundTrip|SpeakFirstAudio' -benchtime 1000x ./cmd/chorus/internal/bench/
+	$(GO) test -run XXX -bench CommandCameraPipe -benchtime 20x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench . ./runtime/protocol/
 	$(GO) test -run XXX -bench RejectMalformed ./runtime/room/
 	$(GO) test -run XXX -bench 'Gap|Realtime' -benchtime 1x -timeout 1h ./cmd/chorus/internal/bench/
