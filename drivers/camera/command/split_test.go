@@ -173,3 +173,24 @@ func TestFuzzCorpusCommitted(t *testing.T) {
 		t.Fatalf("no seed corpus: %v", err)
 	}
 }
+
+// Text before the stream is dropped whole, keeping only an end that may
+// begin a frame (so a line of text counts once, not once per read).
+func TestSplitKeepsOnlyAPossibleStart(t *testing.T) {
+	for _, c := range []struct {
+		data    string
+		advance int
+	}{
+		{"starting\n", 9},
+		{"ab\xff", 2},
+		{"ab\xff\xd8", 2},
+		{"ab\xd8", 3},
+		{"\xff\xd8", 0},
+		{"\xff", 0},
+	} {
+		adv, f, err := Split([]byte(c.data), 1<<20)
+		if adv != c.advance || f != nil || (adv > 0) != (err == ErrNotJPEG) {
+			t.Errorf("%q: advance %d, frame %v, %v; want advance %d", c.data, adv, f != nil, err, c.advance)
+		}
+	}
+}
