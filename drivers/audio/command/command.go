@@ -12,7 +12,11 @@
 // sound card has played everything) and, in any case, not before the
 // audio's duration has passed since the start, so a program that only
 // stores the audio (`sh -c 'cat > FILE'`) still takes as long as the
-// utterance. Abort kills the program: the speaker is silent at once. A
+// utterance. As on a sound card, a Write waits while more than 100 ms of
+// audio is queued ahead of the clock (audio.Pacer), into a pipe grown to
+// hold a long sentence: the first sentence is handed over at once, and a
+// stop after the current sentence leaves no other one in the pipe. Abort
+// kills the program: the speaker is silent at once. A
 // program that exits mid-utterance, stops taking audio, or is missing is
 // an error naming it, with the last line it wrote to stderr.
 //
@@ -40,6 +44,8 @@ import (
 
 // Defaults.
 const (
+	pipeSize = 1 << 20
+
 	// DefaultMargin is how long past the audio's own duration a program
 	// may take to take a chunk or to finish (a sound card's buffer, a
 	// PipeWire stream starting).
@@ -134,9 +140,8 @@ type stream struct {
 	exited chan struct{} // closed when the program is reaped
 	werr   error         // its exit status, once exited
 
-	rate      int
-	samples   int       // taken by the program
-	startedAt time.Time // when the program took the first audio
+	rate int
+	pace audio.Pacer // the audio's clock: how much is queued ahead of it
 
 	mu   sync.Mutex
 	done bool
@@ -167,6 +172,10 @@ func (s *stream) start(rate int) error {
 		return fmt.Errorf("audio command: start %s: %w", s.prog, err)
 	}
 	r.Close()
+	// A pipe that holds a long sentence: the first Write returns at once
+	// (the start is real), and the pacer, not the pipe, keeps the rest
+	// from running ahead.
+	proc.GrowPipe(w, pipeSize)
 	s.cmd, s.in, s.tail, s.rate = cmd, w, tail, rate
 	s.exited = make(chan struct{})
 	go func() {
@@ -203,6 +212,12 @@ func (s *stream) Write(ctx context.Context, c audio.PCM) error {
 	for i, x := range c.Samples {
 		binary.LittleEndian.PutUint16(b[2*i:], uint16(x))
 	}
+	// As a sound card: wait while more than the pacer's buffer of
+	// audio is queued ahead of the clock, so a stop after this sentence
+	// leaves no other sentence in the pipe.
+	if err := s.pace.Write(ctx, c.Duration()); err != nil {
+		return err
+	}
 	// A program that stops taking audio is an error after the chunk's
 	// own duration and the margin, not a hang; ctx ends the wait too.
 	limit := c.Duration() + s.o.margin()
@@ -210,14 +225,12 @@ func (s *stream) Write(ctx context.Context, c audio.PCM) error {
 	stop := context.AfterFunc(ctx, func() { s.in.SetWriteDeadline(time.Now()) })
 	n, err := s.in.Write(b)
 	stop()
-	if n > 0 && s.startedAt.IsZero() {
-		s.startedAt = time.Now()
-	}
-	s.samples += n / 2
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() != nil {
+	// What the program did not take was not played.
+	s.pace.Abort()
+	if n < len(b) && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -234,20 +247,17 @@ func (s *stream) exitErr(d time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-s.exited:
-	case <-t.C:
-		return fmt.Errorf("closed its input and runs on%s", s.tail.Suffix())
+	default:
+		select {
+		case <-s.exited:
+		case <-t.C:
+			return fmt.Errorf("closed its input and runs on%s", s.tail.Suffix())
+		}
 	}
 	if s.werr == nil {
 		return fmt.Errorf("exit status 0%s", s.tail.Suffix())
 	}
 	return fmt.Errorf("%w%s", s.werr, s.tail.Suffix())
-}
-
-func (s *stream) played() time.Duration {
-	if s.rate <= 0 {
-		return 0
-	}
-	return time.Duration(s.samples) * time.Second / time.Duration(s.rate)
 }
 
 // Drain ends the input and waits until the program has played it all
@@ -267,13 +277,14 @@ func (s *stream) Drain(ctx context.Context) (time.Duration, error) {
 		s.finish()
 		return 0, nil
 	}
-	d := s.played()
-	end := s.startedAt.Add(d)
-	if s.startedAt.IsZero() {
-		end = time.Now()
+	early := false // the program ended before its input did
+	select {
+	case <-s.exited:
+		early = true
+	default:
 	}
 	s.in.Close() // EOF: the program plays what it has and exits
-	t := time.NewTimer(time.Until(end) + s.o.margin())
+	t := time.NewTimer(s.pace.Remaining() + s.o.margin())
 	defer t.Stop()
 	select {
 	case <-s.exited:
@@ -288,19 +299,15 @@ func (s *stream) Drain(ctx context.Context) (time.Duration, error) {
 	s.done = true
 	s.mu.Unlock()
 	s.finish()
-	if s.werr != nil {
+	switch {
+	case early:
+		return 0, fmt.Errorf("audio command %s: exited mid-utterance: %w", s.prog, s.exitErr(0))
+	case s.werr != nil:
 		return 0, fmt.Errorf("audio command %s: %w%s", s.prog, s.werr, s.tail.Suffix())
 	}
 	// A program that only stores the audio is done early: the utterance
 	// still takes as long as it plays.
-	wait := time.NewTimer(time.Until(end))
-	defer wait.Stop()
-	select {
-	case <-wait.C:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	return d, nil
+	return s.pace.Drain(ctx)
 }
 
 // Abort kills the program at once and reaps it; idempotent.
@@ -309,6 +316,7 @@ func (s *stream) Abort() {
 	s.done = true
 	cmd := s.cmd
 	s.mu.Unlock()
+	s.pace.Abort()
 	if cmd != nil {
 		select {
 		case <-s.exited: // reaped: its pid may belong to another process now

@@ -137,7 +137,7 @@ func TestBadPrograms(t *testing.T) {
 		{"fails at the end", &command.Output{Command: []string{"sh", "-c", "cat >/dev/null; echo 'underrun!!!' >&2; exit 2"}},
 			200 * time.Millisecond, []string{"audio command sh", "exit status 2", "underrun!!!"}, false, 3 * time.Second},
 		{"stops taking audio", &command.Output{Margin: 200 * time.Millisecond, Command: []string{"sh", "-c", "echo stuck >&2; sleep 1000"}},
-			3 * time.Second, []string{"took no audio for 3.2s", "stuck"}, false, 6 * time.Second},
+			3 * time.Second, []string{"sh: still playing 200ms after the end of the audio", "stuck"}, false, 6 * time.Second},
 		{"missing", &command.Output{Command: []string{"aplay-not-installed", "-r", "{rate}"}},
 			time.Second, []string{"start aplay-not-installed"}, true, time.Second},
 		{"missing, at a fixed rate", &command.Output{Rate: 16000, Command: []string{"aplay-not-installed"}},
@@ -170,9 +170,13 @@ func play(ctx context.Context, o audio.Output, p audio.PCM) error {
 	if err != nil {
 		return err
 	}
-	if err := st.Write(ctx, p); err != nil {
-		st.Abort()
-		return err
+	// In ten chunks, as sentences come.
+	n := len(p.Samples) / 10
+	for i := range 10 {
+		if err := st.Write(ctx, audio.PCM{Rate: p.Rate, Samples: p.Samples[i*n : (i+1)*n]}); err != nil {
+			st.Abort()
+			return err
+		}
 	}
 	_, err = st.Drain(ctx)
 	return err
@@ -188,10 +192,16 @@ func TestAbortAndCloseKillAndReap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first sentence goes into the pipe; the next waits, as on a
+	// sound card, until the first has nearly played, or its context ends.
+	first := time.Now()
+	if err := st.Write(ctx, sine(48000, 2*time.Second)); err != nil || time.Since(first) > 500*time.Millisecond {
+		t.Fatalf("the first 2 s (192 kB, more than a default pipe) took %v: %v", time.Since(first), err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = st.Write(wctx, sine(48000, 2*time.Second)) // more than a pipe holds
+	err = st.Write(wctx, sine(48000, time.Second))
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
 		t.Fatalf("write: %v after %v", err, time.Since(start))
 	}
@@ -255,6 +265,23 @@ func TestSpeakThroughACommand(t *testing.T) {
 	}
 	if elapsed := time.Since(start); elapsed < played {
 		t.Fatalf("the result came after %v, before the %v of audio played", elapsed, played)
+	}
+
+	// A stop after the sentence: the next sentences never reach the
+	// player, the result says stopped and how long was played.
+	os.Remove(file)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		s.Stop(false)
+	}()
+	res, err = s.Say(context.Background(), "This is the first sentence of three. This is the second one. And the third.", "")
+	if err != nil || !res.Stopped {
+		t.Fatalf("stop after the sentence: %+v, %v", res, err)
+	}
+	one, _ := tone.Engine{}.Synthesize(context.Background(), "This is the first sentence of three.", "")
+	raw, _ = os.ReadFile(file)
+	if len(raw) != 2*len(one.Samples) || res.DurationMs != one.Duration().Milliseconds() {
+		t.Fatalf("the player got %d bytes and the result says %d ms; the first sentence is %d bytes, %v", len(raw), res.DurationMs, 2*len(one.Samples), one.Duration())
 	}
 
 	done := make(chan error, 1)

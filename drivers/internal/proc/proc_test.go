@@ -1,8 +1,11 @@
 package proc
 
 import (
+	"os"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTailKeepsTheLastLine(t *testing.T) {
@@ -33,5 +36,23 @@ func TestTailKeepsTheLastLine(t *testing.T) {
 	}
 	if (*Tail)(nil).Suffix() != "" {
 		t.Fatal("a nil tail has a suffix")
+	}
+}
+
+func TestGrowPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	got := GrowPipe(w, 1<<20)
+	if runtime.GOOS == "linux" && got < 64<<10 {
+		t.Fatalf("pipe of %d bytes", got)
+	}
+	// The writer really holds that much without a reader.
+	w.SetWriteDeadline(time.Now().Add(time.Second))
+	if n, err := w.Write(make([]byte, got)); n != got || err != nil {
+		t.Fatalf("wrote %d of %d: %v", n, got, err)
 	}
 }
