@@ -42,6 +42,7 @@ bench:
 	$(GO) test -run XXX -bench 'BusRoundTrip|Floor' -benchtime 2000x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench TurnGap -benchtime 30x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench 'VisionRoundTrip|SpeakFirstAudio' -benchtime 1000x ./cmd/chorus/internal/bench/
+	$(GO) test -run XXX -bench CommandCameraPipe -benchtime 20x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench . ./runtime/protocol/
 	$(GO) test -run XXX -bench RejectMalformed ./runtime/room/
 	$(GO) test -run XXX -bench 'Gap|Realtime' -benchtime 1x -timeout 1h ./cmd/chorus/internal/bench/
@@ -55,6 +56,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzDecodeWAV$$' -fuzztime $(FUZZTIME) ./drivers/audio/
 	$(GO) test -run XXX -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./device/bridge/
 	$(GO) test -run XXX -fuzz '^FuzzTokens$$' -fuzztime $(FUZZTIME) ./runtime/config/
+	$(GO) test -run XXX -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) ./drivers/camera/command/
 
 # Pure-Go binaries for the boards: arm64 (Pi 4/5, Zero 2 W on a 64-bit OS), armv7, armv6.
 dist:

@@ -70,6 +70,10 @@ companion: {id: k, name: K, language: en}
 			`companion.id: "floor" is a floor identity`},
 		"piper binary missing": {head + "drivers: {tts: {kind: piper, binary: /nonexistent/piper, model: /nonexistent/voice.onnx}}\n",
 			`drivers.tts.binary: "/nonexistent/piper" is not there`},
+		"camera program missing": {head + "drivers: {camera: {kind: command, command: [rpicam-vid-not-installed, -o, \"-\"]}}\n",
+			`drivers.camera.command[0]: "rpicam-vid-not-installed" is not there`},
+		"audio player missing": {head + "drivers: {audio: {kind: command, command: [/nonexistent/aplay, -r, \"{rate}\"]}}\n",
+			`drivers.audio.command[0]: "/nonexistent/aplay" is not there`},
 	}
 	if !parts.Cameras.Built("gocv") {
 		cases["gocv without its tag"] = struct{ yaml, want string }{head + "drivers: {camera: {kind: gocv, device: \"0\"}}\n",
@@ -106,4 +110,18 @@ func checkConfig(t *testing.T, chorusd, yaml string) string {
 		t.Fatalf("--check-config accepted it:\n%s", out)
 	}
 	return string(out)
+}
+
+// chorusd --list shows the drivers that need no C library (issue 19).
+func TestListShowsTheCommandDrivers(t *testing.T) {
+	chorusd, _ := buildBinaries(t)
+	out, err := exec.Command(chorusd, "--list").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"  command      a program writing MJPEG to stdout", "  command      pipes s16le PCM to a player"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("--list lacks %q:\n%s", want, out)
+		}
+	}
 }

@@ -34,18 +34,10 @@ import (
 // Skipped without qemu-aarch64-static, unless CHORUS_REQUIRE_QEMU=1 (CI).
 
 // qemuRobotYAML is the installed robot: the embedded broker with a users
-// file, the rule brain, the bridge (for a guest's password), and for now
-// the testpattern camera and the wav output into the root's
-// /var/lib/chorus/out. %[1]d is the broker's port, %[2]d the HTTP port,
-// %[3]s a folder of this machine for a command driver's output.
-//
-// INTEGRATOR: once the command drivers are merged, switch the two driver
-// lines to
-//
-//	camera: {kind: command, command: [ffmpeg, -loglevel, error, -re, -f, lavfi, -i, "testsrc=size=320x240:rate=5", -f, mjpeg, -q:v, "5", "-"], fps: 5}
-//	audio: {kind: command, command: [sh, -c, "cat >> %[3]s/audio.raw"], sample_rate: 16000}
-//
-// and set qemuAudio below to the file (filepath.Join(out, "audio.raw")).
+// file, the rule brain, the bridge (for a guest's password), the command
+// camera on ffmpeg's test source, espeak-ng, and the command speaker
+// appending its PCM to a file. %[1]d is the broker's port, %[2]d the HTTP
+// port, %[3]s a folder of this machine for the speaker's output.
 const qemuRobotYAML = `version: 1
 device:
   id: pi-kyoko
@@ -73,9 +65,9 @@ companion:
 brain:
   provider: rule
 drivers:
-  camera: {kind: testpattern, width: 320, height: 240, fps: 5}
-  audio: {kind: wav, dir: ../../var/lib/chorus/out}
-  tts: {kind: tone}
+  camera: {kind: command, command: [ffmpeg, -loglevel, error, -re, -f, lavfi, -i, "testsrc=size=320x240:rate=5", -f, mjpeg, -q:v, "5", "-"], fps: 5}
+  audio: {kind: command, command: [sh, -c, "cat >> %[3]s/audio.raw"], sample_rate: 16000}
+  tts: {kind: espeak-ng, voice: en-us}
 http:
   listen: 127.0.0.1:%[2]d
   websocket:
@@ -85,18 +77,15 @@ log:
   level: info
 `
 
-// qemuAudio is the audio the robot plays into: the wav files of the root's
-// /var/lib/chorus/out for now (see the INTEGRATOR note above).
+// qemuAudio is the audio the robot played: the raw PCM its command
+// speaker (sh -c "cat >> FILE") wrote.
 func qemuAudio(root, out string) func() (int64, error) {
 	return func() (int64, error) {
-		var total int64
-		ents, err := os.ReadDir(filepath.Join(root, "var/lib/chorus/out"))
-		for _, e := range ents {
-			if info, err := e.Info(); err == nil && !strings.Contains(e.Name(), "doctor") {
-				total += info.Size()
-			}
+		info, err := os.Stat(filepath.Join(out, "audio.raw"))
+		if err != nil {
+			return 0, err
 		}
-		return total, err
+		return info.Size(), nil
 	}
 }
 

@@ -56,7 +56,7 @@ drivers: {camera: {kind: webcam}, audio: {kind: wav}, tts: {kind: piper}}
 	}
 	got := strings.Join(Check(c, Anywhere), "\n")
 	for _, want := range []string{
-		`drivers.camera.kind: must be one of gocv, image, none, testpattern, got "webcam"`,
+		`drivers.camera.kind: must be one of command, gocv, image, none, testpattern, got "webcam"`,
 		"drivers.audio.dir: required for kind wav",
 		"drivers.tts.binary: required for kind piper",
 		"drivers.tts.model: required for kind piper",
@@ -108,6 +108,77 @@ drivers:
 	} {
 		if got := InBuild(c, tc.tags); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("tags %v:\n got %q\nwant %q", tc.tags, got, tc.want)
+		}
+	}
+}
+
+// The command drivers: the program is required, must exist here (what
+// `chorusd --check-config` says on the robot), and is for kind command
+// only; a camera frame must fit a vision result.
+func TestCommandDrivers(t *testing.T) {
+	base := `version: 1
+device: {id: d}
+room: {name: lab, members: [k]}
+mqtt: {broker: "tcp://127.0.0.1:1"}
+`
+	for _, c := range []struct {
+		name, drivers string
+		mode          Mode
+		want          []string // empty: no problem
+	}{
+		{"both fine anywhere", `{camera: {kind: command, command: [rpicam-vid, -o, "-"]}, audio: {kind: command, command: [aplay, -r, "{rate}"]}}`, Anywhere, nil},
+		{"both fine here", `{camera: {kind: command, command: [sh, -c, "exit 1"]}, audio: {kind: command, command: [cat]}}`, Here, nil},
+		{"programs missing here", `{camera: {kind: command, command: [rpicam-vid-not-here]}, audio: {kind: command, command: [/nonexistent/aplay]}}`, Here,
+			[]string{`drivers.camera.command[0]: "rpicam-vid-not-here" is not there`, `drivers.audio.command[0]: "/nonexistent/aplay" is not there`}},
+		{"programs not given", `{camera: {kind: command}, audio: {kind: command}}`, Anywhere,
+			[]string{"drivers.camera.command: required for kind command", "drivers.audio.command: required for kind command"}},
+		{"frame cap over the result cap", `{camera: {kind: command, command: [x], max_frame: 8000000}}`, Anywhere,
+			[]string{"drivers.camera.max_frame: 8000000 bytes is 10666668 in base64, more than query.max_result (8388608)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := config.Decode(strings.NewReader(base + "drivers: " + c.drivers + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Check(cfg, c.mode)
+			if len(got) != len(c.want) {
+				t.Fatalf("problems %q, want %q", got, c.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], c.want[i]) {
+					t.Errorf("problem %q, want %q", got[i], c.want[i])
+				}
+			}
+		})
+	}
+	for _, c := range []struct{ drivers, want string }{
+		{`{camera: {kind: testpattern, command: [rpicam-vid]}}`, `drivers.camera.command: is only for kind command, got kind "testpattern"`},
+		{`{audio: {kind: wav, dir: out, command: [aplay]}}`, `drivers.audio.command: is only for kind command, got kind "wav"`},
+		{`{audio: {kind: command, command: ["", x]}}`, "drivers.audio.command: the program (the first item) is empty"},
+		{`{camera: {kind: command, command: [x], max_frame: 100}}`, "drivers.camera.max_frame: must be from 1024"},
+		{`{camera: {kind: command, command: "rpicam-vid -o -"}}`, "drivers.camera.command:"},
+	} {
+		if _, err := config.Decode(strings.NewReader(base + "drivers: " + c.drivers + "\n")); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.drivers, err, c.want)
+		}
+	}
+}
+
+// The shipped robot configs run on the pure-Go chorusd that `make dist`
+// cross-builds (issue 19): every driver they name is built into this
+// build, not only "in some build".
+func TestShippedConfigsRunOnThePureGoBuild(t *testing.T) {
+	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
+	if len(files) < 4 {
+		t.Fatalf("%d configs", len(files))
+	}
+	for _, f := range files {
+		c, err := config.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !Cameras.Built(c.Drivers.Camera.Kind) || !Audio.Built(c.Drivers.Audio.Kind) || !TTS.Built(c.Drivers.TTS.Kind) {
+			t.Errorf("%s names camera %q, audio %q, tts %q: not all in the pure-Go build", f, c.Drivers.Camera.Kind, c.Drivers.Audio.Kind, c.Drivers.TTS.Kind)
 		}
 	}
 }

@@ -85,6 +85,13 @@ func (p *Pacer) Abort() {
 	}
 }
 
+// Remaining is how long the audio written so far still plays.
+func (p *Pacer) Remaining() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(0, time.Until(p.until))
+}
+
 // StartedAt is when the first sample played (zero before the first Write).
 func (p *Pacer) StartedAt() time.Time {
 	p.mu.Lock()

@@ -195,21 +195,30 @@ type Drivers struct {
 
 // Camera driver settings.
 type Camera struct {
-	Kind    string `yaml:"kind"`   // none, testpattern, image, gocv
-	Device  string `yaml:"device"` // gocv: index ("0"), /dev/videoN, or a video/image-sequence file
-	Path    string `yaml:"path"`   // image: a still image or a folder of frames
-	Width   int    `yaml:"width"`
-	Height  int    `yaml:"height"`
-	FPS     int    `yaml:"fps"`
-	Quality int    `yaml:"quality"` // JPEG quality
+	Kind   string `yaml:"kind"`   // none, testpattern, image, command, gocv
+	Device string `yaml:"device"` // gocv: index ("0"), /dev/videoN, or a video/image-sequence file
+	Path   string `yaml:"path"`   // image: a still image or a folder of frames
+	// Command (kind command) is a program and its arguments that writes an
+	// MJPEG stream to stdout: rpicam-vid, ffmpeg.
+	Command []string `yaml:"command"`
+	// MaxFrame (kind command) caps one JPEG in bytes; default 4 MiB.
+	MaxFrame int `yaml:"max_frame"`
+	Width    int `yaml:"width"`
+	Height   int `yaml:"height"`
+	FPS      int `yaml:"fps"`
+	Quality  int `yaml:"quality"` // JPEG quality
 }
 
 // Audio output driver settings.
 type Audio struct {
-	Kind       string `yaml:"kind"` // null, wav, portaudio
-	Dir        string `yaml:"dir"`  // wav: where utterances are written
-	Device     string `yaml:"device"`
-	SampleRate int    `yaml:"sample_rate"`
+	Kind string `yaml:"kind"` // null, wav, command, portaudio
+	Dir  string `yaml:"dir"`  // wav: where utterances are written
+	// Command (kind command) is a program and its arguments that plays
+	// mono s16le PCM from stdin, "{rate}" replaced by the sample rate:
+	// aplay, pw-play, paplay.
+	Command    []string `yaml:"command"`
+	Device     string   `yaml:"device"`
+	SampleRate int      `yaml:"sample_rate"`
 	// Paced makes null and wav take as long as the audio plays, as a
 	// speaker does (a room at human speed; measured silences).
 	Paced bool `yaml:"paced"`
@@ -540,6 +549,9 @@ func (c *Config) SetDefaults() {
 	if d.Camera.Quality == 0 {
 		d.Camera.Quality = 80
 	}
+	if d.Camera.Kind == "command" && d.Camera.MaxFrame == 0 {
+		d.Camera.MaxFrame = DefaultMaxFrame
+	}
 	if d.Audio.Kind == "" {
 		d.Audio.Kind = "null"
 	}
@@ -592,6 +604,33 @@ func (p *problems) add(field, format string, args ...any) {
 func (p *problems) identity(field, v string) {
 	if why := protocol.ValidIdentity(v); why != "" {
 		p.add(field, "%s (got %q)", why, v)
+	}
+}
+
+// DefaultMaxFrame caps one JPEG of a command camera.
+const DefaultMaxFrame = 4 << 20
+
+// command checks the program of a command driver at field (its kind
+// checks that one is given): set only for kind command, no empty program,
+// no NUL (it cannot reach exec), bounded.
+func (p *problems) command(field, kind string, argv []string) {
+	field += ".command"
+	switch {
+	case len(argv) == 0:
+		return
+	case kind != "command":
+		p.add(field, "is only for kind command, got kind %q", kind)
+		return
+	case len(argv) > 64:
+		p.add(field, "must have at most 64 arguments, got %d", len(argv))
+		return
+	case strings.TrimSpace(argv[0]) == "":
+		p.add(field, "the program (the first item) is empty")
+	}
+	for i, a := range argv {
+		if strings.ContainsRune(a, 0) || len(a) > 4096 {
+			p.add(fmt.Sprintf("%s[%d]", field, i), "must be at most 4096 bytes without NUL")
+		}
 	}
 }
 
@@ -717,6 +756,11 @@ func (c *Config) Validate() error {
 	if d.Camera.Quality < 1 || d.Camera.Quality > 100 {
 		p.add("drivers.camera.quality", "must be from 1 to 100, got %d", d.Camera.Quality)
 	}
+	if d.Camera.MaxFrame != 0 && (d.Camera.MaxFrame < 1024 || d.Camera.MaxFrame > 64<<20) {
+		p.add("drivers.camera.max_frame", "must be from 1024 to 67108864 bytes, got %d", d.Camera.MaxFrame)
+	}
+	p.command("drivers.camera", d.Camera.Kind, d.Camera.Command)
+	p.command("drivers.audio", d.Audio.Kind, d.Audio.Command)
 	if d.Audio.SampleRate != 0 && (d.Audio.SampleRate < 8000 || d.Audio.SampleRate > 192000) {
 		p.add("drivers.audio.sample_rate", "must be from 8000 to 192000, got %d", d.Audio.SampleRate)
 	}

@@ -83,13 +83,22 @@ func (ix fieldIndex) explain(msg string) (path, problem string, ok bool) {
 	}
 	path = "line " + m[1]
 	for _, v := range ix.values[line] {
-		if (m[3] != "" && v.kind == yaml.ScalarNode && v.text == value) ||
+		if (m[3] != "" && v.kind == yaml.ScalarNode && sameValue(v.text, value)) ||
 			(m[3] == "" && v.kind != yaml.ScalarNode && tagKind(tag) == v.kind) {
 			path = v.path
 			break
 		}
 	}
 	return path, "must be " + goTypeName(into) + ", " + got, true
+}
+
+// sameValue: the decoder quotes a long value cut to its first characters
+// and "..." ("rpicam-..."); a list given as one string is the usual case.
+func sameValue(text, quoted string) bool {
+	if cut, ok := strings.CutSuffix(quoted, "..."); ok && len(text) > len(cut) {
+		return strings.HasPrefix(text, cut)
+	}
+	return text == quoted
 }
 
 func tagKind(tag string) yaml.Kind {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/device/speak"
 	"github.com/chorus-robotics/chorus/device/vision"
+	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/audio/null"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/camera/testpattern"
@@ -22,6 +24,12 @@ import (
 // companion that asks it for vision n times; each sample is from the
 // query's publish to the result in the companion's hands.
 func VisionRoundTrip(ctx context.Context, url string, w, h, n int) ([]time.Duration, error) {
+	return VisionRoundTripOf(ctx, url, &testpattern.Source{Width: w, Height: h}, n)
+}
+
+// VisionRoundTripOf is VisionRoundTrip with the camera source src (a
+// command camera, to compare with the test pattern).
+func VisionRoundTripOf(ctx context.Context, url string, src camera.Source, n int) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	id := strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -36,7 +44,7 @@ func VisionRoundTrip(ctx context.Context, url string, w, h, n int) ([]time.Durat
 		return nil, err
 	}
 	defer comp.Close()
-	capture := &camera.Capture{Source: &testpattern.Source{Width: w, Height: h}, Interval: 100 * time.Millisecond}
+	capture := &camera.Capture{Source: src, Interval: 100 * time.Millisecond}
 	srv := &query.Server{Bus: dev, Scheme: s, Device: "eye" + id}
 	srv.Handle("vision", (&vision.Eye{Camera: capture}).Handle)
 	var wg sync.WaitGroup
@@ -79,6 +87,33 @@ func FirstAudio(ctx context.Context, engine tts.Engine, text string, wholeText b
 		out = append(out, first)
 	}
 	return out, nil
+}
+
+// FirstAudioOn speaks text n times with engine into out and returns, for
+// each, the time from the call to the first PCM taken by out. Each
+// utterance is stopped at its first audio: an output that plays in real
+// time (a command) would otherwise take the whole text's duration per
+// sample, and the figure is the start, not the end.
+func FirstAudioOn(ctx context.Context, out audio.Output, engine tts.Engine, text string, n int) ([]time.Duration, error) {
+	ds := make([]time.Duration, 0, n)
+	var first time.Duration
+	var s *speak.Speaker
+	s = &speak.Speaker{TTS: engine, Out: out, OnFirstAudio: func(d time.Duration) {
+		first = d
+		s.Stop(true)
+	}}
+	for range n {
+		first = 0
+		_, err := s.Say(ctx, text, "")
+		if first == 0 {
+			if err == nil {
+				err = errors.New("no audio")
+			}
+			return ds, fmt.Errorf("first audio on %T: %w", out, err)
+		}
+		ds = append(ds, first)
+	}
+	return ds, nil
 }
 
 // ThreeSentences is the benchmark text for FirstAudio.

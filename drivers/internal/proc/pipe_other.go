@@ -1,0 +1,8 @@
+//go:build !linux
+
+package proc
+
+import "os"
+
+// GrowPipe does nothing where pipes cannot be grown; it returns 0.
+func GrowPipe(*os.File, int) int { return 0 }

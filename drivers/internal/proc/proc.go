@@ -1,0 +1,84 @@
+// Package proc runs the programs the command drivers talk to (a camera
+// program writing MJPEG, a player reading PCM): each in a process group of
+// its own, so Kill also ends the children of a `sh -c` wrapper that hold
+// its pipes, and with the last line it wrote to stderr kept for the error
+// that says why it failed.
+package proc
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Command is exec.Command for argv, in a new process group, with its
+// stderr going to a fresh Tail.
+func Command(argv []string) (*exec.Cmd, *Tail) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	t := &Tail{}
+	cmd.Stderr = t
+	ownGroup(cmd)
+	cmd.WaitDelay = time.Second // a grandchild holding stderr open
+	return cmd, t
+}
+
+// Kill kills cmd and, where there are process groups, its group. The
+// caller still Waits for it, and calls Kill only before that Wait
+// returned (after it, the number may be another process's).
+func Kill(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	killGroup(cmd.Process.Pid)
+	cmd.Process.Kill()
+}
+
+// Tail keeps the last non-empty line written to it (at most 512 bytes of
+// it).
+type Tail struct {
+	mu   sync.Mutex
+	cur  []byte
+	last string
+}
+
+// Write implements io.Writer.
+func (t *Tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range p {
+		if b == '\n' || b == '\r' {
+			if line := strings.TrimSpace(string(t.cur)); line != "" {
+				t.last = line
+			}
+			t.cur = t.cur[:0]
+			continue
+		}
+		if len(t.cur) < 512 {
+			t.cur = append(t.cur, b)
+		}
+	}
+	return len(p), nil
+}
+
+// String is the last line, or the unfinished one after it.
+func (t *Tail) String() string {
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if line := strings.TrimSpace(string(t.cur)); line != "" {
+		return line
+	}
+	return t.last
+}
+
+// Suffix is ` (stderr: "…")` for an error message, or empty.
+func (t *Tail) Suffix() string {
+	if s := t.String(); s != "" {
+		return fmt.Sprintf(" (stderr: %q)", s)
+	}
+	return ""
+}

@@ -1,0 +1,12 @@
+//go:build unix
+
+package proc
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+
+func killGroup(pid int) { syscall.Kill(-pid, syscall.SIGKILL) }
