@@ -92,9 +92,9 @@ type Config struct {
 	// Look serves camera.get; nil: no camera frames through the bridge.
 	Look Looker
 
-	MaxClients   int           // default 32
-	Queue        int           // frames waiting for one client; default 1024
-	QueueBytes   int64         // bytes waiting for one client; default 4 MiB
+	MaxClients int   // default 32
+	Queue      int   // frames waiting for one client; default 1024
+	QueueBytes int64 // bytes waiting for one client; default 4 MiB
 	// MaxFrame is the most bytes a viewer's or a user's frame in may
 	// have (default 64 KiB: a Message). MaxDeviceFrame is a device's
 	// (default protocol.DefaultMaxResultBytes): a body answers vision
@@ -102,9 +102,9 @@ type Config struct {
 	// hundred KB. A larger frame closes the connection with 1009.
 	MaxFrame       int64
 	MaxDeviceFrame int64
-	WriteTimeout time.Duration // default 5 s
-	PingEvery    time.Duration // default 20 s
-	RatePerSec   float64       // frames in per client per second; default 20 (burst 40)
+	WriteTimeout   time.Duration // default 5 s
+	PingEvery      time.Duration // default 20 s
+	RatePerSec     float64       // frames in per client per second; default 20 (burst 40)
 
 	// OnDeviceGone, when set, is told the name of a device whose last
 	// client has gone (on that client's goroutine; it must not block):
