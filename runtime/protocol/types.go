@@ -37,17 +37,6 @@ type MessageParams struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
-// MarshalJSON writes a Message's params with "to" always an array: a
-// Message that arrived without "to" (aikyo's English schema allows that)
-// goes out as "to":[], since aikyo's MessageSchema (z.array) refuses null.
-func (p MessageParams) MarshalJSON() ([]byte, error) {
-	type plain MessageParams
-	if p.To == nil {
-		p.To = []string{}
-	}
-	return json.Marshal(plain(p))
-}
-
 // MetaSpoken is the metadata key a companion sets to false on a Message
 // whose words its body failed to speak: the words are in the room's
 // conversation, but nobody heard them.
