@@ -561,7 +561,7 @@ func (b *Bridge) deviceGone(name string) {
 	}
 	b.mu.Unlock()
 	if last {
-		b.log.Warn("bridge: a body went offline: its last client is gone", "device", name)
+		b.log.Warn("bridge: a body went offline: its last client is gone", "body", name)
 		if b.cfg.OnDeviceGone != nil {
 			b.cfg.OnDeviceGone(name)
 		}
