@@ -18,6 +18,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -630,7 +631,7 @@ func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 		}
 	}
 	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, Look: look, MaxClients: ws.MaxClients,
-		MaxFrame: int64(ws.MaxFrame), MaxDeviceFrame: int64(ws.MaxDeviceFrame), OnDeviceGone: gone, Log: d.log, Metrics: d.m})
+		MaxFrame: int64(ws.MaxFrame), MaxDeviceFrame: int64(cmp.Or(ws.MaxDeviceFrame, d.cfg.Query.MaxResult)), OnDeviceGone: gone, Log: d.log, Metrics: d.m})
 }
 
 // serveHTTP serves /healthz, /metrics and, when configured, the WebSocket

@@ -757,11 +757,13 @@ func (c *Config) Validate() error {
 		if ws.MaxClients < 0 || ws.MaxClients > 10000 {
 			p.add("http.websocket.max_clients", "must be from 0 (default 32) to 10000, got %d", ws.MaxClients)
 		}
-		if ws.MaxFrame < 1024 || ws.MaxFrame > 1<<20 {
-			p.add("http.websocket.max_frame", "must be from 1024 to 1048576 bytes (a viewer's or user's frame; default 65536), got %d", ws.MaxFrame)
+		// 0 is the default (a config built in code, as the demo's, may
+		// enable the bridge after SetDefaults).
+		if ws.MaxFrame != 0 && (ws.MaxFrame < 1024 || ws.MaxFrame > 1<<20) {
+			p.add("http.websocket.max_frame", "must be 0 (default 65536) or from 1024 to 1048576 bytes (a viewer's or user's frame), got %d", ws.MaxFrame)
 		}
-		if ws.MaxDeviceFrame < 1024 || ws.MaxDeviceFrame > c.Query.MaxResult {
-			p.add("http.websocket.max_device_frame", "must be from 1024 bytes to query.max_result (%d; a larger result is refused anyway), got %d", c.Query.MaxResult, ws.MaxDeviceFrame)
+		if ws.MaxDeviceFrame != 0 && (ws.MaxDeviceFrame < 1024 || ws.MaxDeviceFrame > c.Query.MaxResult) {
+			p.add("http.websocket.max_device_frame", "must be 0 (default query.max_result) or from 1024 bytes to query.max_result (%d; a larger result is refused anyway), got %d", c.Query.MaxResult, ws.MaxDeviceFrame)
 		}
 	}
 	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
