@@ -51,6 +51,30 @@ const (
 type nodeClient struct {
 	mu    sync.Mutex
 	lines []map[string]any
+	cmd   *exec.Cmd
+	done  chan struct{}
+}
+
+// kill ends the client at once, as a crash or a pulled cable does: no
+// close frame.
+func (n *nodeClient) kill() {
+	n.cmd.Process.Kill()
+	<-n.done
+}
+
+// opened waits up to 5 s for the client's connection to open.
+func (n *nodeClient) opened() bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		n.mu.Lock()
+		for _, l := range n.lines {
+			if l["event"] == "open" {
+				n.mu.Unlock()
+				return true
+			}
+		}
+		n.mu.Unlock()
+	}
+	return false
 }
 
 func (n *nodeClient) queries(typ string) []map[string]any {
@@ -76,9 +100,10 @@ func (n *nodeClient) await(typ string) []map[string]any {
 	return nil
 }
 
-// startNode runs tests/node/aikyo-client.mjs against url; without node or
-// its ws package the test is skipped, unless CHORUS_REQUIRE_NODE=1 (CI).
-func startNode(t *testing.T, url string) *nodeClient {
+// startNode runs tests/node/aikyo-client.mjs against url, its camera
+// seeing the JPEG at frame; without node or its ws package the test is
+// skipped, unless CHORUS_REQUIRE_NODE=1 (CI).
+func startNode(t *testing.T, url, frame string) *nodeClient {
 	t.Helper()
 	dir, _ := filepath.Abs("../../tests/node")
 	_, errNode := exec.LookPath("node")
@@ -90,7 +115,7 @@ func startNode(t *testing.T, url string) *nodeClient {
 		t.Skip("node or tests/node/node_modules/ws is missing (npm ci --prefix tests/node)")
 	}
 	cmd := exec.Command("node", filepath.Join(dir, "aikyo-client.mjs"))
-	cmd.Env = append(os.Environ(), "CHORUS_BRIDGE_URL="+url)
+	cmd.Env = append(os.Environ(), "CHORUS_BRIDGE_URL="+url, "CHORUS_FRAME="+frame)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -100,10 +125,10 @@ func startNode(t *testing.T, url string) *nodeClient {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	n := &nodeClient{}
-	done := make(chan struct{})
+	n := &nodeClient{cmd: cmd, done: make(chan struct{})}
+	scanned := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(scanned)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			var l map[string]any
@@ -114,10 +139,10 @@ func startNode(t *testing.T, url string) *nodeClient {
 			}
 		}
 	}()
+	go func() { <-scanned; cmd.Wait(); close(n.done) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
-		<-done
+		<-n.done
 		if t.Failed() {
 			t.Logf("--- node stderr:\n%s", stderr.String())
 		}
@@ -125,14 +150,89 @@ func startNode(t *testing.T, url string) *nodeClient {
 	return n
 }
 
+// realFrame makes a 1280x720 JPEG that compresses as a photo does
+// (ffmpeg's testsrc2 under grain), the size a webcam hands a browser or
+// Node body: several hundred KB, far over a Message's 64 KiB.
+func realFrame(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		if os.Getenv("CHORUS_REQUIRE_NODE") == "1" {
+			t.Fatal("ffmpeg is missing: it makes the test's camera frame")
+		}
+		t.Skip("ffmpeg is missing: it makes the test's camera frame")
+	}
+	out := filepath.Join(t.TempDir(), "frame-720p.jpg")
+	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=1",
+		"-vf", "noise=alls=24:allf=t", "-frames:v", "1", "-q:v", "4", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, b)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() < 200<<10 {
+		t.Fatalf("the frame is not of a real camera's size: %v %v", fi, err)
+	}
+	return out
+}
+
+// bridgeUser is a user client of the bridge: it says things and reads
+// the room's frames.
+type bridgeUser struct {
+	t    *testing.T
+	c    *websocket.Conn
+	ctx  context.Context
+	seen []string
+}
+
+func (u *bridgeUser) say(text string) string {
+	u.t.Helper()
+	m := protocol.NewMessage(protocol.NewID(), "alice", []string{"bot"}, text, "")
+	b, _ := json.Marshal(m)
+	if err := u.c.Write(u.ctx, websocket.MessageText, b); err != nil {
+		u.t.Fatal(err)
+	}
+	return m.Params.ID
+}
+
+// until reads frames until ok says so, for at most d.
+func (u *bridgeUser) until(d time.Duration, what string, ok func(f []byte) bool) []byte {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, d)
+	defer cancel()
+	for {
+		_, b, err := u.c.Read(ctx)
+		if err != nil {
+			u.t.Fatalf("%s: %v", what, err)
+		}
+		u.seen = append(u.seen, string(b))
+		if ok(b) {
+			return b
+		}
+	}
+}
+
+// botSaid reads until bot's next Message and returns its words.
+func (u *bridgeUser) botSaid(d time.Duration) string {
+	u.t.Helper()
+	var m protocol.Message
+	u.until(d, "bot's answer", func(b []byte) bool {
+		return json.Unmarshal(b, &m) == nil && m.Method == protocol.MethodMessage && m.Params.From == "bot"
+	})
+	return m.Params.Message
+}
+
 // A body written in another language: aikyo's client example, as a Node
 // ws client, registers through chorusd's WebSocket bridge as device
-// web-bot; companion bot, whose body that is, looks through it (its model
-// calls the vision tool and is shown the Node body's picture) and speaks
-// through it. A user on the bridge starts the conversation. No token and
-// no API key appears in the log or in a frame.
+// web-bot, with only its URL changed (ws://host:port/?token=…, the root
+// path as aikyo's clients dial it); companion bot, whose body that is,
+// looks through it — a real-size 720p camera frame, sent without a media
+// type as the seed's client sends it, shown to a model server as strict
+// as the real API — and speaks through it. Then the body is killed
+// mid-conversation: bot's queries to it fail at once and bot votes
+// listen, so the room decides within vote_timeout; the body comes back
+// and bot speaks through it again. No token and no API key appears in the
+// log or in a frame.
 func TestBridgeNodeBody(t *testing.T) {
 	chorusd, _ := buildBinaries(t)
+	frame := realFrame(t)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.yaml")
 	os.WriteFile(tokens, []byte(fmt.Sprintf("- {token: %s, role: device, name: web-bot}\n- {token: %s, role: user, name: alice}\n", e2eDeviceToken, e2eUserToken)), 0o600)
@@ -140,7 +240,7 @@ func TestBridgeNodeBody(t *testing.T) {
 	cfg := filepath.Join(dir, "box.yaml")
 	model := llmtest.New()
 	defer model.Close()
-	model.Look, model.APIKey, model.ClosingAfter = true, e2eAPIKey, 2
+	model.Look, model.APIKey, model.ClosingAfter = true, e2eAPIKey, 10
 	os.WriteFile(cfg, []byte(fmt.Sprintf(bridgeDeviceYAML, mqttPort, httpPort, tokens, model.BaseURL())), 0o644)
 	p := startEnv(t, chorusd, cfg, "box", "CHORUS_TEST_API_KEY="+e2eAPIKey)
 	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
@@ -159,34 +259,23 @@ func TestBridgeNodeBody(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	node := startNode(t, "ws://"+base+"/ws?token="+e2eDeviceToken)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	bodyURL := "ws://" + base + "/?token=" + e2eDeviceToken // the one line a user changes in aikyo's client
+	node := startNode(t, bodyURL, frame)
+	if !node.opened() {
+		t.Fatal("the Node body did not connect at ws://host:port/")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	user, _, err := websocket.Dial(ctx, "ws://"+base+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e2eUserToken}}})
+	conn, _, err := websocket.Dial(ctx, "ws://"+base+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e2eUserToken}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer user.CloseNow()
-	time.Sleep(300 * time.Millisecond) // node connects
-	hello, _ := json.Marshal(protocol.NewMessage(protocol.NewID(), "alice", []string{"bot"}, "Hello bot, are you there?", ""))
-	if err := user.Write(ctx, websocket.MessageText, hello); err != nil {
-		t.Fatal(err)
-	}
-	var said string
-	var frames []string
-	for said == "" {
-		_, b, err := user.Read(ctx)
-		if err != nil {
-			t.Fatalf("no answer from bot on the bridge: %v\n%s", err, p.log.String())
-		}
-		frames = append(frames, string(b))
-		var m protocol.Message
-		if json.Unmarshal(b, &m) == nil && m.Method == protocol.MethodMessage && m.Params.From == "bot" {
-			said = m.Params.Message
-		}
-	}
+	defer conn.CloseNow()
+	user := &bridgeUser{t: t, c: conn, ctx: ctx}
+	user.say("Hello bot, are you there?")
+	said := user.botSaid(30 * time.Second)
 	states := 0 // aikyo's Japanese State schema requires an id: Chorus's States carry one
-	for _, f := range frames {
+	for _, f := range user.seen {
 		var st protocol.State
 		if json.Unmarshal([]byte(f), &st) == nil && st.Method == protocol.MethodState {
 			if st.Params.ID == "" {
@@ -205,16 +294,61 @@ func TestBridgeNodeBody(t *testing.T) {
 	t.Logf("bot said %q through the Node body (%d speak queries)", said, len(spoke))
 
 	// bot looked before it answered: its model was shown the Node body's
-	// picture.
-	want, _ := os.ReadFile("../../tests/node/frame.jpg")
+	// 720p picture, typed from its bytes (the body sent none).
+	want, _ := os.ReadFile(frame)
 	images := model.Images()
-	if len(node.await("vision")) == 0 || len(images) == 0 || !strings.HasSuffix(images[0], base64.StdEncoding.EncodeToString(want)) {
-		t.Fatalf("vision queries at the Node body %v; pictures the model saw: %d", node.queries("vision"), len(images))
+	if len(node.await("vision")) == 0 || len(images) == 0 || images[0] != "data:image/jpeg;base64,"+base64.StdEncoding.EncodeToString(want) {
+		t.Fatalf("vision queries at the Node body %v; pictures the model saw: %d (%.40q)", node.queries("vision"), len(images), images)
 	}
 	if pr := model.Problems(); len(pr) > 0 {
 		t.Fatalf("the model server saw bad requests: %v", pr)
 	}
-	t.Logf("bot looked through the Node body (%d vision queries, %d pictures shown to the model)", len(node.queries("vision")), len(images))
+	t.Logf("bot looked through the Node body (%d vision queries, a %d KB frame shown to the model)", len(node.queries("vision")), len(want)>>10)
+
+	// The body dies mid-conversation. bot's next turn does not wait on
+	// it: bot votes listen at once, and the floor decides with every vote
+	// in, well within vote_timeout (3 s), not at a query's timeout.
+	node.kill()
+	time.Sleep(200 * time.Millisecond) // the bridge sees the connection drop
+	sent := time.Now()
+	id := user.say("Bot, can you still hear me?")
+	var g protocol.TurnGrant
+	var vote *protocol.State
+	user.until(3*time.Second, "the grant for the message after the body died", func(b []byte) bool {
+		var st protocol.State
+		if json.Unmarshal(b, &st) == nil && st.Method == protocol.MethodState && st.Params.MessageID == id && st.Params.From == "bot" {
+			vote = &st
+		}
+		var n struct {
+			Method string             `json:"method"`
+			Params protocol.TurnGrant `json:"params"`
+		}
+		if json.Unmarshal(b, &n) == nil && n.Method == "turn.grant" && n.Params.MessageID == id {
+			g = n.Params
+			return true
+		}
+		return false
+	})
+	took := time.Since(sent)
+	if vote == nil || vote.Params.State != protocol.Listen || g.SpeakerID() != "" || g.DecidedBy != protocol.DecidedAllVoted {
+		t.Fatalf("with its body gone bot voted %+v; the grant %+v after %v", vote, g, took)
+	}
+	t.Logf("body killed: bot voted listen, the floor decided in %v (%s)", took.Round(time.Millisecond), g.DecidedBy)
+
+	// The body comes back (its client restarted): bot speaks through it.
+	node = startNode(t, bodyURL, frame)
+	if !node.opened() {
+		t.Fatal("the Node body did not reconnect")
+	}
+	user.say("Welcome back, bot! What do you see?")
+	said = user.botSaid(30 * time.Second)
+	if spoke := node.await("speak"); len(spoke) == 0 || !strings.Contains(said, fmt.Sprint(spoke[0]["message"])) {
+		t.Fatalf("after the body came back bot said %q; the new Node body was asked to speak %v", said, spoke)
+	}
+	if pr := model.Problems(); len(pr) > 0 {
+		t.Fatalf("the model server saw bad requests: %v", pr)
+	}
+
 	var page strings.Builder // the console this device serves
 	for _, asset := range []string{"/", "/app.js", "/style.css"} {
 		resp, err := http.Get("http://" + base + asset)
@@ -225,7 +359,7 @@ func TestBridgeNodeBody(t *testing.T) {
 		resp.Body.Close()
 		page.Write(b)
 	}
-	frames = append(frames, page.String())
+	frames := append(user.seen, page.String())
 	for _, secret := range []string{e2eDeviceToken, e2eUserToken, e2eAPIKey} {
 		if strings.Contains(p.log.String(), secret) {
 			t.Fatalf("a secret in chorusd's log:\n%s", p.log.String())

@@ -92,13 +92,25 @@ type Config struct {
 	// Look serves camera.get; nil: no camera frames through the bridge.
 	Look Looker
 
-	MaxClients   int           // default 32
-	Queue        int           // frames waiting for one client; default 1024
-	QueueBytes   int64         // bytes waiting for one client; default 4 MiB
-	MaxFrame     int64         // bytes a frame in may have; default 64 KiB
-	WriteTimeout time.Duration // default 5 s
-	PingEvery    time.Duration // default 20 s
-	RatePerSec   float64       // frames in per client per second; default 20 (burst 40)
+	MaxClients int   // default 32
+	Queue      int   // frames waiting for one client; default 1024
+	QueueBytes int64 // bytes waiting for one client; default 4 MiB
+	// MaxFrame is the most bytes a viewer's or a user's frame in may
+	// have (default 64 KiB: a Message). MaxDeviceFrame is a device's
+	// (default protocol.DefaultMaxResultBytes): a body answers vision
+	// queries with camera frames, and a 720p JPEG in base64 is several
+	// hundred KB. A larger frame closes the connection with 1009.
+	MaxFrame       int64
+	MaxDeviceFrame int64
+	WriteTimeout   time.Duration // default 5 s
+	PingEvery      time.Duration // default 20 s
+	RatePerSec     float64       // frames in per client per second; default 20 (burst 40)
+
+	// OnDeviceGone, when set, is told the name of a device whose last
+	// client has gone (on that client's goroutine; it must not block):
+	// the device's connection is its presence, and queries waiting on it
+	// can fail now instead of at their timeout.
+	OnDeviceGone func(device string)
 
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
@@ -114,6 +126,7 @@ type Bridge struct {
 	clients map[*client]bool
 	ids     map[string]*identity // open connections by identity
 	latest  map[string][]byte    // the last presence, speaking status and phase event, for a new client
+	devices map[string]int       // connected clients by device name (Device role)
 }
 
 // maxLatest bounds the snapshot a new client gets (the room drops
@@ -168,6 +181,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = 64 << 10
 	}
+	if cfg.MaxDeviceFrame <= 0 {
+		cfg.MaxDeviceFrame = protocol.DefaultMaxResultBytes
+	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 5 * time.Second
 	}
@@ -181,7 +197,8 @@ func New(cfg Config) (*Bridge, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}, latest: map[string][]byte{}}, nil
+	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}, latest: map[string][]byte{},
+		devices: map[string]int{}}, nil
 }
 
 // Run subscribes to the room's traffic and relays it to the clients until
@@ -204,7 +221,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	subs := []func() error{
 		func() error {
-			return r.OnMessage(ctx, func(m protocol.Message) { b.broadcast(func() []byte { return mustJSON(m) }) })
+			return r.OnMessage(ctx, func(m protocol.Message) { b.broadcast(func() []byte { return mustJSON(b.aikyoShaped(m)) }) })
 		},
 		func() error {
 			return r.OnState(ctx, func(s protocol.State) { b.broadcast(func() []byte { return mustJSON(s) }) })
@@ -244,6 +261,29 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// aikyoShaped is a Message as an aikyo client shows it: a realtime
+// broadcast is signed by the floor on the bus, but its words are the
+// speaker's (metadata.speaker), so the frame names the speaker as from
+// and keeps the floor's signature in metadata.floor. Anything else is
+// unchanged.
+func (b *Bridge) aikyoShaped(m protocol.Message) protocol.Message {
+	speaker, _ := m.Params.Metadata[protocol.MetaSpeaker].(string)
+	if !b.cfg.Room.Scheme.IsFloor(m.Params.From) || speaker == "" || protocol.ValidIdentity(speaker) != "" || !b.cfg.Room.IsMember(speaker) {
+		return m
+	}
+	md := make(map[string]any, len(m.Params.Metadata)+1) // the map is shared with the room's other handlers
+	for k, v := range m.Params.Metadata {
+		md[k] = v
+	}
+	md[MetaFloor] = m.Params.From
+	m.Params.From, m.Params.Metadata = speaker, md
+	return m
+}
+
+// MetaFloor is the metadata key under which a bridge frame of a realtime
+// broadcast keeps the floor identity that signed it on the bus.
+const MetaFloor = "floor"
 
 func frame(method string, params any) []byte {
 	return mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "method": method, "params": params})
@@ -394,6 +434,37 @@ func (b *Bridge) authenticate(r *http.Request) (Token, string) {
 	return Token{}, "bad_token"
 }
 
+// OrPage serves a WebSocket upgrade at "/" with the bridge and anything
+// else with page (the console): a client written for aikyo's
+// ws://host:port connects with only its host, port and ?token= changed,
+// while a browser's plain GET of "/" still gets the page.
+func (b *Bridge) OrPage(page http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && isUpgrade(r) {
+			b.ServeHTTP(w, r)
+			return
+		}
+		page.ServeHTTP(w, r)
+	})
+}
+
+// isUpgrade reports whether r asks for a WebSocket (RFC 6455 §4.1: an
+// Upgrade header naming websocket, a Connection header naming upgrade).
+func isUpgrade(r *http.Request) bool {
+	return headerHas(r.Header, "Upgrade", "websocket") && headerHas(r.Header, "Connection", "upgrade")
+}
+
+func headerHas(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ServeHTTP accepts one client.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, why := b.authenticate(r)
@@ -438,7 +509,15 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	c.conn = conn
-	conn.SetReadLimit(b.cfg.MaxFrame)
+	limit := b.cfg.MaxFrame
+	if tok.Role == Device {
+		limit = b.cfg.MaxDeviceFrame
+		b.mu.Lock()
+		b.devices[tok.Name]++
+		b.mu.Unlock()
+		defer b.deviceGone(tok.Name)
+	}
+	conn.SetReadLimit(limit)
 	// The first frame says who the client is (a console names its user);
 	// then the room as it is.
 	b.send(c, frame("bridge.hello", map[string]any{"role": tok.Role, "name": tok.Name, "room": b.cfg.Room.Name, "camera": tok.Camera && b.cfg.Look != nil}))
@@ -469,6 +548,42 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	b.log.Info("bridge: client gone", "role", tok.Role, "name", tok.Name, "why", c.why)
 	conn.Close(websocket.StatusGoingAway, c.why)
+}
+
+// deviceGone counts a device's client out; the last one out makes the
+// device offline (OnDeviceGone).
+func (b *Bridge) deviceGone(name string) {
+	b.mu.Lock()
+	b.devices[name]--
+	last := b.devices[name] <= 0
+	if last {
+		delete(b.devices, name)
+	}
+	b.mu.Unlock()
+	if last {
+		b.log.Warn("bridge: a body went offline: its last client is gone", "body", name)
+		if b.cfg.OnDeviceGone != nil {
+			b.cfg.OnDeviceGone(name)
+		}
+	}
+}
+
+// Serves reports whether device is a body behind this bridge (a device
+// token names it): its presence is its connection.
+func (b *Bridge) Serves(device string) bool {
+	for _, t := range b.cfg.Tokens {
+		if t.Role == Device && t.Name == device {
+			return true
+		}
+	}
+	return false
+}
+
+// DeviceOnline reports whether a client of device is connected.
+func (b *Bridge) DeviceOnline(device string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.devices[device] > 0
 }
 
 // write sends c's queues — a device's queries before anything else — and
@@ -539,9 +654,13 @@ func (b *Bridge) read(ctx context.Context, c *client, id *identity) {
 		typ, data, err := c.conn.Read(ctx)
 		if err != nil {
 			if errors.Is(err, websocket.ErrMessageTooBig) {
+				limit := b.cfg.MaxFrame
+				if c.tok.Role == Device {
+					limit = b.cfg.MaxDeviceFrame
+				}
 				b.m.BridgeDropped.WithLabelValues("oversize").Inc()
-				b.m.Reject(b.log, "bridge", c.tok.Name, string(protocol.KindOversize), fmt.Errorf("bridge: a frame over %d bytes; the connection is closed", b.cfg.MaxFrame))
-				c.drop(fmt.Sprintf("a frame over %d bytes", b.cfg.MaxFrame))
+				b.m.Reject(b.log, "bridge", c.tok.Name, string(protocol.KindOversize), fmt.Errorf("bridge: a %s's frame over %d bytes; the connection is closed", c.tok.Role, limit))
+				c.drop(fmt.Sprintf("a frame over %d bytes", limit))
 				return
 			}
 			c.drop("read: " + err.Error())
@@ -696,7 +815,7 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, raw []byte
 			b.refuse(c, rid, "forbidden", fmt.Sprintf("a %s may not send query results", c.tok.Role))
 			return
 		}
-		res, err := protocol.DecodeQueryResult(data, 0)
+		res, err := protocol.DecodeQueryResult(data, int(b.cfg.MaxDeviceFrame))
 		if err != nil {
 			b.refuse(c, rid, "invalid", err.Error())
 			return

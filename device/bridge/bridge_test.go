@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,6 +42,7 @@ type rig struct {
 	m      *metrics.Metrics
 	logs   *syncBuffer
 	scheme topic.Scheme
+	bridge *Bridge
 }
 
 type syncBuffer struct {
@@ -74,8 +76,10 @@ func newRig(t *testing.T, tune func(*Config)) *rig {
 	}
 	t.Cleanup(func() { dev.Close() })
 	r := &rig{t: t, broker: br.URL(), m: metrics.New(), logs: &syncBuffer{}, scheme: scheme}
+	rm := room.New(dev, scheme, "lab", nil, nil)
+	rm.SetMembers([]string{"bot"})
 	cfg := Config{
-		Room: room.New(dev, scheme, "lab", nil, nil),
+		Room: rm,
 		Dial: func(ctx context.Context, id string) (bus.Bus, error) {
 			return bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: id + "-bridge-" + protocol.NewID()[:6], Username: id})
 		},
@@ -91,6 +95,7 @@ func newRig(t *testing.T, tune func(*Config)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.bridge = b
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
 	srv := httptest.NewServer(b)
@@ -641,4 +646,163 @@ func dialSmall(t *testing.T, ctx context.Context, url string) *websocket.Conn {
 	}
 	t.Cleanup(func() { c.CloseNow() })
 	return c
+}
+
+// A body answers vision queries with camera frames: a device's frame may
+// be as large as a query result (MaxDeviceFrame), a viewer's or a user's
+// stays small (MaxFrame), and one over its role's cap closes only that
+// connection.
+func TestFrameCapByRole(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxFrame = 16 << 10; c.MaxDeviceFrame = 2 << 20 })
+	d := r.dial(deviceToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	qc := r.asker(ctx)
+	picture := strings.Repeat("A", 1<<20) // a 768 KB picture in base64, as a 720p webcam frame
+	done := make(chan error, 1)
+	go func() {
+		raw, err := qc.Ask(ctx, "web-bot", "vision", nil, 15*time.Second)
+		if err == nil && !strings.Contains(string(raw), picture) {
+			err = fmt.Errorf("the result lost its picture: %d bytes", len(raw))
+		}
+		done <- err
+	}()
+	q := next(t, d, "the query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })
+	send(t, d, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"success":true,"body":{"image":%q}}}`, q["id"], picture))
+	if err := <-done; err != nil {
+		t.Fatalf("a device's 1 MB answer: %v", err)
+	}
+	u := r.dial(userToken)
+	send(t, u, `{"pad":"`+strings.Repeat("x", 20<<10)+`"}`)
+	var err error
+	for err == nil {
+		_, _, err = u.Read(ctx)
+	}
+	if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+		t.Fatalf("a user's 20 KB frame: %v, want close 1009", err)
+	}
+	send(t, d, `{"pad":"`+strings.Repeat("x", 3<<20)+`"}`)
+	for err = nil; err == nil; {
+		_, _, err = d.Read(ctx)
+	}
+	if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+		t.Fatalf("a device's 3 MB frame: %v, want close 1009", err)
+	}
+}
+
+// A body's connection is its presence: online while a client of it is
+// connected, and the moment the last one goes the bridge says so
+// (OnDeviceGone), so queries waiting on it fail at once.
+func TestDevicePresenceIsItsConnection(t *testing.T) {
+	gone := make(chan string, 4)
+	r := newRig(t, func(c *Config) { c.OnDeviceGone = func(d string) { gone <- d } })
+	b := r.bridge
+	if !b.Serves("web-bot") || b.Serves("alice") || b.Serves("kiosk") {
+		t.Fatal("Serves: web-bot is the only device token")
+	}
+	if b.DeviceOnline("web-bot") {
+		t.Fatal("online before any client connected")
+	}
+	d1 := r.dial(deviceToken)
+	d2 := r.dial(deviceToken)
+	if !b.DeviceOnline("web-bot") {
+		t.Fatal("offline with two clients connected")
+	}
+	d1.Close(websocket.StatusNormalClosure, "")
+	time.Sleep(200 * time.Millisecond)
+	if !b.DeviceOnline("web-bot") || len(gone) != 0 {
+		t.Fatal("offline with one client still connected")
+	}
+	d2.CloseNow() // killed: no close frame
+	select {
+	case d := <-gone:
+		if d != "web-bot" || b.DeviceOnline("web-bot") {
+			t.Fatalf("gone %q, online %v", d, b.DeviceOnline("web-bot"))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the last client went and nobody was told")
+	}
+	r.dial(deviceToken)
+	if !b.DeviceOnline("web-bot") {
+		t.Fatal("not back online when the client reconnected")
+	}
+}
+
+// aikyo's clients dial ws://host:port: a WebSocket upgrade at "/" is the
+// bridge, a plain GET of "/" (and anything under it) the page.
+func TestBridgeOnRoot(t *testing.T) {
+	r := newRig(t, nil)
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "the console") })
+	srv := httptest.NewServer(r.bridge.OrPage(page))
+	defer srv.Close()
+	for _, path := range []string{"/", "/app.js"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "the console" {
+			t.Fatalf("GET %s: %q", path, b)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"?token="+deviceToken, nil)
+	if err != nil {
+		t.Fatalf("a WebSocket at /: %v", err)
+	}
+	defer c.CloseNow()
+	hello := next(t, c, "the hello", func(f map[string]any) bool { return f["method"] == "bridge.hello" })
+	if p := hello["params"].(map[string]any); p["role"] != "device" || p["name"] != "web-bot" {
+		t.Fatalf("hello %v", hello)
+	}
+	if _, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/?token=wrong-token-000000000", nil); err == nil {
+		t.Fatal("a wrong token at / was let in")
+	}
+}
+
+// What aikyo's zod schemas want: a Message without "to" goes out with
+// "to":[] (MessageSchema refuses null), and a realtime broadcast, signed
+// by the floor on the bus, names its speaker as from (the floor's
+// signature kept in metadata.floor); a floor Message naming no member
+// stays the floor's.
+func TestFramesAsAikyoClientsWantThem(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.dial(viewerToken)
+	raw := func(id string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", id, err)
+			}
+			if bytes.Contains(b, []byte(`"id":"`+id+`"`)) {
+				return string(b)
+			}
+		}
+	}
+	r.publishAs("carol", r.scheme.Message("lab", "carol"), json.RawMessage(`{"jsonrpc":"2.0","method":"message.send","params":{"id":"no-to-1","from":"carol","message":"hi"}}`))
+	if f := raw("no-to-1"); !strings.Contains(f, `"to":[]`) {
+		t.Fatalf("a Message without to: %s", f)
+	}
+	floor := topic.DefaultFloorID
+	m := protocol.NewMessage("rt-1", floor, nil, "I think it will rain.", "")
+	m.Params.Metadata[protocol.MetaSpeaker] = "bot"
+	m.Params.Metadata[protocol.MetaIdx] = 3
+	r.publishAs(floor, r.scheme.Message("lab", floor), m)
+	var got protocol.Message
+	json.Unmarshal([]byte(raw("rt-1")), &got)
+	if got.Params.From != "bot" || got.Params.Metadata[MetaFloor] != floor || got.Params.Metadata[protocol.MetaSpeaker] != "bot" || got.Params.To == nil {
+		t.Fatalf("a realtime broadcast: %+v", got.Params)
+	}
+	m = protocol.NewMessage("rt-2", floor, nil, "not a member's words", "")
+	m.Params.Metadata[protocol.MetaSpeaker] = "mallory"
+	r.publishAs(floor, r.scheme.Message("lab", floor), m)
+	json.Unmarshal([]byte(raw("rt-2")), &got)
+	if got.Params.From != floor {
+		t.Fatalf("a broadcast naming a non-member as speaker went out from %q", got.Params.From)
+	}
 }

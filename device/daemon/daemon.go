@@ -18,6 +18,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,6 +74,8 @@ type Daemon struct {
 	m   *metrics.Metrics
 
 	ready   atomic.Bool
+	br      *bridge.Bridge               // the WebSocket bridge, when enabled
+	asks    atomic.Pointer[query.Client] // the companion's queries, told when a bridge body goes
 	mu      sync.Mutex
 	closers []func()
 	probes  []namedProbe
@@ -251,6 +254,14 @@ func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
 	p, err := d.panel(ctx, g, l)
 	if err != nil {
 		return err
+	}
+	if d.cfg.HTTP.Listen != "off" && d.cfg.HTTP.WebSocket.Enabled {
+		// Before the companion: a body behind the bridge is present while
+		// its client is connected, and the companion asks the bridge.
+		if d.br, err = d.bridge(l); err != nil {
+			return err
+		}
+		g.Go(func() error { return d.br.Run(ctx) })
 	}
 	if d.cfg.Companion != nil {
 		if err := d.companion(ctx, g, l, p); err != nil {
@@ -489,11 +500,26 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if err != nil {
 		return err
 	}
-	qc := query.NewClient(l.main, l.room.Scheme, cfg.Identity(), query.ClientOptions{Timeout: cfg.Query.Timeout,
-		MaxPending: cfg.Query.MaxPending, MaxResultBytes: cfg.Query.MaxResult, Online: devices.Online, Log: d.log, Metrics: d.m})
-	d.onClose(qc.Close)
-	var look llm.Looker
 	body := cfg.Body()
+	// A device is online while its presence says so; a body behind this
+	// device's bridge while its client is connected (its connection is
+	// its presence).
+	online := devices.Online
+	var bodyOnline func() bool
+	if d.br != nil && d.br.Serves(body) {
+		online = func(device string) (bool, bool) {
+			if device == body {
+				return d.br.DeviceOnline(body), true
+			}
+			return devices.Online(device)
+		}
+		bodyOnline = func() bool { return d.br.DeviceOnline(body) }
+	}
+	qc := query.NewClient(l.main, l.room.Scheme, cfg.Identity(), query.ClientOptions{Timeout: cfg.Query.Timeout,
+		MaxPending: cfg.Query.MaxPending, MaxResultBytes: cfg.Query.MaxResult, Online: online, Log: d.log, Metrics: d.m})
+	d.onClose(qc.Close)
+	d.asks.Store(qc)
+	var look llm.Looker
 	if cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID {
 		look = vision.Looker(qc, body)
 	}
@@ -510,7 +536,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: cfg.Room.BargeIn,
-		Muted: p.Muted, OnStatus: p.Status})
+		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: p.Status})
 	if err != nil {
 		return err
 	}
@@ -599,8 +625,13 @@ func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 		}
 		return b, nil
 	}
+	gone := func(device string) { // the companion's queries to a body that left fail now
+		if qc := d.asks.Load(); qc != nil {
+			qc.Offline(device)
+		}
+	}
 	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, Look: look, MaxClients: ws.MaxClients,
-		Log: d.log, Metrics: d.m})
+		MaxFrame: int64(ws.MaxFrame), MaxDeviceFrame: int64(cmp.Or(ws.MaxDeviceFrame, d.cfg.Query.MaxResult)), OnDeviceGone: gone, Log: d.log, Metrics: d.m})
 }
 
 // serveHTTP serves /healthz, /metrics and, when configured, the WebSocket
@@ -615,14 +646,10 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(d.m.Registry, promhttp.HandlerOpts{}))
-	if d.cfg.HTTP.WebSocket.Enabled {
-		br, err := d.bridge(l)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return br.Run(ctx) })
-		mux.Handle("/ws", br)
-		mux.Handle("/", console.Handler())
+	if d.br != nil {
+		mux.Handle("/ws", d.br)
+		// "/" too, for a WebSocket upgrade: aikyo's clients dial ws://host:port.
+		mux.Handle("/", d.br.OrPage(console.Handler()))
 	}
 	ln, err := net.Listen("tcp", d.cfg.HTTP.Listen)
 	if err != nil {

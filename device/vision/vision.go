@@ -92,6 +92,12 @@ func Looker(q Asker, device string) llm.Looker {
 		if err != nil {
 			return llm.Image{}, err
 		}
-		return llm.Image{MIME: v.MIME, Base64: v.Image}, nil
+		// aikyo's client sends {image} without a type, some bodies a
+		// data: URL: the model is given the type the bytes have.
+		img, err := llm.NewImage(v.Image, v.MIME)
+		if err != nil {
+			return llm.Image{}, fmt.Errorf("vision result of %s: %w", device, err)
+		}
+		return img, nil
 	}
 }

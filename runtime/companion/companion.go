@@ -124,6 +124,11 @@ type Config struct {
 	// Muted, when it returns true, makes the companion vote listen and never
 	// take the floor (the mute button).
 	Muted func() bool
+	// BodyOnline, when set and false, makes the companion vote listen and
+	// never take the floor, as muted: its body (Device) is offline — a
+	// bridge client that went away — and a turn would end in a speak
+	// query that cannot be answered.
+	BodyOnline func() bool
 	// OnStatus is told every status change; it must not block.
 	OnStatus func(Status)
 }
@@ -252,6 +257,10 @@ func New(cfg Config) (*Companion, error) {
 	}
 	if cfg.Muted == nil {
 		cfg.Muted = func() bool { return false }
+	}
+	if online := cfg.BodyOnline; online != nil { // away: muted, or no body to speak with
+		muted := cfg.Muted
+		cfg.Muted = func() bool { return muted() || !online() }
 	}
 	switch cfg.BargeIn {
 	case "":

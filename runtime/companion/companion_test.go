@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,5 +377,39 @@ func TestFloodAndSpoofsDoNotStopTheRoom(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(r.m.BadInput.WithLabelValues("message", "syntax")); n < 100 {
 		t.Fatalf("malformed messages counted %v", n)
+	}
+}
+
+// A companion whose body is offline (a bridge client that went away)
+// votes listen without asking its brain and is never granted, so the
+// room decides with every vote in instead of waiting on its speak query;
+// when the body is back it speaks again.
+func TestBodyOfflineVotesListen(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(5 * time.Second)
+	cs := cards()
+	var online atomic.Bool
+	speaker := &braintest.Func{ThinkFn: func(_ context.Context, in brain.Input) (brain.Thought, error) {
+		if in.Message.Params.From != "user" {
+			return brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone}, nil
+		}
+		return brain.Thought{State: protocol.Speak, Importance: 9, Closing: protocol.ClosingNone, Draft: "I am here"}, nil
+	}}
+	r.startCompanion(cs[0], speaker, func(c *companion.Config) { c.BodyOnline = online.Load })
+	waitPresent(t, r, 1)
+	start := time.Now()
+	r.userSays("Kyoko, are you there?")
+	msgs, grants := r.untilRest(4 * time.Second)
+	if len(msgs) != 1 || grants[0].SpeakerID() != "" || grants[0].DecidedBy != protocol.DecidedAllVoted || time.Since(start) > 3*time.Second {
+		t.Fatalf("body offline: messages %v, grants %+v after %v", msgs, grants, time.Since(start))
+	}
+	if th, _ := speaker.Calls(); th != 0 {
+		t.Fatalf("the brain was asked %d times for a companion with no body", th)
+	}
+	online.Store(true)
+	r.userSays("Kyoko, now?")
+	msgs, _ = r.untilRest(4 * time.Second)
+	if len(msgs) != 2 || msgs[1].Params.Message != "I am here" {
+		t.Fatalf("body back: messages %v", msgs)
 	}
 }

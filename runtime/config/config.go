@@ -271,6 +271,11 @@ type WebSocket struct {
 	// itself, who may also see its camera frames).
 	Anonymous  string `yaml:"anonymous"`
 	MaxClients int    `yaml:"max_clients"` // default 32
+	// MaxFrame is the most bytes a viewer's or a user's frame may have
+	// (default 64 KiB); MaxDeviceFrame a device's, which answers vision
+	// queries with camera frames (default query.max_result, 8 MiB).
+	MaxFrame       int `yaml:"max_frame"`
+	MaxDeviceFrame int `yaml:"max_device_frame"`
 }
 
 // BridgeToken is one entry of the bridge's tokens.
@@ -570,6 +575,12 @@ func (c *Config) SetDefaults() {
 	if c.Query.MaxResult == 0 {
 		c.Query.MaxResult = protocol.DefaultMaxResultBytes
 	}
+	if c.HTTP.WebSocket.MaxFrame == 0 {
+		c.HTTP.WebSocket.MaxFrame = 64 << 10
+	}
+	if c.HTTP.WebSocket.MaxDeviceFrame == 0 {
+		c.HTTP.WebSocket.MaxDeviceFrame = c.Query.MaxResult
+	}
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = "127.0.0.1:9100"
 	}
@@ -800,6 +811,14 @@ func (c *Config) Validate() error {
 		}
 		if ws.MaxClients < 0 || ws.MaxClients > 10000 {
 			p.add("http.websocket.max_clients", "must be from 0 (default 32) to 10000, got %d", ws.MaxClients)
+		}
+		// 0 is the default (a config built in code, as the demo's, may
+		// enable the bridge after SetDefaults).
+		if ws.MaxFrame != 0 && (ws.MaxFrame < 1024 || ws.MaxFrame > 1<<20) {
+			p.add("http.websocket.max_frame", "must be 0 (default 65536) or from 1024 to 1048576 bytes (a viewer's or user's frame), got %d", ws.MaxFrame)
+		}
+		if ws.MaxDeviceFrame != 0 && (ws.MaxDeviceFrame < 1024 || ws.MaxDeviceFrame > c.Query.MaxResult) {
+			p.add("http.websocket.max_device_frame", "must be 0 (default query.max_result) or from 1024 bytes to query.max_result (%d; a larger result is refused anyway), got %d", c.Query.MaxResult, ws.MaxDeviceFrame)
 		}
 	}
 	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {

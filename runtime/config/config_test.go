@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 const minimal = `version: 1
@@ -226,6 +228,9 @@ room: {name: lab, members: [k]}
 	if c.HTTP.Listen != "127.0.0.1:9100" {
 		t.Errorf("HTTP listens on %q by default, want loopback", c.HTTP.Listen)
 	}
+	if ws := c.HTTP.WebSocket; ws.MaxFrame != 64<<10 || ws.MaxDeviceFrame != protocol.DefaultMaxResultBytes {
+		t.Errorf("bridge frames: %d for viewers and users, %d for devices by default; want 64 KiB and a query result's", ws.MaxFrame, ws.MaxDeviceFrame)
+	}
 }
 
 // The WebSocket bridge: loopback unless configured, a token required off
@@ -244,6 +249,11 @@ func TestWebSocketBridgeConfig(t *testing.T) {
 		{`http: {websocket: {enabled: true, anonymous: "admin:root"}}`, `http.websocket.anonymous: must be "viewer" or "user:NAME"`},
 		{`http: {websocket: {enabled: true, tokens_file: a.yaml, tokens_env: B}}`, "give tokens_file or tokens_env, not both"},
 		{`http: {websocket: {enabled: true, max_clients: -1}}`, "http.websocket.max_clients"},
+		{`http: {websocket: {enabled: true, max_frame: 131072, max_device_frame: 4194304}}`, ""},
+		{`http: {websocket: {enabled: true, max_frame: 100}}`, "http.websocket.max_frame: must be 0 (default 65536) or from 1024 to 1048576"},
+		{`http: {websocket: {enabled: true, max_frame: 16777216}}`, "http.websocket.max_frame"},
+		{"query: {max_result: 2097152}\nhttp: {websocket: {enabled: true, max_device_frame: 4194304}}", "http.websocket.max_device_frame: must be 0 (default query.max_result) or from 1024 bytes to query.max_result (2097152"},
+		{`http: {websocket: {enabled: true, max_device_frame: -5}}`, "http.websocket.max_device_frame"},
 		{`http: {websocket: {enabled: true, anonymous: "user:k"}}`, `http.websocket.anonymous: "k" is a companion or the floor`},
 		{`http: {websocket: {enabled: true, anonymous: "user:floor"}}`, `http.websocket.anonymous: "floor" is a companion or the floor`},
 	} {

@@ -140,6 +140,11 @@ func DecodeMessage(b []byte, max int) (Message, error) {
 	if err := decodeStrict("message", b, max, &m); err != nil {
 		return Message{}, err
 	}
+	if m.Params.To == nil {
+		// Absent (aikyo's English schema allows it) or null: re-emitted
+		// as [], since aikyo's MessageSchema (z.array) refuses null.
+		m.Params.To = []string{}
+	}
 	return m, m.Validate()
 }
 

@@ -101,6 +101,8 @@ type Client struct {
 type call struct {
 	device, typ string
 	ch          chan protocol.QueryResult
+	off         chan struct{} // closed when the device goes offline (Offline)
+	once        sync.Once
 }
 
 // NewClient returns a client that asks as from.
@@ -219,7 +221,7 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 	if err := c.watch(ctx, device); err != nil {
 		return nil, fmt.Errorf("query: subscribe to %s results: %w", device, err)
 	}
-	p := &call{device: device, typ: typ, ch: make(chan protocol.QueryResult, 1)}
+	p := &call{device: device, typ: typ, ch: make(chan protocol.QueryResult, 1), off: make(chan struct{})}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -264,9 +266,17 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 				return r.Result.Body, &RemoteError{Device: device, Type: typ, Msg: "success=false: " + string(r.Result.Body)}
 			}
 			return r.Result.Body, nil
+		case <-p.off:
+			return nil, fmt.Errorf("%w: %s went away while %s waited", ErrOffline, device, typ)
 		case <-retry.C:
 			// Not answered yet: the query or its result may be lost. The
-			// device runs a query once however often it is asked.
+			// device runs a query once however often it is asked; a device
+			// that went offline meanwhile is not waited for.
+			if c.o.Online != nil {
+				if online, known := c.o.Online(device); known && !online {
+					return nil, fmt.Errorf("%w: %s went offline while %s waited", ErrOffline, device, typ)
+				}
+			}
 			c.m.Resent.WithLabelValues("query").Inc()
 			if err := send(); err != nil {
 				c.log.Debug("query: resend failed", "type", typ, "device", device, "err", err)
@@ -296,6 +306,19 @@ func (c *Client) cancel(device, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	c.bus.Publish(ctx, c.scheme.Queries(device), b, false)
+}
+
+// Offline fails every pending query to device with ErrOffline at once:
+// its owner knows it is gone (a bridge body whose connection dropped).
+// Queries asked later are refused by ClientOptions.Online.
+func (c *Client) Offline(device string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pending {
+		if p.device == device {
+			p.once.Do(func() { close(p.off) })
+		}
+	}
 }
 
 // Close fails every pending query; later Asks fail at once.

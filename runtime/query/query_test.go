@@ -199,3 +199,61 @@ func TestCancelStopsRunningQuery(t *testing.T) {
 		t.Fatal("query.cancel did not stop the running speak")
 	}
 }
+
+// A device that goes away while a query waits on it is not waited for:
+// Offline (its owner saw its connection drop) fails the query at once,
+// and a device whose presence turns offline fails it at the next resend,
+// not at the timeout. Other devices' queries are left alone.
+func TestQueriesToADeviceThatWentAway(t *testing.T) {
+	mem := bustest.NewMemory(t)
+	var mu sync.Mutex
+	online := map[string]bool{"web-bot": true, "pi5": true}
+	c := NewClient(mem.Conn(nil, nil), topic.New(""), "bot", ClientOptions{Timeout: 20 * time.Second, RetryEvery: 50 * time.Millisecond,
+		Online: func(d string) (bool, bool) { mu.Lock(); defer mu.Unlock(); return online[d], true }})
+	defer c.Close()
+	ctx := context.Background()
+	type outcome struct {
+		err  error
+		took time.Duration
+	}
+	ask := func(device string, timeout time.Duration) chan outcome {
+		ch := make(chan outcome, 1)
+		go func() {
+			start := time.Now()
+			_, err := c.Ask(ctx, device, "speak", nil, timeout)
+			ch <- outcome{err, time.Since(start)}
+		}()
+		return ch
+	}
+	gone, other := ask("web-bot", 0), ask("pi5", 2*time.Second)
+	waitPending(t, c, 2)
+	mu.Lock()
+	online["web-bot"] = false
+	mu.Unlock()
+	c.Offline("web-bot")
+	select {
+	case o := <-gone:
+		if !errors.Is(o.err, ErrOffline) || !strings.Contains(o.err.Error(), "web-bot went away") {
+			t.Fatalf("err = %v", o.err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a query to a device that went away still waits")
+	}
+	if o := <-other; !errors.Is(o.err, ErrTimeout) {
+		t.Fatalf("another device's query: %v, want its own timeout", o.err)
+	}
+	mu.Lock()
+	online["pi5"] = true
+	mu.Unlock()
+	late := ask("pi5", 0) // presence turns offline while it waits
+	waitPending(t, c, 1)
+	mu.Lock()
+	online["pi5"] = false
+	mu.Unlock()
+	if o := <-late; !errors.Is(o.err, ErrOffline) || o.took > 2*time.Second {
+		t.Fatalf("err = %v after %v", o.err, o.took)
+	}
+	if c.Pending() != 0 {
+		t.Fatalf("%d pending", c.Pending())
+	}
+}

@@ -9,9 +9,10 @@ import { readFileSync } from 'node:fs';
 
 const ws = new WebSocket(process.env.CHORUS_BRIDGE_URL ?? 'ws://localhost:8080');
 
-// 仮想関数: a camera that always sees the same picture.
+// 仮想関数: a camera that always sees the same picture (CHORUS_FRAME, or
+// frame.jpg beside this file).
 function captureCamera() {
-  return readFileSync(new URL('./frame.jpg', import.meta.url)).toString('base64');
+  return readFileSync(process.env.CHORUS_FRAME || new URL('./frame.jpg', import.meta.url)).toString('base64');
 }
 
 // 仮想関数: speech synthesis that only remembers what it said.

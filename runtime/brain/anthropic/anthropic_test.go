@@ -12,6 +12,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -19,7 +20,34 @@ type server struct {
 	mu      sync.Mutex
 	reqs    []map[string]any
 	headers []http.Header
+	refused []string // images the server refused, as the real API would
 	*httptest.Server
+}
+
+// imageProblem finds an image block the real API refuses: a source that
+// is not base64, no or a wrong media_type, bad base64, bytes not of the
+// type named.
+func imageProblem(req map[string]any) string {
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		blocks, _ := m.(map[string]any)["content"].([]any)
+		for _, b := range blocks {
+			bm, _ := b.(map[string]any)
+			if bm["type"] != "image" {
+				continue
+			}
+			src, _ := bm["source"].(map[string]any)
+			mt, _ := src["media_type"].(string)
+			data, _ := src["data"].(string)
+			if src["type"] != "base64" {
+				return "image.source.type: Input should be 'base64'"
+			}
+			if why := llmtest.ImageProblem(mt, data); why != "" {
+				return "image.source: " + why
+			}
+		}
+	}
+	return ""
 }
 
 // newServer answers POST /v1/messages with the scripted replies, in order.
@@ -37,6 +65,15 @@ func newServer(t *testing.T, replies ...func(http.ResponseWriter, map[string]any
 		s.headers = append(s.headers, r.Header.Clone())
 		i := len(s.reqs) - 1
 		s.mu.Unlock()
+		if why := imageProblem(req); why != "" { // as the real API refuses it
+			s.mu.Lock()
+			s.refused = append(s.refused, why)
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": why}})
+			return
+		}
 		if i >= len(replies) {
 			t.Errorf("unexpected request %d", i+1)
 			http.Error(w, "no more replies", 500)
@@ -96,13 +133,13 @@ func TestThinkWithStructuredOutputAndVision(t *testing.T) {
 	)
 	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "sk-ant-test", Model: "claude-haiku-4-5"}), Draft: true,
 		Look: func(context.Context) (llm.Image, error) {
-			return llm.Image{MIME: "image/jpeg", Base64: "/9j/AAAA"}, nil
+			return llm.NewImage("data:image/jpeg;base64,/9j/AAAA", "") // a body that sends a data: URL
 		}}
 	th, err := b.Think(context.Background(), input())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.Draft != "赤いコップが見えるよ！" || !th.Selected {
+	if th.Draft != "赤いコップが見えるよ！" || !th.Selected || len(s.refused) > 0 {
 		t.Fatalf("thought %+v", th)
 	}
 	h := s.headers[0]
@@ -127,6 +164,27 @@ func TestThinkWithStructuredOutputAndVision(t *testing.T) {
 	tool := req["tools"].([]any)[0].(map[string]any)
 	if tool["name"] != "vision" || tool["input_schema"].(map[string]any)["type"] != "object" {
 		t.Errorf("tools %v", req["tools"])
+	}
+}
+
+// The fake refuses what the API refuses: an image with no media_type
+// (what Chorus sent for aikyo's client before it typed pictures), one
+// whose bytes are not of its type, one that is not base64.
+func TestServerRefusesABadImage(t *testing.T) {
+	for _, img := range []llm.Image{{MIME: "", Base64: "/9j/AAAA"}, {MIME: "image/gif", Base64: "/9j/AAAA"}, {MIME: "image/jpeg", Base64: "%%%"}} {
+		s := newServer(t,
+			reply("tool_use", toolUse("toolu_01", "vision", map[string]any{})),
+			reply("end_turn", text("never asked")),
+			reply("end_turn", text(goodState)),
+		)
+		b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "m"}), Draft: true,
+			Look: func(context.Context) (llm.Image, error) { return img, nil }}
+		if _, err := b.Think(context.Background(), input()); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.refused) != 1 {
+			t.Fatalf("%q %q: refused %v, want once", img.MIME, img.Base64, s.refused)
+		}
 	}
 }
 

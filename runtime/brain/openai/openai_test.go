@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -31,7 +32,29 @@ type server struct {
 	reqs    []map[string]any
 	headers []http.Header
 	replies []func(w http.ResponseWriter, req map[string]any)
+	refused []string // images the server refused, as the real API would
 	*httptest.Server
+}
+
+// imageProblem finds an image_url part the real API refuses (no or a
+// wrong media type, bad base64, bytes not of the type named).
+func imageProblem(req map[string]any) string {
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		parts, _ := m.(map[string]any)["content"].([]any)
+		for _, p := range parts {
+			pm, _ := p.(map[string]any)
+			if pm["type"] != "image_url" {
+				continue
+			}
+			iu, _ := pm["image_url"].(map[string]any)
+			url, _ := iu["url"].(string)
+			if why := llmtest.DataURLProblem(url); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
 }
 
 func newServer(t *testing.T, replies ...func(w http.ResponseWriter, req map[string]any)) *server {
@@ -52,6 +75,15 @@ func newServer(t *testing.T, replies ...func(w http.ResponseWriter, req map[stri
 		s.headers = append(s.headers, r.Header.Clone())
 		i := len(s.reqs) - 1
 		s.mu.Unlock()
+		if why := imageProblem(req); why != "" { // as the real API refuses it
+			s.mu.Lock()
+			s.refused = append(s.refused, why)
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": why, "type": "invalid_request_error", "param": nil, "code": nil}})
+			return
+		}
 		if i >= len(s.replies) {
 			t.Errorf("unexpected request %d", i+1)
 			http.Error(w, "no more replies", 500)
@@ -169,13 +201,14 @@ func TestVisionToolSendsTheImage(t *testing.T) {
 		},
 	)
 	look := func(context.Context) (llm.Image, error) {
-		return llm.Image{MIME: "image/jpeg", Base64: "/9j/4AAQ"}, nil
+		// what aikyo's client answers: {image}, no type
+		return llm.NewImage("/9j/4AAQ", "")
 	}
 	th, err := brainFor(s, look, true, nil).Think(context.Background(), input())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sawImage != "data:image/jpeg;base64,/9j/4AAQ" || th.Draft == "" {
+	if sawImage != "data:image/jpeg;base64,/9j/4AAQ" || th.Draft == "" || len(s.refused) > 0 {
 		t.Fatalf("image part %q, thought %+v", sawImage, th)
 	}
 	tools := s.requests()[0]["tools"].([]any)
@@ -413,5 +446,24 @@ func TestTalkRealtimePrompt(t *testing.T) {
 	s := newServer(t, completion("   ", "stop"))
 	if _, err := brainFor(s, nil, true, nil).Talk(context.Background(), brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en"}}); err == nil {
 		t.Fatal("an empty answer was accepted")
+	}
+}
+
+// The fake refuses what the API refuses: an untyped picture (what Chorus
+// sent before it typed them) is a 400, and the turn goes on without it.
+func TestServerRefusesAnUntypedImage(t *testing.T) {
+	for _, img := range []llm.Image{{MIME: "", Base64: "/9j/4AAQ"}, {MIME: "image/png", Base64: "/9j/4AAQ"}, {MIME: "image/jpeg", Base64: "not base64!"}} {
+		s := newServer(t,
+			completion("", "tool_calls", scriptedToolCall("call_1", "vision", "{}")),
+			completion("never asked", "stop"),
+			completion(goodState, "stop"),
+		)
+		look := func(context.Context) (llm.Image, error) { return img, nil }
+		if _, err := brainFor(s, look, true, nil).Think(context.Background(), input()); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.refused) != 1 {
+			t.Fatalf("%s %q: refused %v, want once", img.MIME, img.Base64, s.refused)
+		}
 	}
 }

@@ -120,7 +120,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req request
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequest+1))
+	if err == nil && len(body) > maxRequest {
+		s.problem("a request over %d bytes", maxRequest)
+		refuse(w, http.StatusRequestEntityTooLarge, "request too large")
+		return
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		s.problem("request is not JSON: %v", err)
 		http.Error(w, "bad json", 400)
 		return
@@ -130,6 +139,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.problem("model %q, want %q", req.Model, s.Model)
 	}
 	if url, ok := imageIn(req); ok { // the vision tool: describe the picture
+		if why := DataURLProblem(url); why != "" { // as the real API: a 400, and the picture is not seen
+			s.problem("image: %s", why)
+			refuse(w, http.StatusBadRequest, why)
+			return
+		}
 		s.mu.Lock()
 		s.images = append(s.images, url)
 		s.mu.Unlock()
@@ -220,6 +234,17 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		finish = "stop"
 	}
 	s.answer(w, req.Model, msg, finish)
+}
+
+// maxRequest is the most a request may carry (OpenAI takes pictures of up
+// to 20 MB; the body around them is small).
+const maxRequest = 32 << 20
+
+// refuse answers as the OpenAI API refuses a request.
+func refuse(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
 }
 
 func (s *Server) answer(w http.ResponseWriter, model string, msg map[string]any, finish string) {
