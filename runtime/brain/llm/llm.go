@@ -270,6 +270,57 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 	return brain.Utterance{}, errors.New("llm: the model did not call speak")
 }
 
+// repetitionSchema is the judge's answer: one score.
+func repetitionSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"score": map[string]any{"type": "number", "minimum": 0, "maximum": 1, "description": "0 to 1"},
+		},
+		"required":             []any{"score"},
+		"additionalProperties": false,
+	}
+}
+
+var _ brain.RepetitionJudge = (*Brain)(nil)
+
+// JudgeRepetition implements brain.RepetitionJudge: the companion's model is
+// asked (prompts.Repetition, JSON-schema output) whether window repeats
+// itself. A score that is not a number from 0 to 1 is an error.
+func (b *Brain) JudgeRepetition(ctx context.Context, lang string, window []protocol.Message) (float64, error) {
+	user, err := prompts.Repetition(lang, window)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: user}}, Schema: repetitionSchema(), SchemaName: "repetition_judge"})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("llm: repetition judge: %w", err)
+	case resp.Refusal != "":
+		return 0, fmt.Errorf("llm: repetition judge: the model refused: %s", clip(resp.Refusal))
+	case resp.Truncated:
+		return 0, errors.New("llm: repetition judge: the answer was cut off at the token limit")
+	}
+	return ParseRepetition(resp.Text)
+}
+
+// ParseRepetition reads the judge's answer, {"score": 0..1}, strictly.
+func ParseRepetition(text string) (float64, error) {
+	var w struct {
+		Score *float64 `json:"score"`
+	}
+	if err := strictJSON(text, &w); err != nil {
+		return 0, fmt.Errorf("llm: repetition judge: %w", err)
+	}
+	switch {
+	case w.Score == nil:
+		return 0, errors.New("llm: repetition judge: score is missing")
+	case *w.Score < 0 || *w.Score > 1:
+		return 0, fmt.Errorf("llm: repetition judge: score must be from 0 to 1, got %v", *w.Score)
+	}
+	return *w.Score, nil
+}
+
 // Talk implements the realtime mode's talk (runtime/realtime) with the
 // seed's talk_realtime prompt: free text, LISTEN or Over.
 func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {

@@ -120,3 +120,10 @@ func Talk(in brain.TalkInput) (string, error) {
 // Vision is the instruction sent with a camera image (the seed's
 // visionKnowledge).
 func Vision(lang string) (string, error) { return render("vision", lang, Data{}) }
+
+// Repetition is the repetition judge's prompt (aikyo-closing.ja.md's
+// repetitionJudge, asked of the companion's own model): the last window of
+// the conversation, and a score from 0 to 1.
+func Repetition(lang string, window []protocol.Message) (string, error) {
+	return render("repetition", lang, Data{Input: brain.Input{History: window}})
+}
