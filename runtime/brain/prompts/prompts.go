@@ -79,6 +79,9 @@ type Data struct {
 	Draft bool // ask for the draft utterance in the state prompt
 }
 
+// Say is the texts in the card's language, for the templates.
+func (d Data) Say() Texts { return TextsFor(d.Card.Language) }
+
 func render(name, lang string, d Data) (string, error) {
 	if lang != "ja" {
 		lang = "en"
