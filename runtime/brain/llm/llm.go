@@ -442,6 +442,7 @@ func (b *Brain) see(ctx context.Context, in brain.Input) string {
 	if err != nil {
 		if errors.Is(err, ErrNoImages) {
 			b.log().Error("vision tool: this model does not accept images; the turn goes on without vision", "err", err)
+			return say.NoImages + err.Error()
 		} else {
 			b.log().Warn("vision tool: description failed", "err", err)
 		}

@@ -12,6 +12,7 @@ type Texts struct {
 	NoPicture  string // the picture could not be had; the error follows
 	Empty      string // a picture came back empty
 	NoDescribe string // the picture could not be described; the error follows
+	NoImages   string // the model takes no images; the error follows
 }
 
 var texts = map[string]Texts{
@@ -23,6 +24,7 @@ var texts = map[string]Texts{
 		NoPicture:  "視覚情報の取得に失敗しました: ",
 		Empty:      "視覚情報を取得しましたが、データが空でした。",
 		NoDescribe: "見た光景を説明できませんでした: ",
+		NoImages:   "このモデルは画像を受け付けないので、見ることはできません: ",
 	},
 	"en": {
 		SpeakTool:  "Say something.",
@@ -32,6 +34,7 @@ var texts = map[string]Texts{
 		NoPicture:  "Could not get visual information: ",
 		Empty:      "Got visual information, but the data was empty.",
 		NoDescribe: "Could not describe what was seen: ",
+		NoImages:   "Vision is not available, this model takes no images: ",
 	},
 }
 
