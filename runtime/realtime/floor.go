@@ -620,6 +620,11 @@ func (f *Floor) release() {
 			p.busy.timer.Stop()
 		}
 		p.busy = nil
+		// A robot talking is no silence: silence_timeout counts from the
+		// end of the last voice, not from its acceptance (issue 18, item 9).
+		if now := f.cfg.Clock.Now(); now.After(p.last) {
+			p.last = now
+		}
 	}
 }
 
