@@ -431,6 +431,10 @@ func (f *Floor) onTick(tick string, now time.Time) {
 	case "timeout":
 		f.end(protocol.EndPhaseTimeout)
 	case "silence":
+		if p.busy != nil { // a robot still talks: that is no silence
+			p.silence = f.until(now.Add(f.cfg.Limits.SilenceTimeout), "silence")
+			return
+		}
 		if due := p.last.Add(f.cfg.Limits.SilenceTimeout); due.After(now) {
 			p.silence = f.until(due, "silence") // an utterance came meanwhile
 			return
