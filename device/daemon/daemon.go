@@ -530,9 +530,15 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if cfg.Room.Mode == config.ModeRealtime {
 		return d.realtimeAgents(ctx, g, l, p, b, qc)
 	}
+	rep := cfg.Room.Repetition
+	var judge brain.RepetitionJudge
+	if j, ok := b.(brain.RepetitionJudge); ok && rep.Judge == config.JudgeModel {
+		judge = j
+	}
 	c, err := companion.New(companion.Config{Room: l.room, Card: *cfg.Companion, Brain: b, Device: body, Queries: qc,
 		HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
-		Threshold: cfg.Room.Repetition.Threshold, Window: cfg.Room.Repetition.Window,
+		Threshold: rep.Threshold, Window: rep.Window, Judge: judge, JudgeEvery: rep.JudgeEvery,
+		JudgeTimeout: rep.JudgeTimeout, NoRepetition: rep.Judge == config.JudgeOff,
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: cfg.Room.BargeIn,

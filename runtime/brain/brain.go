@@ -128,3 +128,11 @@ func ClosingInstruction(lang string) string {
 	}
 	return "Most important: the conversation is repeating itself. Immediately move closing through pre-closing, closing and terminal to end it, or change the topic."
 }
+
+// RepetitionJudge is the seed's repetition judge (aikyo-closing.ja.md,
+// enableRepetitionJudge): a model asked whether the last window of a
+// conversation repeats itself, even in other words. Score is from 0 (no
+// repetition) to 1. LLM brains implement it with the companion's own model.
+type RepetitionJudge interface {
+	JudgeRepetition(ctx context.Context, lang string, window []protocol.Message) (float64, error)
+}

@@ -4,10 +4,22 @@
 // the configured pause, speaks through its device (a speak query) and
 // publishes its Message once the speak result is back, as aikyo does.
 //
-// Closing follows aikyo-closing: the brain says the stage; the local
-// repetition judge adds the closing instruction to the brain's input when
-// the last utterances are too alike; MaxTurn forces terminal; a message from
-// a user (anyone not on the room's roster) restarts a rested room.
+// Closing follows aikyo-closing: the brain says the stage; the repetition
+// judge adds the closing instruction to the brain's input when the last
+// Window messages repeat; MaxTurn forces terminal; a message from a user
+// (anyone not on the room's roster) restarts a rested room.
+//
+// # Repetition judge
+//
+// Two judges, as the seed's enableRepetitionJudge and a local fallback:
+// the companion's own model (Config.Judge) is asked whether the last window
+// repeats itself, even in other words — at most once every JudgeEvery
+// messages, on a goroutine of its own, never on the way of a State or a
+// turn; its latest verdict holds until the next one or a user's message.
+// The local score (runtime/repetition: character bigrams, which catch only
+// near-verbatim repeats) is always computed; the instruction is added when
+// either is above Threshold, so while the model has not answered, is slow
+// (JudgeTimeout) or fails, the local score decides alone.
 //
 // # At least once
 //
@@ -56,6 +68,8 @@ const (
 	DefaultThinkTimeout = 20 * time.Second
 	DefaultSpeakTimeout = 30 * time.Second
 	DefaultResendEvery  = time.Second
+	DefaultJudgeEvery   = 4
+	DefaultJudgeTimeout = 10 * time.Second
 	maxResends          = 5
 	maxThinking         = 4
 	maxThoughts         = 32
@@ -92,11 +106,20 @@ type Config struct {
 	Device  string
 	Queries Asker
 
-	HistorySize  int           // messages kept, default 10
-	Pause        time.Duration // wait after a grant before speaking, default 300 ms
-	MaxTurn      int           // States before terminal is forced; 0 = no limit
-	Threshold    float64       // repetition threshold, default 0.7
-	Window       int           // repetition window, default 5
+	HistorySize int           // messages kept, default 10
+	Pause       time.Duration // wait after a grant before speaking, default 300 ms
+	MaxTurn     int           // States before terminal is forced; 0 = no limit
+	Threshold   float64       // repetition threshold, default 0.7
+	Window      int           // repetition window, default 5
+	// Judge is the model's repetition judge; nil judges with the local
+	// score only. JudgeEvery (default 4) is the fewest messages between two
+	// questions to it, JudgeTimeout (default 10 s) how long one may take.
+	Judge        brain.RepetitionJudge
+	JudgeEvery   int
+	JudgeTimeout time.Duration
+	// NoRepetition turns repetition judging off, the local score too (the
+	// seed's enableRepetitionJudge: false).
+	NoRepetition bool
 	TwoCall      bool          // brain.draft: false — ask Utter after the grant
 	ThinkTimeout time.Duration // per brain call, default 20 s
 	SpeakTimeout time.Duration // speak query, default 30 s
@@ -163,6 +186,16 @@ type Companion struct {
 	turn     *turn              // the granted turn being prepared or spoken
 	order    uint64             // messages heard, in order
 	lastUser uint64             // order of the newest user message
+	rep      judging            // the model's repetition judge
+}
+
+// judging is the model repetition judge's book (owned by Run).
+type judging struct {
+	since   int     // messages since the judge was last asked
+	busy    bool    // a question is out
+	gen     uint64  // bumped when a user restarts the conversation: older verdicts are void
+	verdict float64 // the latest verdict
+	ok      bool    // verdict holds
 }
 
 // answer is what the companion said for a grant: nil Message while it is
@@ -204,6 +237,7 @@ type event struct {
 	result   speakResult
 	err      error
 	speaking room.SpeakingEvent
+	score    float64
 }
 
 const (
@@ -218,6 +252,7 @@ const (
 	evSpeaking
 	evPrepared
 	evStartCheck
+	evJudged
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -246,6 +281,10 @@ func New(cfg Config) (*Companion, error) {
 	def(&cfg.ThinkTimeout, DefaultThinkTimeout)
 	def(&cfg.SpeakTimeout, DefaultSpeakTimeout)
 	def(&cfg.ResendEvery, DefaultResendEvery)
+	def(&cfg.JudgeTimeout, DefaultJudgeTimeout)
+	if cfg.JudgeEvery <= 0 {
+		cfg.JudgeEvery = DefaultJudgeEvery
+	}
 	if cfg.Threshold <= 0 {
 		cfg.Threshold = repetition.DefaultThreshold
 	}
@@ -384,6 +423,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		c.onSpeaking(ctx, e.speaking)
 	case evPrepared:
 		c.onPrepared(ctx, e.id, e.utter)
+	case evJudged:
+		c.onJudged(e)
 	case evStartCheck:
 		if t := c.turn; t != nil && t.grant == e.id {
 			c.maybeStart(ctx)
@@ -412,6 +453,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		// whoever speaks stops (barge-in); older grants are void.
 		c.turnNo, c.count = 0, 0
 		c.lastUser = order
+		c.rep = judging{gen: c.rep.gen + 1, busy: c.rep.busy} // one question out at most
 		c.bargeIn()
 	} else {
 		c.turnNo++
@@ -421,14 +463,15 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if len(c.history) > c.cfg.HistorySize {
 		c.history = slices.Clone(c.history[len(c.history)-c.cfg.HistorySize:])
 	}
+	c.askJudge(ctx)
 	if from == c.me() {
 		return // nobody votes on their own words
 	}
 	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
 		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1}
-	if c.judge.Score(c.texts()) > c.cfg.Threshold {
+	if by := c.repeats(); by != "" {
 		in.ClosingInstruction = brain.ClosingInstruction(c.cfg.Card.Language)
-		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID)
+		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID, "by", by)
 	}
 	if c.cfg.Muted() {
 		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
@@ -447,6 +490,66 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		t, took := c.think(ctx, in)
 		c.deliver(ctx, event{kind: evThought, id: m.Params.ID, in: in, thought: t, took: took, arrived: arrived, order: order})
 	}()
+}
+
+// repeats says which judge finds the conversation repeating ("local" or
+// "model"), or "" when neither does.
+func (c *Companion) repeats() string {
+	switch {
+	case c.cfg.NoRepetition:
+		return ""
+	case c.judge.Score(c.texts()) > c.cfg.Threshold:
+		return "local"
+	case c.rep.ok && c.rep.verdict > c.cfg.Threshold:
+		return "model"
+	}
+	return ""
+}
+
+// askJudge asks the model's repetition judge about the last window, at most
+// once every JudgeEvery messages and one question at a time, on its own
+// goroutine: nothing waits for it (the verdict comes back as evJudged).
+func (c *Companion) askJudge(ctx context.Context) {
+	c.rep.since++
+	if c.cfg.Judge == nil || c.cfg.NoRepetition || c.rep.busy || c.rep.since < c.cfg.JudgeEvery || len(c.history) < 2 {
+		return
+	}
+	window := c.history
+	if len(window) > c.cfg.Window {
+		window = window[len(window)-c.cfg.Window:]
+	}
+	window = slices.Clone(window)
+	c.rep.since, c.rep.busy = 0, true
+	gen, lang := c.rep.gen, c.cfg.Card.Language
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		jctx, cancel := context.WithTimeout(ctx, c.cfg.JudgeTimeout)
+		score, err := c.cfg.Judge.JudgeRepetition(jctx, lang, window)
+		cancel()
+		c.deliver(ctx, event{kind: evJudged, score: score, err: err, order: gen})
+	}()
+}
+
+// onJudged takes the model's verdict; a failed or late one leaves the
+// local score to decide alone.
+func (c *Companion) onJudged(e event) {
+	c.rep.busy = false
+	if e.order != c.rep.gen {
+		return // asked before a user restarted the conversation
+	}
+	if e.err != nil {
+		reason := "judge_error"
+		if errors.Is(e.err, context.DeadlineExceeded) {
+			reason = "judge_timeout"
+		}
+		c.m.BrainFailures.WithLabelValues(reason).Inc()
+		c.log.Warn("repetition judge: the model did not answer; the local score decides", "err", e.err)
+		c.rep.ok = false
+		return
+	}
+	c.rep.verdict, c.rep.ok = e.score, true
+	c.log.Debug("repetition judge: the model's verdict", "score", e.score)
 }
 
 func (c *Companion) texts() []string {

@@ -134,11 +134,28 @@ func DefaultRealtime() Realtime {
 	return r
 }
 
-// Repetition configures the repetition judge.
+// Repetition configures the repetition judge (aikyo-closing.ja.md).
 type Repetition struct {
 	Threshold float64 `yaml:"threshold"`
 	Window    int     `yaml:"window"`
+	// Judge is "model" (default: the companion's model is asked whether
+	// the window repeats, with the local score as fallback; a rule brain
+	// has no model and uses the local score), "local" (the character-bigram
+	// score only) or "off" (no repetition judge: the seed's
+	// enableRepetitionJudge false).
+	Judge string `yaml:"judge"`
+	// JudgeEvery is the fewest messages between two questions to the
+	// model (default 4); JudgeTimeout how long one may take (default 10 s).
+	JudgeEvery   int           `yaml:"judge_every"`
+	JudgeTimeout time.Duration `yaml:"judge_timeout"`
 }
+
+// Repetition judges.
+const (
+	JudgeModel = "model"
+	JudgeLocal = "local"
+	JudgeOff   = "off"
+)
 
 // MQTT is how the device reaches its room's broker.
 type MQTT struct {
@@ -511,6 +528,15 @@ func (c *Config) SetDefaults() {
 	if c.Room.Repetition.Window == 0 {
 		c.Room.Repetition.Window = 5
 	}
+	if c.Room.Repetition.Judge == "" {
+		c.Room.Repetition.Judge = JudgeModel
+	}
+	if c.Room.Repetition.JudgeEvery == 0 {
+		c.Room.Repetition.JudgeEvery = 4
+	}
+	if c.Room.Repetition.JudgeTimeout == 0 {
+		c.Room.Repetition.JudgeTimeout = 10 * time.Second
+	}
 	if c.Room.FloorInstance == "" {
 		c.Room.FloorInstance = c.Device.ID
 	}
@@ -695,6 +721,17 @@ func (c *Config) Validate() error {
 	}
 	if r.Repetition.Window < 2 || r.Repetition.Window > 100 {
 		p.add("room.repetition.window", "must be from 2 to 100, got %d", r.Repetition.Window)
+	}
+	switch r.Repetition.Judge {
+	case JudgeModel, JudgeLocal, JudgeOff:
+	default:
+		p.add("room.repetition.judge", "must be model, local or off, got %q", r.Repetition.Judge)
+	}
+	if r.Repetition.JudgeEvery < 1 || r.Repetition.JudgeEvery > 1000 {
+		p.add("room.repetition.judge_every", "must be from 1 to 1000, got %d", r.Repetition.JudgeEvery)
+	}
+	if r.Repetition.JudgeTimeout < 0 {
+		p.add("room.repetition.judge_timeout", "must not be negative, got %v", r.Repetition.JudgeTimeout)
 	}
 	if r.MaxPayload < 0 {
 		p.add("room.max_payload", "must not be negative, got %d", r.MaxPayload)

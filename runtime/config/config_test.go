@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -85,8 +86,46 @@ func TestFirmwareConfigs(t *testing.T) {
 		t.Fatalf("only %d firmware configs", len(files))
 	}
 	for _, f := range files {
-		if _, err := Load(f); err != nil {
+		c, err := Load(f)
+		if err != nil {
 			t.Errorf("%v", err)
+			continue
+		}
+		// With a model brain the closing is up to the model and the
+		// repetition judge: every shipped turn-mode room also ends after
+		// max_turn, whatever they say (issue 18, defect 5).
+		if c.Room.Mode == ModeTurn && c.Room.MaxTurn <= 0 {
+			t.Errorf("%s: room.max_turn is not set", f)
+		}
+	}
+}
+
+// The repetition judge's switch and its bounds (issue 18, defect 5).
+func TestRepetitionJudgeConfig(t *testing.T) {
+	base := "version: 1\ndevice: {id: dev1}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\nroom:\n  name: lab\n  members: [k]\n"
+	c, err := Decode(strings.NewReader(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Room.Repetition; r.Judge != JudgeModel || r.JudgeEvery != 4 || r.JudgeTimeout != 10*time.Second {
+		t.Fatalf("defaults: %+v", r)
+	}
+	for _, tt := range []struct{ yaml, field string }{
+		{"  repetition: {judge: off}\n", ""},
+		{"  repetition: {judge: local, judge_every: 2, judge_timeout: 3s}\n", ""},
+		{"  repetition: {judge: maybe}\n", "room.repetition.judge:"},
+		{"  repetition: {judge_every: -1}\n", "room.repetition.judge_every:"},
+		{"  repetition: {judge_timeout: -1s}\n", "room.repetition.judge_timeout:"},
+	} {
+		c, err := Decode(strings.NewReader(base + tt.yaml))
+		if err == nil {
+			err = c.Validate()
+		}
+		switch {
+		case tt.field == "" && err != nil:
+			t.Errorf("%q: %v", tt.yaml, err)
+		case tt.field != "" && (err == nil || !strings.Contains(err.Error(), tt.field)):
+			t.Errorf("%q: want an error naming %s, got %v", tt.yaml, tt.field, err)
 		}
 	}
 }

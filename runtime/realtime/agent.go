@@ -74,6 +74,7 @@ type Agent struct {
 	// owned by Run
 	phase    *agentPhase
 	thinking bool
+	voices   map[string]time.Time // members whose voice plays, until when at the latest
 }
 
 type agentPhase struct {
@@ -95,6 +96,7 @@ type agentEvent struct {
 	tick    string // the phase whose poll fired
 	thought *thought
 	barrier chan struct{}
+	voice   *room.SpeakingEvent
 }
 
 type thought struct {
@@ -180,6 +182,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		func() error {
 			return r.OnAcks(ctx, a.cfg.Channel, a.me(), func(_ string, ack protocol.PostAck) { a.push(agentEvent{ack: &ack}, "ack") })
 		},
+		func() error {
+			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) { a.push(agentEvent{voice: &s}, "speaking") })
+		},
 	}
 	for _, s := range subs {
 		if err := s(); err != nil {
@@ -234,7 +239,39 @@ func (a *Agent) handle(ctx context.Context, e agentEvent) {
 		}
 	case e.thought != nil:
 		a.onThought(ctx, *e.thought)
+	case e.voice != nil:
+		a.onVoice(*e.voice)
 	}
+}
+
+// onVoice follows the room's voices: a robot talking is no silence, so
+// the quiet a brain is told counts from the end of the last voice, not
+// from the broadcast of its words (issue 18, item 9: paced audio made
+// every robot say Over during the first long utterance).
+func (a *Agent) onVoice(e room.SpeakingEvent) {
+	if a.voices == nil {
+		a.voices = map[string]time.Time{}
+	}
+	now := a.cfg.Clock.Now()
+	if e.Cleared || !e.Speaking.Speaking {
+		if _, ok := a.voices[e.ID]; ok && a.phase != nil {
+			a.phase.heard = now
+		}
+		delete(a.voices, e.ID)
+		return
+	}
+	// A voice whose end never comes counts no longer than it announced.
+	a.voices[e.ID] = e.Speaking.StartedAt.Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + VoiceMargin)
+}
+
+// quiet is how long nobody has been heard: 0 while a voice plays.
+func (a *Agent) quiet(p *agentPhase, now time.Time) time.Duration {
+	for _, until := range a.voices {
+		if now.Before(until) {
+			return 0
+		}
+	}
+	return now.Sub(p.heard)
 }
 
 func (a *Agent) onPhase(ctx context.Context, p protocol.Phase) {
@@ -357,7 +394,7 @@ func (a *Agent) maybeThink(ctx context.Context) {
 	}
 	a.thinking = true
 	in := brain.TalkInput{Card: a.cfg.Card, Remaining: p.remain, History: slices.Clone(p.history), Members: p.members, Channel: a.cfg.Channel,
-		Quiet: now.Sub(p.heard)}
+		Quiet: a.quiet(p, now)}
 	id := p.id
 	a.wg.Add(1)
 	go func() {

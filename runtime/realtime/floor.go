@@ -431,6 +431,10 @@ func (f *Floor) onTick(tick string, now time.Time) {
 	case "timeout":
 		f.end(protocol.EndPhaseTimeout)
 	case "silence":
+		if p.busy != nil { // a robot still talks: that is no silence
+			p.silence = f.until(now.Add(f.cfg.Limits.SilenceTimeout), "silence")
+			return
+		}
 		if due := p.last.Add(f.cfg.Limits.SilenceTimeout); due.After(now) {
 			p.silence = f.until(due, "silence") // an utterance came meanwhile
 			return
@@ -620,6 +624,11 @@ func (f *Floor) release() {
 			p.busy.timer.Stop()
 		}
 		p.busy = nil
+		// A robot talking is no silence: silence_timeout counts from the
+		// end of the last voice, not from its acceptance (issue 18, item 9).
+		if now := f.cfg.Clock.Now(); now.After(p.last) {
+			p.last = now
+		}
 	}
 }
 

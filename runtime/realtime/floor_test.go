@@ -361,6 +361,34 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("past ben's bound: %+v", a)
 		}
 	})
+	// A robot talking is no silence (issue 18, item 9): in a room of voices
+	// silence_timeout counts from the end of the last voice, and never ends
+	// the phase while a robot still talks. Before, a paced utterance longer
+	// than the silence timeout ended the phase under it.
+	t.Run("silence counts from the end of the voice", func(t *testing.T) {
+		l := limits
+		l.Overlap = false
+		r := newFloorRig(t, l, "", nil)
+		ph := r.start().Phase
+		if a := r.post("ann", ph, "A long story."); !a.Accepted {
+			t.Fatalf("%+v", a)
+		}
+		voice := func(speaking bool) {
+			b, _ := json.Marshal(protocol.Speaking{MessageID: "m", Speaking: speaking, StartedAt: r.clk.Now(), DurationMs: 25000})
+			r.roomAs("ann").Bus.Publish(r.ctx, r.s.Speaking("lr", "ann"), b, true)
+			r.settle()
+		}
+		voice(true)
+		r.advance(l.SilenceTimeout + 5*time.Second) // ann still talks
+		notEnded(t, r)
+		voice(false)
+		r.advance(l.SilenceTimeout - time.Second)
+		notEnded(t, r)
+		r.advance(l.SilenceTimeout + time.Second)
+		if p, ended := r.ended(); !ended || p.Reason != protocol.EndSilenceTimeout {
+			t.Fatalf("ended %v: %+v", ended, p)
+		}
+	})
 	t.Run("a copy of a post gets the same answer", func(t *testing.T) {
 		r := newFloorRig(t, limits, "", nil)
 		ph := r.start().Phase

@@ -123,12 +123,12 @@ var speechEnum = []any{"speak", "listen"}
 var closingEnum = []any{"none", "pre-closing", "closing", "terminal"}
 var emotionEnum = []any{"neutral", "happy", "sad", "angry"}
 
-func utteranceSchema() map[string]any {
+func utteranceSchema(lang string) map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"message": map[string]any{"type": "string", "description": "what you say, in character"},
-			"to":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "ids of those you address"},
+			"to":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": prompts.TextsFor(lang).SpeakTo},
 			"emotion": map[string]any{"type": "string", "enum": emotionEnum},
 		},
 		"required":             []any{"message", "to", "emotion"},
@@ -137,8 +137,8 @@ func utteranceSchema() map[string]any {
 }
 
 // StateSchema is the JSON Schema of the state answer, with or without the
-// draft.
-func StateSchema(draft bool) map[string]any {
+// draft (whose descriptions are in lang).
+func StateSchema(draft bool, lang string) map[string]any {
 	props := map[string]any{
 		"state":      map[string]any{"type": "string", "enum": speechEnum},
 		"importance": map[string]any{"type": "number", "minimum": 0, "maximum": 10, "description": "0 to 10"},
@@ -147,18 +147,22 @@ func StateSchema(draft bool) map[string]any {
 	}
 	req := []any{"state", "importance", "selected", "closing"}
 	if draft {
-		props["draft"] = utteranceSchema()
+		props["draft"] = utteranceSchema(lang)
 		req = append(req, "draft")
 	}
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 
-// Tools offered to the model.
-var (
-	speakTool  = ToolDef{Name: "speak", Description: "Say something to the room.", Parameters: utteranceSchema()}
-	visionTool = ToolDef{Name: "vision", Description: "Look through your camera and learn what is in front of you.",
+// SpeakTool and VisionTool are the tools offered to the model, described
+// in the card's language (aikyo-query.ja.md).
+func SpeakTool(lang string) ToolDef {
+	return ToolDef{Name: "speak", Description: prompts.TextsFor(lang).SpeakTool, Parameters: utteranceSchema(lang)}
+}
+
+func VisionTool(lang string) ToolDef {
+	return ToolDef{Name: "vision", Description: prompts.TextsFor(lang).VisionTool,
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}}
-)
+}
 
 func (b *Brain) log() *slog.Logger {
 	if b.Log == nil {
@@ -177,9 +181,9 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	if err != nil {
 		return brain.Thought{}, err
 	}
-	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchema(b.Draft), SchemaName: "companion_state"}
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchema(b.Draft, in.Card.Language), SchemaName: "companion_state"}
 	if b.Look != nil && b.Draft {
-		req.Tools = []ToolDef{visionTool}
+		req.Tools = []ToolDef{VisionTool(in.Card.Language)}
 	}
 	resp, err := b.run(ctx, in, req)
 	if err != nil {
@@ -246,9 +250,9 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 	if err != nil {
 		return brain.Utterance{}, err
 	}
-	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: []ToolDef{speakTool}, ForceTool: "speak"}
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: []ToolDef{SpeakTool(in.Card.Language)}, ForceTool: "speak"}
 	if b.Look != nil {
-		req.Tools = append(req.Tools, visionTool)
+		req.Tools = append(req.Tools, VisionTool(in.Card.Language))
 		req.ForceTool = "" // it may look first; the prompt asks for speak
 	}
 	resp, err := b.run(ctx, in, req)
@@ -268,6 +272,57 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 		return b.bound(brain.Utterance{Text: strings.TrimSpace(resp.Text), Emotion: protocol.EmotionNeutral}, in), nil
 	}
 	return brain.Utterance{}, errors.New("llm: the model did not call speak")
+}
+
+// repetitionSchema is the judge's answer: one score.
+func repetitionSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"score": map[string]any{"type": "number", "minimum": 0, "maximum": 1, "description": "0 to 1"},
+		},
+		"required":             []any{"score"},
+		"additionalProperties": false,
+	}
+}
+
+var _ brain.RepetitionJudge = (*Brain)(nil)
+
+// JudgeRepetition implements brain.RepetitionJudge: the companion's model is
+// asked (prompts.Repetition, JSON-schema output) whether window repeats
+// itself. A score that is not a number from 0 to 1 is an error.
+func (b *Brain) JudgeRepetition(ctx context.Context, lang string, window []protocol.Message) (float64, error) {
+	user, err := prompts.Repetition(lang, window)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: user}}, Schema: repetitionSchema(), SchemaName: "repetition_judge"})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("llm: repetition judge: %w", err)
+	case resp.Refusal != "":
+		return 0, fmt.Errorf("llm: repetition judge: the model refused: %s", clip(resp.Refusal))
+	case resp.Truncated:
+		return 0, errors.New("llm: repetition judge: the answer was cut off at the token limit")
+	}
+	return ParseRepetition(resp.Text)
+}
+
+// ParseRepetition reads the judge's answer, {"score": 0..1}, strictly.
+func ParseRepetition(text string) (float64, error) {
+	var w struct {
+		Score *float64 `json:"score"`
+	}
+	if err := strictJSON(text, &w); err != nil {
+		return 0, fmt.Errorf("llm: repetition judge: %w", err)
+	}
+	switch {
+	case w.Score == nil:
+		return 0, errors.New("llm: repetition judge: score is missing")
+	case *w.Score < 0 || *w.Score > 1:
+		return 0, fmt.Errorf("llm: repetition judge: score must be from 0 to 1, got %v", *w.Score)
+	}
+	return *w.Score, nil
 }
 
 // Talk implements the realtime mode's talk (runtime/realtime) with the
@@ -363,28 +418,35 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response,
 }
 
 // see runs the vision tool: a picture from the device, described by the
-// model. Failures become the tool's answer, so the turn goes on.
+// model. Failures become the tool's answer, in the card's language
+// (prompts.Texts), so the turn goes on.
 func (b *Brain) see(ctx context.Context, in brain.Input) string {
+	say := prompts.TextsFor(in.Card.Language)
 	if b.Look == nil {
-		return "vision is not available on this robot"
+		return say.NoCamera
 	}
 	img, err := b.Look(ctx)
 	if err != nil {
 		b.log().Warn("vision tool: no picture", "err", err)
-		return "the camera gave no picture: " + err.Error()
+		return say.NoPicture + err.Error()
+	}
+	if img.Base64 == "" {
+		b.log().Warn("vision tool: the picture is empty")
+		return say.Empty
 	}
 	instr, err := prompts.Vision(in.Card.Language)
 	if err != nil {
-		return "vision failed: " + err.Error()
+		return say.NoDescribe + err.Error()
 	}
 	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: instr, Image: &img}}})
 	if err != nil {
 		if errors.Is(err, ErrNoImages) {
 			b.log().Error("vision tool: this model does not accept images; the turn goes on without vision", "err", err)
+			return say.NoImages + err.Error()
 		} else {
 			b.log().Warn("vision tool: description failed", "err", err)
 		}
-		return "vision is not available: " + err.Error()
+		return say.NoDescribe + err.Error()
 	}
 	return resp.Text
 }

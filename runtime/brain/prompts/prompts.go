@@ -79,6 +79,9 @@ type Data struct {
 	Draft bool // ask for the draft utterance in the state prompt
 }
 
+// Say is the texts in the card's language, for the templates.
+func (d Data) Say() Texts { return TextsFor(d.Card.Language) }
+
 func render(name, lang string, d Data) (string, error) {
 	if lang != "ja" {
 		lang = "en"
@@ -120,3 +123,10 @@ func Talk(in brain.TalkInput) (string, error) {
 // Vision is the instruction sent with a camera image (the seed's
 // visionKnowledge).
 func Vision(lang string) (string, error) { return render("vision", lang, Data{}) }
+
+// Repetition is the repetition judge's prompt (aikyo-closing.ja.md's
+// repetitionJudge, asked of the companion's own model): the last window of
+// the conversation, and a score from 0 to 1.
+func Repetition(lang string, window []protocol.Message) (string, error) {
+	return render("repetition", lang, Data{Input: brain.Input{History: window}})
+}

@@ -119,3 +119,46 @@ func TestQuotedTextIsClipped(t *testing.T) {
 		t.Fatalf("a 25,000-character message made a %d-byte prompt", len(p))
 	}
 }
+
+// The prompts the seeds give and Chorus had dropped are there, in the
+// card's language (issue 18, defect 7): the speak tool's guidance for
+// "to", the closing stages' example phrases, the repetition judge's window.
+func TestSeedGuidanceInEachLanguage(t *testing.T) {
+	tests := []struct {
+		lang string
+		want map[string][]string // prompt -> what it must contain
+	}{
+		{"ja", map[string][]string{
+			"state": {"会話に参加したことのある全員を含む", "積極的にuserに会話を振って", "「そろそろ時間だね」「ところで…」", "「話せて楽しかったよ」「ありがとう」", "「それじゃあね」「またね」"},
+			"utter": {"会話に参加したことのある全員を含む", "積極的にuserに会話を振って"},
+		}},
+		{"en", map[string][]string{
+			"state": {"include everyone who has taken part in the conversation", "draw the user into the conversation", `"It's about time, isn't it?"`, `"By the way…"`, `"It was fun talking with you"`, `"Thank you"`, `"See you!"`},
+			"utter": {"include everyone who has taken part in the conversation", "draw the user into the conversation"},
+		}},
+	}
+	for _, tt := range tests {
+		in := input(tt.lang)
+		got := map[string]string{}
+		got["state"], _ = State(in, true)
+		got["utter"], _ = Utter(in)
+		for name, wants := range tt.want {
+			for _, w := range wants {
+				if !strings.Contains(got[name], w) {
+					t.Errorf("%s %s prompt lacks %q:\n%s", tt.lang, name, w, got[name])
+				}
+			}
+		}
+		other := map[string]string{"ja": "en", "en": "ja"}[tt.lang]
+		if strings.Contains(got["state"], TextsFor(other).SpeakTo) {
+			t.Errorf("%s state prompt carries the %s guidance", tt.lang, other)
+		}
+		rep, err := Repetition(tt.lang, []protocol.Message{protocol.NewMessage("a", "hana", nil, "line one", ""), protocol.NewMessage("b", "aya", nil, "line two", "")})
+		if err != nil || !strings.Contains(rep, `{"from":"hana","text":"line one"}`) || !strings.Contains(rep, `{"from":"aya","text":"line two"}`) || !strings.Contains(rep, "score") {
+			t.Errorf("%s repetition prompt: %v\n%s", tt.lang, err, rep)
+		}
+	}
+	if TextsFor("ja").VisionTool != "目で周りを見ます。" || TextsFor("ja").NoPicture != "視覚情報の取得に失敗しました: " {
+		t.Error("the Japanese vision texts are not the seed's")
+	}
+}

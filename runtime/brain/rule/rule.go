@@ -2,19 +2,29 @@
 // demo and the tests run anywhere. It logs once that it is in use.
 //
 // Its rules:
-//   - a message that names the companion (in "to", by id or by name) makes it
-//     selected, importance 9;
+//   - a message for this companion alone (its only "to"), or one that asks
+//     it a question by id or name, makes it selected, importance 9; being
+//     one of several addressees raises importance to 6;
 //   - a question (?, ？, or Japanese か at the end) raises importance by 3;
 //   - otherwise importance is 2..5, a fixed hash of companion and message;
-//   - it speaks lines built from its card (sample lines) and the message it
-//     answers, and every other turn hands the word to another companion by
-//     name;
+//   - its material comes from the card: sample lines and story are what it
+//     says of itself; a card that speaks of riddles or puzzles tells riddles
+//     (from a small stock, with answers, in English and Japanese);
+//   - a reply names the companion whose message it answers and is
+//     addressed to it; it answers what it was asked — a riddle with the
+//     answer, "what do you think" with an opinion, any other question with
+//     its own line on the topic (the one sharing most words with it) —
+//     and never quotes the message back; every other turn (a riddler:
+//     every turn) it hands the word to another companion by name;
+//   - no line, and no sentence of its material, is said twice in the
+//     conversation it sees (its history);
 //   - after ClosingAfter turns (sooner when the runtime asks it to close) it
 //     moves through pre-closing, closing and terminal, one stage per turn.
 //
-// In a realtime phase (Talk) it answers when named, asks another member a
-// question when nobody has spoken to it for a while, listens otherwise, and
-// says Over after OverAfter utterances of its own.
+// In a realtime phase (Talk) it answers when asked by name, asks another
+// member a question when nobody has spoken to it for a while, listens
+// otherwise, never says a line of the phase twice, and says Over after
+// OverAfter utterances of its own or when it has nothing new to say.
 package rule
 
 import (
@@ -26,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -83,11 +94,23 @@ func (b *Brain) stage(in brain.Input) protocol.Closing {
 	return protocol.ClosingTerminal
 }
 
+// addressed: the message is for this companion alone (its only "to"), or
+// asks it a question by name. Being named in passing ("That's lovely,
+// kyoko!") or being one of several addressees is not being asked.
 func addressed(card brain.Card, m protocol.MessageParams) bool {
-	if slices.Contains(m.To, card.ID) {
+	if len(m.To) == 1 && m.To[0] == card.ID {
 		return true
 	}
-	text := strings.ToLower(m.Message)
+	for _, s := range sentences(m.Message) {
+		if isQuestion(s) && names(card, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func names(card brain.Card, s string) bool {
+	text := strings.ToLower(s)
 	return strings.Contains(text, strings.ToLower(card.ID)) || (card.Name != "" && strings.Contains(text, strings.ToLower(card.Name)))
 }
 
@@ -123,6 +146,9 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	if isQuestion(m.Message) {
 		t.Importance += 3
 	}
+	if slices.Contains(m.To, in.Card.ID) {
+		t.Importance = max(t.Importance, 6)
+	}
 	if addressed(in.Card, m) {
 		t.Selected, t.Importance = true, 9
 	}
@@ -145,75 +171,327 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 	return b.line(in, b.stage(in)), nil
 }
 
-func snippet(s string, n int) string {
-	r := []rune(strings.TrimSpace(s))
-	if len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return string(r)
+// material is what a persona can say, from its card: statements (its
+// sample lines and its story), the riddles it tells (a persona whose card
+// speaks of riddles or puzzles), and the language's stock phrases.
+type material struct {
+	ja         bool
+	statements []string
+	questions  []string
+	riddler    bool
 }
 
+// riddle is a riddle and its answer.
+type riddle struct{ q, a string }
+
+var riddles = map[bool][]riddle{
+	false: {
+		{"What has hands but cannot clap?", "a clock"},
+		{"What has keys but opens no locks?", "a piano"},
+		{"What gets wetter the more it dries?", "a towel"},
+		{"What has a neck but no head?", "a bottle"},
+	},
+	true: {
+		{"パンはパンでも食べられないパンはなーんだ？", "フライパン"},
+		{"上は大水、下は大火事、なーんだ？", "お風呂"},
+		{"使うほど小さくなるものはなーんだ？", "消しゴム"},
+		{"見えているのに、さわれないものはなーんだ？", "影"},
+	},
+}
+
+func isRiddleTalk(s string) bool {
+	l := strings.ToLower(s)
+	return strings.Contains(l, "riddle") || strings.Contains(l, "puzzle") || strings.Contains(s, "なぞなぞ")
+}
+
+func materialOf(c brain.Card) material {
+	m := material{ja: c.Language == "ja"}
+	m.riddler = isRiddleTalk(c.Personality)
+	for _, l := range c.SampleLines {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "":
+		case isRiddleTalk(l) && !strings.ContainsAny(l, "?？"):
+			m.riddler = true // "Here is a riddle for you." is never said without the riddle
+		case isQuestion(l):
+			m.questions = append(m.questions, l)
+		default:
+			m.statements = append(m.statements, l)
+		}
+	}
+	if st := strings.TrimSpace(c.Story); st != "" {
+		if m.ja {
+			m.statements = append(m.statements, "わたしは"+strings.TrimSuffix(st, "。")+"なんだ。")
+		} else if rest, ok := strings.CutPrefix(st, "A "); ok {
+			m.statements = append(m.statements, "I'm a "+rest)
+		} else if rest, ok := strings.CutPrefix(st, "An "); ok {
+			m.statements = append(m.statements, "I'm an "+rest)
+		}
+	}
+	return m
+}
+
+// book is everything said in the conversation so far, for never saying a
+// line twice: a text counts as said when it was said as part of any line.
+type book struct{ all string }
+
+func said(in brain.Input) *book {
+	var b strings.Builder
+	for _, h := range in.History {
+		b.WriteString(norm(h.Params.Message) + "\n")
+	}
+	b.WriteString(norm(in.Message.Params.Message) + "\n")
+	return &book{all: b.String()}
+}
+
+func (b *book) has(text string) bool { return strings.Contains(b.all, norm(text)) }
+func (b *book) add(text string)      { b.all += norm(text) + "\n" }
+
+func norm(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
+
+// sentences splits a text after . ! ? and their Japanese forms.
+func sentences(text string) []string {
+	var out []string
+	var b strings.Builder
+	for _, r := range text {
+		b.WriteRune(r)
+		if strings.ContainsRune(".!?。！？", r) {
+			if s := strings.TrimSpace(b.String()); s != "" {
+				out = append(out, s)
+			}
+			b.Reset()
+		}
+	}
+	if s := strings.TrimSpace(b.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// fresh returns the first of options (in an order fixed by salt) whose
+// text, formatted with args, was not said yet; "" when all were.
+func fresh(used *book, salt string, options []string, args ...any) string {
+	n := len(options)
+	if n == 0 {
+		return ""
+	}
+	start := int(hash(salt) % uint32(n))
+	for i := range n {
+		o := options[(start+i)%n]
+		if len(args) > 0 {
+			o = fmt.Sprintf(o, args...)
+		}
+		if !used.has(o) {
+			return o
+		}
+	}
+	return ""
+}
+
+// topical picks the unused statement that shares most words with the
+// question (so "what did you do today?" gets a line about today).
+func topical(used *book, question string, statements []string, salt string) string {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(question), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if len(w) > 3 && !stopWords[w] {
+			words[w] = true
+		}
+	}
+	best, score := "", -1
+	for i, st := range statements {
+		if used.has(st) {
+			continue
+		}
+		n := 0
+		for _, w := range strings.FieldsFunc(strings.ToLower(st), func(r rune) bool { return !unicode.IsLetter(r) }) {
+			if words[w] {
+				n++
+			}
+		}
+		for _, k := range []string{"今日", "朝", "好き"} {
+			if strings.Contains(question, k) && strings.Contains(st, k) {
+				n++
+			}
+		}
+		// ties go to a fixed, per-message order
+		if n > score || (n == score && hash(salt, st)%2 == 0 && i > 0) {
+			best, score = st, n
+		}
+	}
+	return best
+}
+
+// stopWords carry no topic.
+var stopWords = map[string]bool{"what": true, "hello": true, "everyone": true, "with": true, "that": true, "this": true,
+	"your": true, "have": true, "about": true, "think": true, "would": true, "there": true, "they": true, "were": true}
+
+// answerRiddle recognises a riddle of the stock and answers it.
+func answerRiddle(ja bool, text string) string {
+	for _, r := range riddles[ja] {
+		if strings.Contains(text, r.q) {
+			if ja {
+				return "わかった、" + r.a + "でしょう！"
+			}
+			return "I know, it's " + r.a + "!"
+		}
+	}
+	return ""
+}
+
+// line is the rule brain's utterance: at a closing stage, that stage's
+// words; else it names the one it answers, answers what it was asked
+// (a riddle, an opinion, a question about itself, with its own material),
+// says something of its own, and every other turn hands the word to
+// another companion — a riddle when the persona tells riddles. No line,
+// and no sentence of its material, is said twice in a conversation.
 func (b *Brain) line(in brain.Input, stage protocol.Closing) brain.Utterance {
 	c, m := in.Card, in.Message.Params
-	ja := c.Language == "ja"
-	sample := ""
-	if len(c.SampleLines) > 0 {
-		sample = c.SampleLines[int(hash(c.ID, m.ID, "line")%uint32(len(c.SampleLines)))]
-	}
+	mat := materialOf(c)
+	ja := mat.ja
+	used := said(in)
+	salt := c.ID + "/" + m.ID
 	u := brain.Utterance{Emotion: protocol.EmotionNeutral, To: []string{m.From}}
+	if m.From == c.ID {
+		u.To = nil
+	}
 	switch stage {
 	case protocol.ClosingPre:
-		u.Text, u.Emotion = pick(ja, "そろそろ時間だね。", "It's getting late, isn't it?"), protocol.EmotionNeutral
-		return u
+		u.Text = fresh(used, salt, pick2(ja, []string{"そろそろ時間だね。", "ところで、もうこんな時間だね。", "今日はたくさん話したね。"},
+			[]string{"It's getting late, isn't it?", "By the way, look at the time.", "We've talked a lot today, haven't we?"}))
+		return done(u, ja, "pre")
 	case protocol.ClosingClosing:
-		u.Text, u.Emotion = pick(ja, "今日は話せて楽しかったよ、ありがとう！", "Thank you, I really enjoyed talking with you!"), protocol.EmotionHappy
-		return u
+		u.Text, u.Emotion = fresh(used, salt, pick2(ja, []string{"今日は話せて楽しかったよ、ありがとう！", "ありがとう、いい時間だったね。", "話せてうれしかったよ、ありがとう。"},
+			[]string{"Thank you, I really enjoyed talking with you!", "Thanks, that was a lovely chat.", "It was fun talking with you, thank you."})), protocol.EmotionHappy
+		return done(u, ja, "closing")
 	case protocol.ClosingTerminal:
-		u.Text, u.Emotion = pick(ja, "それじゃあね、またね！", "Bye for now, see you!"), protocol.EmotionHappy
-		return u
+		u.Text, u.Emotion = fresh(used, salt, pick2(ja, []string{"それじゃあね、またね！", "またね！", "じゃあ、またあとでね。"},
+			[]string{"Bye for now, see you!", "See you!", "Goodbye, until next time!"})), protocol.EmotionHappy
+		return done(u, ja, "terminal")
 	}
+	companion := m.From != c.ID && (slices.Contains(in.Members, m.From) || slices.Contains(in.Present, m.From))
+	var parts []string
+	// 1. Name the one it answers (a companion; a person is answered as "you").
+	if companion {
+		parts = append(parts, fresh(used, salt+"react", reactions(ja), m.From))
+	} else if greets(m.Message) {
+		parts = append(parts, fresh(used, salt+"hello", pick2(ja, []string{"こんにちは！", "やあ、こんにちは！"}, []string{"Hello!", "Hi there!"})))
+	}
+	// 2. Answer what it was asked; 3. say something of its own.
+	own := ""
+	switch {
+	case answerRiddle(ja, m.Message) != "":
+		parts = append(parts, answerRiddle(ja, m.Message))
+	case isQuestion(m.Message) && thinkQuestion(m.Message):
+		parts = append(parts, fresh(used, salt+"opinion", opinions(ja)))
+		own = topical(used, m.Message, mat.statements, salt)
+	case isQuestion(m.Message):
+		own = topical(used, m.Message, mat.statements, salt) // the answer is its own line on the topic
+	default:
+		own = topical(used, m.Message, mat.statements, salt)
+	}
+	if own != "" {
+		parts = append(parts, own)
+		used.add(own)
+	}
+	// 4. Every other turn, hand the word to another companion.
 	var others []string
 	for _, p := range in.Present {
-		if p != c.ID && p != m.From {
+		if p != c.ID && p != m.From && slices.Contains(append(slices.Clone(in.Members), in.Present...), p) {
 			others = append(others, p)
 		}
 	}
-	var parts []string
-	if slices.Contains(in.Present, m.From) {
-		// Answering another companion: react to them by name, never quote
-		// (quotes of quotes pile up).
-		r := reactions(ja)
-		parts = append(parts, fmt.Sprintf(r[int(hash(c.ID, m.ID, "react")%uint32(len(r)))], m.From))
-	} else if ja {
-		parts = append(parts, fmt.Sprintf("「%s」かあ。", snippet(m.Message, 16)))
-	} else {
-		parts = append(parts, fmt.Sprintf("%q, you say.", snippet(m.Message, 24)))
+	slices.Sort(others)
+	if len(others) > 0 && (in.Turn%2 == 0 || mat.riddler) {
+		o := others[int(hash(salt, "other")%uint32(len(others)))]
+		ask := ""
+		if mat.riddler {
+			var qs []string
+			for _, r := range riddles[ja] {
+				qs = append(qs, r.q)
+			}
+			if q := fresh(used, salt+"riddle", qs); q != "" {
+				ask = fmt.Sprintf(pick(ja, "%sに、なぞなぞだよ。%s", "Here is a riddle for you, %s: %s"), o, q)
+			}
+		}
+		if ask == "" {
+			ask = fresh(used, salt+"ask", pick2(ja, []string{"%sはどう思う？", "%sはどうかな？", "%sのおすすめは？"},
+				[]string{"What do you think, %s?", "How about you, %s?", "And you, %s, what would you say?"}), o)
+		}
+		if ask != "" {
+			parts = append(parts, ask)
+			u.To = append(u.To, o)
+		}
 	}
-	if sample != "" {
-		parts = append(parts, sample)
-	}
-	if len(others) > 0 && in.Turn%2 == 0 {
-		slices.Sort(others)
-		o := others[int(hash(c.ID, m.ID, "other")%uint32(len(others)))]
-		parts = append(parts, pick(ja, o+"はどう思う？", "What do you think, "+o+"?"))
-		u.To = []string{o}
-	}
-	if hash(c.ID, m.ID, "mood")%3 == 0 {
+	if hash(salt, "mood")%3 == 0 {
 		u.Emotion = protocol.EmotionHappy
 	}
 	sep := " "
 	if ja {
 		sep = ""
 	}
-	u.Text = strings.Join(parts, sep)
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	u.Text = strings.Join(kept, sep)
+	if u.Text == "" || used.has(u.Text) {
+		// Everything it could say was said: a short, new acknowledgement.
+		u.Text = fmt.Sprintf(pick(ja, "うんうん、%sの言うとおりだね（%d）。", "Mm, I'm listening, %s (%d)."), m.From, in.Turn)
+	}
 	return u
+}
+
+// done fills a closing stage's words when every variant was said.
+func done(u brain.Utterance, ja bool, stage string) brain.Utterance {
+	if u.Text == "" {
+		u.Text = pick(ja, "またね。", "Bye.")
+	}
+	return u
+}
+
+func greets(s string) bool {
+	l := strings.ToLower(s)
+	for _, g := range []string{"hello", "hi ", "good morning", "こんにちは", "おはよう", "こんばんは"} {
+		if strings.Contains(l, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// thinkQuestion: the message asks for an opinion.
+func thinkQuestion(s string) bool {
+	l := strings.ToLower(s)
+	return strings.Contains(l, "what do you think") || strings.Contains(l, "what would you say") || strings.Contains(s, "どう思う")
+}
+
+func opinions(ja bool) []string {
+	if ja {
+		return []string{"わたしもそう思うよ。", "それ、いい考えだね。", "そういう見方もあるんだね。"}
+	}
+	return []string{"I think so too.", "I like that idea.", "I'd never thought of it that way."}
 }
 
 func reactions(ja bool) []string {
 	if ja {
-		return []string{"%sの話、いいね！", "へえ、そうなんだ、%s。", "なるほどね、%s。", "%s、それ面白い！"}
+		return []string{"%sの話、いいね！", "へえ、そうなんだ、%s。", "なるほどね、%s。", "%s、それ面白い！", "%s、聞かせてくれてありがとう。"}
 	}
-	return []string{"That's lovely, %s!", "Really, %s?", "Oh, I see what you mean, %s.", "Ha, that's so like you, %s."}
+	return []string{"That's lovely, %s!", "Oh, I see what you mean, %s.", "Ha, that's so like you, %s.", "That's interesting, %s!", "Thanks for telling us, %s."}
+}
+
+// lowerFirst lower-cases the first letter of an English sentence that
+// follows a name ("ren, the sunflowers…"), but not "I".
+func lowerFirst(s string) string {
+	if s == "" || strings.HasPrefix(s, "I ") || strings.HasPrefix(s, "I'") {
+		return s
+	}
+	r := []rune(s)
+	r[0] = unicode.ToLower(r[0])
+	return string(r)
 }
 
 func pick(ja bool, jaText, enText string) string {
@@ -221,6 +499,13 @@ func pick(ja bool, jaText, enText string) string {
 		return jaText
 	}
 	return enText
+}
+
+func pick2(ja bool, jaTexts, enTexts []string) []string {
+	if ja {
+		return jaTexts
+	}
+	return enTexts
 }
 
 // QuietAfter is how long a silence the rule brain lets pass before it
@@ -276,14 +561,20 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
 			statements = append(statements, l)
 		}
 	}
+	// Never a line twice in a phase: what was said is in the history.
+	var b2 strings.Builder
+	for _, t := range in.History {
+		b2.WriteString(norm(t.Text) + "\n")
+	}
+	used := &book{all: b2.String()}
 	choose := func(ls []string, salt string) string {
 		if len(ls) == 0 {
 			ls = c.SampleLines
 		}
-		if len(ls) == 0 {
-			return ""
+		if salt == "answer" {
+			return topical(used, last.Text, ls, c.ID+last.Text)
 		}
-		return ls[int(hash(c.ID, last.Text, salt)%uint32(len(ls)))]
+		return fresh(used, c.ID+last.Text+salt, ls)
 	}
 	var others []string
 	for _, m := range in.Members {
@@ -300,13 +591,43 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
 	}
 	switch {
 	case named: // answer, without a question back (no ping-pong)
-		return strings.TrimSpace(pick(ja, last.Agent+"、"+choose(statements, "answer"), last.Agent+", "+choose(statements, "answer"))), nil
+		a := answerRiddle(ja, last.Text)
+		if a == "" {
+			a = choose(statements, "answer")
+		}
+		if a == "" {
+			a = fresh(used, c.ID+last.Text, opinions(ja))
+		}
+		if a == "" {
+			return protocol.TalkListen, nil
+		}
+		return strings.TrimSpace(pick(ja, last.Agent+"、"+a, last.Agent+", "+lowerFirst(a))), nil
 	case len(others) == 0:
 		return protocol.TalkListen, nil
 	case askedOther && mine > 0 && since < 4 && in.Quiet < QuietAfter:
 		return protocol.TalkListen, nil // someone else was asked: let them answer
 	}
-	// Everyone speaks once; and a stalled talk gets a new question.
+	// Everyone speaks once; and a stalled talk gets a new question. Who
+	// has nothing new left to say says Over.
 	o := others[int(hash(c.ID, fmt.Sprint(len(in.History)), "ask")%uint32(len(others)))]
-	return pick(ja, choose(statements, "say")+o+"はどう思う？", strings.TrimSpace(choose(statements, "say")+" What do you think, "+o+"?")), nil
+	say := choose(statements, "say")
+	if say == "" {
+		return protocol.PostOver, nil
+	}
+	ask := fresh(used, c.ID+say, pick2(ja, []string{"%sはどう思う？", "%sはどうかな？", "%sのおすすめは？"},
+		[]string{"What do you think, %s?", "How about you, %s?", "And you, %s, what would you say?"}), o)
+	if materialOf(c).riddler {
+		var qs []string
+		for _, r := range riddles[ja] {
+			qs = append(qs, r.q)
+		}
+		if q := fresh(used, c.ID+say, qs); q != "" {
+			ask = fmt.Sprintf(pick(ja, "%sに、なぞなぞだよ。%s", "Here is a riddle for you, %s: %s"), o, q)
+		}
+	}
+	sep := " "
+	if ja {
+		sep = ""
+	}
+	return strings.TrimSpace(say + sep + ask), nil
 }

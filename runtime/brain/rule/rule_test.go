@@ -58,8 +58,8 @@ func TestDeterministicAndCardBased(t *testing.T) {
 	if x.Draft != y.Draft || x.Importance != y.Importance {
 		t.Fatalf("not deterministic: %+v vs %+v", x, y)
 	}
-	if !strings.Contains(x.Draft, "I love tea.") || !strings.Contains(x.Draft, "tell me about tea") {
-		t.Fatalf("draft %q does not use the card and the message", x.Draft)
+	if !strings.Contains(x.Draft, "I love tea.") || strings.Contains(x.Draft, "tell me about tea") {
+		t.Fatalf("draft %q does not use the card, or quotes the message back", x.Draft)
 	}
 	u, _ := b.Utter(context.Background(), in("tell me about tea", nil, 0))
 	if u.Text != x.Draft {
@@ -85,7 +85,7 @@ func TestJapanese(t *testing.T) {
 	if !got.Selected && got.Importance < 5 {
 		t.Fatalf("a Japanese question must raise importance: %+v", got)
 	}
-	if !strings.Contains(got.Draft, "お茶が好きです。") || !strings.Contains(got.Draft, "hanaはどう思う？") {
+	if !strings.Contains(got.Draft, "お茶が好きです。") || !strings.Contains(got.Draft, "hanaは") {
 		t.Fatalf("draft %q", got.Draft)
 	}
 }

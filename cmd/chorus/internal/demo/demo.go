@@ -44,7 +44,8 @@ type Options struct {
 	// conversation on one timeline with the silences as they happened.
 	Paced bool
 	// Mode "realtime" runs the realtime demo room (five companions, the
-	// free floor) until its phase ends; its audio is never paced.
+	// free floor) until its phase ends; Paced plays it at human speed too,
+	// so a room with overlap: false never has two robots talking at once.
 	Mode string
 	W    io.Writer // transcript
 	Log  *slog.Logger
@@ -94,10 +95,6 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	cfgs, err := Configs(o.Dir, o.Mode)
 	if err != nil {
 		return Summary{}, err
-	}
-	realtime := cfgs[0].Room.Mode == config.ModeRealtime
-	if realtime {
-		o.Paced = false
 	}
 	serve := ctx // the room's life: the conversation's, or until interrupted with a console
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)

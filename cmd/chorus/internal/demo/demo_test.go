@@ -142,3 +142,30 @@ func TestNoOutWritesNothing(t *testing.T) {
 		return nil
 	})
 }
+
+// The realtime demo plays at human speed too (issue 18, item 9): in its
+// room of voices (overlap: false) no two robots talk at once, each starts
+// after the one before has ended, and the talk goes on past the first
+// long utterance. Before, its audio was never paced (WAV output ended at
+// once, so the timeline showed robots talking over each other), and paced
+// it ended after one utterance: silence_timeout and the brains' quiet were
+// counted from an utterance's broadcast, not from the end of its voice.
+func TestPacedRealtimeDemoNeverOverlaps(t *testing.T) {
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), Options{Mode: "realtime", Turns: 5, Paced: true, Timeout: 60 * time.Second, W: &buf})
+	t.Log("\n" + buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Turns < 5 || sum.EndReason != "" {
+		t.Fatalf("summary %+v: want 5 utterances before the phase ends", sum)
+	}
+	if len(sum.Gaps) < 3 || sum.Overlaps != 0 {
+		t.Fatalf("gaps %v, %d overlaps: want the robots one after another", sum.Gaps, sum.Overlaps)
+	}
+	for _, g := range sum.Gaps {
+		if g < 0 {
+			t.Fatalf("a robot started %v before the one before it ended", -g)
+		}
+	}
+}

@@ -44,7 +44,15 @@ type Server struct {
 	// before it thinks about a message, as a model with eyes would; the
 	// pictures it is shown are kept (Images).
 	Look bool
+	// Judge, when set, is the model's verdict on a repetition judge's
+	// window (the texts quoted in its prompt); the default is the share of
+	// lines that say what an earlier one said. JudgeLatency delays the
+	// verdict; JudgeFails answers it with a server error.
+	Judge        func(lines []string) float64
+	JudgeLatency time.Duration
+	JudgeFails   bool
 
+	judged   [][]string
 	calls    atomic.Int64
 	images   []string
 	mu       sync.Mutex
@@ -137,6 +145,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.calls.Add(1)
 	if s.Model != "" && req.Model != s.Model {
 		s.problem("model %q, want %q", req.Model, s.Model)
+	}
+	if s.judge(w, req) {
+		return
 	}
 	if url, ok := imageIn(req); ok { // the vision tool: describe the picture
 		if why := DataURLProblem(url); why != "" { // as the real API: a 400, and the picture is not seen
