@@ -36,7 +36,7 @@ lint:
 # 45-second version inside `make test`.
 SOAK ?= 30m
 soak:
-	CHORUS_SOAK=$(SOAK) CHORUS_REQUIRE_MOSQUITTO=1 $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 2h ./cmd/chorusd/
+	CHORUS_SOAK=$(SOAK) CHORUS_REQUIRE_MOSQUITTO=1 $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 2h ./tests/system/
 
 bench:
 	$(GO) test -run XXX -bench 'BusRoundTrip|Floor' -benchtime 2000x ./cmd/chorus/internal/bench/
