@@ -1,7 +1,11 @@
-// Package led shows what the companion is doing on one status LED:
-// listening is steady on, thinking a slow blink, speaking a fast blink, an
-// error a short flash once a second. On exit the LED is switched off (the
-// inert state).
+// Package led drives one LED on a pin with the blink pattern it is given: it
+// knows nothing of what a pattern means (the front panel, device/panel,
+// decides what a companion's status looks like). It starts steady on; on exit
+// it is switched off (the inert state).
+//
+// # Concurrency
+//
+// Run owns the pin; Set is safe from any goroutine and never blocks.
 package led
 
 import (
@@ -9,35 +13,32 @@ import (
 	"time"
 
 	"periph.io/x/conn/v3/gpio"
-
-	"github.com/chorus-robotics/chorus/runtime/companion"
 )
 
-// Pattern is on-time and off-time; zero off-time is steady on.
+// Pattern is on-time and off-time: zero off-time is steady on, zero (or
+// negative) on-time steady off.
 type Pattern struct{ On, Off time.Duration }
 
-// Patterns per status.
-var Patterns = map[companion.Status]Pattern{
-	companion.Listening: {On: time.Hour},
-	companion.Thinking:  {On: 250 * time.Millisecond, Off: 250 * time.Millisecond},
-	companion.Speaking:  {On: 60 * time.Millisecond, Off: 60 * time.Millisecond},
-	companion.Failed:    {On: 100 * time.Millisecond, Off: 900 * time.Millisecond},
-}
+// Steady and Dark are the two patterns that do not blink.
+var (
+	Steady = Pattern{On: time.Hour}
+	Dark   = Pattern{}
+)
 
 // LED drives a pin.
 type LED struct {
 	Pin gpio.PinOut
-	set chan companion.Status
+	set chan Pattern
 }
 
 // New returns an LED on pin.
-func New(pin gpio.PinOut) *LED { return &LED{Pin: pin, set: make(chan companion.Status, 1)} }
+func New(pin gpio.PinOut) *LED { return &LED{Pin: pin, set: make(chan Pattern, 1)} }
 
-// Set changes the status; it never blocks (the newest status wins).
-func (l *LED) Set(s companion.Status) {
+// Set changes the pattern; it never blocks (the newest pattern wins).
+func (l *LED) Set(p Pattern) {
 	for {
 		select {
-		case l.set <- s:
+		case l.set <- p:
 			return
 		default:
 			select {
@@ -48,10 +49,11 @@ func (l *LED) Set(s companion.Status) {
 	}
 }
 
-// Run drives the LED until ctx ends, then switches it off.
+// Run drives the LED until ctx ends, then switches it off. It starts
+// Steady.
 func (l *LED) Run(ctx context.Context) error {
 	defer l.Pin.Out(gpio.Low)
-	p := Patterns[companion.Listening]
+	p := Steady
 	on := true
 	if err := l.Pin.Out(gpio.High); err != nil {
 		return err
@@ -62,13 +64,19 @@ func (l *LED) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case s := <-l.set:
-			p = Patterns[s]
+		case p = <-l.set:
+			if p.On <= 0 {
+				// Dark: off until the next pattern (a zero timer would spin).
+				on = false
+				l.Pin.Out(gpio.Low)
+				t.Stop()
+				continue
+			}
 			on = true
 			l.Pin.Out(gpio.High)
 			t.Reset(p.On)
 		case <-t.C:
-			if p.Off == 0 {
+			if p.Off <= 0 {
 				t.Reset(p.On)
 				continue
 			}

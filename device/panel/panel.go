@@ -1,5 +1,7 @@
 // Package panel is the robot's front panel and what it means: the status
-// LED shows what the companion is doing, a short press of the button mutes
+// LED shows what the companion is doing (Patterns: listening is steady on,
+// thinking a slow blink, speaking a fast blink, an error a short flash once
+// a second; the LED only shows the pattern the panel gives it), a short press of the button mutes
 // the companion (it votes listen and never takes the floor), and a long
 // press holds the floor for the human until released (DESIGN.md: the
 // retained floor/hold topic; the floor grants nobody meanwhile).
@@ -26,6 +28,23 @@ import (
 // holdTimeout bounds publishing a hold or its release.
 const holdTimeout = 2 * time.Second
 
+// Patterns is what each companion status looks like on the LED. A status
+// not in it shows as Failed does.
+var Patterns = map[companion.Status]led.Pattern{
+	companion.Listening: led.Steady,
+	companion.Thinking:  {On: 250 * time.Millisecond, Off: 250 * time.Millisecond},
+	companion.Speaking:  {On: 60 * time.Millisecond, Off: 60 * time.Millisecond},
+	companion.Failed:    {On: 100 * time.Millisecond, Off: 900 * time.Millisecond},
+}
+
+// pattern is what s looks like on the LED.
+func pattern(s companion.Status) led.Pattern {
+	if p, ok := Patterns[s]; ok {
+		return p
+	}
+	return Patterns[companion.Failed]
+}
+
 // Panel is an LED and a button, both optional.
 type Panel struct {
 	LED    *led.LED       // nil: no LED
@@ -43,7 +62,7 @@ func (p *Panel) Muted() bool { return p.muted.Load() }
 // Status shows s on the LED (companion.Config.OnStatus).
 func (p *Panel) Status(s companion.Status) {
 	if p.LED != nil {
-		p.LED.Set(s)
+		p.LED.Set(pattern(s))
 	}
 }
 
