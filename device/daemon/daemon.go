@@ -521,7 +521,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	d.asks.Store(qc)
 	var look llm.Looker
 	if cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID {
-		look = vision.Looker(qc, body)
+		look = llm.DeviceLooker(visionEye(qc.Ask), body)
 	}
 	b, err := parts.Brains.Make(cfg, parts.Env{Log: d.log, Metrics: d.m, Look: look})
 	if err != nil {
@@ -675,4 +675,20 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 		return hs.Shutdown(c)
 	})
 	return nil
+}
+
+// visionEye is the brain's eye on a device (llm.Eye): a vision query
+// through ask, its answer read as a vision result.
+func visionEye(ask func(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error)) llm.Eye {
+	return func(ctx context.Context, device string) (string, string, error) {
+		res, err := ask(ctx, device, "vision", nil, llm.LookTimeout)
+		if err != nil {
+			return "", "", err
+		}
+		v, err := vision.DecodeResult(res)
+		if err != nil {
+			return "", "", err
+		}
+		return v.Image, v.MIME, nil
+	}
 }

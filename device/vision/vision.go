@@ -1,8 +1,9 @@
 // Package vision is the body's eye: it answers "vision" queries with the
 // newest frame of a camera that keeps capturing (drivers/camera.Capture),
 // as base64 JPEG with its size and capture time. No camera is opened per
-// query. Looker is the other side: the brain's vision tool, asking a
-// device and decoding its answer.
+// query. It is only the eye: the brain's vision tool, which asks a device
+// for a frame and hands it to the model, is on the mind's side
+// (runtime/brain/llm.DeviceLooker).
 package vision
 
 import (
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/camera"
-	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 )
 
 // DefaultMaxAge is how old the newest frame may be before the camera counts
@@ -69,35 +69,4 @@ func DecodeResult(body []byte) (Result, error) {
 		return Result{}, errors.New("vision result: no image")
 	}
 	return v, nil
-}
-
-// Asker sends a query to a device and waits for its result
-// (runtime/query.Client).
-type Asker interface {
-	Ask(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error)
-}
-
-// LookTimeout bounds one look through the camera for the brain.
-const LookTimeout = 10 * time.Second
-
-// Looker is the brain's vision tool on a device's camera: a vision query
-// to device through q, its frame handed to the model.
-func Looker(q Asker, device string) llm.Looker {
-	return func(ctx context.Context) (llm.Image, error) {
-		body, err := q.Ask(ctx, device, "vision", nil, LookTimeout)
-		if err != nil {
-			return llm.Image{}, err
-		}
-		v, err := DecodeResult(body)
-		if err != nil {
-			return llm.Image{}, err
-		}
-		// aikyo's client sends {image} without a type, some bodies a
-		// data: URL: the model is given the type the bytes have.
-		img, err := llm.NewImage(v.Image, v.MIME)
-		if err != nil {
-			return llm.Image{}, fmt.Errorf("vision result of %s: %w", device, err)
-		}
-		return img, nil
-	}
 }
