@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -48,26 +49,19 @@ func consoleInABrowser(t *testing.T, mode string) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
-	urls := make(chan string, 1)
+	defer cancel()
 	transcript := &syncWriter{w: &bytes.Buffer{}}
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: func(u string) { urls <- u }, Paced: true, W: transcript})
-		done <- err
-	}()
+	url, stop, err := startConsoleDemo(ctx, func(ctx context.Context, onConsole func(string)) error {
+		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: onConsole, Paced: true, W: transcript})
+		return err
+	}, 20*time.Second, 30*time.Second)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("the demo: %v", err)
 		}
 	}()
-	var url string
-	select {
-	case url = <-urls:
-	case err := <-done:
-		t.Fatalf("the demo ended: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("no console URL")
+	if err != nil {
+		t.Fatal(err)
 	}
 	resp, err := http.Get(url)
 	if err != nil {
@@ -104,6 +98,93 @@ func consoleInABrowser(t *testing.T, mode string) {
 		t.Fatalf("console check: %+v %v\n%s", res, err, out)
 	}
 	t.Logf("the page: %d votes, %q, answered %q, %d timeline bars, phase %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Bars, res.Phase, shot)
+}
+
+// startConsoleDemo runs a demo in the background (run calls onConsole with
+// its console's URL) and waits up to wait for the URL. A demo that ends
+// before (it could not start) is an error at once, not a wait. stop
+// cancels the demo and waits up to stopWait for it to end; it returns the
+// demo's error, unless start already returned it.
+func startConsoleDemo(ctx context.Context, run func(ctx context.Context, onConsole func(string)) error, wait, stopWait time.Duration) (url string, stop func() error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, func(u string) {
+			select {
+			case urls <- u:
+			default:
+			}
+		})
+	}()
+	ended := false
+	stop = func() error {
+		cancel()
+		if ended {
+			return nil
+		}
+		select {
+		case err := <-done:
+			ended = true
+			return err
+		case <-time.After(stopWait):
+			return fmt.Errorf("still running %v after it was stopped", stopWait)
+		}
+	}
+	select {
+	case url = <-urls:
+		return url, stop, nil
+	case err := <-done:
+		ended = true
+		return "", stop, fmt.Errorf("the demo ended before its console came up: %v", err)
+	case <-time.After(wait):
+		return "", stop, fmt.Errorf("no console URL within %v", wait)
+	}
+}
+
+// The console test fails at once, not at the test's timeout, when the demo
+// cannot start, and never waits forever for a demo that does not stop.
+func TestStartConsoleDemoFailsPromptly(t *testing.T) {
+	busy := errors.New("listen tcp 127.0.0.1:8080: address already in use")
+	t0 := time.Now()
+	_, stop, err := startConsoleDemo(context.Background(), func(context.Context, func(string)) error { return busy }, 10*time.Second, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("a demo that cannot start: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("stop after the demo ended: %v", err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Fatalf("a demo that cannot start took %v to report", d)
+	}
+
+	// A demo that never stops: stop gives up after stopWait.
+	never := make(chan struct{})
+	defer close(never)
+	url, stop, err := startConsoleDemo(context.Background(), func(_ context.Context, on func(string)) error {
+		on("http://127.0.0.1:1/")
+		<-never
+		return nil
+	}, 10*time.Second, 100*time.Millisecond)
+	if err != nil || url != "http://127.0.0.1:1/" {
+		t.Fatalf("started: %q, %v", url, err)
+	}
+	if err := stop(); err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("a demo that does not stop: %v", err)
+	}
+
+	// A demo that stops with an error reports it at stop.
+	_, stop, err = startConsoleDemo(context.Background(), func(ctx context.Context, on func(string)) error {
+		on("http://127.0.0.1:1/")
+		<-ctx.Done()
+		return busy
+	}, 10*time.Second, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); !errors.Is(err, busy) {
+		t.Fatalf("stop: %v; want the demo's error", err)
+	}
 }
 
 // syncWriter serializes writes from the demo's goroutines.
