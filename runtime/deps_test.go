@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,6 +294,97 @@ func TestViolationsFindsWhatBreaksARule(t *testing.T) {
 	} {
 		if got := match(tc.pattern, tc.pkg); got != tc.want {
 			t.Errorf("match(%q, %q) = %v", tc.pattern, tc.pkg, got)
+		}
+	}
+}
+
+// TestREADMEListsEveryPackage: the README's package table (its
+// Architecture section) names every package of the module, with every
+// build tag set — a row of its own, or a subpackage named in its parent's
+// row (`bustest` in `runtime/bus`'s).
+func TestREADMEListsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := packageTable(string(readme))
+	if len(rows) < 20 {
+		t.Fatalf("the README's Architecture table has %d rows", len(rows))
+	}
+	for _, tags := range []string{"", "gocv portaudio"} {
+		deps, _ := moduleDeps(t, tags)
+		for _, pkg := range slices.Sorted(maps.Keys(deps)) {
+			if pkg == "" {
+				continue
+			}
+			if !listed(rows, pkg) {
+				t.Errorf("tags %q: the README's package table does not name %s", tags, pkg)
+			}
+		}
+	}
+}
+
+// tableRow is one row of the package table: the packages of its first
+// cell, and the whole row.
+type tableRow struct {
+	pkgs []string
+	text string
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// packageTable reads the rows of the table in the README's Architecture
+// section.
+func packageTable(readme string) []tableRow {
+	_, section, _ := strings.Cut(readme, "\n## Architecture\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []tableRow
+	for line := range strings.Lines(section) {
+		cells := strings.Split(line, "|")
+		if !strings.HasPrefix(line, "| `") || len(cells) < 3 {
+			continue
+		}
+		r := tableRow{text: line}
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			r.pkgs = append(r.pkgs, strings.TrimSuffix(m[1], "/"))
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// listed reports whether pkg has a row, or is named in the row of its
+// nearest listed parent (by its path below the parent, or its last
+// element).
+func listed(rows []tableRow, pkg string) bool {
+	best, parent := -1, ""
+	for i, r := range rows {
+		for _, p := range r.pkgs {
+			if p == pkg {
+				return true
+			}
+			if strings.HasPrefix(pkg, p+"/") && len(p) > len(parent) {
+				best, parent = i, p
+			}
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	rel := strings.TrimPrefix(pkg, parent+"/")
+	last := rel[strings.LastIndex(rel, "/")+1:]
+	return strings.Contains(rows[best].text, "`"+rel+"`") || strings.Contains(rows[best].text, "`"+last+"`")
+}
+
+func TestListedReadsTheTable(t *testing.T) {
+	rows := packageTable("# x\n## Architecture\n| package | what |\n|---|---|\n" +
+		"| `runtime/bus` | the bus; `bustest` starts brokers |\n| `a/b`, `c/` | two |\n## Next\n| `late` | after the section |\n")
+	for pkg, want := range map[string]bool{
+		"runtime/bus": true, "runtime/bus/bustest": true, "runtime/bus/other": false,
+		"a/b": true, "c": true, "c/d": false, "late": false, "runtime": false,
+	} {
+		if got := listed(rows, pkg); got != want {
+			t.Errorf("listed(%s) = %v; want %v", pkg, got, want)
 		}
 	}
 }
