@@ -1,10 +1,11 @@
 // Package panel is the robot's front panel and what it means: the status
 // LED shows what the companion is doing (Patterns: listening is steady on,
 // thinking a slow blink, speaking a fast blink, an error a short flash once
-// a second; the LED only shows the pattern the panel gives it), a short press of the button mutes
-// the companion (it votes listen and never takes the floor), and a long
-// press holds the floor for the human until released (DESIGN.md: the
-// retained floor/hold topic; the floor grants nobody meanwhile).
+// a second; the LED only shows the pattern the panel gives it), a short
+// press of the button mutes the companion (it votes listen and never takes
+// the floor), and a long press holds the floor for the human until
+// released (DESIGN.md: the retained floor/hold topic; the floor grants
+// nobody meanwhile).
 //
 // # Concurrency
 //
