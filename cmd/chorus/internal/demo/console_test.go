@@ -52,7 +52,7 @@ func consoleInABrowser(t *testing.T, mode string) {
 	defer cancel()
 	transcript := &syncWriter{w: &bytes.Buffer{}}
 	url, stop, err := startConsoleDemo(ctx, func(ctx context.Context, onConsole func(string)) error {
-		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: onConsole, Paced: true, W: transcript})
+		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: onConsole, Paced: mode == "turn", W: transcript})
 		return err
 	}, 20*time.Second, 30*time.Second)
 	defer func() {
