@@ -359,3 +359,23 @@ func (c *checker) time(field, s string, required bool) time.Time {
 	}
 	return t
 }
+
+// QueryCancel is the body of a query.cancel: the id of the running query
+// to stop (its type is TypeCancel).
+type QueryCancel struct {
+	ID string `json:"id"`
+}
+
+// DecodeQueryCancel decodes and validates a query.cancel's body.
+func DecodeQueryCancel(b []byte, max int) (QueryCancel, error) {
+	var q QueryCancel
+	if err := decodeBody("cancel", b, max, &q); err != nil {
+		return QueryCancel{}, err
+	}
+	c := checker{typ: "cancel"}
+	c.id("id", q.ID)
+	if err := c.done(); err != nil {
+		return QueryCancel{}, err
+	}
+	return q, nil
+}

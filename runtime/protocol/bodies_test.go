@@ -18,6 +18,7 @@ func init() {
 	decoders["vision"] = func(b []byte) (any, error) { return DecodeVisionRequest(b, 0) }
 	decoders["vision-result"] = func(b []byte) (any, error) { return DecodeVisionResult(b, 0) }
 	decoders["phase-command"] = func(b []byte) (any, error) { return DecodePhaseCommand(b, 0) }
+	decoders["cancel"] = func(b []byte) (any, error) { return DecodeQueryCancel(b, 0) }
 }
 
 func FuzzDecodeSpeakRequest(f *testing.F)     { fuzzDecoder(f, "speak") }
@@ -29,6 +30,7 @@ func FuzzDecodeSpeakStopResult(f *testing.F)  { fuzzDecoder(f, "speak-stop-resul
 func FuzzDecodeVisionRequest(f *testing.F)    { fuzzDecoder(f, "vision") }
 func FuzzDecodeVisionResult(f *testing.F)     { fuzzDecoder(f, "vision-result") }
 func FuzzDecodePhaseCommand(f *testing.F)     { fuzzDecoder(f, "phase-command") }
+func FuzzDecodeQueryCancel(f *testing.F)      { fuzzDecoder(f, "cancel") }
 
 // What the three old readers of a speak result let through and the
 // strict decoder does not (they ignored json.Unmarshal's error, so each of
@@ -37,7 +39,7 @@ func FuzzDecodePhaseCommand(f *testing.F)     { fuzzDecoder(f, "phase-command") 
 func TestSpeakResultIsStrictWhereTheCopiesWereNot(t *testing.T) {
 	for _, c := range []struct {
 		name, in, field string
-		kind         Kind
+		kind            Kind
 	}{
 		{"duration as a string", `{"durationMs":"2311"}`, "durationMs", KindInvalid},
 		{"case-folded name", `{"DurationMs":2311}`, "DurationMs", KindUnknownField},
