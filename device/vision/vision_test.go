@@ -14,6 +14,8 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/camera/testpattern"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 )
 
 func TestVision(t *testing.T) {
@@ -38,7 +40,7 @@ func TestVision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.(Result)
+	r := res.(protocol.VisionResult)
 	b, _ := base64.StdEncoding.DecodeString(r.Image)
 	img, err := jpeg.Decode(bytes.NewReader(b))
 	if err != nil || img.Bounds().Dx() != 320 || r.Width != 320 || r.Height != 240 || r.MIME != "image/jpeg" {
@@ -55,7 +57,7 @@ func TestVision(t *testing.T) {
 // asker answers every query with one body.
 type asker struct{ body string }
 
-func (a asker) Ask(context.Context, string, string, any, time.Duration) (json.RawMessage, error) {
+func (a asker) Ask(context.Context, string, string, any, time.Duration, ...query.CallOption) (json.RawMessage, error) {
 	return json.RawMessage(a.body), nil
 }
 
