@@ -372,7 +372,7 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 	if src != nil {
 		capture := &camera.Capture{Source: src, Interval: time.Second / time.Duration(cfg.Drivers.Camera.FPS), Log: d.log}
 		g.Go(func() error { return capture.Run(ctx) })
-		srv.Handle("vision", (&vision.Eye{Camera: capture}).Handle)
+		srv.Handle(protocol.TypeVision, (&vision.Eye{Camera: capture}).Handle)
 	}
 	g.Go(func() error { return srv.Serve(ctx) })
 	return nil
