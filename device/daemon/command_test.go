@@ -4,7 +4,7 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-robotics/chorus/device/speak"
-	"github.com/chorus-robotics/chorus/device/vision"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
@@ -61,13 +60,13 @@ http: {listen: "127.0.0.1:%d"}
 	defer cb.Close()
 	c := query.NewClient(cb, topic.New(""), "asker", query.ClientOptions{Timeout: 10 * time.Second})
 
-	var v vision.Result
+	var v protocol.VisionResult
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		body, err := c.Ask(ctx, "bot", "vision", nil, 2*time.Second)
+		v, err = query.Look(ctx, c, "bot", 2*time.Second)
+		if errors.Is(err, query.ErrBadResult) {
+			t.Fatal(err)
+		}
 		if err == nil {
-			if v, err = vision.DecodeResult(body); err != nil {
-				t.Fatal(err)
-			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -79,12 +78,8 @@ http: {listen: "127.0.0.1:%d"}
 	}
 
 	start := time.Now()
-	body, err := c.Ask(ctx, "bot", "speak", map[string]string{"message": "Hello there. Nice to see you."}, 10*time.Second)
+	res, err := query.Speak(ctx, c, "bot", protocol.SpeakRequest{Message: "Hello there. Nice to see you."}, 10*time.Second)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var res speak.Result
-	if err := json.Unmarshal(body, &res); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := os.Stat(pcm)

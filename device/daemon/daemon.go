@@ -17,7 +17,6 @@
 package daemon
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -363,9 +362,9 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 	srv := &query.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
 	l.queries = srv
 	voice := &speak.Speaker{TTS: engine, Out: out, MaxChars: cfg.Drivers.TTS.MaxChars, Log: d.log, Metrics: d.m}
-	srv.Handle("speak", voice.Handle)
-	srv.Handle("speak.start", voice.HandleStart)
-	srv.Handle("speak.stop", voice.HandleStop)
+	srv.Handle(protocol.TypeSpeak, voice.Handle)
+	srv.Handle(protocol.TypeSpeakStart, voice.HandleStart)
+	srv.Handle(protocol.TypeSpeakStop, voice.HandleStop)
 	src, err := parts.Cameras.Make(cfg, env)
 	if err != nil {
 		return err
@@ -373,7 +372,7 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 	if src != nil {
 		capture := &camera.Capture{Source: src, Interval: time.Second / time.Duration(cfg.Drivers.Camera.FPS), Log: d.log}
 		g.Go(func() error { return capture.Run(ctx) })
-		srv.Handle("vision", (&vision.Eye{Camera: capture}).Handle)
+		srv.Handle(protocol.TypeVision, (&vision.Eye{Camera: capture}).Handle)
 	}
 	g.Go(func() error { return srv.Serve(ctx) })
 	return nil
@@ -435,22 +434,16 @@ func (d *Daemon) realtimeFloors(ctx context.Context, g *errgroup.Group, l *link,
 			return err
 		}
 	}
-	l.queries.Handle("phase", func(ctx context.Context, from string, body json.RawMessage) (any, error) {
-		var b struct {
-			Action  string `json:"action"`
-			Channel string `json:"channel"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&b); err != nil || (b.Action != "start" && b.Action != "end") {
-			return nil, errors.New(`phase: body must be {"action": "start" or "end", "channel": optional whisper channel}`)
+	l.queries.Handle(protocol.TypePhase, func(ctx context.Context, from string, body json.RawMessage) (any, error) {
+		b, err := protocol.DecodePhaseCommand(body, 0)
+		if err != nil {
+			return nil, fmt.Errorf(`phase: body must be {"action": "start" or "end", "channel": optional whisper channel}: %w`, err)
 		}
 		f, ok := floors[b.Channel]
 		if !ok {
 			return nil, fmt.Errorf("phase: room %s has no whisper channel %q", cfg.Room.Name, b.Channel)
 		}
-		var err error
-		if b.Action == "start" {
+		if b.Action == protocol.PhaseActionStart {
 			err = f.Start(ctx)
 		} else {
 			err = f.End(ctx)
@@ -459,7 +452,7 @@ func (d *Daemon) realtimeFloors(ctx context.Context, g *errgroup.Group, l *link,
 			return nil, err
 		}
 		d.log.Info("realtime: operator command", "action", b.Action, "channel", b.Channel, "from", from)
-		return map[string]string{"action": b.Action, "channel": b.Channel}, nil
+		return b, nil
 	})
 	return nil
 }
@@ -521,7 +514,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	d.asks.Store(qc)
 	var look llm.Looker
 	if cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID {
-		look = llm.DeviceLooker(visionEye(qc.Ask), body)
+		look = llm.DeviceLooker(visionEye(qc), body)
 	}
 	b, err := parts.Brains.Make(cfg, parts.Env{Log: d.log, Metrics: d.m, Look: look})
 	if err != nil {
@@ -541,7 +534,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		JudgeTimeout: rep.JudgeTimeout, NoRepetition: rep.Judge == config.JudgeOff,
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
-		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: cfg.Room.BargeIn,
+		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: p.Status})
 	if err != nil {
 		return err
@@ -618,7 +611,7 @@ func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 		MaxResultBytes: d.cfg.Query.MaxResult, Log: d.log, Metrics: d.m})
 	d.onClose(qc.Close)
 	look := func(ctx context.Context, device string) (json.RawMessage, error) {
-		return qc.Ask(ctx, device, "vision", nil, bridge.LookTimeout)
+		return qc.Ask(ctx, device, protocol.TypeVision, nil, query.LookTimeout)
 	}
 	dial := func(ctx context.Context, identity string) (bus.Bus, error) {
 		var password string
@@ -677,15 +670,11 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 	return nil
 }
 
-// visionEye is the brain's eye on a device (llm.Eye): a vision query
-// through ask, its answer read as a vision result.
-func visionEye(ask func(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error)) llm.Eye {
+// visionEye is the brain's eye on a device (llm.Eye): a typed vision
+// query through q.
+func visionEye(q query.Asker) llm.Eye {
 	return func(ctx context.Context, device string) (string, string, error) {
-		res, err := ask(ctx, device, "vision", nil, llm.LookTimeout)
-		if err != nil {
-			return "", "", err
-		}
-		v, err := vision.DecodeResult(res)
+		v, err := query.Look(ctx, q, device, 0)
 		if err != nil {
 			return "", "", err
 		}

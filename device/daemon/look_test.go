@@ -12,7 +12,15 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/query"
 )
+
+// askFunc is a query.Asker made of a function.
+type askFunc func(ctx context.Context, device, typ string, body any, timeout time.Duration, opts ...query.CallOption) (json.RawMessage, error)
+
+func (f askFunc) Ask(ctx context.Context, device, typ string, body any, timeout time.Duration, opts ...query.CallOption) (json.RawMessage, error) {
+	return f(ctx, device, typ, body, timeout, opts...)
+}
 
 // The brain's vision tool, wired as the daemon wires it, hands the model a
 // picture with the type its bytes have: aikyo's client answers {image}
@@ -32,12 +40,12 @@ func TestLookerTypesThePicture(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var asked []string
-		ask := func(_ context.Context, device, typ string, _ any, timeout time.Duration) (json.RawMessage, error) {
+		ask := askFunc(func(_ context.Context, device, typ string, _ any, timeout time.Duration, _ ...query.CallOption) (json.RawMessage, error) {
 			asked = append(asked, device, typ, timeout.String())
 			return json.RawMessage(tc.body), nil
-		}
+		})
 		img, err := llm.DeviceLooker(visionEye(ask), "web-bot")(context.Background())
-		if want := []string{"web-bot", "vision", llm.LookTimeout.String()}; strings.Join(asked, " ") != strings.Join(want, " ") {
+		if want := []string{"web-bot", "vision", query.LookTimeout.String()}; strings.Join(asked, " ") != strings.Join(want, " ") {
 			t.Fatalf("asked %v; want %v", asked, want)
 		}
 		if tc.err != "" {

@@ -24,6 +24,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/sentence"
 )
 
@@ -66,58 +67,26 @@ const DefaultMaxHold = time.Minute
 // maxEarly bounds the starts kept for speaks not yet arrived.
 const maxEarly = 16
 
-// Request is the body of a speak query. Hold, when set, makes the device
-// prepare the utterance (synthesize its first sentence) and wait for a
-// "speak.start" query naming the same token before it plays: the next
-// robot gets ready while the one before it still talks, and starts the
-// moment it ends (overlapped turns).
-type Request struct {
-	Message string `json:"message"`
-	Emotion string `json:"emotion,omitempty"`
-	Hold    string `json:"hold,omitempty"`
-	// MessageID names the Message these words are (file-backed outputs
-	// name the utterance after it).
-	MessageID string `json:"messageId,omitempty"`
-}
-
-// Result is the body of a speak result. StartedAt is when the first
-// sample played; Stopped says a speak.stop ended it early.
-type Result struct {
-	DurationMs   int64     `json:"durationMs"`
-	Sentences    int       `json:"sentences"`
-	FirstAudioMs int64     `json:"firstAudioMs"`
-	Engine       string    `json:"engine"`
-	StartedAt    time.Time `json:"startedAt,omitzero"`
-	Stopped      bool      `json:"stopped,omitempty"`
-}
+// The bodies of speak, speak.start and speak.stop and of their results
+// are protocol.SpeakRequest, SpeakStart, SpeakStop and SpeakResult,
+// SpeakStartResult, SpeakStopResult.
 
 // ErrCutOff is the error of a speak that a newer one replaced.
 var ErrCutOff = errors.New("speak: cut off by a newer speak")
 
-// DecodeRequest decodes and checks a speak body.
-func DecodeRequest(body json.RawMessage, maxChars int) (Request, error) {
-	var r Request
-	if len(body) == 0 {
-		return r, errors.New("speak: body with a message is required")
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("speak: bad body: %w", err)
+// DecodeRequest decodes a speak body strictly (protocol.DecodeSpeakRequest)
+// and holds it to the device's cap of maxChars characters (default
+// DefaultMaxChars).
+func DecodeRequest(body json.RawMessage, maxChars int) (protocol.SpeakRequest, error) {
+	r, err := protocol.DecodeSpeakRequest(body, 0)
+	if err != nil {
+		return protocol.SpeakRequest{}, err
 	}
 	if maxChars <= 0 {
 		maxChars = DefaultMaxChars
 	}
-	switch n := utf8.RuneCountInString(r.Message); {
-	case strings.TrimSpace(r.Message) == "":
-		return r, errors.New("speak: message is empty")
-	case n > maxChars:
-		return r, fmt.Errorf("speak: message is %d characters, cap is %d", n, maxChars)
-	case len(r.Hold) > 64:
-		return r, fmt.Errorf("speak: hold token is %d bytes, cap is 64", len(r.Hold))
-	}
-	if _, err := tts.ProsodyOf(r.Emotion); err != nil {
-		return r, fmt.Errorf("speak: %w", err)
+	if n := utf8.RuneCountInString(r.Message); n > maxChars {
+		return protocol.SpeakRequest{}, fmt.Errorf("speak: message is %d characters, cap is %d", n, maxChars)
 	}
 	return r, nil
 }
@@ -135,32 +104,22 @@ func (s *Speaker) Handle(ctx context.Context, from string, body json.RawMessage)
 // starts the held speak with that token. A start that overtakes its speak
 // (queries run concurrently) is kept for a while and starts it on arrival.
 func (s *Speaker) HandleStart(ctx context.Context, from string, body json.RawMessage) (any, error) {
-	var b struct {
-		Hold string `json:"hold"`
+	b, err := protocol.DecodeSpeakStart(body, 0)
+	if err != nil {
+		return nil, err
 	}
-	if err := strictJSON(body, &b); err != nil || b.Hold == "" || len(b.Hold) > 64 {
-		return nil, errors.New(`speak.start: body must be {"hold": token}`)
-	}
-	return map[string]bool{"started": s.Start(b.Hold)}, nil
+	return protocol.SpeakStartResult{Started: s.Start(b.Hold)}, nil
 }
 
 // HandleStop is the query handler for "speak.stop": {"at": "sentence"}
 // ends the utterance that is playing after its current sentence,
 // {"at": "immediate"} at once (barge-in).
 func (s *Speaker) HandleStop(ctx context.Context, from string, body json.RawMessage) (any, error) {
-	var b struct {
-		At string `json:"at"`
+	b, err := protocol.DecodeSpeakStop(body, 0)
+	if err != nil {
+		return nil, err
 	}
-	if err := strictJSON(body, &b); err != nil || (b.At != "sentence" && b.At != "immediate") {
-		return nil, errors.New(`speak.stop: body must be {"at": "sentence"} or {"at": "immediate"}`)
-	}
-	return map[string]bool{"stopped": s.Stop(b.At == "immediate")}, nil
-}
-
-func strictJSON(body json.RawMessage, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	return protocol.SpeakStopResult{Stopped: s.Stop(b.At == protocol.BargeInImmediate)}, nil
 }
 
 // Start starts the held speak with token; it reports whether one was
@@ -211,15 +170,15 @@ func (s *Speaker) maxHold() time.Duration {
 }
 
 // Say speaks text, cutting off whatever is playing.
-func (s *Speaker) Say(ctx context.Context, text, emotion string) (Result, error) {
-	return s.SayRequest(ctx, Request{Message: text, Emotion: emotion})
+func (s *Speaker) Say(ctx context.Context, text, emotion string) (protocol.SpeakResult, error) {
+	return s.SayRequest(ctx, protocol.SpeakRequest{Message: text, Emotion: protocol.Emotion(emotion)})
 }
 
 // SayRequest speaks r.Message; with a hold token it prepares first and
 // plays only once Start(token) comes, and cuts off what is playing only
 // then.
-func (s *Speaker) SayRequest(ctx context.Context, r Request) (Result, error) {
-	text, emotion, hold := r.Message, r.Emotion, r.Hold
+func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (protocol.SpeakResult, error) {
+	text, emotion, hold := r.Message, string(r.Emotion), r.Hold
 	name := r.MessageID
 	if name == "" {
 		name = firstWords(text)
@@ -233,7 +192,7 @@ func (s *Speaker) SayRequest(ctx context.Context, r Request) (Result, error) {
 	if s.WholeText {
 		sentences = []string{strings.Join(sentences, " ")}
 	}
-	res := Result{Sentences: len(sentences), Engine: s.TTS.Name()}
+	res := protocol.SpeakResult{Sentences: len(sentences), Engine: s.TTS.Name()}
 	// Synthesize ahead on one goroutine; play on this one.
 	pcm := make(chan chunk, 1)
 	synthCtx, stop := context.WithCancel(ctx)
@@ -329,7 +288,7 @@ type chunk struct {
 	err error
 }
 
-func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, start time.Time, res Result, name string) (Result, error) {
+func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, start time.Time, res protocol.SpeakResult, name string) (protocol.SpeakResult, error) {
 	st, err := s.Out.Begin(ctx, name)
 	if err != nil {
 		return res, fmt.Errorf("speak: audio output: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/audio/null"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/drivers/tts/tone"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 func TestDecodeRequest(t *testing.T) {
@@ -22,6 +23,11 @@ func TestDecodeRequest(t *testing.T) {
 		"unknown emotion": `{"message":"hi","emotion":"ecstatic"}`,
 		"unknown field":   `{"message":"hi","volume":11}`,
 		"not json":        `hi`,
+		// encoding/json, which decoded the body before issue 20, folds the
+		// case of names and stops after the first value: both were spoken.
+		"field name in another case": `{"MESSAGE":"hi"}`,
+		"trailing data":              `{"message":"hi"} {"message":"again"}`,
+		"no body":                    ``,
 	} {
 		if _, err := DecodeRequest(json.RawMessage(body), 0); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -104,7 +110,7 @@ func TestHandleWithTone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.(Result); r.DurationMs <= 0 || r.Engine != "tone" {
+	if r := res.(protocol.SpeakResult); r.DurationMs <= 0 || r.Engine != "tone" {
 		t.Fatalf("result %+v", r)
 	}
 }
@@ -119,9 +125,9 @@ func TestHeldSpeakWaitsForItsStart(t *testing.T) {
 	playing := make(chan error, 1)
 	go func() { _, err := s.Say(ctx, "This one is playing now.", ""); playing <- err }()
 	time.Sleep(50 * time.Millisecond)
-	held := make(chan Result, 1)
+	held := make(chan protocol.SpeakResult, 1)
 	go func() {
-		r, err := s.SayRequest(ctx, Request{Message: "Next.", Hold: "t1"})
+		r, err := s.SayRequest(ctx, protocol.SpeakRequest{Message: "Next.", Hold: "t1"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -135,7 +141,7 @@ func TestHeldSpeakWaitsForItsStart(t *testing.T) {
 		t.Fatal("the held speak played without a start")
 	default:
 	}
-	if got, err := s.HandleStart(ctx, "kyoko", json.RawMessage(`{"hold":"t1"}`)); err != nil || !got.(map[string]bool)["started"] {
+	if got, err := s.HandleStart(ctx, "kyoko", json.RawMessage(`{"hold":"t1"}`)); err != nil || !got.(protocol.SpeakStartResult).Started {
 		t.Fatalf("start: %v %v", got, err)
 	}
 	if err := <-playing; !errors.Is(err, ErrCutOff) {
@@ -145,14 +151,14 @@ func TestHeldSpeakWaitsForItsStart(t *testing.T) {
 		t.Fatalf("held result %+v", r)
 	}
 
-	if got, _ := s.HandleStart(ctx, "kyoko", json.RawMessage(`{"hold":"t2"}`)); got.(map[string]bool)["started"] {
+	if got, _ := s.HandleStart(ctx, "kyoko", json.RawMessage(`{"hold":"t2"}`)); got.(protocol.SpeakStartResult).Started {
 		t.Fatal("a start for a speak not yet there said it started one")
 	}
-	if _, err := s.SayRequest(ctx, Request{Message: "Early.", Hold: "t2"}); err != nil {
+	if _, err := s.SayRequest(ctx, protocol.SpeakRequest{Message: "Early.", Hold: "t2"}); err != nil {
 		t.Fatalf("a speak whose start came first: %v", err)
 	}
 	s.MaxHold = 30 * time.Millisecond
-	if _, err := s.SayRequest(ctx, Request{Message: "Never.", Hold: "t3"}); err == nil || !strings.Contains(err.Error(), "never started") {
+	if _, err := s.SayRequest(ctx, protocol.SpeakRequest{Message: "Never.", Hold: "t3"}); err == nil || !strings.Contains(err.Error(), "never started") {
 		t.Fatalf("a speak never started: %v", err)
 	}
 	for _, bad := range []string{`{}`, `{"hold":""}`, `{"hold":"x","y":1}`, `[]`} {
@@ -173,7 +179,7 @@ func TestStopAtTheSentenceOrAtOnce(t *testing.T) {
 	}
 	for _, at := range []string{"sentence", "immediate"} {
 		s := &Speaker{TTS: tone.Engine{}, Out: &null.Output{Paced: true}}
-		done := make(chan Result, 1)
+		done := make(chan protocol.SpeakResult, 1)
 		go func() {
 			r, err := s.Say(ctx, three, "")
 			if err != nil && at == "sentence" {
@@ -182,7 +188,7 @@ func TestStopAtTheSentenceOrAtOnce(t *testing.T) {
 			done <- r
 		}()
 		time.Sleep(time.Duration(one.DurationMs/3) * time.Millisecond)
-		if got, err := s.HandleStop(ctx, "user", json.RawMessage(`{"at":"`+at+`"}`)); err != nil || !got.(map[string]bool)["stopped"] {
+		if got, err := s.HandleStop(ctx, "user", json.RawMessage(`{"at":"`+at+`"}`)); err != nil || !got.(protocol.SpeakStopResult).Stopped {
 			t.Fatalf("stop %s: %v %v", at, got, err)
 		}
 		r := <-done

@@ -10,11 +10,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // DefaultMaxAge is how old the newest frame may be before the camera counts
@@ -27,24 +27,11 @@ type Eye struct {
 	MaxAge time.Duration
 }
 
-// Result is the body of a vision result (aikyo's visionKnowledge reads
-// "image").
-type Result struct {
-	Image      string    `json:"image"` // base64 JPEG
-	MIME       string    `json:"mime"`
-	Width      int       `json:"width"`
-	Height     int       `json:"height"`
-	CapturedAt time.Time `json:"capturedAt"`
-}
-
-// Handle is the query handler for "vision". It takes no body, or an empty
-// object.
+// Handle is the query handler for "vision": no body (or null, or {}) in,
+// a protocol.VisionResult out.
 func (e *Eye) Handle(ctx context.Context, from string, body json.RawMessage) (any, error) {
-	if len(body) > 0 {
-		var b map[string]json.RawMessage
-		if err := json.Unmarshal(body, &b); err != nil || len(b) > 0 {
-			return nil, errors.New("vision: takes no parameters")
-		}
+	if _, err := protocol.DecodeVisionRequest(body, 0); err != nil {
+		return nil, err
 	}
 	maxAge := e.MaxAge
 	if maxAge <= 0 {
@@ -54,19 +41,6 @@ func (e *Eye) Handle(ctx context.Context, from string, body json.RawMessage) (an
 	if err != nil {
 		return nil, fmt.Errorf("vision: %w", err)
 	}
-	return Result{Image: base64.StdEncoding.EncodeToString(f.JPEG), MIME: "image/jpeg", Width: f.Width, Height: f.Height,
+	return protocol.VisionResult{Image: base64.StdEncoding.EncodeToString(f.JPEG), MIME: "image/jpeg", Width: f.Width, Height: f.Height,
 		CapturedAt: f.CapturedAt.UTC()}, nil
-}
-
-// DecodeResult reads a vision result body (the companion's looker and
-// `chorus query` both read one).
-func DecodeResult(body []byte) (Result, error) {
-	var v Result
-	if err := json.Unmarshal(body, &v); err != nil {
-		return Result{}, fmt.Errorf("vision result: %w", err)
-	}
-	if v.Image == "" {
-		return Result{}, errors.New("vision result: no image")
-	}
-	return v, nil
 }

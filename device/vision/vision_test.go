@@ -12,6 +12,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/camera/testpattern"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 func TestVision(t *testing.T) {
@@ -36,7 +37,7 @@ func TestVision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.(Result)
+	r := res.(protocol.VisionResult)
 	b, _ := base64.StdEncoding.DecodeString(r.Image)
 	img, err := jpeg.Decode(bytes.NewReader(b))
 	if err != nil || img.Bounds().Dx() != 320 || r.Width != 320 || r.Height != 240 || r.MIME != "image/jpeg" {

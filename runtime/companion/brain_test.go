@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -54,21 +57,49 @@ func TestBrainSeesTheJudgedMessageOnce(t *testing.T) {
 }
 
 // Words the body failed to speak go to the room marked unspoken, never
-// passed off as said (issue 15, defect 2).
+// passed off as said (issue 15, defect 2). A body that said them but
+// answers with a result that does not decode (the companion ignored
+// json.Unmarshal's error before issue 20) said them: the Message is not
+// marked, and the bad result is counted.
 func TestFailedSpeakIsMarkedUnspoken(t *testing.T) {
+	t.Run("speak failed", func(t *testing.T) {
+		m := metrics.New()
+		got := speakWith(t, m, func(context.Context, string, json.RawMessage) (any, error) {
+			return nil, errors.New("audio device gone")
+		})
+		if got.Params.Metadata[protocol.MetaSpoken] != false {
+			t.Fatalf("message %+v not marked unspoken", got.Params)
+		}
+	})
+	t.Run("result does not decode", func(t *testing.T) {
+		m := metrics.New()
+		got := speakWith(t, m, func(context.Context, string, json.RawMessage) (any, error) {
+			return map[string]any{"durationMs": "long"}, nil
+		})
+		if _, marked := got.Params.Metadata[protocol.MetaSpoken]; marked {
+			t.Fatalf("words the body said marked %v", got.Params.Metadata)
+		}
+		if n := testutil.ToFloat64(m.BadInput.WithLabelValues("result", string(protocol.KindInvalid))); n != 1 {
+			t.Fatalf("bad speak results counted %v, want 1", n)
+		}
+	})
+}
+
+// speakWith runs a companion whose body answers speak with h, grants it a
+// turn and returns the Message it says.
+func speakWith(t *testing.T, m *metrics.Metrics, h query.Handler) protocol.Message {
+	t.Helper()
 	mem := bustest.NewMemory(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	rm := room.New(nil, topicScheme(), "lr", nil, nil)
+	rm := room.New(nil, topicScheme(), "lr", nil, m)
 	rm.SetMembers(members)
 	birth, will := rm.PresenceMessages("kyoko", "kyoko")
 	conn := mem.Conn(birth, will)
 	rm.Bus = conn
 	srv := &query.Server{Bus: conn, Scheme: rm.Scheme, Device: "kyoko"}
-	srv.Handle("speak", func(context.Context, string, json.RawMessage) (any, error) {
-		return nil, errors.New("audio device gone")
-	})
+	srv.Handle(protocol.TypeSpeak, h)
 	wg.Add(1)
 	go func() { defer wg.Done(); srv.Serve(ctx) }()
 	c, err := companion.New(companion.Config{Room: rm, Card: cards()[0], Brain: eager("Hello"), Device: "kyoko",
@@ -100,12 +131,11 @@ func TestFailedSpeakIsMarkedUnspoken(t *testing.T) {
 		Reason: protocol.ReasonSpeak, DecidedBy: protocol.DecidedAllVoted, Votes: []protocol.Vote{}})
 	select {
 	case m := <-said:
-		if m.Params.Metadata[protocol.MetaSpoken] != false {
-			t.Fatalf("message %+v not marked unspoken", m.Params)
-		}
+		return m
 	case <-time.After(5 * time.Second):
 		t.Fatal("no message")
 	}
+	return protocol.Message{}
 }
 
 // A companion announces how long its brain takes, measured, once it has a

@@ -41,7 +41,6 @@ package companion
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +55,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/seen"
@@ -79,12 +79,6 @@ const (
 	recentMessages      = 512  // message ids remembered, to handle each once
 )
 
-// Asker sends a query to a device and waits for its result
-// (runtime/query.Client).
-type Asker interface {
-	Ask(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error)
-}
-
 // Status is what the companion is doing, for a status LED.
 type Status string
 
@@ -104,7 +98,7 @@ type Config struct {
 	// Device is the companion's own body, asked to "speak"; empty means a
 	// text-only companion. Queries sends the query.
 	Device  string
-	Queries Asker
+	Queries query.Asker
 
 	HistorySize int           // messages kept, default 10
 	Pause       time.Duration // wait after a grant before speaking, default 300 ms
@@ -141,8 +135,8 @@ type Config struct {
 	// publish.
 	Overlap bool
 	// BargeIn is what a user's Message does to this companion's words:
-	// BargeInSentence (default), BargeInImmediate or BargeInOff.
-	BargeIn string
+	// protocol.BargeInSentence (default), BargeInImmediate or BargeInOff.
+	BargeIn protocol.BargeIn
 
 	// Muted, when it returns true, makes the companion vote listen and never
 	// take the floor (the mute button).
@@ -234,7 +228,7 @@ type event struct {
 	arrived  time.Time
 	order    uint64
 	utter    brain.Utterance
-	result   speakResult
+	result   protocol.SpeakResult
 	err      error
 	speaking room.SpeakingEvent
 	score    float64
@@ -303,8 +297,8 @@ func New(cfg Config) (*Companion, error) {
 	}
 	switch cfg.BargeIn {
 	case "":
-		cfg.BargeIn = BargeInSentence
-	case BargeInSentence, BargeInImmediate, BargeInOff:
+		cfg.BargeIn = protocol.BargeInSentence
+	case protocol.BargeInSentence, protocol.BargeInImmediate, protocol.BargeInOff:
 	default:
 		return nil, fmt.Errorf("companion: barge-in %q: want sentence, immediate or off", cfg.BargeIn)
 	}
@@ -789,7 +783,7 @@ func (c *Companion) speak(ctx context.Context, id string) {
 	t.cancel = cancel
 	if c.cfg.Device != "" {
 		text := tf.thought.Draft
-		c.announceVoice(t.msgID, true, t.startedAt, Estimate(text, c.cfg.Card.Language))
+		c.announceVoice(t.msgID, true, t.startedAt, protocol.SpeechEstimate(text, c.cfg.Card.Language))
 	}
 	msgID := t.msgID
 	c.status(Speaking)
@@ -801,16 +795,13 @@ func (c *Companion) speak(ctx context.Context, id string) {
 			c.deliver(ctx, event{kind: evSpoke, id: id})
 			return
 		}
-		var res speakResult
+		var res protocol.SpeakResult
 		spoken := true
 		if c.cfg.Device != "" {
-			body := speakBody{Message: u.Text, Emotion: string(u.Emotion), MessageID: msgID}
-			raw, err := c.cfg.Queries.Ask(tctx, c.cfg.Device, "speak", body, c.cfg.SpeakTimeout)
-			if err != nil {
+			req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, MessageID: msgID}
+			if res, err = c.speakQuery(tctx, req, c.cfg.SpeakTimeout); err != nil {
 				spoken = false
 				c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", err)
-			} else {
-				json.Unmarshal(raw, &res)
 			}
 		}
 		if tctx.Err() != nil || res.Stopped {

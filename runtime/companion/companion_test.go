@@ -92,8 +92,10 @@ func (r *roomRig) startCompanion(card brain.Card, b brain.Brain, mod func(*compa
 	rm.Bus = r.dial(card.ID, birth, will)
 	srv := &query.Server{Bus: rm.Bus, Scheme: r.s, Device: card.ID}
 	srv.Handle("speak", func(_ context.Context, _ string, body json.RawMessage) (any, error) {
-		var q struct{ Message, Emotion string }
-		json.Unmarshal(body, &q)
+		q, err := protocol.DecodeSpeakRequest(body, 0)
+		if err != nil {
+			return nil, err
+		}
 		r.mu.Lock()
 		r.spoken[card.ID] = append(r.spoken[card.ID], q.Message)
 		r.mu.Unlock()

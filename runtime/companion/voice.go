@@ -2,14 +2,13 @@ package companion
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
 
@@ -31,17 +30,10 @@ import (
 // Both modes announce the speaking status, and both stop the words at a
 // user's barge-in.
 
-// Barge-in modes: what a user's Message does to a companion that speaks.
-const (
-	BargeInSentence  = "sentence"  // stop after the sentence being spoken
-	BargeInImmediate = "immediate" // stop at once
-	BargeInOff       = "off"       // speak on
-)
+// The barge-in modes (protocol.BargeIn), VoiceMargin and the speech
+// estimate are the room's contract, in runtime/protocol.
 
 const (
-	// VoiceMargin is added to an announced duration before the room stops
-	// waiting for the end of that voice.
-	VoiceMargin = 1500 * time.Millisecond
 	// StatusGrace is how long a Message marked as being spoken waits for
 	// its speaking status before the room stops waiting for it.
 	StatusGrace = 2 * time.Second
@@ -76,31 +68,6 @@ type turn struct {
 
 var errNoWords = errors.New("the brain gave no words")
 
-// speakResult is the part of a device's speak result the companion reads.
-type speakResult struct {
-	DurationMs int64     `json:"durationMs"`
-	StartedAt  time.Time `json:"startedAt"`
-	Stopped    bool      `json:"stopped"`
-}
-
-// speakBody is a speak query's body (device/speak.Request).
-type speakBody struct {
-	Message   string `json:"message"`
-	Emotion   string `json:"emotion,omitempty"`
-	Hold      string `json:"hold,omitempty"`
-	MessageID string `json:"messageId,omitempty"`
-}
-
-// Estimate is how long text will take to say, on the long side: the room
-// waits at most this (plus VoiceMargin) for an end it never hears.
-func Estimate(text, language string) time.Duration {
-	per := 90 * time.Millisecond
-	if language == "ja" {
-		per = 200 * time.Millisecond
-	}
-	return time.Second + time.Duration(utf8.RuneCountInString(text))*per
-}
-
 func (c *Companion) onSpeaking(ctx context.Context, e room.SpeakingEvent) {
 	now := c.cfg.Clock.Now()
 	switch {
@@ -111,7 +78,7 @@ func (c *Companion) onSpeaking(ctx context.Context, e room.SpeakingEvent) {
 			return // the start overtaken by its end, or a copy
 		}
 		d := time.Duration(e.Speaking.DurationMs) * time.Millisecond
-		c.voices[e.ID] = voice{msgID: e.Speaking.MessageID, speaking: true, until: now.Add(d + VoiceMargin)}
+		c.voices[e.ID] = voice{msgID: e.Speaking.MessageID, speaking: true, until: now.Add(d + protocol.VoiceMargin)}
 	default:
 		if v, ok := c.voices[e.ID]; ok && v.msgID == e.Speaking.MessageID && !v.speaking {
 			return // a copy of the end
@@ -143,12 +110,8 @@ func (c *Companion) prepare(ctx context.Context, id string, tf thoughtFor) {
 		if c.cfg.Device == "" {
 			return // a text-only companion: Run publishes its words at the start
 		}
-		body := speakBody{Message: u.Text, Emotion: string(u.Emotion), Hold: t.token, MessageID: t.msgID}
-		raw, err := c.cfg.Queries.Ask(tctx, c.cfg.Device, "speak", body, c.cfg.SpeakTimeout+holdFor)
-		var res speakResult
-		if err == nil {
-			json.Unmarshal(raw, &res)
-		}
+		req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, Hold: t.token, MessageID: t.msgID}
+		res, err := c.speakQuery(tctx, req, c.cfg.SpeakTimeout+holdFor)
 		c.deliver(ctx, event{kind: evSpoke, id: id, result: res, err: err})
 	}()
 }
@@ -260,11 +223,11 @@ func (c *Companion) start(ctx context.Context, t *turn, now time.Time) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		if _, err := c.cfg.Queries.Ask(ctx, c.cfg.Device, "speak.start", map[string]string{"hold": token}, 5*time.Second); err != nil {
+		if _, err := query.SpeakStart(ctx, c.cfg.Queries, c.cfg.Device, token, 5*time.Second); err != nil {
 			c.log.Warn("speak.start failed; the held speak times out", "device", c.cfg.Device, "err", err)
 		}
 	}()
-	t.estimate = Estimate(t.u.Text, c.cfg.Card.Language)
+	t.estimate = protocol.SpeechEstimate(t.u.Text, c.cfg.Card.Language)
 	c.announceVoice(t.msgID, true, now, t.estimate)
 	m.Params.Metadata[protocol.MetaSpeaking] = true
 	c.say(m)
@@ -351,7 +314,7 @@ func (c *Companion) finish(grant string, said *protocol.Message) {
 // not yet started is given up.
 func (c *Companion) bargeIn() {
 	t := c.turn
-	if t == nil || c.cfg.BargeIn == BargeInOff {
+	if t == nil || c.cfg.BargeIn == protocol.BargeInOff {
 		return
 	}
 	if !t.started {
@@ -370,10 +333,22 @@ func (c *Companion) bargeIn() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := c.cfg.Queries.Ask(ctx, c.cfg.Device, "speak.stop", map[string]string{"at": at}, 5*time.Second); err != nil {
+		if _, err := query.SpeakStop(ctx, c.cfg.Queries, c.cfg.Device, at, 5*time.Second); err != nil {
 			c.log.Warn("speak.stop failed", "device", c.cfg.Device, "err", err)
 		}
 	}()
+}
+
+// speakQuery asks the companion's device to say req. A result the device
+// answered but that does not decode is counted and logged, and stands for
+// a result that says nothing (the words were said).
+func (c *Companion) speakQuery(ctx context.Context, req protocol.SpeakRequest, timeout time.Duration) (protocol.SpeakResult, error) {
+	res, err := query.Speak(ctx, c.cfg.Queries, c.cfg.Device, req, timeout)
+	if errors.Is(err, query.ErrBadResult) {
+		c.cfg.Room.Metrics.Reject(c.log, "result", c.cfg.Device, string(protocol.KindOf(err)), err)
+		return protocol.SpeakResult{}, nil
+	}
+	return res, err
 }
 
 // announceVoice publishes this companion's speaking status (retained) and
@@ -382,7 +357,7 @@ func (c *Companion) announceVoice(msgID string, speaking bool, startedAt time.Ti
 	now := c.cfg.Clock.Now()
 	v := voice{msgID: msgID, speaking: speaking, ended: now}
 	if speaking {
-		v = voice{msgID: msgID, speaking: true, until: now.Add(d + VoiceMargin)}
+		v = voice{msgID: msgID, speaking: true, until: now.Add(d + protocol.VoiceMargin)}
 	}
 	c.voices[c.me()] = v
 	s := protocol.Speaking{MessageID: msgID, Speaking: speaking, StartedAt: startedAt, DurationMs: int(min(d, protocol.MaxSpeakingMs*time.Millisecond) / time.Millisecond)}

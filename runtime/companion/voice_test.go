@@ -45,7 +45,7 @@ type voiceRig struct {
 // fakeVoice is a device that plays for a fixed time once started.
 type fakeVoice struct {
 	mu      sync.Mutex
-	speaks  []speakCall
+	speaks  []protocol.SpeakRequest
 	starts  []string
 	stops   []string
 	cancels int
@@ -53,11 +53,12 @@ type fakeVoice struct {
 	stopped chan struct{}
 }
 
-type speakCall struct{ Message, Hold, MessageID string }
-
+// The fake decodes what it is asked as strictly as device/speak does.
 func (v *fakeVoice) handleSpeak(ctx context.Context, _ string, body json.RawMessage) (any, error) {
-	var c speakCall
-	json.Unmarshal(body, &c)
+	c, err := protocol.DecodeSpeakRequest(body, 0)
+	if err != nil {
+		return nil, err
+	}
 	v.mu.Lock()
 	v.speaks = append(v.speaks, c)
 	ch := make(chan struct{})
@@ -78,15 +79,17 @@ func (v *fakeVoice) handleSpeak(ctx context.Context, _ string, body json.RawMess
 	}
 	select { // plays until stopped or the test lets it end
 	case <-stopped:
-		return map[string]any{"durationMs": 700, "startedAt": time.Now().UTC(), "stopped": true}, nil
+		return protocol.SpeakResult{DurationMs: 700, StartedAt: time.Now().UTC(), Stopped: true}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
 func (v *fakeVoice) handleStart(_ context.Context, _ string, body json.RawMessage) (any, error) {
-	var b struct{ Hold string }
-	json.Unmarshal(body, &b)
+	b, err := protocol.DecodeSpeakStart(body, 0)
+	if err != nil {
+		return nil, err
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.starts = append(v.starts, b.Hold)
@@ -98,11 +101,13 @@ func (v *fakeVoice) handleStart(_ context.Context, _ string, body json.RawMessag
 }
 
 func (v *fakeVoice) handleStop(_ context.Context, _ string, body json.RawMessage) (any, error) {
-	var b struct{ At string }
-	json.Unmarshal(body, &b)
+	b, err := protocol.DecodeSpeakStop(body, 0)
+	if err != nil {
+		return nil, err
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.stops = append(v.stops, b.At)
+	v.stops = append(v.stops, string(b.At))
 	return map[string]bool{"stopped": true}, nil
 }
 
@@ -122,7 +127,7 @@ func (v *fakeVoice) counts() (speaks, starts, stops, cancels int) {
 
 const pause = 200 * time.Millisecond
 
-func newVoiceRig(t *testing.T, bargeIn string) *voiceRig {
+func newVoiceRig(t *testing.T, bargeIn protocol.BargeIn) *voiceRig {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &voiceRig{t: t, mem: bustest.NewMemory(t), s: topic.New(""), m: metrics.New(), ctx: ctx,
 		clk: clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)), seen: make(chan any, 256), voted: make(chan string, 64),
@@ -157,9 +162,9 @@ func newVoiceRig(t *testing.T, bargeIn string) *voiceRig {
 	hb, hw := room.New(nil, r.s, "lr", nil, nil).PresenceMessages("hana", "hana")
 	hr := mk("hana", hb, hw)
 	srv := &query.Server{Bus: hr.Bus, Scheme: r.s, Device: "hana"}
-	srv.Handle("speak", r.dev.handleSpeak)
-	srv.Handle("speak.start", r.dev.handleStart)
-	srv.Handle("speak.stop", r.dev.handleStop)
+	srv.Handle(protocol.TypeSpeak, r.dev.handleSpeak)
+	srv.Handle(protocol.TypeSpeakStart, r.dev.handleStart)
+	srv.Handle(protocol.TypeSpeakStop, r.dev.handleStop)
 	r.run(srv.Serve)
 	speaks := &braintest.Func{ThinkFn: func(_ context.Context, in brain.Input) (brain.Thought, error) {
 		return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "Hana answers."}, nil
@@ -277,7 +282,7 @@ func (r *voiceRig) hanaSaid() (protocol.Message, protocol.Speaking) {
 // starts the pause after that voice ends: then its Message goes out,
 // marked as being spoken, and its speaking status says so (issue 13).
 func TestNextSpeakerStartsThePauseAfterTheVoiceItAnswers(t *testing.T) {
-	r := newVoiceRig(t, companion.BargeInSentence)
+	r := newVoiceRig(t, protocol.BargeInSentence)
 	id := r.kyokoSpeaks(3 * time.Second)
 	r.grant(id)
 	r.prepared()
@@ -312,11 +317,11 @@ func TestNextSpeakerStartsThePauseAfterTheVoiceItAnswers(t *testing.T) {
 // it holds the next speaker up for its announced duration plus the
 // margin, no longer.
 func TestAVoiceWhoseEndNeverComesHoldsNobodyUpPastItsBound(t *testing.T) {
-	r := newVoiceRig(t, companion.BargeInSentence)
+	r := newVoiceRig(t, protocol.BargeInSentence)
 	id := r.kyokoSpeaks(2 * time.Second)
 	r.grant(id)
 	r.prepared()
-	r.advance(2*time.Second + companion.VoiceMargin - 10*time.Millisecond)
+	r.advance(2*time.Second + protocol.VoiceMargin - 10*time.Millisecond)
 	if r.started() {
 		t.Fatal("hana started before kyoko's bound")
 	}
@@ -328,7 +333,7 @@ func TestAVoiceWhoseEndNeverComesHoldsNobodyUpPastItsBound(t *testing.T) {
 // A grant for a message older than a user's newer one is void: nobody
 // answers what the user talked over.
 func TestGrantAfterANewerUserMessageIsVoid(t *testing.T) {
-	r := newVoiceRig(t, companion.BargeInSentence)
+	r := newVoiceRig(t, protocol.BargeInSentence)
 	id := r.kyokoSpeaks(time.Second)
 	u := protocol.NewMessage(protocol.NewID(), "user", nil, "Wait, everyone!", "")
 	if err := r.user.SendMessage(r.ctx, u); err != nil {
@@ -350,7 +355,7 @@ func TestGrantAfterANewerUserMessageIsVoid(t *testing.T) {
 // she only waits to start, her turn is given up and nothing is said.
 func TestUserBargesIn(t *testing.T) {
 	t.Run("speaking", func(t *testing.T) {
-		r := newVoiceRig(t, companion.BargeInSentence)
+		r := newVoiceRig(t, protocol.BargeInSentence)
 		id := r.kyokoSpeaks(time.Second)
 		r.grant(id)
 		r.prepared()
@@ -366,7 +371,7 @@ func TestUserBargesIn(t *testing.T) {
 		}
 	})
 	t.Run("waiting", func(t *testing.T) {
-		r := newVoiceRig(t, companion.BargeInSentence)
+		r := newVoiceRig(t, protocol.BargeInSentence)
 		id := r.kyokoSpeaks(5 * time.Second)
 		r.grant(id)
 		r.prepared()

@@ -5,6 +5,15 @@
 // decodes here, plus the types Chorus adds: TurnGrant, Presence, and the
 // realtime Phase, Post and PostAck.
 //
+// The bodies of the queries a companion asks its body, and of their
+// results, live here too (bodies.go): speak, speak.start and speak.stop
+// (SpeakRequest, SpeakStart, SpeakStop and their results), vision
+// (VisionResult), the operator's phase command (PhaseCommand) and
+// query.cancel's (QueryCancel), with the barge-in modes, VoiceMargin and
+// the speech-length estimate every room member uses (voice.go). A device
+// decodes a request with these decoders, its asker the result
+// (runtime/query's typed calls); nobody declares them again.
+//
 // # Decoding
 //
 // Every Decode function is strict (DESIGN.md, "Decoding is strict"): a payload

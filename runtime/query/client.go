@@ -11,6 +11,11 @@
 // RetryEvery and then at growing intervals (up to 2 s), so a lost query or
 // result costs seconds, not the whole timeout.
 //
+// The typed calls — Speak, SpeakStart, SpeakStop, Look, Phase — send the
+// bodies runtime/protocol declares over any Asker and decode their results
+// strictly; whether a call given up is cancelled on the device is an option
+// of the call (CancelOnGiveUp: every Speak), not a rule of the type's name.
+//
 // A Server subscribes to its device's queries, dispatches each by
 // params.type to a registered Handler on its own goroutine (bounded), and
 // publishes the result; an unknown type gets an error result naming it.
@@ -177,10 +182,15 @@ func (c *Client) onResult(device, t string, b []byte) {
 
 // Ask sends a query of type typ with body (nil, or anything that encodes
 // to a JSON object) to device and returns the result body. timeout 0 means
-// the client's default.
-func (c *Client) Ask(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error) {
+// the client's default. The typed calls (Speak, Look, Phase …) are the
+// usual way in; Ask is for a type they do not cover.
+func (c *Client) Ask(ctx context.Context, device, typ string, body any, timeout time.Duration, opts ...CallOption) (json.RawMessage, error) {
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	start := time.Now()
-	res, err := c.ask(ctx, device, typ, body, timeout)
+	res, err := c.ask(ctx, device, typ, body, timeout, o)
 	if err != nil {
 		reason := "error"
 		switch {
@@ -196,7 +206,7 @@ func (c *Client) Ask(ctx context.Context, device, typ string, body any, timeout 
 	return res, nil
 }
 
-func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error) {
+func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout time.Duration, o callOptions) (json.RawMessage, error) {
 	if timeout <= 0 {
 		timeout = c.o.Timeout
 	}
@@ -284,12 +294,12 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 			every = min(2*every, maxRetryEvery)
 			retry.Reset(every)
 		case <-timer.C:
-			if typ == "speak" {
+			if o.cancelOnGiveUp {
 				c.cancel(device, q.ID)
 			}
 			return nil, fmt.Errorf("%w: %s on %s after %v", ErrTimeout, typ, device, timeout)
 		case <-ctx.Done():
-			if typ == "speak" { // the words are no longer wanted (barge-in): stop them
+			if o.cancelOnGiveUp { // e.g. words no longer wanted (barge-in): stop them
 				c.cancel(device, q.ID)
 			}
 			return nil, fmt.Errorf("query: %s on %s: %w", typ, device, ctx.Err())
@@ -299,9 +309,9 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 
 // cancel asks the device to stop query id; best effort.
 func (c *Client) cancel(device, id string) {
-	body, _ := json.Marshal(map[string]string{"id": id})
+	body, _ := json.Marshal(protocol.QueryCancel{ID: id})
 	q := protocol.Query{JSONRPC: protocol.JSONRPC, Method: protocol.MethodQueryCancel, ID: id + "-cancel",
-		Params: protocol.QueryParams{From: c.from, Type: "cancel", Body: body}}
+		Params: protocol.QueryParams{From: c.from, Type: protocol.TypeCancel, Body: body}}
 	b, _ := json.Marshal(q)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -177,26 +178,63 @@ func TestResultOnlyFromTheDeviceAsked(t *testing.T) {
 	}
 }
 
+// A call given up with CancelOnGiveUp (a speak, always) is cancelled on the
+// device; without it the device runs on (a look whose asker stopped
+// waiting still ends by itself). No call branches on the type's name.
 func TestCancelStopsRunningQuery(t *testing.T) {
-	mem := bustest.NewMemory(t)
-	stopped := make(chan struct{})
-	serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{
-		"speak": func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
-			<-ctx.Done()
-			close(stopped)
-			return nil, ctx.Err()
-		},
-	})
-	time.Sleep(10 * time.Millisecond)
-	c := NewClient(mem.Conn(nil, nil), topic.New(""), "kyoko", ClientOptions{})
-	_, err := c.Ask(context.Background(), "pi5", "speak", nil, 50*time.Millisecond) // the client cancels a speak it gives up on
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v", err)
-	}
-	select {
-	case <-stopped:
-	case <-time.After(2 * time.Second):
-		t.Fatal("query.cancel did not stop the running speak")
+	for _, c := range []struct {
+		name   string
+		ask    func(*Client) error
+		cancel bool
+	}{
+		{"typed speak", func(c *Client) error {
+			_, err := Speak(context.Background(), c, "pi5", protocol.SpeakRequest{Message: "hi"}, 50*time.Millisecond)
+			return err
+		}, true},
+		{"option on another type", func(c *Client) error {
+			_, err := c.Ask(context.Background(), "pi5", "vision", nil, 50*time.Millisecond, CancelOnGiveUp())
+			return err
+		}, true},
+		{"no option", func(c *Client) error {
+			_, err := c.Ask(context.Background(), "pi5", "speak", nil, 50*time.Millisecond)
+			return err
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := bustest.NewMemory(t)
+			stopped := make(chan struct{})
+			release := make(chan struct{})
+			defer close(release)
+			wait := func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+				select {
+				case <-ctx.Done():
+					close(stopped)
+					return nil, ctx.Err()
+				case <-release:
+					return nil, errors.New("released")
+				}
+			}
+			serve(t, mem.Conn(nil, nil), "pi5", map[string]Handler{"speak": wait, "vision": wait})
+			time.Sleep(10 * time.Millisecond)
+			cl := NewClient(mem.Conn(nil, nil), topic.New(""), "kyoko", ClientOptions{})
+			if err := c.ask(cl); !errors.Is(err, ErrTimeout) {
+				t.Fatalf("err = %v", err)
+			}
+			within := 2 * time.Second
+			if !c.cancel {
+				within = 300 * time.Millisecond
+			}
+			select {
+			case <-stopped:
+				if !c.cancel {
+					t.Fatal("a query given up without CancelOnGiveUp was cancelled")
+				}
+			case <-time.After(within):
+				if c.cancel {
+					t.Fatal("query.cancel did not stop the running query")
+				}
+			}
+		})
 	}
 }
 

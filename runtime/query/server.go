@@ -146,11 +146,9 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 func (s *Server) cancel(q protocol.Query) {
-	var body struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(q.Params.Body, &body) != nil || body.ID == "" {
-		s.Metrics.Reject(s.Log, "query", q.Params.From, string(protocol.KindInvalid), fmt.Errorf("query.cancel without body.id"))
+	body, err := protocol.DecodeQueryCancel(q.Params.Body, 0)
+	if err != nil {
+		s.Metrics.Reject(s.Log, "query", q.Params.From, string(protocol.KindOf(err)), fmt.Errorf("query.cancel: %w", err))
 		return
 	}
 	s.mu.Lock()

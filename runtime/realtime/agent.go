@@ -2,7 +2,6 @@ package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,9 +12,9 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
-	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
 
@@ -24,12 +23,6 @@ import (
 // protocol.PostOver.
 type Talker interface {
 	Talk(ctx context.Context, in brain.TalkInput) (string, error)
-}
-
-// Asker sends a query to a device and waits for its result
-// (runtime/query.Client).
-type Asker interface {
-	Ask(ctx context.Context, device, typ string, body any, timeout time.Duration) (json.RawMessage, error)
 }
 
 // AgentConfig configures a companion in one space's realtime phases.
@@ -41,7 +34,7 @@ type AgentConfig struct {
 	// Device speaks the companion's accepted utterances ("" for a
 	// text-only companion; never in a whisper channel). Queries asks it.
 	Device  string
-	Queries Asker
+	Queries query.Asker
 
 	PollInterval  time.Duration // ask the brain at least this often, default 500 ms
 	SpeakCooldown time.Duration // never sooner than this after a post, default 3 s
@@ -261,7 +254,7 @@ func (a *Agent) onVoice(e room.SpeakingEvent) {
 		return
 	}
 	// A voice whose end never comes counts no longer than it announced.
-	a.voices[e.ID] = e.Speaking.StartedAt.Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + VoiceMargin)
+	a.voices[e.ID] = e.Speaking.StartedAt.Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + protocol.VoiceMargin)
 }
 
 // quiet is how long nobody has been heard: 0 while a voice plays.
@@ -447,22 +440,19 @@ func (a *Agent) post(text string) {
 // speak says the companion's accepted utterance through its device, with
 // its speaking status (the floor holds a room of voices until its end).
 func (a *Agent) speak(ctx context.Context, m protocol.Message) {
-	est := companion.Estimate(m.Params.Message, a.cfg.Card.Language)
+	est := protocol.SpeechEstimate(m.Params.Message, a.cfg.Card.Language)
 	started := a.cfg.Clock.Now()
 	a.voice(m.Params.ID, true, started, est)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		body := map[string]string{"message": m.Params.Message, "messageId": m.Params.ID}
-		raw, err := a.cfg.Queries.Ask(ctx, a.cfg.Device, "speak", body, a.cfg.SpeakTimeout)
-		var res struct {
-			DurationMs int64     `json:"durationMs"`
-			StartedAt  time.Time `json:"startedAt"`
-		}
-		if err != nil {
+		req := protocol.SpeakRequest{Message: m.Params.Message, MessageID: m.Params.ID}
+		res, err := query.Speak(ctx, a.cfg.Queries, a.cfg.Device, req, a.cfg.SpeakTimeout)
+		switch {
+		case errors.Is(err, query.ErrBadResult): // said, but how long is unknown
+			a.m.Reject(a.log, "result", a.cfg.Device, string(protocol.KindOf(err)), err)
+		case err != nil:
 			a.log.Error("realtime: speak failed", "device", a.cfg.Device, "err", err)
-		} else {
-			json.Unmarshal(raw, &res)
 		}
 		if !res.StartedAt.IsZero() {
 			started = res.StartedAt

@@ -3,11 +3,7 @@ package llm
 import (
 	"context"
 	"fmt"
-	"time"
 )
-
-// LookTimeout bounds one look through the camera for the brain.
-const LookTimeout = 10 * time.Second
 
 // Eye asks a device for its newest camera frame (a vision query): image is
 // base64 or a data: URL, mime the type the device declared ("" when it

@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/camera/testpattern"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
@@ -46,7 +47,7 @@ func VisionRoundTripOf(ctx context.Context, url string, src camera.Source, n int
 	defer comp.Close()
 	capture := &camera.Capture{Source: src, Interval: 100 * time.Millisecond}
 	srv := &query.Server{Bus: dev, Scheme: s, Device: "eye" + id}
-	srv.Handle("vision", (&vision.Eye{Camera: capture}).Handle)
+	srv.Handle(protocol.TypeVision, (&vision.Eye{Camera: capture}).Handle)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -57,7 +58,7 @@ func VisionRoundTripOf(ctx context.Context, url string, src camera.Source, n int
 	// Warm up: the first frame and the subscriptions.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := c.Ask(ctx, "eye"+id, "vision", nil, 500*time.Millisecond); err == nil {
+		if _, err := c.Ask(ctx, "eye"+id, protocol.TypeVision, nil, 500*time.Millisecond); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			return nil, fmt.Errorf("vision never answered: %w", err)
@@ -66,7 +67,7 @@ func VisionRoundTripOf(ctx context.Context, url string, src camera.Source, n int
 	out := make([]time.Duration, 0, n)
 	for range n {
 		start := time.Now()
-		if _, err := c.Ask(ctx, "eye"+id, "vision", nil, 0); err != nil {
+		if _, err := c.Ask(ctx, "eye"+id, protocol.TypeVision, nil, 0); err != nil {
 			return out, err
 		}
 		out = append(out, time.Since(start))

@@ -218,11 +218,15 @@ func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
 	}
 	var asked atomic.Int32
 	srv := &query.Server{Bus: b, Scheme: scheme, Device: "box-a"}
-	srv.Handle("phase", func(context.Context, string, json.RawMessage) (any, error) {
+	srv.Handle(protocol.TypePhase, func(_ context.Context, _ string, body json.RawMessage) (any, error) {
+		cmd, err := protocol.DecodePhaseCommand(body, 0) // as strict as the floor's device
+		if err != nil {
+			return nil, err
+		}
 		if asked.Add(1) <= 2 {
 			return nil, errors.New(realtime.StandbyError)
 		}
-		return map[string]string{"phase": "p1"}, nil
+		return cmd, nil
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
@@ -230,7 +234,7 @@ func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // subscribed
 
 	code, out, errOut := run("phase", "start", "-broker", br.URL(), "-room", "lab", "-as", "bot")
-	if code != 0 || !strings.Contains(out, "(floor box-a)") {
+	if code != 0 || !strings.Contains(out, "(floor box-a) {\"action\":\"start\"}") {
 		t.Fatalf("phase start: %d %q %q", code, out, errOut)
 	}
 	if n := asked.Load(); n != 3 {

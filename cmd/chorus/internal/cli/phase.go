@@ -95,7 +95,7 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			default:
 			}
 		}
-		res, err := c.Ask(ctx, target, "phase", map[string]string{"action": action, "channel": *whisper}, *timeout)
+		res, err := query.Phase(ctx, c, target, protocol.PhaseCommand{Action: action, Channel: *whisper}, *timeout)
 		if err != nil && strings.Contains(err.Error(), realtime.StandbyError) && ctx.Err() == nil {
 			// The claim was seen before its floor became active (its own copy
 			// of the claim is still on the way), or it has just lost the room:
@@ -116,7 +116,8 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *whisper != "" {
 			where += ", whisper channel " + *whisper
 		}
-		fmt.Fprintf(stdout, "phase %s: %s (floor %s) %s\n", action, where, target, res)
+		done, _ := json.Marshal(res)
+		fmt.Fprintf(stdout, "phase %s: %s (floor %s) %s\n", action, where, target, done)
 		return nil
 	}
 }

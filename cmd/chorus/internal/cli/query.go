@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/chorus-robotics/chorus/device/vision"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
@@ -63,14 +63,16 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	c := query.NewClient(bus, r.Scheme, rf.user, query.ClientOptions{Online: online})
 	defer c.Close()
-	res, err := c.Ask(ctx, *device, *typ, b, *timeout)
+	// The operator stopped waiting (timeout, Ctrl-C): the device stops too
+	// (a speak falls silent), whatever the type.
+	res, err := c.Ask(ctx, *device, *typ, b, *timeout, query.CancelOnGiveUp())
 	if err != nil {
 		return err
 	}
-	if *typ == "vision" && *out != "" {
-		v, err := vision.DecodeResult(res)
+	if *typ == protocol.TypeVision && *out != "" {
+		v, err := protocol.DecodeVisionResult(res, 0)
 		if err != nil {
-			return err
+			return fmt.Errorf("vision result of %s: %w", *device, err)
 		}
 		img, err := base64.StdEncoding.DecodeString(v.Image)
 		if err != nil {

@@ -1,0 +1,123 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// Asker sends a query to a device and waits for its result: a *Client, or
+// whatever a test puts in its place. The typed calls (Speak, SpeakStart,
+// SpeakStop, Look, Phase) work over any Asker.
+type Asker interface {
+	Ask(ctx context.Context, device, typ string, body any, timeout time.Duration, opts ...CallOption) (json.RawMessage, error)
+}
+
+var _ Asker = (*Client)(nil)
+
+// CallOption changes one Ask.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	cancelOnGiveUp bool
+}
+
+// CancelOnGiveUp makes the client send query.cancel for the query when it
+// stops waiting for it (its timeout, or its context's end): the device stops
+// what nobody wants any more (a speak cut off by a user's barge-in).
+func CancelOnGiveUp() CallOption { return func(o *callOptions) { o.cancelOnGiveUp = true } }
+
+// LookTimeout bounds one look through a device's camera (Look's timeout 0).
+const LookTimeout = 10 * time.Second
+
+// ErrBadResult wraps a result body that does not decode as its type's
+// result: the device answered, success, but with something else.
+var ErrBadResult = errors.New("query: result body is not what its type answers")
+
+func badResult(device, typ string, err error) error {
+	return fmt.Errorf("%w: %s from %s: %w", ErrBadResult, typ, device, err)
+}
+
+// Speak asks device to say r and waits for the end of its audio. A speak
+// given up (timeout, or ctx ended) is cancelled on the device. A result that
+// does not decode returns the zero SpeakResult and an error wrapping
+// ErrBadResult: the device did say the words.
+func Speak(ctx context.Context, a Asker, device string, r protocol.SpeakRequest, timeout time.Duration) (protocol.SpeakResult, error) {
+	if err := r.Validate(); err != nil {
+		return protocol.SpeakResult{}, fmt.Errorf("query: speak to %s: %w", device, err)
+	}
+	raw, err := a.Ask(ctx, device, protocol.TypeSpeak, r, timeout, CancelOnGiveUp())
+	if err != nil {
+		return protocol.SpeakResult{}, err
+	}
+	res, err := protocol.DecodeSpeakResult(raw, 0)
+	if err != nil {
+		return protocol.SpeakResult{}, badResult(device, protocol.TypeSpeak, err)
+	}
+	return res, nil
+}
+
+// SpeakStart starts the speak held on device with token; it reports
+// whether one was waiting there.
+func SpeakStart(ctx context.Context, a Asker, device, token string, timeout time.Duration) (bool, error) {
+	raw, err := a.Ask(ctx, device, protocol.TypeSpeakStart, protocol.SpeakStart{Hold: token}, timeout)
+	if err != nil {
+		return false, err
+	}
+	res, err := protocol.DecodeSpeakStartResult(raw, 0)
+	if err != nil {
+		return false, badResult(device, protocol.TypeSpeakStart, err)
+	}
+	return res.Started, nil
+}
+
+// SpeakStop stops what device is saying, after the current sentence
+// (protocol.BargeInSentence) or at once (protocol.BargeInImmediate); it
+// reports whether something was playing.
+func SpeakStop(ctx context.Context, a Asker, device string, at protocol.BargeIn, timeout time.Duration) (bool, error) {
+	raw, err := a.Ask(ctx, device, protocol.TypeSpeakStop, protocol.SpeakStop{At: at}, timeout)
+	if err != nil {
+		return false, err
+	}
+	res, err := protocol.DecodeSpeakStopResult(raw, 0)
+	if err != nil {
+		return false, badResult(device, protocol.TypeSpeakStop, err)
+	}
+	return res.Stopped, nil
+}
+
+// Look asks device for the newest frame of its camera; timeout 0 means
+// LookTimeout.
+func Look(ctx context.Context, a Asker, device string, timeout time.Duration) (protocol.VisionResult, error) {
+	if timeout <= 0 {
+		timeout = LookTimeout
+	}
+	raw, err := a.Ask(ctx, device, protocol.TypeVision, nil, timeout)
+	if err != nil {
+		return protocol.VisionResult{}, err
+	}
+	v, err := protocol.DecodeVisionResult(raw, 0)
+	if err != nil {
+		return protocol.VisionResult{}, badResult(device, protocol.TypeVision, err)
+	}
+	return v, nil
+}
+
+// Phase asks the floor running on device to open or end a realtime phase
+// (of the room, or of cmd.Channel's whisper channel); it returns what the
+// floor did.
+func Phase(ctx context.Context, a Asker, device string, cmd protocol.PhaseCommand, timeout time.Duration) (protocol.PhaseCommand, error) {
+	raw, err := a.Ask(ctx, device, protocol.TypePhase, cmd, timeout)
+	if err != nil {
+		return protocol.PhaseCommand{}, err
+	}
+	done, err := protocol.DecodePhaseCommand(raw, 0)
+	if err != nil {
+		return protocol.PhaseCommand{}, badResult(device, protocol.TypePhase, err)
+	}
+	return done, nil
+}
