@@ -122,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		ln.Close()
 		return nil, fmt.Errorf("broker: add ACL hook: %w", err)
 	}
-	l := listeners.NewNet("tcp", ln)
+	l := &netListener{Net: listeners.NewNet("tcp", ln), srv: srv}
 	if err := srv.AddListener(l); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("broker: add listener: %w", err)
@@ -149,6 +149,30 @@ func (b *Broker) Close() error {
 	var err error
 	b.once.Do(func() { err = b.srv.Close() })
 	return err
+}
+
+// netListener is mochi's TCP listener with a close that cannot deadlock.
+// mochi's own (Server.closeListenerClients) calls Clients.GetByListener,
+// which takes the clients' read lock twice (mochi-mqtt/server issue #488):
+// a client that leaves at that moment asks for the write lock between the
+// two, and Close hangs forever (seen in a test's cleanup, with bridge
+// clients going away as the broker closed). This one takes the lock once
+// (Clients.GetAll copies the map) and disconnects the listener's clients
+// from the copy.
+type netListener struct {
+	*listeners.Net
+	srv *mqtt.Server
+}
+
+// Close stops accepting and disconnects this listener's clients.
+func (l *netListener) Close(listeners.CloseFn) {
+	l.Net.Close(func(id string) {
+		for _, cl := range l.srv.Clients.GetAll() {
+			if cl.Net.Listener == id && !cl.Closed() {
+				_ = l.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
+			}
+		}
+	})
 }
 
 // aclHook authenticates users and applies the topic scheme's publish rules.
