@@ -51,7 +51,6 @@ package floor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +61,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -75,12 +75,12 @@ const (
 	DefaultVoteCeiling  = 30 * time.Second
 	thinkMargin         = 500 * time.Millisecond // a State's way to the floor
 	DefaultMaxPending   = 64
-	DefaultJoinWait     = 500 * time.Millisecond
+	DefaultJoinWait     = election.DefaultJoinWait
 	DefaultRegrantEvery = time.Second
 	DefaultRegrantFor   = time.Minute
-	DefaultClaimCheck   = 2 * time.Second
+	DefaultClaimCheck   = election.DefaultClaimCheck
 	DefaultOrphanGrace  = time.Second
-	claimRetry          = 5 * time.Second
+	claimRetry          = election.DefaultRetry
 	reconnectGrace      = 1500 * time.Millisecond
 	queueSize           = 4096
 	recentDecided       = 256
@@ -122,7 +122,7 @@ type Floor struct {
 	events chan event // Messages and States
 	ctl    *mailbox   // everything else
 	out    *bus.Outbox
-	active atomic.Bool
+	el     *election.Election
 	ready  atomic.Bool // subscriptions are in place
 
 	// owned by Run
@@ -131,12 +131,10 @@ type Floor struct {
 	decided     *seen.Set
 	lastSpoke   map[string]uint64
 	seq         uint64
-	leader      string
 	unannounced []protocol.TurnGrant
 	holds       map[string]bool          // companions through which a human holds the floor
 	early       map[string]earlyState    // per voter: its newest State whose Message has not arrived
 	done        *seen.Set                // message ids whose grant was seen on the bus
-	claimSince  time.Time                // our claim awaiting read-back; zero when none
 	awaiting    *awaited                 // the grant whose speaker has not answered yet
 	last        lastGrant                // the newest grant decided or seen, for a takeover
 	deaf        bool                     // the connection is lost: deadlines wait for it to come back
@@ -184,13 +182,6 @@ type event struct {
 	state protocol.StateParams
 }
 
-// Claim is the retained leader claim of a floor instance.
-type Claim struct {
-	Instance string    `json:"instance"`
-	Online   bool      `json:"online"`
-	Since    time.Time `json:"since"`
-}
-
 // New checks cfg and returns a Floor; Run starts it.
 func New(cfg Config) (*Floor, error) {
 	if cfg.Room == nil {
@@ -226,7 +217,7 @@ func New(cfg Config) (*Floor, error) {
 	}
 	log := cfg.Room.Log.With("floor", cfg.Instance, "room", cfg.Room.Name)
 	m := cfg.Room.Metrics
-	return &Floor{
+	f := &Floor{
 		cfg:    cfg,
 		log:    log,
 		m:      m,
@@ -244,14 +235,26 @@ func New(cfg Config) (*Floor, error) {
 		think:     map[string]time.Duration{},
 		holds:     map[string]bool{},
 		voices:    map[string]time.Time{},
-	}, nil
+	}
+	el, err := election.New(election.Config{Room: cfg.Room, Identity: cfg.ID, Instance: cfg.Instance, Clock: cfg.Clock, Log: log,
+		JoinWait: cfg.JoinWait, ClaimCheck: cfg.ClaimCheck, Send: f.out.Send, Wake: f.wake, OnChange: f.onLeader})
+	if err != nil {
+		return nil, fmt.Errorf("floor: %w", err)
+	}
+	f.el = el
+	return f, nil
 }
 
-// LeaderWill is the Last Will a floor's bus connection must carry, so that
-// a standby learns at once when this instance dies.
-func LeaderWill(s topic.Scheme, roomName, instance string) *bus.Retained {
-	b, _ := json.Marshal(Claim{Instance: instance, Online: false, Since: time.Now().UTC()})
-	return &bus.Retained{Topic: s.FloorLeader(roomName), Payload: b}
+// wake hands an election tick to the loop.
+func (f *Floor) wake(t election.Tick) {
+	switch t {
+	case election.TickClaims:
+		f.ctl.flag(flagClaims)
+	case election.TickJoin:
+		f.ctl.flag(flagJoin)
+	case election.TickCheck:
+		f.ctl.flag(flagClaimCheck)
+	}
 }
 
 func (f *Floor) subscribed() bool { return f.ready.Load() }
@@ -271,15 +274,18 @@ func (f *Floor) Ping(ctx context.Context) error {
 }
 
 // Active reports whether this floor currently decides for the room.
-func (f *Floor) Active() bool { return f.active.Load() }
+func (f *Floor) Active() bool { return f.el.Active() }
 
-func (f *Floor) setActive(on bool) {
-	f.active.Store(on)
+// onLeader follows the election: leading, the floor takes over what its
+// predecessor left; standing by, it stops waiting for an answer.
+func (f *Floor) onLeader(on bool) {
 	if on {
 		f.m.FloorActive.Set(1)
-	} else {
-		f.m.FloorActive.Set(0)
+		f.takeOver()
+		return
 	}
+	f.m.FloorActive.Set(0)
+	f.stopAwaiting()
 }
 
 func (f *Floor) push(e event, kind string) {
@@ -310,21 +316,7 @@ func (f *Floor) Run(ctx context.Context) error {
 		rc.OnLost(func() { f.ctl.flag(flagLost) })
 	}
 	subs := []func() error{
-		func() error {
-			return r.Bus.Subscribe(ctx, r.Scheme.FloorLeader(r.Name), func(_ string, b []byte) {
-				if len(b) == 0 {
-					return
-				}
-				var c Claim
-				if err := json.Unmarshal(b, &c); err != nil || protocol.ValidIdentity(c.Instance) != "" {
-					f.m.Reject(f.log, "leader", "", string(protocol.KindInvalid), fmt.Errorf("bad leader claim: %.200q", b))
-					return
-				}
-				if !f.ctl.claim(c) {
-					f.m.Reject(f.log, "leader", c.Instance, "too_many", fmt.Errorf("more than %d floor instances claim room %s", maxClaimInstances, r.Name))
-				}
-			})
-		},
+		func() error { return f.el.Subscribe(ctx) },
 		func() error { return r.OnPresence(ctx, f.ctl.presenceEvent) },
 		func() error {
 			return r.OnMessage(ctx, func(m protocol.Message) { f.push(event{msg: &m}, "message") })
@@ -342,8 +334,7 @@ func (f *Floor) Run(ctx context.Context) error {
 		}
 	}
 	f.ready.Store(true)
-	join := f.cfg.Clock.AfterFunc(f.cfg.JoinWait, func() { f.ctl.flag(flagJoin) })
-	defer join.Stop()
+	f.el.Start()
 	defer func() {
 		for _, b := range f.pending {
 			b.timer.Stop()
@@ -351,7 +342,7 @@ func (f *Floor) Run(ctx context.Context) error {
 		if f.awaiting != nil && f.awaiting.timer != nil {
 			f.awaiting.timer.Stop()
 		}
-		f.setActive(false)
+		f.el.Stop()
 	}()
 	for {
 		select {
@@ -396,8 +387,8 @@ func (f *Floor) handle(ctx context.Context, e event) {
 // after the Messages and States that were queued when they were taken.
 func (f *Floor) control(ctx context.Context) {
 	d := f.ctl.take()
-	for _, inst := range sortedKeys(d.claims) {
-		f.onClaim(d.claims[inst])
+	if d.flags&flagClaims != 0 {
+		f.el.Tick(election.TickClaims)
 	}
 	for _, id := range sortedKeys(d.presence) {
 		f.onPresence(ctx, d.presence[id])
@@ -437,11 +428,11 @@ func (f *Floor) control(ctx context.Context) {
 			f.decide(b, protocol.DecidedDeadline)
 		}
 	}
-	if d.flags&flagJoin != 0 && f.leader == "" && !f.Active() && f.claimSince.IsZero() {
-		f.claim("no active floor")
+	if d.flags&flagJoin != 0 {
+		f.el.Tick(election.TickJoin)
 	}
 	if d.flags&flagClaimCheck != 0 {
-		f.checkClaim()
+		f.el.Tick(election.TickCheck)
 	}
 	if d.flags&flagRegrant != 0 {
 		f.regrant()
@@ -800,55 +791,9 @@ func (f *Floor) onGrant(g protocol.TurnGrant) {
 	}
 }
 
-func (f *Floor) onClaim(c Claim) {
-	me := f.cfg.Instance
-	switch {
-	case c.Instance == me:
-		switch {
-		case c.Online && !f.claimSince.IsZero() && c.Since.Equal(f.claimSince):
-			f.claimed()
-		case !c.Online && (f.Active() || !f.claimSince.IsZero()):
-			f.announce() // a stale will of ours: say again that we lead
-		}
-	case c.Online:
-		if f.Active() || !f.claimSince.IsZero() {
-			if me < c.Instance {
-				f.announce()
-				return
-			}
-			f.log.Warn("floor: another floor claims the room; standing by", "other", c.Instance)
-			f.setActive(false)
-			f.claimSince = time.Time{}
-			f.stopAwaiting()
-		}
-		f.leader = c.Instance
-	default: // another instance went offline
-		if f.Active() || !f.claimSince.IsZero() {
-			f.announce() // its will overwrote our retained claim
-			return
-		}
-		if f.leader == "" || f.leader == c.Instance {
-			f.claim("active floor " + c.Instance + " went offline")
-		}
-	}
-}
-
-// claim publishes our claim; the floor becomes active once it reads the
-// claim back (claimed).
-func (f *Floor) claim(why string) {
-	f.leader = f.cfg.Instance
-	f.log.Info("floor: claiming the room", "why", why)
-	f.announce()
-}
-
-// claimed: the broker handed our claim back, so every floor sees it.
-func (f *Floor) claimed() {
-	f.claimSince = time.Time{}
-	if f.Active() {
-		return
-	}
-	f.setActive(true)
-	f.log.Info("floor: active")
+// takeOver runs when the floor starts to lead: it announces the
+// decisions the old floor did not.
+func (f *Floor) takeOver() {
 	published := false
 	for _, g := range f.unannounced {
 		f.publish(g)
@@ -865,44 +810,13 @@ func (f *Floor) claimed() {
 	}
 }
 
-// checkClaim runs ClaimCheck after a claim: if it has not come back, the
-// broker dropped it (most likely an ACL without floor/leader), and acting
-// on it could make two floors grant.
-func (f *Floor) checkClaim() {
-	if f.claimSince.IsZero() || f.Active() {
-		return
-	}
-	f.m.ClaimFailures.Inc()
-	f.log.Error("floor: CANNOT CLAIM THE ROOM: the leader claim did not come back from the broker; granting nothing until it does",
-		"topic", f.cfg.Room.Scheme.FloorLeader(f.cfg.Room.Name), "identity", f.cfg.ID, "waited", f.cfg.ClaimCheck,
-		"likely", "the broker's ACL does not let this identity write floor/leader (render it with chorus acl)", "retry_in", claimRetry)
-	f.claimSince = time.Time{}
-	f.cfg.Clock.AfterFunc(claimRetry, func() { f.ctl.flag(flagJoin) })
-	f.leader = ""
-}
-
-func (f *Floor) announce() {
-	r := f.cfg.Room
-	now := f.cfg.Clock.Now().UTC()
-	b, _ := json.Marshal(Claim{Instance: f.cfg.Instance, Online: true, Since: now})
-	if !f.Active() {
-		f.claimSince = now
-		f.cfg.Clock.AfterFunc(f.cfg.ClaimCheck, func() { f.ctl.flag(flagClaimCheck) })
-	}
-	if !f.out.Send(r.Scheme.FloorLeader(r.Name), b, true) {
-		f.log.Error("floor: leader claim not queued (outbox full)")
-	}
-}
-
 // reconnected runs after the floor's connection came back: the broker may
 // have restarted and forgotten the retained claim, and nothing was heard
 // while away, so pending votes get a grace period (their States are sent
 // again by the companions).
 func (f *Floor) reconnected() {
 	f.deaf = false
-	if f.Active() {
-		f.announce()
-	}
+	f.el.Reconnected()
 	now := f.cfg.Clock.Now()
 	for _, b := range f.pending {
 		if b.deadline.Sub(now) < reconnectGrace {

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -92,6 +94,9 @@ const (
 	// HistoryKept is the talk_history a phase start carries.
 	HistoryKept = 20
 	queueSize   = 4096 // posts and messages waiting for the loop
+	// MaxFollowed bounds the companions whose presence and speaking
+	// status a floor follows at once (the roster bounds them already).
+	MaxFollowed = 1024
 	outboxSize  = 4096 // what the floor publishes: a burst of posts gets every answer
 	seenPosts   = 4096 // post ids remembered, to answer a copy the same way
 )
@@ -116,7 +121,8 @@ type Floor struct {
 	cfg     FloorConfig
 	log     *slog.Logger
 	m       *metrics.Metrics
-	events  chan event
+	events  loop.Queue[event] // posts, messages, timers, commands
+	ctl     *control          // presence, speaking, leadership: never dropped
 	out     *bus.Outbox
 	members map[string]bool
 
@@ -154,15 +160,12 @@ type busy struct {
 }
 
 type event struct {
-	post     *protocol.Post
-	msg      *protocol.Message
-	presence *room.PresenceEvent
-	voice    *room.SpeakingEvent
-	tick     string    // a timer of the phase with this id fired
-	at       time.Time // when it fired
-	cmd      *command
-	seen     *protocol.Phase
-	active   *bool
+	post    *protocol.Post
+	msg     *protocol.Message
+	tick    string    // a timer of the phase with this id fired
+	at      time.Time // when it fired
+	cmd     *command
+	barrier chan struct{} // a Ping: closed once handled
 }
 
 type command struct {
@@ -193,7 +196,8 @@ func NewFloor(cfg FloorConfig) (*Floor, error) {
 		log = log.With("channel", cfg.Channel)
 	}
 	m := cfg.Room.Metrics
-	f := &Floor{cfg: cfg, log: log, m: m, events: make(chan event, queueSize),
+	f := &Floor{cfg: cfg, log: log, m: m, ctl: newControl(),
+		events:  loop.NewQueue[event](queueSize, func(kind string) { m.QueueDrops.WithLabelValues("realtime", kind).Inc() }),
 		members: map[string]bool{}, present: map[string]bool{}, voices: map[string]protocol.Speaking{},
 		acks: map[string]protocol.PostAck{},
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Size: outboxSize, Log: log, Timeout: 10 * time.Second,
@@ -204,13 +208,7 @@ func NewFloor(cfg FloorConfig) (*Floor, error) {
 	return f, nil
 }
 
-func (f *Floor) push(e event, kind string) {
-	select {
-	case f.events <- e:
-	default:
-		f.m.QueueDrops.WithLabelValues("realtime", kind).Inc()
-	}
-}
+func (f *Floor) push(e event, kind string) { f.events.Push(e, kind) }
 
 // Start opens a phase (the operator's `chorus phase start`); it fails if
 // one is open.
@@ -225,7 +223,7 @@ func (f *Floor) End(ctx context.Context) error {
 func (f *Floor) command(ctx context.Context, c command) error {
 	c.done = make(chan error, 1)
 	select {
-	case f.events <- event{cmd: &c}:
+	case f.events.C <- event{cmd: &c}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -248,20 +246,28 @@ func (f *Floor) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); f.out.Run(ctx) }()
 	subs := []func() error{
 		func() error {
-			return r.OnPresence(ctx, func(p room.PresenceEvent) { f.push(event{presence: &p}, "presence") })
+			return r.OnPresence(ctx, func(p room.PresenceEvent) {
+				if !f.ctl.presenceEvent(p) {
+					f.m.Reject(f.log, "presence", p.ID, "too_many", fmt.Errorf("more than %d companions followed; %s ignored", MaxFollowed, p.ID))
+				}
+			})
 		},
 		func() error {
 			return r.OnPosts(ctx, f.cfg.Channel, func(p protocol.Post) { f.push(event{post: &p}, "post") })
 		},
 		func() error {
-			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) { f.push(event{voice: &s}, "speaking") })
+			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) {
+				if !f.ctl.voice(s) {
+					f.m.Reject(f.log, "speaking", s.ID, "too_many", fmt.Errorf("more than %d companions followed; %s ignored", MaxFollowed, s.ID))
+				}
+			})
 		},
 	}
 	subs = append(subs, func() error {
-		return r.OnPhase(ctx, f.cfg.Channel, func(p protocol.Phase) { f.push(event{seen: &p}, "phase") })
+		return r.OnPhase(ctx, f.cfg.Channel, f.ctl.phase)
 	})
 	if l := f.cfg.Leader; l != nil {
-		l.OnChange(func(active bool) { f.push(event{active: &active}, "leader") })
+		l.OnChange(f.ctl.leader)
 	}
 	if f.cfg.OpenOnMessage {
 		subs = append(subs, func() error {
@@ -278,7 +284,16 @@ func (f *Floor) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e := <-f.events:
+		case <-f.ctl.wake.C:
+			f.control()
+		case e := <-f.events.C:
+			// Control events come first: a post is judged knowing who is
+			// present and speaking, and a Ping proves both were handled.
+			select {
+			case <-f.ctl.wake.C:
+				f.control()
+			default:
+			}
 			f.handle(e)
 		}
 	}
@@ -290,12 +305,10 @@ func (f *Floor) Run(ctx context.Context) error {
 const StandbyError = "realtime: this floor stands by; another instance runs the room"
 
 // Ping returns once the floor's loop has handled what was queued before
-// it (for the watchdog).
+// it, control events included (for the watchdog).
 func (f *Floor) Ping(ctx context.Context) error {
-	return f.command(ctx, command{reason: ping})
+	return f.events.Ping(ctx, func(done chan struct{}) event { return event{barrier: done} })
 }
-
-const ping = "\x00ping"
 
 // Flush waits until everything the floor has handled so far is published.
 func (f *Floor) Flush(ctx context.Context) error {
@@ -307,8 +320,6 @@ func (f *Floor) Flush(ctx context.Context) error {
 
 func (f *Floor) onCommand(c command) error {
 	switch {
-	case c.reason == ping:
-		return nil
 	case c.start && f.phase != nil:
 		return fmt.Errorf("realtime: phase %s is open", f.phase.id)
 	case c.start:
@@ -325,36 +336,54 @@ func (f *Floor) onCommand(c command) error {
 func (f *Floor) handle(e event) {
 	lead := f.cfg.Leader == nil || f.cfg.Leader.Active()
 	switch {
-	case e.cmd != nil && !lead && e.cmd.reason != ping:
+	case e.barrier != nil:
+		close(e.barrier)
+	case e.cmd != nil && !lead:
 		e.cmd.done <- errors.New(StandbyError)
 	case e.cmd != nil:
 		e.cmd.done <- f.onCommand(*e.cmd)
-	case e.seen != nil:
-		f.seen = e.seen
-	case e.active != nil:
-		f.onLeader(*e.active)
 	case (e.post != nil || e.msg != nil) && !lead:
 		// The active floor answers.
 	case e.post != nil:
 		f.onPost(*e.post)
 	case e.msg != nil:
 		f.onMessage(*e.msg)
-	case e.presence != nil:
-		p := *e.presence
-		if !p.Cleared && p.Presence.Online {
-			f.present[p.ID] = true
-		} else {
-			delete(f.present, p.ID)
-			if b := f.busyWith(); b != nil && b.speaker == p.ID {
-				f.release() // a speaker gone holds nobody up
-			}
-			f.checkAllOver()
-		}
-	case e.voice != nil:
-		f.onVoice(*e.voice)
 	case e.tick != "":
 		f.onTick(e.tick, e.at)
 	}
+}
+
+// control handles what the mailbox holds: the phase last seen, then the
+// leadership, then presence and speaking status in order of companion id.
+func (f *Floor) control() {
+	d := f.ctl.take()
+	if d.seen != nil {
+		f.seen = d.seen
+	}
+	if d.down {
+		f.onLeader(false) // it stood by meanwhile, whatever it is now
+	}
+	if d.active != nil && (*d.active || !d.down) {
+		f.onLeader(*d.active)
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.presence)) {
+		f.onPresence(d.presence[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.voices)) {
+		f.onVoice(d.voices[id])
+	}
+}
+
+func (f *Floor) onPresence(p room.PresenceEvent) {
+	if !p.Cleared && p.Presence.Online {
+		f.present[p.ID] = true
+		return
+	}
+	delete(f.present, p.ID)
+	if b := f.busyWith(); b != nil && b.speaker == p.ID {
+		f.release() // a speaker gone holds nobody up
+	}
+	f.checkAllOver()
 }
 
 // onLeader follows this instance's leadership: taking over, it ends the
