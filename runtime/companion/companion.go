@@ -64,7 +64,7 @@ import (
 // Defaults.
 const (
 	DefaultHistory      = 10
-	DefaultPause        = 300 * time.Millisecond
+	DefaultPause        = 200 * time.Millisecond // room.pause; see TestPauseDefault
 	DefaultThinkTimeout = 20 * time.Second
 	DefaultSpeakTimeout = 30 * time.Second
 	DefaultResendEvery  = time.Second
@@ -107,7 +107,7 @@ type Config struct {
 	Queries Asker
 
 	HistorySize int           // messages kept, default 10
-	Pause       time.Duration // wait after a grant before speaking, default 300 ms
+	Pause       time.Duration // wait after a grant before speaking, default 200 ms
 	MaxTurn     int           // States before terminal is forced; 0 = no limit
 	Threshold   float64       // repetition threshold, default 0.7
 	Window      int           // repetition window, default 5

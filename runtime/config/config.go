@@ -28,7 +28,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/realtime"
+	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -128,9 +134,10 @@ type Realtime struct {
 // DefaultRealtime is the seed's tuning table.
 func DefaultRealtime() Realtime {
 	var r Realtime
-	r.PhaseTimeout, r.SilenceTimeout, r.RateLimit = 120*time.Second, 15*time.Second, 2*time.Second
-	r.MaxCount.PerAgent, r.MaxCount.PerDay, r.MaxLength.PerTalk = 10, 50, 200
-	r.PollInterval, r.SpeakCooldown = 500*time.Millisecond, 3*time.Second
+	l := realtime.DefaultLimits()
+	r.PhaseTimeout, r.SilenceTimeout, r.RateLimit = l.PhaseTimeout, l.SilenceTimeout, l.RateLimit
+	r.MaxCount.PerAgent, r.MaxCount.PerDay, r.MaxLength.PerTalk = l.PerAgent, l.PerDay, l.PerTalk
+	r.PollInterval, r.SpeakCooldown = realtime.DefaultPollInterval, realtime.DefaultSpeakCooldown
 	return r
 }
 
@@ -496,19 +503,23 @@ const (
 	TurnsSequential = "sequential"
 )
 
-// SetDefaults fills every unset field with its default.
+// SetDefaults fills every unset field with its default. A default of the
+// conversation runtime is its owning package's (floor, companion,
+// repetition, realtime, query, topic, brain/llm): TestDefaultsAreTheOwners
+// holds them equal. The body's (drivers, bridge, HTTP, log) live here,
+// since runtime/ never imports the body.
 func (c *Config) SetDefaults() {
 	if c.Room.VoteTimeout == 0 {
-		c.Room.VoteTimeout = 3 * time.Second
+		c.Room.VoteTimeout = floor.DefaultVoteTimeout
 	}
 	if c.Room.VoteCeiling == 0 {
-		c.Room.VoteCeiling = max(30*time.Second, c.Room.VoteTimeout)
+		c.Room.VoteCeiling = max(floor.DefaultVoteCeiling, c.Room.VoteTimeout)
 	}
 	if c.Room.MaxPending == 0 {
-		c.Room.MaxPending = 64
+		c.Room.MaxPending = floor.DefaultMaxPending
 	}
 	if c.Room.Pause == 0 {
-		c.Room.Pause = 200 * time.Millisecond
+		c.Room.Pause = companion.DefaultPause
 	}
 	if c.Room.Mode == "" {
 		c.Room.Mode = ModeTurn
@@ -517,34 +528,34 @@ func (c *Config) SetDefaults() {
 		c.Room.Turns = TurnsOverlapped
 	}
 	if c.Room.BargeIn == "" {
-		c.Room.BargeIn = "sentence"
+		c.Room.BargeIn = companion.BargeInSentence
 	}
 	if c.Room.History == 0 {
-		c.Room.History = 10
+		c.Room.History = companion.DefaultHistory
 	}
 	if c.Room.Repetition.Threshold == 0 {
-		c.Room.Repetition.Threshold = 0.7
+		c.Room.Repetition.Threshold = repetition.DefaultThreshold
 	}
 	if c.Room.Repetition.Window == 0 {
-		c.Room.Repetition.Window = 5
+		c.Room.Repetition.Window = repetition.DefaultWindow
 	}
 	if c.Room.Repetition.Judge == "" {
 		c.Room.Repetition.Judge = JudgeModel
 	}
 	if c.Room.Repetition.JudgeEvery == 0 {
-		c.Room.Repetition.JudgeEvery = 4
+		c.Room.Repetition.JudgeEvery = companion.DefaultJudgeEvery
 	}
 	if c.Room.Repetition.JudgeTimeout == 0 {
-		c.Room.Repetition.JudgeTimeout = 10 * time.Second
+		c.Room.Repetition.JudgeTimeout = companion.DefaultJudgeTimeout
 	}
 	if c.Room.FloorInstance == "" {
 		c.Room.FloorInstance = c.Device.ID
 	}
 	if c.MQTT.Prefix == "" {
-		c.MQTT.Prefix = "chorus"
+		c.MQTT.Prefix = topic.DefaultPrefix
 	}
 	if len(c.MQTT.FloorIDs) == 0 {
-		c.MQTT.FloorIDs = []string{"floor"}
+		c.MQTT.FloorIDs = []string{topic.DefaultFloorID}
 	}
 	if c.MQTT.Embedded.Enabled && c.MQTT.Embedded.Listen == "" {
 		c.MQTT.Embedded.Listen = "127.0.0.1:1883"
@@ -559,10 +570,10 @@ func (c *Config) SetDefaults() {
 		c.Brain.Provider = "rule"
 	}
 	if c.Brain.Timeout == 0 {
-		c.Brain.Timeout = 20 * time.Second
+		c.Brain.Timeout = companion.DefaultThinkTimeout
 	}
 	if c.Brain.MaxUtterance == 0 {
-		c.Brain.MaxUtterance = 300
+		c.Brain.MaxUtterance = llm.DefaultMaxUtterance
 	}
 	d := &c.Drivers
 	if d.Camera.Kind == "" {
@@ -593,10 +604,10 @@ func (c *Config) SetDefaults() {
 		d.TTS.MaxChars = 2000
 	}
 	if c.Query.Timeout == 0 {
-		c.Query.Timeout = 30 * time.Second
+		c.Query.Timeout = query.DefaultTimeout
 	}
 	if c.Query.MaxPending == 0 {
-		c.Query.MaxPending = 256
+		c.Query.MaxPending = query.DefaultMaxPending
 	}
 	if c.Query.MaxResult == 0 {
 		c.Query.MaxResult = protocol.DefaultMaxResultBytes

@@ -124,8 +124,8 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 			*d = v
 		}
 	}
-	def(&cfg.PollInterval, 500*time.Millisecond)
-	def(&cfg.SpeakCooldown, 3*time.Second)
+	def(&cfg.PollInterval, DefaultPollInterval)
+	def(&cfg.SpeakCooldown, DefaultSpeakCooldown)
 	def(&cfg.ThinkTimeout, 20*time.Second)
 	def(&cfg.SpeakTimeout, 30*time.Second)
 	if cfg.HistorySize <= 0 {
