@@ -161,7 +161,7 @@ type Companion struct {
 	cfg    Config
 	log    *slog.Logger
 	m      *metrics.Metrics
-	events chan event
+	events loop.Queue[event]
 	judge  repetition.Judge
 	wg     sync.WaitGroup
 	out    *bus.Outbox
@@ -311,10 +311,13 @@ func New(cfg Config) (*Companion, error) {
 	log := cfg.Room.Log.With("companion", cfg.Card.ID)
 	m := cfg.Room.Metrics
 	return &Companion{
-		cfg:      cfg,
-		log:      log,
-		m:        m,
-		events:   make(chan event, queueSize),
+		cfg: cfg,
+		log: log,
+		m:   m,
+		events: loop.NewQueue[event](queueSize, func(kind string) {
+			m.QueueDrops.WithLabelValues("companion", kind).Inc()
+			m.Reject(log, "companion", "", "queue_full", errors.New("companion event queue full"))
+		}),
 		judge:    repetition.Judge{Window: cfg.Window},
 		present:  map[string]bool{},
 		heard:    seen.New(recentMessages),
@@ -326,14 +329,7 @@ func New(cfg Config) (*Companion, error) {
 	}, nil
 }
 
-func (c *Companion) push(e event, kind string) {
-	select {
-	case c.events <- e:
-	default:
-		c.m.QueueDrops.WithLabelValues("companion", kind).Inc()
-		c.m.Reject(c.log, "companion", "", "queue_full", errors.New("companion event queue full"))
-	}
-}
+func (c *Companion) push(e event, kind string) { c.events.Push(e, kind) }
 
 func (c *Companion) status(s Status) {
 	if c.cfg.OnStatus != nil {
@@ -367,7 +363,7 @@ func (c *Companion) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e := <-c.events:
+		case e := <-c.events.C:
 			c.handle(ctx, e)
 		}
 		c.held()
@@ -383,13 +379,13 @@ func (c *Companion) held() {
 	h.WithLabelValues("companion_answered").Set(float64(len(c.answered)))
 	h.WithLabelValues("companion_history").Set(float64(len(c.history)))
 	h.WithLabelValues("companion_heard_ids").Set(float64(c.heard.Len()))
-	h.WithLabelValues("companion_events_queued").Set(float64(len(c.events)))
+	h.WithLabelValues("companion_events_queued").Set(float64(len(c.events.C)))
 }
 
 // deliver hands an event from a goroutine of ours back to Run.
 func (c *Companion) deliver(ctx context.Context, e event) {
 	select {
-	case c.events <- e:
+	case c.events.C <- e:
 	case <-ctx.Done():
 	}
 }
@@ -435,7 +431,7 @@ func (c *Companion) handle(ctx context.Context, e event) {
 // Ping returns once the companion's loop has handled everything queued
 // before it (for the watchdog).
 func (c *Companion) Ping(ctx context.Context) error {
-	return loop.Ping(ctx, c.events, func(done chan struct{}) event { return event{kind: evBarrier, barrier: done} })
+	return c.events.Ping(ctx, func(done chan struct{}) event { return event{kind: evBarrier, barrier: done} })
 }
 
 func (c *Companion) me() string { return c.cfg.Card.ID }

@@ -62,6 +62,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/election"
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -119,8 +120,8 @@ type Floor struct {
 	cfg    Config
 	log    *slog.Logger
 	m      *metrics.Metrics
-	events chan event // Messages and States
-	ctl    *mailbox   // everything else
+	events loop.Queue[event] // Messages and States
+	ctl    *mailbox          // everything else
 	out    *bus.Outbox
 	el     *election.Election
 	ready  atomic.Bool // subscriptions are in place
@@ -218,11 +219,16 @@ func New(cfg Config) (*Floor, error) {
 	log := cfg.Room.Log.With("floor", cfg.Instance, "room", cfg.Room.Name)
 	m := cfg.Room.Metrics
 	f := &Floor{
-		cfg:    cfg,
-		log:    log,
-		m:      m,
-		events: make(chan event, queueSize),
-		ctl:    newMailbox(),
+		cfg: cfg,
+		log: log,
+		m:   m,
+		events: loop.NewQueue[event](queueSize, func(kind string) {
+			if kind == "state" {
+				m.DroppedStates.WithLabelValues("queue_full").Inc()
+			}
+			m.QueueDrops.WithLabelValues("floor", kind).Inc()
+		}),
+		ctl: newMailbox(),
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("floor").Inc() }},
 		present:   map[string]bool{},
@@ -288,16 +294,7 @@ func (f *Floor) onLeader(on bool) {
 	f.stopAwaiting()
 }
 
-func (f *Floor) push(e event, kind string) {
-	select {
-	case f.events <- e:
-	default:
-		if kind == "state" {
-			f.m.DroppedStates.WithLabelValues("queue_full").Inc()
-		}
-		f.m.QueueDrops.WithLabelValues("floor", kind).Inc()
-	}
-}
+func (f *Floor) push(e event, kind string) { f.events.Push(e, kind) }
 
 // Run subscribes to the room and decides until ctx ends.
 func (f *Floor) Run(ctx context.Context) error {
@@ -348,9 +345,9 @@ func (f *Floor) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e := <-f.events:
+		case e := <-f.events.C:
 			f.handle(ctx, e)
-		case <-f.ctl.notify:
+		case <-f.ctl.notify.C:
 			f.control(ctx)
 		}
 		f.held()
@@ -372,7 +369,7 @@ func (f *Floor) held() {
 	}
 	h.WithLabelValues("floor_awaiting_answer").Set(awaiting)
 	h.WithLabelValues("floor_decided_ids").Set(float64(f.decided.Len()))
-	h.WithLabelValues("floor_events_queued").Set(float64(len(f.events)))
+	h.WithLabelValues("floor_events_queued").Set(float64(len(f.events.C)))
 }
 
 func (f *Floor) handle(ctx context.Context, e event) {
@@ -438,8 +435,8 @@ func (f *Floor) control(ctx context.Context) {
 		f.regrant()
 	}
 	if len(d.barriers) > 0 {
-		for n := len(f.events); n > 0; n-- {
-			f.handle(ctx, <-f.events)
+		for n := len(f.events.C); n > 0; n-- {
+			f.handle(ctx, <-f.events.C)
 		}
 		for _, b := range d.barriers {
 			close(b)

@@ -3,6 +3,7 @@ package floor
 import (
 	"sync"
 
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
@@ -30,7 +31,7 @@ const (
 // wait in the election, likewise) — so it is bounded by construction
 // however fast the events come. notify wakes the loop.
 type mailbox struct {
-	notify chan struct{}
+	notify loop.Signal
 
 	mu        sync.Mutex
 	presence  map[string]room.PresenceEvent
@@ -56,7 +57,7 @@ type drained struct {
 }
 
 func newMailbox() *mailbox {
-	m := &mailbox{notify: make(chan struct{}, 1)}
+	m := &mailbox{notify: loop.NewSignal()}
 	m.reset()
 	return m
 }
@@ -72,18 +73,11 @@ func (m *mailbox) reset() {
 	m.barriers = nil
 }
 
-func (m *mailbox) wake() {
-	select {
-	case m.notify <- struct{}{}:
-	default:
-	}
-}
-
 func (m *mailbox) put(f func()) {
 	m.mu.Lock()
 	f()
 	m.mu.Unlock()
-	m.wake()
+	m.notify.Wake()
 }
 
 func (m *mailbox) presenceEvent(p room.PresenceEvent) { m.put(func() { m.presence[p.ID] = p }) }

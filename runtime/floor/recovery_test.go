@@ -173,8 +173,8 @@ func TestControlEventsSurviveAFullQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for len(f2.events) < cap(f2.events) { // a flood the loop has not caught up with
-		f2.events <- event{state: protocol.StateParams{From: "b", MessageID: "flood", State: protocol.Speak, Closing: protocol.ClosingNone}}
+	for len(f2.events.C) < cap(f2.events.C) { // a flood the loop has not caught up with
+		f2.events.C <- event{state: protocol.StateParams{From: "b", MessageID: "flood", State: protocol.Speak, Closing: protocol.ClosingNone}}
 	}
 	c1.Kill() // the active floor dies: its will marks its claim offline
 	f2.el.Put(protocol.LeaderClaim{Instance: "f1", Online: false, Since: h.clk.Now()})
