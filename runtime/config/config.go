@@ -528,7 +528,7 @@ func (c *Config) SetDefaults() {
 		c.Room.Turns = TurnsOverlapped
 	}
 	if c.Room.BargeIn == "" {
-		c.Room.BargeIn = companion.BargeInSentence
+		c.Room.BargeIn = "sentence"
 	}
 	if c.Room.History == 0 {
 		c.Room.History = companion.DefaultHistory

@@ -37,7 +37,6 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 		{"room.max_pending", c.Room.MaxPending, floor.DefaultMaxPending},
 		{"room.pause", c.Room.Pause, companion.DefaultPause},
 		{"room.history", c.Room.History, companion.DefaultHistory},
-		{"room.barge_in", c.Room.BargeIn, companion.BargeInSentence},
 		{"room.repetition.threshold", c.Room.Repetition.Threshold, repetition.DefaultThreshold},
 		{"room.repetition.window", c.Room.Repetition.Window, repetition.DefaultWindow},
 		{"room.repetition.judge_every", c.Room.Repetition.JudgeEvery, companion.DefaultJudgeEvery},

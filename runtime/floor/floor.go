@@ -404,7 +404,7 @@ func (f *Floor) control(ctx context.Context) {
 			delete(f.voices, id)
 			continue
 		}
-		f.voices[id] = f.cfg.Clock.Now().Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + VoiceMargin)
+		f.voices[id] = f.cfg.Clock.Now().Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + protocol.VoiceMargin)
 	}
 	for _, g := range d.grants {
 		f.onGrant(g)
@@ -754,10 +754,6 @@ func (f *Floor) regrant() {
 	f.m.Regrants.Inc()
 	f.publish(a.g)
 }
-
-// VoiceMargin is how long past its announced duration the floor believes
-// a speaking status whose end it has not heard.
-const VoiceMargin = 1500 * time.Millisecond
 
 // someoneSpeaks reports whether a present member's voice is being heard.
 func (f *Floor) someoneSpeaks() bool {

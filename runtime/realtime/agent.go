@@ -246,7 +246,7 @@ func (a *Agent) onVoice(e room.SpeakingEvent) {
 		return
 	}
 	// A voice whose end never comes counts no longer than it announced.
-	a.voices[e.ID] = e.Speaking.StartedAt.Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + VoiceMargin)
+	a.voices[e.ID] = e.Speaking.StartedAt.Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + protocol.VoiceMargin)
 }
 
 // quiet is how long nobody has been heard: 0 while a voice plays.

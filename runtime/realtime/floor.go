@@ -85,9 +85,6 @@ func (l Limits) Validate() error {
 }
 
 const (
-	// VoiceMargin is how long past its announced duration the floor waits
-	// for the end of an accepted speaker's audio.
-	VoiceMargin = 1500 * time.Millisecond
 	// StartGrace is how long an accepted speaker holds the floor before
 	// its device says its audio started.
 	StartGrace = 5 * time.Second
@@ -672,7 +669,7 @@ func (f *Floor) onVoice(e room.SpeakingEvent) {
 	case e.Cleared || !e.Speaking.Speaking:
 		f.release()
 	default:
-		d := time.Duration(e.Speaking.DurationMs)*time.Millisecond + VoiceMargin
+		d := time.Duration(e.Speaking.DurationMs)*time.Millisecond + protocol.VoiceMargin
 		b.until = f.cfg.Clock.Now().Add(d)
 		if b.timer != nil {
 			b.timer.Stop()
