@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"sync"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -14,8 +15,9 @@ import (
 // whether it leads, and which phase its predecessor left. Each kind keeps
 // only what the loop needs — the latest presence and speaking status per
 // companion (at most MaxFollowed companions), the latest leadership and
-// whether it stood by meanwhile, the last phase event — so it is bounded
-// by construction. wake tells the loop to take it.
+// whether it stood by meanwhile, the last phase event, and the phase
+// timers that found the queue full — so it is bounded by construction.
+// wake tells the loop to take it.
 type control struct {
 	wake loop.Signal
 
@@ -25,6 +27,7 @@ type control struct {
 	active   *bool
 	down     bool // leadership was lost since the last take
 	seen     *protocol.Phase
+	ticks    map[string]time.Time // timers that found the queue full, by tick name
 }
 
 // controlled is one take of the mailbox.
@@ -34,10 +37,12 @@ type controlled struct {
 	active   *bool
 	down     bool
 	seen     *protocol.Phase
+	ticks    map[string]time.Time
 }
 
 func newControl() *control {
-	return &control{wake: loop.NewSignal(), presence: map[string]room.PresenceEvent{}, voices: map[string]room.SpeakingEvent{}}
+	return &control{wake: loop.NewSignal(), presence: map[string]room.PresenceEvent{}, voices: map[string]room.SpeakingEvent{},
+		ticks: map[string]time.Time{}}
 }
 
 func (c *control) put(f func() bool) bool {
@@ -80,10 +85,28 @@ func (c *control) phase(p protocol.Phase) {
 	c.put(func() bool { c.seen = &p; return true })
 }
 
+// tick keeps a timer that found the queue full (the latest time of each
+// tick name); false (refused) beyond maxTicks names: each phase has three.
+func (c *control) tick(name string, at time.Time) bool {
+	return c.put(func() bool {
+		if _, known := c.ticks[name]; !known && len(c.ticks) >= maxTicks {
+			return false
+		}
+		if at.After(c.ticks[name]) {
+			c.ticks[name] = at
+		}
+		return true
+	})
+}
+
 func (c *control) take() controlled {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := controlled{presence: c.presence, voices: c.voices, active: c.active, down: c.down, seen: c.seen}
+	d := controlled{presence: c.presence, voices: c.voices, active: c.active, down: c.down, seen: c.seen, ticks: c.ticks}
 	c.presence, c.voices, c.active, c.down, c.seen = map[string]room.PresenceEvent{}, map[string]room.SpeakingEvent{}, nil, false, nil
+	c.ticks = map[string]time.Time{}
 	return d
 }
+
+// maxTicks bounds the timers waiting in the mailbox.
+const maxTicks = 64

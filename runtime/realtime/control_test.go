@@ -98,3 +98,59 @@ func TestControlEventsSurviveAFloodOfPosts(t *testing.T) {
 		}
 	}
 }
+
+// A phase's timers are not lost in a flood either: the phase timeout
+// that fires while posts fill the queue still ends the phase.
+func TestPhaseTimeoutSurvivesAFloodOfPosts(t *testing.T) {
+	members := []string{"ann", "ben"}
+	mem := bustest.NewMemory(t, bustest.MemoryOptions{QueueLimit: 10000})
+	s := topic.New("").WithRoster("lr", members)
+	m := metrics.New()
+	r := room.New(mem.NamedConn("floor", nil, nil), s, "lr", nil, m)
+	r.SetMembers(members)
+	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	f, err := NewFloor(FloorConfig{Room: r, Members: members, ID: "floor", Clock: clk,
+		Limits: Limits{PhaseTimeout: time.Minute, SilenceTimeout: time.Hour, RateLimit: time.Second,
+			PerAgent: 3, PerDay: 6, PerTalk: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.open(nil) // the loop is not running yet: the test owns the floor
+	id := f.phase.id
+	for len(f.events.C) < cap(f.events.C) {
+		f.push(event{post: &protocol.Post{From: "ann", Phase: "talk-0-old", ID: protocol.NewID(), Text: "flood"}}, "post")
+	}
+	clk.Advance(time.Minute) // the phase timeout fires into the full queue
+
+	ends := make(chan protocol.Phase, 4)
+	obs := room.New(mem.NamedConn("observer", nil, nil), s, "lr", nil, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	if err := obs.OnPhase(ctx, "", func(p protocol.Phase) {
+		if p.Event == protocol.PhaseEnd {
+			ends <- p
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); f.Run(ctx) }()
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pcancel()
+	if err := f.Flush(pctx); err != nil {
+		t.Fatal(err)
+	}
+	mem.Settle()
+	select {
+	case e := <-ends:
+		if e.Phase != id || e.Reason != protocol.EndPhaseTimeout {
+			t.Fatalf("phase end %+v, want %s ended %s", e, id, protocol.EndPhaseTimeout)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the phase timeout was lost in the flood: the phase never ended")
+	}
+	if n := testutil.ToFloat64(m.QueueDrops.WithLabelValues("realtime", "timer")); n != 0 {
+		t.Fatalf("timers dropped = %v", n)
+	}
+}

@@ -351,7 +351,8 @@ func (f *Floor) handle(e event) {
 }
 
 // control handles what the mailbox holds: the phase last seen, then the
-// leadership, then presence and speaking status in order of companion id.
+// leadership, then presence and speaking status in order of companion id,
+// then the timers a full queue could not take, oldest first.
 func (f *Floor) control() {
 	d := f.ctl.take()
 	if d.seen != nil {
@@ -368,6 +369,15 @@ func (f *Floor) control() {
 	}
 	for _, id := range slices.Sorted(maps.Keys(d.voices)) {
 		f.onVoice(d.voices[id])
+	}
+	ticks := slices.SortedFunc(maps.Keys(d.ticks), func(a, b string) int {
+		if c := d.ticks[a].Compare(d.ticks[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, name := range ticks {
+		f.onTick(name, d.ticks[name])
 	}
 }
 
@@ -435,7 +445,20 @@ func openedBy(m *protocol.Message) string {
 // after schedules a tick of the open phase.
 func (f *Floor) after(d time.Duration, what string) clock.Timer {
 	tick := f.phase.id + "/" + what
-	return f.cfg.Clock.AfterFunc(d, func() { f.push(event{tick: tick, at: f.cfg.Clock.Now()}, "timer") })
+	return f.cfg.Clock.AfterFunc(d, func() { f.tick(tick, f.cfg.Clock.Now()) })
+}
+
+// tick queues a timer of the phase behind the events queued before it;
+// when a flood of posts has filled the queue it waits in the mailbox
+// instead, so a phase's timeout, silence or end of a voice is never lost.
+func (f *Floor) tick(name string, at time.Time) {
+	select {
+	case f.events.C <- event{tick: name, at: at}:
+	default:
+		if !f.ctl.tick(name, at) {
+			f.m.QueueDrops.WithLabelValues("realtime", "timer").Inc()
+		}
+	}
 }
 
 // until schedules a tick of the open phase at due; one already past is
@@ -444,7 +467,7 @@ func (f *Floor) until(due time.Time, what string) clock.Timer {
 	if d := due.Sub(f.cfg.Clock.Now()); d > 0 {
 		return f.after(d, what)
 	}
-	f.push(event{tick: f.phase.id + "/" + what, at: due}, "timer")
+	f.tick(f.phase.id+"/"+what, due)
 	return nil
 }
 
