@@ -23,7 +23,10 @@
 // ended (bounded by the duration it announced plus a margin). The floor's
 // loop never waits on the network: everything it publishes goes through
 // a bounded outbox, and the broker, not the floor, holds a slow reader's
-// queue.
+// queue. Posts and Messages wait in a bounded queue that drops and counts
+// a flood; presence, speaking status, leadership and a phase's timers wait
+// in a mailbox that never drops one (control.go). Which instance runs the
+// room is the room's one election (Leader, runtime/election).
 package realtime
 
 import (
