@@ -90,9 +90,6 @@ var fileRules = []struct {
 // fixed, TestImportRules fails until its line is deleted here, so the rule
 // holds from then on.
 var knownExceptions = []violation{
-	// runtime/realtime/leader.go uses floor.Claim; removed by the election
-	// branch (one election package under both floors).
-	{Rule: "the realtime room imports neither the turn room nor the companion", From: "runtime/realtime", Dep: "runtime/floor"},
 }
 
 type violation struct{ Rule, From, Dep string }

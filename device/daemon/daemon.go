@@ -51,6 +51,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -386,7 +387,7 @@ func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
 		return err
 	}
 	fid := cfg.MQTT.FloorIDs[0]
-	fb, err := d.dial(ctx, fid+"-"+cfg.Room.FloorInstance, fid, password, nil, floor.LeaderWill(l.room.Scheme, cfg.Room.Name, cfg.Room.FloorInstance))
+	fb, err := d.dial(ctx, fid+"-"+cfg.Room.FloorInstance, fid, password, nil, election.Will(l.room.Scheme, cfg.Room.Name, cfg.Room.FloorInstance))
 	if err != nil {
 		return err
 	}
@@ -412,7 +413,7 @@ func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
 func (d *Daemon) realtimeFloors(ctx context.Context, g *errgroup.Group, l *link, fr *room.Room, fid string) error {
 	cfg := d.cfg
 	limits := realtimeLimits(cfg.Room.Realtime)
-	leader := &realtime.Leader{Room: fr, Instance: cfg.Room.FloorInstance}
+	leader := &realtime.Leader{Room: fr, Instance: cfg.Room.FloorInstance, ID: fid}
 	g.Go(func() error { return leader.Run(ctx) })
 	floors := map[string]*realtime.Floor{}
 	add := func(channel string, members []string) error {

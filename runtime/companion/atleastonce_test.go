@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -208,7 +209,7 @@ func (r *memRoom) run(f func(context.Context) error) {
 }
 
 func (r *memRoom) floor(vote time.Duration) {
-	conn := r.mem.NamedConn("floor", nil, floor.LeaderWill(r.s, "lr", "f1"))
+	conn := r.mem.NamedConn("floor", nil, election.Will(r.s, "lr", "f1"))
 	fr := room.New(conn, r.s, "lr", nil, r.m)
 	fr.SetMembers(members)
 	f, err := floor.New(floor.Config{Room: fr, Instance: "f1", VoteTimeout: vote, JoinWait: 20 * time.Millisecond,

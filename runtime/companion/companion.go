@@ -64,7 +64,7 @@ import (
 // Defaults.
 const (
 	DefaultHistory      = 10
-	DefaultPause        = 300 * time.Millisecond
+	DefaultPause        = 200 * time.Millisecond // room.pause; see TestPauseDefault
 	DefaultThinkTimeout = 20 * time.Second
 	DefaultSpeakTimeout = 30 * time.Second
 	DefaultResendEvery  = time.Second
@@ -101,7 +101,7 @@ type Config struct {
 	Queries query.Asker
 
 	HistorySize int           // messages kept, default 10
-	Pause       time.Duration // wait after a grant before speaking, default 300 ms
+	Pause       time.Duration // wait after a grant before speaking, default 200 ms
 	MaxTurn     int           // States before terminal is forced; 0 = no limit
 	Threshold   float64       // repetition threshold, default 0.7
 	Window      int           // repetition window, default 5
@@ -155,7 +155,7 @@ type Companion struct {
 	cfg    Config
 	log    *slog.Logger
 	m      *metrics.Metrics
-	events chan event
+	events loop.Queue[event]
 	judge  repetition.Judge
 	wg     sync.WaitGroup
 	out    *bus.Outbox
@@ -305,10 +305,13 @@ func New(cfg Config) (*Companion, error) {
 	log := cfg.Room.Log.With("companion", cfg.Card.ID)
 	m := cfg.Room.Metrics
 	return &Companion{
-		cfg:      cfg,
-		log:      log,
-		m:        m,
-		events:   make(chan event, queueSize),
+		cfg: cfg,
+		log: log,
+		m:   m,
+		events: loop.NewQueue[event](queueSize, func(kind string) {
+			m.QueueDrops.WithLabelValues("companion", kind).Inc()
+			m.Reject(log, "companion", "", "queue_full", errors.New("companion event queue full"))
+		}),
 		judge:    repetition.Judge{Window: cfg.Window},
 		present:  map[string]bool{},
 		heard:    seen.New(recentMessages),
@@ -320,14 +323,7 @@ func New(cfg Config) (*Companion, error) {
 	}, nil
 }
 
-func (c *Companion) push(e event, kind string) {
-	select {
-	case c.events <- e:
-	default:
-		c.m.QueueDrops.WithLabelValues("companion", kind).Inc()
-		c.m.Reject(c.log, "companion", "", "queue_full", errors.New("companion event queue full"))
-	}
-}
+func (c *Companion) push(e event, kind string) { c.events.Push(e, kind) }
 
 func (c *Companion) status(s Status) {
 	if c.cfg.OnStatus != nil {
@@ -361,7 +357,7 @@ func (c *Companion) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e := <-c.events:
+		case e := <-c.events.C:
 			c.handle(ctx, e)
 		}
 		c.held()
@@ -377,13 +373,13 @@ func (c *Companion) held() {
 	h.WithLabelValues("companion_answered").Set(float64(len(c.answered)))
 	h.WithLabelValues("companion_history").Set(float64(len(c.history)))
 	h.WithLabelValues("companion_heard_ids").Set(float64(c.heard.Len()))
-	h.WithLabelValues("companion_events_queued").Set(float64(len(c.events)))
+	h.WithLabelValues("companion_events_queued").Set(float64(len(c.events.C)))
 }
 
 // deliver hands an event from a goroutine of ours back to Run.
 func (c *Companion) deliver(ctx context.Context, e event) {
 	select {
-	case c.events <- e:
+	case c.events.C <- e:
 	case <-ctx.Done():
 	}
 }
@@ -429,7 +425,7 @@ func (c *Companion) handle(ctx context.Context, e event) {
 // Ping returns once the companion's loop has handled everything queued
 // before it (for the watchdog).
 func (c *Companion) Ping(ctx context.Context) error {
-	return loop.Ping(ctx, c.events, func(done chan struct{}) event { return event{kind: evBarrier, barrier: done} })
+	return c.events.Ping(ctx, func(done chan struct{}) event { return event{kind: evBarrier, barrier: done} })
 }
 
 func (c *Companion) me() string { return c.cfg.Card.ID }

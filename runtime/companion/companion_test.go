@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -74,7 +75,7 @@ func (r *roomRig) go_(fn func(ctx context.Context) error) {
 }
 
 func (r *roomRig) startFloor(vote time.Duration) {
-	b := r.dial("floor", nil, floor.LeaderWill(r.s, "lr", "f1"))
+	b := r.dial("floor", nil, election.Will(r.s, "lr", "f1"))
 	fr := room.New(b, r.s, "lr", nil, r.m)
 	fr.SetMembers(members)
 	f, err := floor.New(floor.Config{Room: fr, Instance: "f1", VoteTimeout: vote, JoinWait: 50 * time.Millisecond})

@@ -145,18 +145,21 @@ func newJudgeRig(t *testing.T, lang string, mod func(*companion.Config)) *judgeR
 	return r
 }
 
-// say sends text as from and waits until the companion has thought about it.
+// say sends text as from and waits until the companion has thought about
+// it: about this Message, not an earlier one with the same words (a
+// verbatim loop says the same line again).
 func (r *judgeRig) say(from, text string) brain.Input {
 	r.t.Helper()
+	id := protocol.NewID()
 	rm := room.New(r.dial(from, nil, nil), r.s, "lr", nil, nil)
-	if err := rm.SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), from, nil, text, "")); err != nil {
+	if err := rm.SendMessage(r.ctx, protocol.NewMessage(id, from, nil, text, "")); err != nil {
 		r.t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		r.mu.Lock()
 		for _, in := range r.inputs {
-			if in.Message.Params.Message == text && in.Message.Params.From == from {
+			if in.Message.Params.ID == id {
 				r.mu.Unlock()
 				return in
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -69,7 +70,7 @@ func newHarness(t *testing.T, opts ...bustest.MemoryOptions) *harness {
 // startFloor starts a floor instance and returns it once it is subscribed.
 func (h *harness) startFloor(instance string, cfg Config) (*Floor, *bustest.MemConn, context.CancelFunc) {
 	h.t.Helper()
-	conn := h.mem.NamedConn("floor-"+instance, nil, LeaderWill(h.s, "lr", instance))
+	conn := h.mem.NamedConn("floor-"+instance, nil, election.Will(h.s, "lr", instance))
 	cfg.Room = room.New(conn, h.s, "lr", nil, h.m)
 	cfg.Room.SetMembers(h.members)
 	cfg.Instance = instance
@@ -342,7 +343,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	if g := h.grant(); g.MessageID != "m2" || g.SpeakerID() != "a" {
 		t.Fatalf("grant after takeover %+v", g)
 	}
-	var claim Claim
+	var claim protocol.LeaderClaim
 	json.Unmarshal(h.mem.Retained(h.s.FloorLeader("lr")), &claim)
 	if claim.Instance != "f2" || !claim.Online {
 		t.Fatalf("retained claim %+v", claim)

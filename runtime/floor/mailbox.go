@@ -3,17 +3,16 @@ package floor
 import (
 	"sync"
 
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
 
 // Bounds of the control mailbox. Presence and holds come only from the
-// roster (room drops the rest), deadlines only for pending ballots; claims
-// and observed grants come from floor identities, and are capped here.
-const (
-	maxClaimInstances = 16
-	maxSeenGrants     = 256
-)
+// roster (room drops the rest), deadlines only for pending ballots;
+// observed grants come from floor identities, and are capped here (the
+// election keeps the leader claims, capped at election.MaxInstances).
+const maxSeenGrants = 256
 
 // Timer and housekeeping flags.
 const (
@@ -22,22 +21,22 @@ const (
 	flagClaimCheck
 	flagReconnected
 	flagLost
+	flagClaims // leader claims wait in the election
 )
 
 // mailbox holds the floor's control events until its loop takes them.
 // Control events are never dropped (issue 9, defect 7): each kind keeps
 // only what the loop needs — the latest presence and hold per companion,
-// the latest claim per floor instance, the set of grants seen, the
-// deadlines that fired — so it is bounded by construction however fast
-// the events come. notify wakes the loop.
+// the set of grants seen, the deadlines that fired (the leader claims
+// wait in the election, likewise) — so it is bounded by construction
+// however fast the events come. notify wakes the loop.
 type mailbox struct {
-	notify chan struct{}
+	notify loop.Signal
 
 	mu        sync.Mutex
 	presence  map[string]room.PresenceEvent
 	holds     map[string]protocol.Hold
 	speaking  map[string]room.SpeakingEvent
-	claims    map[string]Claim
 	grants    []protocol.TurnGrant // observed on the bus, oldest first
 	deadlines map[string]bool
 	orphans   map[string]bool // messages known only from States, whose grace ran out
@@ -50,7 +49,6 @@ type drained struct {
 	presence  map[string]room.PresenceEvent
 	holds     map[string]protocol.Hold
 	speaking  map[string]room.SpeakingEvent
-	claims    map[string]Claim
 	grants    []protocol.TurnGrant
 	deadlines map[string]bool
 	orphans   map[string]bool
@@ -59,7 +57,7 @@ type drained struct {
 }
 
 func newMailbox() *mailbox {
-	m := &mailbox{notify: make(chan struct{}, 1)}
+	m := &mailbox{notify: loop.NewSignal()}
 	m.reset()
 	return m
 }
@@ -68,7 +66,6 @@ func (m *mailbox) reset() {
 	m.presence = map[string]room.PresenceEvent{}
 	m.holds = map[string]protocol.Hold{}
 	m.speaking = map[string]room.SpeakingEvent{}
-	m.claims = map[string]Claim{}
 	m.grants = nil
 	m.deadlines = map[string]bool{}
 	m.orphans = map[string]bool{}
@@ -76,18 +73,11 @@ func (m *mailbox) reset() {
 	m.barriers = nil
 }
 
-func (m *mailbox) wake() {
-	select {
-	case m.notify <- struct{}{}:
-	default:
-	}
-}
-
 func (m *mailbox) put(f func()) {
 	m.mu.Lock()
 	f()
 	m.mu.Unlock()
-	m.wake()
+	m.notify.Wake()
 }
 
 func (m *mailbox) presenceEvent(p room.PresenceEvent) { m.put(func() { m.presence[p.ID] = p }) }
@@ -97,20 +87,6 @@ func (m *mailbox) deadline(id string)                 { m.put(func() { m.deadlin
 func (m *mailbox) orphan(id string)                   { m.put(func() { m.orphans[id] = true }) }
 func (m *mailbox) flag(f int)                         { m.put(func() { m.flags |= f }) }
 func (m *mailbox) barrier(c chan struct{})            { m.put(func() { m.barriers = append(m.barriers, c) }) }
-
-// claim keeps the latest claim of each instance; a flood of made-up
-// instance names beyond the cap is refused (false).
-func (m *mailbox) claim(c Claim) bool {
-	ok := true
-	m.put(func() {
-		if _, known := m.claims[c.Instance]; !known && len(m.claims) >= maxClaimInstances {
-			ok = false
-			return
-		}
-		m.claims[c.Instance] = c
-	})
-	return ok
-}
 
 // grant records a grant seen on the bus; the oldest are forgotten beyond
 // the cap (a standby needs only the recent ones).
@@ -126,7 +102,7 @@ func (m *mailbox) grant(g protocol.TurnGrant) {
 func (m *mailbox) take() drained {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := drained{presence: m.presence, holds: m.holds, speaking: m.speaking, claims: m.claims, grants: m.grants,
+	d := drained{presence: m.presence, holds: m.holds, speaking: m.speaking, grants: m.grants,
 		deadlines: m.deadlines, orphans: m.orphans, flags: m.flags, barriers: m.barriers}
 	m.reset()
 	return d

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
@@ -165,18 +166,18 @@ func TestControlEventsSurviveAFullQueue(t *testing.T) {
 	f1, c1, _ := h.startFloor("f1", Config{})
 	h.activate(f1)
 
-	conn := h.mem.NamedConn("floor-f2", nil, LeaderWill(h.s, "lr", "f2"))
+	conn := h.mem.NamedConn("floor-f2", nil, election.Will(h.s, "lr", "f2"))
 	r := room.New(conn, h.s, "lr", nil, h.m)
 	r.SetMembers(h.members)
 	f2, err := New(Config{Room: r, Instance: "f2", Clock: h.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for len(f2.events) < cap(f2.events) { // a flood the loop has not caught up with
-		f2.events <- event{state: protocol.StateParams{From: "b", MessageID: "flood", State: protocol.Speak, Closing: protocol.ClosingNone}}
+	for len(f2.events.C) < cap(f2.events.C) { // a flood the loop has not caught up with
+		f2.events.C <- event{state: protocol.StateParams{From: "b", MessageID: "flood", State: protocol.Speak, Closing: protocol.ClosingNone}}
 	}
 	c1.Kill() // the active floor dies: its will marks its claim offline
-	f2.ctl.claim(Claim{Instance: "f1", Online: false, Since: h.clk.Now()})
+	f2.el.Put(protocol.LeaderClaim{Instance: "f1", Online: false, Since: h.clk.Now()})
 	f2.ctl.presenceEvent(room.PresenceEvent{ID: "a", Presence: protocol.Presence{Online: true, Device: "a-dev", Since: h.clk.Now()}})
 	f2.ctl.presenceEvent(room.PresenceEvent{ID: "b", Presence: protocol.Presence{Online: true, Device: "b-dev", Since: h.clk.Now()}})
 	f2.ctl.hold(protocol.Hold{From: "b", Held: true, Since: h.clk.Now()})
@@ -207,18 +208,12 @@ func TestMailboxIsBoundedAndKeepsTheLatest(t *testing.T) {
 		m.presenceEvent(room.PresenceEvent{ID: "a", Presence: protocol.Presence{Online: i%2 == 0}})
 		m.grant(protocol.TurnGrant{MessageID: fmt.Sprint(i)})
 	}
-	for i := range 100 {
-		m.claim(Claim{Instance: fmt.Sprintf("i%03d", i), Online: true})
-	}
 	d := m.take()
 	if len(d.presence) != 1 || d.presence["a"].Presence.Online {
 		t.Fatalf("presence %+v, want a's latest (offline)", d.presence)
 	}
 	if len(d.grants) != maxSeenGrants || d.grants[len(d.grants)-1].MessageID != "99999" {
 		t.Fatalf("%d grants kept, want the newest %d", len(d.grants), maxSeenGrants)
-	}
-	if len(d.claims) != maxClaimInstances {
-		t.Fatalf("%d claims kept, cap %d", len(d.claims), maxClaimInstances)
 	}
 }
 

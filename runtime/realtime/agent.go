@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
@@ -60,7 +61,7 @@ type Agent struct {
 	cfg    AgentConfig
 	log    *slog.Logger
 	m      *metrics.Metrics
-	events chan agentEvent
+	events loop.Queue[agentEvent]
 	out    *bus.Outbox
 	wg     sync.WaitGroup
 
@@ -117,8 +118,8 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 			*d = v
 		}
 	}
-	def(&cfg.PollInterval, 500*time.Millisecond)
-	def(&cfg.SpeakCooldown, 3*time.Second)
+	def(&cfg.PollInterval, DefaultPollInterval)
+	def(&cfg.SpeakCooldown, DefaultSpeakCooldown)
 	def(&cfg.ThinkTimeout, 20*time.Second)
 	def(&cfg.SpeakTimeout, 30*time.Second)
 	if cfg.HistorySize <= 0 {
@@ -135,24 +136,19 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		log = log.With("channel", cfg.Channel)
 	}
 	m := cfg.Room.Metrics
-	return &Agent{cfg: cfg, log: log, m: m, events: make(chan agentEvent, queueSize),
+	return &Agent{cfg: cfg, log: log, m: m,
+		events: loop.NewQueue[agentEvent](queueSize, func(kind string) { m.QueueDrops.WithLabelValues("realtime-agent", kind).Inc() }),
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("realtime").Inc() }}}, nil
 }
 
 func (a *Agent) me() string { return a.cfg.Card.ID }
 
-func (a *Agent) push(e agentEvent, kind string) {
-	select {
-	case a.events <- e:
-	default:
-		a.m.QueueDrops.WithLabelValues("realtime-agent", kind).Inc()
-	}
-}
+func (a *Agent) push(e agentEvent, kind string) { a.events.Push(e, kind) }
 
 func (a *Agent) deliver(ctx context.Context, e agentEvent) {
 	select {
-	case a.events <- e:
+	case a.events.C <- e:
 	case <-ctx.Done():
 	}
 }
@@ -193,7 +189,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e := <-a.events:
+		case e := <-a.events.C:
 			a.handle(ctx, e)
 		}
 	}
@@ -201,18 +197,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // Ping returns once the agent's loop has handled what was queued before it.
 func (a *Agent) Ping(ctx context.Context) error {
-	done := make(chan struct{})
-	select {
-	case a.events <- agentEvent{barrier: done}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return a.events.Ping(ctx, func(done chan struct{}) agentEvent { return agentEvent{barrier: done} })
 }
 
 func (a *Agent) handle(ctx context.Context, e agentEvent) {

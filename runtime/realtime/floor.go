@@ -23,7 +23,10 @@
 // ended (bounded by the duration it announced plus a margin). The floor's
 // loop never waits on the network: everything it publishes goes through
 // a bounded outbox, and the broker, not the floor, holds a slow reader's
-// queue.
+// queue. Posts and Messages wait in a bounded queue that drops and counts
+// a flood; presence, speaking status, leadership and a phase's timers wait
+// in a mailbox that never drops one (control.go). Which instance runs the
+// room is the room's one election (Leader, runtime/election).
 package realtime
 
 import (
@@ -31,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +43,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -83,15 +88,15 @@ func (l Limits) Validate() error {
 }
 
 const (
-	// VoiceMargin is how long past its announced duration the floor waits
-	// for the end of an accepted speaker's audio.
-	VoiceMargin = 1500 * time.Millisecond
 	// StartGrace is how long an accepted speaker holds the floor before
 	// its device says its audio started.
 	StartGrace = 5 * time.Second
 	// HistoryKept is the talk_history a phase start carries.
 	HistoryKept = 20
 	queueSize   = 4096 // posts and messages waiting for the loop
+	// MaxFollowed bounds the companions whose presence and speaking
+	// status a floor follows at once (the roster bounds them already).
+	MaxFollowed = 1024
 	outboxSize  = 4096 // what the floor publishes: a burst of posts gets every answer
 	seenPosts   = 4096 // post ids remembered, to answer a copy the same way
 )
@@ -116,7 +121,8 @@ type Floor struct {
 	cfg     FloorConfig
 	log     *slog.Logger
 	m       *metrics.Metrics
-	events  chan event
+	events  loop.Queue[event] // posts, messages, timers, commands
+	ctl     *control          // presence, speaking, leadership: never dropped
 	out     *bus.Outbox
 	members map[string]bool
 
@@ -154,15 +160,12 @@ type busy struct {
 }
 
 type event struct {
-	post     *protocol.Post
-	msg      *protocol.Message
-	presence *room.PresenceEvent
-	voice    *room.SpeakingEvent
-	tick     string    // a timer of the phase with this id fired
-	at       time.Time // when it fired
-	cmd      *command
-	seen     *protocol.Phase
-	active   *bool
+	post    *protocol.Post
+	msg     *protocol.Message
+	tick    string    // a timer of the phase with this id fired
+	at      time.Time // when it fired
+	cmd     *command
+	barrier chan struct{} // a Ping: closed once handled
 }
 
 type command struct {
@@ -193,7 +196,8 @@ func NewFloor(cfg FloorConfig) (*Floor, error) {
 		log = log.With("channel", cfg.Channel)
 	}
 	m := cfg.Room.Metrics
-	f := &Floor{cfg: cfg, log: log, m: m, events: make(chan event, queueSize),
+	f := &Floor{cfg: cfg, log: log, m: m, ctl: newControl(),
+		events:  loop.NewQueue[event](queueSize, func(kind string) { m.QueueDrops.WithLabelValues("realtime", kind).Inc() }),
 		members: map[string]bool{}, present: map[string]bool{}, voices: map[string]protocol.Speaking{},
 		acks: map[string]protocol.PostAck{},
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Size: outboxSize, Log: log, Timeout: 10 * time.Second,
@@ -204,13 +208,7 @@ func NewFloor(cfg FloorConfig) (*Floor, error) {
 	return f, nil
 }
 
-func (f *Floor) push(e event, kind string) {
-	select {
-	case f.events <- e:
-	default:
-		f.m.QueueDrops.WithLabelValues("realtime", kind).Inc()
-	}
-}
+func (f *Floor) push(e event, kind string) { f.events.Push(e, kind) }
 
 // Start opens a phase (the operator's `chorus phase start`); it fails if
 // one is open.
@@ -225,7 +223,7 @@ func (f *Floor) End(ctx context.Context) error {
 func (f *Floor) command(ctx context.Context, c command) error {
 	c.done = make(chan error, 1)
 	select {
-	case f.events <- event{cmd: &c}:
+	case f.events.C <- event{cmd: &c}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -248,20 +246,28 @@ func (f *Floor) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); f.out.Run(ctx) }()
 	subs := []func() error{
 		func() error {
-			return r.OnPresence(ctx, func(p room.PresenceEvent) { f.push(event{presence: &p}, "presence") })
+			return r.OnPresence(ctx, func(p room.PresenceEvent) {
+				if !f.ctl.presenceEvent(p) {
+					f.m.Reject(f.log, "presence", p.ID, "too_many", fmt.Errorf("more than %d companions followed; %s ignored", MaxFollowed, p.ID))
+				}
+			})
 		},
 		func() error {
 			return r.OnPosts(ctx, f.cfg.Channel, func(p protocol.Post) { f.push(event{post: &p}, "post") })
 		},
 		func() error {
-			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) { f.push(event{voice: &s}, "speaking") })
+			return r.OnSpeaking(ctx, func(s room.SpeakingEvent) {
+				if !f.ctl.voice(s) {
+					f.m.Reject(f.log, "speaking", s.ID, "too_many", fmt.Errorf("more than %d companions followed; %s ignored", MaxFollowed, s.ID))
+				}
+			})
 		},
 	}
 	subs = append(subs, func() error {
-		return r.OnPhase(ctx, f.cfg.Channel, func(p protocol.Phase) { f.push(event{seen: &p}, "phase") })
+		return r.OnPhase(ctx, f.cfg.Channel, f.ctl.phase)
 	})
 	if l := f.cfg.Leader; l != nil {
-		l.OnChange(func(active bool) { f.push(event{active: &active}, "leader") })
+		l.OnChange(f.ctl.leader)
 	}
 	if f.cfg.OpenOnMessage {
 		subs = append(subs, func() error {
@@ -278,7 +284,16 @@ func (f *Floor) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e := <-f.events:
+		case <-f.ctl.wake.C:
+			f.control()
+		case e := <-f.events.C:
+			// Control events come first: a post is judged knowing who is
+			// present and speaking, and a Ping proves both were handled.
+			select {
+			case <-f.ctl.wake.C:
+				f.control()
+			default:
+			}
 			f.handle(e)
 		}
 	}
@@ -290,12 +305,10 @@ func (f *Floor) Run(ctx context.Context) error {
 const StandbyError = "realtime: this floor stands by; another instance runs the room"
 
 // Ping returns once the floor's loop has handled what was queued before
-// it (for the watchdog).
+// it, control events included (for the watchdog).
 func (f *Floor) Ping(ctx context.Context) error {
-	return f.command(ctx, command{reason: ping})
+	return f.events.Ping(ctx, func(done chan struct{}) event { return event{barrier: done} })
 }
-
-const ping = "\x00ping"
 
 // Flush waits until everything the floor has handled so far is published.
 func (f *Floor) Flush(ctx context.Context) error {
@@ -307,8 +320,6 @@ func (f *Floor) Flush(ctx context.Context) error {
 
 func (f *Floor) onCommand(c command) error {
 	switch {
-	case c.reason == ping:
-		return nil
 	case c.start && f.phase != nil:
 		return fmt.Errorf("realtime: phase %s is open", f.phase.id)
 	case c.start:
@@ -325,36 +336,64 @@ func (f *Floor) onCommand(c command) error {
 func (f *Floor) handle(e event) {
 	lead := f.cfg.Leader == nil || f.cfg.Leader.Active()
 	switch {
-	case e.cmd != nil && !lead && e.cmd.reason != ping:
+	case e.barrier != nil:
+		close(e.barrier)
+	case e.cmd != nil && !lead:
 		e.cmd.done <- errors.New(StandbyError)
 	case e.cmd != nil:
 		e.cmd.done <- f.onCommand(*e.cmd)
-	case e.seen != nil:
-		f.seen = e.seen
-	case e.active != nil:
-		f.onLeader(*e.active)
 	case (e.post != nil || e.msg != nil) && !lead:
 		// The active floor answers.
 	case e.post != nil:
 		f.onPost(*e.post)
 	case e.msg != nil:
 		f.onMessage(*e.msg)
-	case e.presence != nil:
-		p := *e.presence
-		if !p.Cleared && p.Presence.Online {
-			f.present[p.ID] = true
-		} else {
-			delete(f.present, p.ID)
-			if b := f.busyWith(); b != nil && b.speaker == p.ID {
-				f.release() // a speaker gone holds nobody up
-			}
-			f.checkAllOver()
-		}
-	case e.voice != nil:
-		f.onVoice(*e.voice)
 	case e.tick != "":
 		f.onTick(e.tick, e.at)
 	}
+}
+
+// control handles what the mailbox holds: the phase last seen, then the
+// leadership, then presence and speaking status in order of companion id,
+// then the timers a full queue could not take, oldest first.
+func (f *Floor) control() {
+	d := f.ctl.take()
+	if d.seen != nil {
+		f.seen = d.seen
+	}
+	if d.down {
+		f.onLeader(false) // it stood by meanwhile, whatever it is now
+	}
+	if d.active != nil && (*d.active || !d.down) {
+		f.onLeader(*d.active)
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.presence)) {
+		f.onPresence(d.presence[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.voices)) {
+		f.onVoice(d.voices[id])
+	}
+	ticks := slices.SortedFunc(maps.Keys(d.ticks), func(a, b string) int {
+		if c := d.ticks[a].Compare(d.ticks[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, name := range ticks {
+		f.onTick(name, d.ticks[name])
+	}
+}
+
+func (f *Floor) onPresence(p room.PresenceEvent) {
+	if !p.Cleared && p.Presence.Online {
+		f.present[p.ID] = true
+		return
+	}
+	delete(f.present, p.ID)
+	if b := f.busyWith(); b != nil && b.speaker == p.ID {
+		f.release() // a speaker gone holds nobody up
+	}
+	f.checkAllOver()
 }
 
 // onLeader follows this instance's leadership: taking over, it ends the
@@ -409,7 +448,20 @@ func openedBy(m *protocol.Message) string {
 // after schedules a tick of the open phase.
 func (f *Floor) after(d time.Duration, what string) clock.Timer {
 	tick := f.phase.id + "/" + what
-	return f.cfg.Clock.AfterFunc(d, func() { f.push(event{tick: tick, at: f.cfg.Clock.Now()}, "timer") })
+	return f.cfg.Clock.AfterFunc(d, func() { f.tick(tick, f.cfg.Clock.Now()) })
+}
+
+// tick queues a timer of the phase behind the events queued before it;
+// when a flood of posts has filled the queue it waits in the mailbox
+// instead, so a phase's timeout, silence or end of a voice is never lost.
+func (f *Floor) tick(name string, at time.Time) {
+	select {
+	case f.events.C <- event{tick: name, at: at}:
+	default:
+		if !f.ctl.tick(name, at) {
+			f.m.QueueDrops.WithLabelValues("realtime", "timer").Inc()
+		}
+	}
 }
 
 // until schedules a tick of the open phase at due; one already past is
@@ -418,7 +470,7 @@ func (f *Floor) until(due time.Time, what string) clock.Timer {
 	if d := due.Sub(f.cfg.Clock.Now()); d > 0 {
 		return f.after(d, what)
 	}
-	f.push(event{tick: f.phase.id + "/" + what, at: due}, "timer")
+	f.tick(f.phase.id+"/"+what, due)
 	return nil
 }
 
@@ -643,7 +695,7 @@ func (f *Floor) onVoice(e room.SpeakingEvent) {
 	case e.Cleared || !e.Speaking.Speaking:
 		f.release()
 	default:
-		d := time.Duration(e.Speaking.DurationMs)*time.Millisecond + VoiceMargin
+		d := time.Duration(e.Speaking.DurationMs)*time.Millisecond + protocol.VoiceMargin
 		b.until = f.cfg.Clock.Now().Add(d)
 		if b.timer != nil {
 			b.timer.Stop()

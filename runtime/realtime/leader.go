@@ -2,33 +2,37 @@ package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
-	"github.com/chorus-robotics/chorus/runtime/floor"
-	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/election"
+	"github.com/chorus-robotics/chorus/runtime/loop"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
 
-// Leader decides whether this instance's realtime floors run the room, on
-// the same retained floor/leader claim as the turn floor (its Last Will is
-// the floor connection's, floor.LeaderWill): an instance that starts
-// listens JoinWait for an online claim; without one it claims; a standby
-// claims when the active one's claim goes offline. Of two that claim at
-// once, the lower instance id keeps the room. A floor that takes over ends
-// the phase its predecessor left open (reason floor_changed): the counts
-// of that phase died with it.
+// Leader decides whether this instance's realtime floors run the room, by
+// the room's one election (runtime/election), on the same retained
+// floor/leader claim as the turn floor; its Last Will is the floor
+// connection's, election.Will. A claim that never comes back from the
+// broker (an ACL that refuses floor/leader) is logged as CANNOT CLAIM THE
+// ROOM, counted and tried again, and the floors run nothing meanwhile. A
+// floor that takes over ends the phase its predecessor left open (reason
+// floor_changed): the counts of that phase died with it.
 type Leader struct {
 	Room     *room.Room
 	Instance string
-	JoinWait time.Duration // default 500 ms
-	Clock    clock.Clock
+	ID       string        // the floor identity the claim is published as (for the log)
+	JoinWait time.Duration // default election.DefaultJoinWait
+	// ClaimCheck is how long the leader waits to read its claim back;
+	// Retry how long after a failed claim it claims again. Defaults
+	// election.DefaultClaimCheck and election.DefaultRetry.
+	ClaimCheck time.Duration
+	Retry      time.Duration
+	Clock      clock.Clock
 
 	active atomic.Bool
 	mu     sync.Mutex
@@ -49,11 +53,8 @@ func (l *Leader) OnChange(f func(active bool)) {
 	l.mu.Unlock()
 }
 
-func (l *Leader) set(active bool, log *slog.Logger) {
-	if l.active.Swap(active) == active {
-		return
-	}
-	log.Info("realtime: floor", "active", active)
+func (l *Leader) set(active bool) {
+	l.active.Store(active)
 	l.mu.Lock()
 	hooks := append([]func(bool){}, l.hooks...)
 	l.mu.Unlock()
@@ -64,74 +65,67 @@ func (l *Leader) set(active bool, log *slog.Logger) {
 
 // Run follows the claims and claims the room when it may, until ctx ends.
 func (l *Leader) Run(ctx context.Context) error {
-	if l.Clock == nil {
-		l.Clock = clock.Real{}
-	}
-	if l.JoinWait <= 0 {
-		l.JoinWait = 500 * time.Millisecond
-	}
 	r := l.Room
 	log := r.Log.With("realtime", r.Name, "instance", l.Instance)
-	out := &bus.Outbox{Bus: r.Bus, Log: log}
-	claims := make(chan floor.Claim, 64)
-	joined := make(chan struct{}, 1)
+	out := &bus.Outbox{Bus: r.Bus, Log: log, Timeout: 10 * time.Second,
+		OnDrop: func(string, error) { r.Metrics.PublishDropped.WithLabelValues("realtime").Inc() }}
+	// The leader's mailbox: the election keeps the claims; the ticks and
+	// a reconnect are flags. Nothing is ever dropped.
+	wake := loop.NewSignal()
+	var mu sync.Mutex
+	ticks := map[election.Tick]bool{}
+	reconnected := false
+	el, err := election.New(election.Config{Room: r, Identity: l.ID, Instance: l.Instance, Clock: l.Clock, Log: log,
+		JoinWait: l.JoinWait, ClaimCheck: l.ClaimCheck, Retry: l.Retry, Send: out.Send,
+		Wake: func(t election.Tick) {
+			mu.Lock()
+			ticks[t] = true
+			mu.Unlock()
+			wake.Wake()
+		},
+		OnChange: func(active bool) {
+			log.Info("realtime: floor", "active", active)
+			l.set(active)
+		}})
+	if err != nil {
+		return fmt.Errorf("realtime leader: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); out.Run(ctx) }()
-	if err := r.Bus.Subscribe(ctx, r.Scheme.FloorLeader(r.Name), func(_ string, b []byte) {
-		var c floor.Claim
-		if len(b) == 0 || json.Unmarshal(b, &c) != nil || protocol.ValidIdentity(c.Instance) != "" {
-			return
-		}
-		select {
-		case claims <- c:
-		default:
-		}
-	}); err != nil {
+	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
+		rc.OnReconnect(func() {
+			mu.Lock()
+			reconnected = true
+			mu.Unlock()
+			wake.Wake()
+		})
+	}
+	if err := el.Subscribe(ctx); err != nil {
 		return fmt.Errorf("realtime leader: %w", err)
 	}
-	announce := func() {
-		b, _ := json.Marshal(floor.Claim{Instance: l.Instance, Online: true, Since: l.Clock.Now().UTC()})
-		out.Send(r.Scheme.FloorLeader(r.Name), b, true)
-	}
-	t := l.Clock.AfterFunc(l.JoinWait, func() { joined <- struct{}{} })
-	defer t.Stop()
-	leader := "" // the instance whose online claim was seen last
-	claiming := false
+	el.Start()
+	defer el.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-joined:
-			if leader == "" {
-				claiming = true
-				announce()
+		case <-wake.C:
+		}
+		mu.Lock()
+		took, again := ticks, reconnected
+		ticks, reconnected = map[election.Tick]bool{}, false
+		mu.Unlock()
+		for _, t := range []election.Tick{election.TickClaims, election.TickJoin, election.TickCheck} {
+			if took[t] {
+				el.Tick(t)
 			}
-		case c := <-claims:
-			switch {
-			case c.Instance == l.Instance && c.Online:
-				if claiming || l.Active() {
-					l.set(true, log) // our claim came back: every floor sees it
-				}
-			case c.Instance == l.Instance: // a stale will of ours
-				if claiming || l.Active() {
-					announce()
-				}
-			case c.Online:
-				if (claiming || l.Active()) && l.Instance < c.Instance {
-					announce()
-					continue
-				}
-				claiming = false
-				leader = c.Instance
-				l.set(false, log)
-			case leader == c.Instance || leader == "": // the active one went offline
-				leader, claiming = "", true
-				announce()
-			}
+		}
+		if again {
+			el.Reconnected()
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/config"
-	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
@@ -212,7 +211,7 @@ func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
 	}
 	defer b.Close()
 	scheme := topic.New("")
-	claim, _ := json.Marshal(floor.Claim{Instance: "box-a", Online: true, Since: time.Now()})
+	claim, _ := json.Marshal(protocol.LeaderClaim{Instance: "box-a", Online: true, Since: time.Now()})
 	if err := b.Publish(ctx, scheme.FloorLeader("lab"), claim, true); err != nil {
 		t.Fatal(err)
 	}

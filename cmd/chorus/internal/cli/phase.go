@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
@@ -56,11 +55,10 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	// The latest online claim, when no -floor names the device.
-	claims := make(chan floor.Claim, 1)
+	claims := make(chan protocol.LeaderClaim, 1)
 	if *dev == "" {
 		err := b.Subscribe(ctx, r.Scheme.FloorLeader(r.Name), func(_ string, p []byte) {
-			var c floor.Claim
-			if json.Unmarshal(p, &c) == nil && c.Online && protocol.ValidIdentity(c.Instance) == "" {
+			if c, err := protocol.DecodeLeaderClaim(p, 0); err == nil && c.Online {
 				select { // a bus handler never blocks: the newest claim replaces an unread one
 				case <-claims:
 				default:

@@ -13,7 +13,6 @@ package localroom
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -189,8 +188,7 @@ func (r *Room) waitSettled(ctx context.Context, floor bool) error {
 	claimed := make(chan struct{}, 1)
 	if floor {
 		err := b.Subscribe(ctx, r.Scheme.FloorLeader(r.Name), func(_ string, p []byte) {
-			var c struct{ Online bool }
-			if json.Unmarshal(p, &c) == nil && c.Online {
+			if c, err := protocol.DecodeLeaderClaim(p, 0); err == nil && c.Online {
 				select {
 				case claimed <- struct{}{}:
 				default:

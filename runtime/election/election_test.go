@@ -1,0 +1,168 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// host is the test's event loop: it runs the election's ticks on the
+// test goroutine, as a floor's loop does.
+type host struct {
+	t       *testing.T
+	e       *Election
+	mu      sync.Mutex
+	ticks   []Tick
+	changes []bool
+}
+
+func newHost(t *testing.T, mem *bustest.Memory, m *metrics.Metrics, clk clock.Clock, instance string, drop bool) *host {
+	t.Helper()
+	s := topic.New("")
+	conn := mem.NamedConn(instance, nil, Will(s, "lr", instance))
+	r := room.New(conn, s, "lr", nil, m)
+	h := &host{t: t}
+	e, err := New(Config{Room: r, Identity: "floor", Instance: instance, Clock: clk,
+		Send: func(topic string, p []byte, retain bool) bool {
+			if drop {
+				return true // queued, and the broker's ACL drops it
+			}
+			if err := conn.Publish(context.Background(), topic, p, retain); err != nil {
+				t.Errorf("publish claim: %v", err)
+			}
+			return true
+		},
+		Wake: func(tk Tick) {
+			h.mu.Lock()
+			h.ticks = append(h.ticks, tk)
+			h.mu.Unlock()
+		},
+		OnChange: func(on bool) { h.changes = append(h.changes, on) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.e = e
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := e.Subscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	return h
+}
+
+// run hands the election every tick that is waiting.
+func (h *host) run() {
+	for {
+		h.mu.Lock()
+		ts := h.ticks
+		h.ticks = nil
+		h.mu.Unlock()
+		if len(ts) == 0 {
+			return
+		}
+		for _, tk := range ts {
+			h.e.Tick(tk)
+		}
+	}
+}
+
+func settle(mem *bustest.Memory, hs ...*host) {
+	for range 5 {
+		mem.Settle()
+		for _, h := range hs {
+			h.run()
+		}
+	}
+}
+
+func TestElection(t *testing.T) {
+	t.Run("alone it claims and leads once the claim comes back", func(t *testing.T) {
+		mem, m, clk := bustest.NewMemory(t), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+		h := newHost(t, mem, m, clk, "f1", false)
+		settle(mem, h)
+		if h.e.Active() {
+			t.Fatal("active before the join wait")
+		}
+		clk.Advance(DefaultJoinWait)
+		settle(mem, h)
+		if !h.e.Active() || len(h.changes) != 1 || !h.changes[0] {
+			t.Fatalf("active %v changes %v, want active once", h.e.Active(), h.changes)
+		}
+		clk.Advance(DefaultClaimCheck)
+		settle(mem, h)
+		if n := testutil.ToFloat64(m.ClaimFailures); n != 0 || !h.e.Active() {
+			t.Fatalf("claim failures %v active %v after a claim that came back", n, h.e.Active())
+		}
+	})
+	t.Run("a claim that never comes back is said, counted and retried", func(t *testing.T) {
+		mem, m, clk := bustest.NewMemory(t), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+		h := newHost(t, mem, m, clk, "f1", true)
+		clk.Advance(DefaultJoinWait)
+		settle(mem, h)
+		clk.Advance(DefaultClaimCheck)
+		settle(mem, h)
+		if h.e.Active() || testutil.ToFloat64(m.ClaimFailures) != 1 {
+			t.Fatalf("active %v failures %v, want standing by with one failure", h.e.Active(), testutil.ToFloat64(m.ClaimFailures))
+		}
+		clk.Advance(DefaultRetry)
+		settle(mem, h)
+		clk.Advance(DefaultClaimCheck)
+		settle(mem, h)
+		if n := testutil.ToFloat64(m.ClaimFailures); n != 2 {
+			t.Fatalf("claim failures = %v, want the retry to fail again", n)
+		}
+	})
+	t.Run("of two the lower instance leads; the other takes over when it dies", func(t *testing.T) {
+		mem, m, clk := bustest.NewMemory(t), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+		h2 := newHost(t, mem, m, clk, "f2", false)
+		h1 := newHost(t, mem, m, clk, "f1", false)
+		clk.Advance(DefaultJoinWait)
+		settle(mem, h1, h2)
+		if !h1.e.Active() || h2.e.Active() {
+			t.Fatalf("f1 active %v, f2 active %v: want f1", h1.e.Active(), h2.e.Active())
+		}
+		h1.e.Stop()
+		w := Will(topic.New(""), "lr", "f1")
+		mem.NamedConn("killer", nil, nil).Publish(context.Background(), w.Topic, w.Payload, true)
+		settle(mem, h1, h2)
+		if !h2.e.Active() {
+			t.Fatal("the standby did not take over when the active one's will came")
+		}
+	})
+}
+
+// The claims wait in a mailbox that keeps the latest per instance and is
+// bounded however many made-up instances claim (moved here from the turn
+// floor's mailbox test).
+func TestClaimsAreBoundedAndKeepTheLatest(t *testing.T) {
+	mem, m, clk := bustest.NewMemory(t), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+	h := newHost(t, mem, m, clk, "f1", true)
+	for i := range 100 {
+		h.e.Put(protocol.LeaderClaim{Instance: fmt.Sprintf("i%03d", i), Online: true})
+	}
+	h.e.Put(protocol.LeaderClaim{Instance: "i000", Online: false})
+	h.e.mu.Lock()
+	n, latest := len(h.e.claims), h.e.claims["i000"]
+	h.e.mu.Unlock()
+	if n != MaxInstances {
+		t.Fatalf("%d claims kept, cap %d", n, MaxInstances)
+	}
+	if latest.Online {
+		t.Fatal("the latest claim of i000 (offline) was not kept")
+	}
+	if r := testutil.ToFloat64(m.BadInput.WithLabelValues("leader", "too_many")); r != 100-MaxInstances {
+		t.Fatalf("refused claims counted %v, want %d", r, 100-MaxInstances)
+	}
+}

@@ -1,0 +1,297 @@
+// The ballots: per Message, who votes, until when, and the grant that
+// ends it (DESIGN.md, "Floor control", turn mode steps 1-4).
+
+package floor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// earlyState is a State that arrived before its Message. MQTT orders
+// messages per publisher only: a broker that fans out on several threads
+// (mochi) or a cluster can hand the floor a companion's State before the
+// Message it answers. Such a State waits (for one vote timeout) for its
+// Message instead of being dropped. Each voter keeps only its newest, so
+// a flood from one voter can never push out another's.
+type earlyState struct {
+	s  protocol.StateParams
+	at time.Time
+}
+
+type ballot struct {
+	msg          protocol.Message
+	arrived      time.Time
+	deadline     time.Time
+	seq          uint64
+	participants map[string]bool
+	votes        map[string]protocol.StateParams
+	timer        clock.Timer
+}
+
+// lastGrant is the newest grant and the message count when it was made.
+type lastGrant struct {
+	g   protocol.TurnGrant
+	seq uint64
+}
+
+func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
+	id := m.Params.ID
+	if _, dup := f.pending[id]; dup || f.decided.Has(id) {
+		f.m.DroppedStates.WithLabelValues("duplicate_message").Inc()
+		return
+	}
+	// Any new message ends the wait for the last grant's answer: it is the
+	// answer, or newer words that void it.
+	f.stopAwaiting()
+	f.seq++
+	if len(f.lastSpoke) >= maxLastSpoke {
+		f.lastSpoke = map[string]uint64{}
+	}
+	if m.Params.From != "" { // "" when adopted from its States
+		f.lastSpoke[m.Params.From] = f.seq
+	}
+	for len(f.pending) >= f.cfg.MaxPending {
+		f.evictOldest()
+	}
+	now := f.cfg.Clock.Now()
+	b := &ballot{msg: m, arrived: now, seq: f.seq, participants: map[string]bool{}, votes: map[string]protocol.StateParams{}}
+	for c := range f.present {
+		if c != m.Params.From {
+			b.participants[c] = true
+		}
+	}
+	f.pending[id] = b
+	if len(b.participants) == 0 {
+		f.decide(b, protocol.DecidedAllVoted)
+		return
+	}
+	f.setDeadline(b, now.Add(f.window(b)))
+	for voter, e := range f.early {
+		if e.s.MessageID != id {
+			continue
+		}
+		delete(f.early, voter)
+		if _, open := f.pending[id]; open {
+			f.onState(ctx, e.s)
+		}
+	}
+}
+
+// window is how long b's vote may take: the slowest announced think time
+// of its participants plus a margin, within [VoteTimeout, VoteCeiling].
+func (f *Floor) window(b *ballot) time.Duration {
+	w := f.cfg.VoteTimeout
+	for p := range b.participants {
+		if t := f.think[p]; t > 0 {
+			w = max(w, t+thinkMargin)
+		}
+	}
+	return min(w, f.cfg.VoteCeiling)
+}
+
+func (f *Floor) setDeadline(b *ballot, at time.Time) {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.deadline = at
+	id := b.msg.Params.ID
+	b.timer = f.cfg.Clock.AfterFunc(at.Sub(f.cfg.Clock.Now()), func() { f.ctl.deadline(id) })
+}
+
+// keepEarly holds a State whose Message has not arrived yet: the newest
+// per voter, for one vote timeout. The first State for a message starts
+// its OrphanGrace: if the message is still missing then, it was lost on
+// its way to the floor, and the States open the ballot (adopt).
+func (f *Floor) keepEarly(s protocol.StateParams) {
+	if old, ok := f.early[s.From]; ok && old.s.MessageID != s.MessageID {
+		f.m.DroppedStates.WithLabelValues("unknown_message").Inc()
+	}
+	if id := s.MessageID; !f.orphans[id] && len(f.orphans) < maxOrphans {
+		f.orphans[id] = true
+		f.cfg.Clock.AfterFunc(f.cfg.OrphanGrace, func() { f.ctl.orphan(id) })
+	}
+	f.early[s.From] = earlyState{s: s, at: f.cfg.Clock.Now()}
+	for voter, e := range f.early {
+		if f.cfg.Clock.Now().Sub(e.at) >= f.cfg.VoteTimeout {
+			delete(f.early, voter)
+			f.m.DroppedStates.WithLabelValues("unknown_message").Inc()
+		}
+	}
+}
+
+// adopt opens the ballot for message id from the States that name it: the
+// message itself never reached the floor (a broker dropped it), but the
+// companions that heard it voted, and the floor needs no more than its id.
+// Its sender is unknown, so every present member is a participant; the
+// deadline covers the one that sent it.
+func (f *Floor) adopt(id string) {
+	delete(f.orphans, id)
+	if _, open := f.pending[id]; open || f.decided.Has(id) {
+		return
+	}
+	voted := false
+	for _, e := range f.early {
+		voted = voted || e.s.MessageID == id
+	}
+	if !voted {
+		return
+	}
+	f.log.Warn("floor: votes arrived for a message the floor never received; deciding on them", "message", id)
+	f.m.Recovered.WithLabelValues("message").Inc()
+	f.onMessage(context.Background(), protocol.Message{JSONRPC: protocol.JSONRPC, Method: protocol.MethodMessage,
+		Params: protocol.MessageParams{ID: id, To: []string{}}})
+}
+
+func (f *Floor) evictOldest() {
+	var oldest *ballot
+	for _, b := range f.pending {
+		if oldest == nil || b.seq < oldest.seq {
+			oldest = b
+		}
+	}
+	if oldest != nil {
+		f.finish(oldest, Decision{Reason: protocol.ReasonExpired}, protocol.DecidedEvicted)
+	}
+}
+
+func (f *Floor) onState(ctx context.Context, s protocol.StateParams) {
+	b, ok := f.pending[s.MessageID]
+	switch {
+	case !ok && f.decided.Has(s.MessageID):
+		f.m.LateStates.Inc()
+		return
+	case !ok:
+		f.keepEarly(s)
+		return
+	case !b.participants[s.From]:
+		f.m.DroppedStates.WithLabelValues("not_participant").Inc()
+		return
+	}
+	f.m.Votes.Inc()
+	b.votes[s.From] = s // the last State before the decision counts
+	if len(b.votes) == len(b.participants) {
+		f.decide(b, protocol.DecidedAllVoted)
+	}
+}
+
+func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
+	online := !p.Cleared && p.Presence.Online
+	if online {
+		if !f.present[p.ID] && len(f.present) >= MaxPresent {
+			f.m.Reject(f.log, "presence", p.ID, "too_many", fmt.Errorf("more than %d companions present; %s ignored", MaxPresent, p.ID))
+			return
+		}
+		f.present[p.ID] = true
+		think := min(time.Duration(p.Presence.ThinkMs)*time.Millisecond, f.cfg.VoteCeiling)
+		longer := think > f.think[p.ID]
+		f.think[p.ID] = think
+		if longer { // it expects to think longer now: stretch the votes it owes
+			for _, b := range f.pending {
+				if _, voted := b.votes[p.ID]; b.participants[p.ID] && !voted {
+					if at := b.arrived.Add(f.window(b)); at.After(b.deadline) {
+						f.setDeadline(b, at)
+					}
+				}
+			}
+		}
+		return
+	}
+	delete(f.think, p.ID)
+	delete(f.present, p.ID)
+	delete(f.holds, p.ID) // a hold ends with the body that held it
+	if f.awaiting != nil && f.awaiting.g.SpeakerID() == p.ID {
+		f.log.Warn("floor: the granted speaker left before answering", "speaker", p.ID, "message", f.awaiting.g.MessageID)
+		f.stopAwaiting()
+	}
+	// A companion that left cannot vote: stop waiting for it.
+	for _, b := range f.sortedPending() {
+		if b.participants[p.ID] {
+			if _, voted := b.votes[p.ID]; !voted {
+				delete(b.participants, p.ID)
+				if len(b.votes) == len(b.participants) {
+					f.decide(b, protocol.DecidedAllVoted)
+				}
+			}
+		}
+	}
+}
+
+func (f *Floor) sortedPending() []*ballot {
+	out := make([]*ballot, 0, len(f.pending))
+	for _, b := range f.pending {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+func (f *Floor) decide(b *ballot, by string) {
+	if len(f.holds) > 0 {
+		f.finish(b, Decision{Reason: protocol.ReasonHeld}, by)
+		return
+	}
+	f.finish(b, Decide(b.votes, f.lastSpoke), by)
+}
+
+func (f *Floor) finish(b *ballot, d Decision, by string) {
+	id := b.msg.Params.ID
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	delete(f.pending, id)
+	f.decided.Add(id)
+	g := protocol.TurnGrant{From: f.cfg.ID, MessageID: id, Reason: d.Reason, DecidedBy: by, Votes: []protocol.Vote{}}
+	if d.Speaker != "" {
+		s := d.Speaker
+		g.Speaker = &s
+	}
+	voters := make([]string, 0, len(b.votes))
+	for v := range b.votes {
+		voters = append(voters, v)
+	}
+	sort.Strings(voters)
+	for _, v := range voters {
+		g.Votes = append(g.Votes, protocol.VoteOf(b.votes[v]))
+	}
+	for p := range b.participants {
+		if _, ok := b.votes[p]; !ok {
+			g.Missing = append(g.Missing, p)
+		}
+	}
+	sort.Strings(g.Missing)
+	if len(g.Votes) == 0 && len(g.Missing) > 0 && by == protocol.DecidedDeadline {
+		announced := time.Duration(0)
+		for _, p := range g.Missing {
+			announced = max(announced, f.think[p])
+		}
+		f.log.Warn("floor: no vote arrived before the deadline; the room rests",
+			"message", id, "missing", g.Missing, "waited", b.deadline.Sub(b.arrived).Round(time.Millisecond),
+			"slowest_announced_think", announced, "vote_ceiling", f.cfg.VoteCeiling,
+			"likely", "the companions' brains answer slower than they announce or than room.vote_ceiling allows (a slow or overloaded model), or their States are lost")
+	}
+	if b.seq >= f.last.seq {
+		f.last = lastGrant{g: g, seq: b.seq}
+	}
+	if !f.Active() {
+		if !f.done.Has(id) {
+			f.unannounced = append(f.unannounced, g)
+			if len(f.unannounced) > maxUnannounced {
+				f.unannounced = f.unannounced[1:]
+			}
+		}
+		return
+	}
+	f.m.TurnLatency.Observe(f.cfg.Clock.Now().Sub(b.arrived).Seconds())
+	f.m.Grants.WithLabelValues(d.Reason).Inc()
+	f.publish(g)
+	if b.seq == f.seq {
+		f.await(g)
+	}
+}

@@ -1,0 +1,86 @@
+// Recovery: a grant is published again until its speaker answers, and
+// the floor catches up after its own reconnect (the package doc,
+// "Recovery").
+
+package floor
+
+import (
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/clock"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// awaited is a grant whose speaker has not answered yet.
+type awaited struct {
+	g     protocol.TurnGrant
+	since time.Time
+	timer clock.Timer
+}
+
+// await starts publishing g again until its speaker answers.
+func (f *Floor) await(g protocol.TurnGrant) {
+	f.stopAwaiting()
+	if g.SpeakerID() == "" {
+		return
+	}
+	f.awaiting = &awaited{g: g, since: f.cfg.Clock.Now()}
+	f.awaiting.timer = f.cfg.Clock.AfterFunc(f.cfg.RegrantEvery, func() { f.ctl.flag(flagRegrant) })
+}
+
+func (f *Floor) stopAwaiting() {
+	if f.awaiting != nil && f.awaiting.timer != nil {
+		f.awaiting.timer.Stop()
+	}
+	f.awaiting = nil
+}
+
+// regrant publishes the awaited grant again: its speaker acts on it once,
+// and answers it again if it already did (issue 9, defect 2).
+func (f *Floor) regrant() {
+	a := f.awaiting
+	if a == nil || !f.Active() {
+		return
+	}
+	if f.cfg.Clock.Now().Sub(a.since) >= f.cfg.RegrantFor {
+		f.log.Warn("floor: the granted speaker never answered; the room rests", "speaker", a.g.SpeakerID(),
+			"message", a.g.MessageID, "waited", f.cfg.RegrantFor)
+		f.stopAwaiting()
+		return
+	}
+	a.timer = f.cfg.Clock.AfterFunc(f.cfg.RegrantEvery, func() { f.ctl.flag(flagRegrant) })
+	if f.someoneSpeaks() {
+		// The granted companion waits for the voice before it answers
+		// (overlapped turns): not an answer missing yet.
+		a.since = a.since.Add(f.cfg.RegrantEvery)
+		return
+	}
+	f.m.Regrants.Inc()
+	f.publish(a.g)
+}
+
+// someoneSpeaks reports whether a present member's voice is being heard.
+func (f *Floor) someoneSpeaks() bool {
+	now := f.cfg.Clock.Now()
+	for id, until := range f.voices {
+		if f.present[id] && now.Before(until) {
+			return true
+		}
+	}
+	return false
+}
+
+// reconnected runs after the floor's connection came back: the broker may
+// have restarted and forgotten the retained claim, and nothing was heard
+// while away, so pending votes get a grace period (their States are sent
+// again by the companions).
+func (f *Floor) reconnected() {
+	f.deaf = false
+	f.el.Reconnected()
+	now := f.cfg.Clock.Now()
+	for _, b := range f.pending {
+		if b.deadline.Sub(now) < reconnectGrace {
+			f.setDeadline(b, now.Add(reconnectGrace))
+		}
+	}
+}
