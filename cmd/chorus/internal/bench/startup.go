@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -37,8 +38,8 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	defer conn.Close()
 	cmd := exec.CommandContext(ctx, chorusd, "--config", config)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
-	var logs strings.Builder
-	cmd.Stderr = &logs
+	logs := &lockedBuilder{}
+	cmd.Stderr = logs
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, Memory{}, err
@@ -69,6 +70,25 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	time.Sleep(settle)
 	mem, err = memory(cmd.Process.Pid)
 	return ready, mem, err
+}
+
+// lockedBuilder is chorusd's stderr: written by exec's copying goroutine
+// while the process runs, read on an error.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // memory reads a process's resident set from /proc/PID/status.
