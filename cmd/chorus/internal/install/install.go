@@ -8,8 +8,10 @@ package install
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,9 +112,23 @@ func Run(o Options) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("install: refusing, nothing written:\n%w", err)
 	}
-	envFresh := !exists(filepath.Join(o.Root, EnvPath))
-	env := systemd.Env
-	if envFresh && len(gen.env) > 0 {
+	// The environment file holds secrets and is kept, except that the
+	// passwords generated with a new users file replace their old values
+	// in it: otherwise the robot could not log in to its own broker.
+	env, keepEnv := systemd.Env, true
+	if old, err := os.ReadFile(filepath.Join(o.Root, EnvPath)); err == nil {
+		env = old
+		if len(gen.env) > 0 {
+			var changed []string
+			env, changed = gen.updateEnv(old)
+			keepEnv = false
+			if len(changed) > 0 {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("/%s: set %s to the passwords of the new broker users file (its other lines kept)", EnvPath, strings.Join(changed, ", ")))
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return rep, fmt.Errorf("install: %w", err)
+	} else if len(gen.env) > 0 {
 		env = append(append([]byte{}, env...), gen.envLines()...)
 	}
 	files := []file{
@@ -120,7 +136,7 @@ func Run(o Options) (Report, error) {
 		{ConfigPath, cfgBytes, 0o644, false},
 		{UnitPath, systemd.Service, 0o644, false},
 		{SysusersPath, systemd.Sysusers, 0o644, false},
-		{EnvPath, env, 0o600, true},
+		{EnvPath, env, 0o600, keepEnv},
 	}
 	files = append(files, gen.files...)
 	if len(gen.owned) > 0 {

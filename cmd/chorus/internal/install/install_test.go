@@ -196,13 +196,14 @@ func TestGeneratesTheFilesTheConfigNames(t *testing.T) {
 		t.Errorf("the wav output's folder was not made: %v", err)
 	}
 
-	// Present files are kept, whatever they hold.
-	os.WriteFile(usersPath, []byte("kyoko: mine\n"), 0o600)
+	// Present files are kept, whatever passwords they hold.
+	mine := "kyoko: mine\npi-kyoko: mine\nfloor: f\nhana: h\n"
+	os.WriteFile(usersPath, []byte(mine), 0o600)
 	rep, err = Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(usersPath); string(b) != "kyoko: mine\n" {
+	if b, _ := os.ReadFile(usersPath); string(b) != mine {
 		t.Errorf("users file overwritten: %s", b)
 	}
 	if len(rep.Secrets) != 0 {
@@ -404,5 +405,65 @@ func TestSecretFilesOwnedByTheServiceUser(t *testing.T) {
 				t.Errorf("notes %v", rep.Notes)
 			}
 		})
+	}
+}
+
+// A users file generated anew (the old one gone, or users_file changed)
+// brings new passwords: the existing environment file gets them in place
+// of the old ones, keeping its other lines, so the robot still logs in to
+// its own broker.
+func TestNewUsersFileUpdatesTheEnvironmentFile(t *testing.T) {
+	root, cfg := t.TempDir(), robot(t)
+	if _, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)}); err != nil {
+		t.Fatal(err)
+	}
+	envPath := filepath.Join(root, EnvPath)
+	old, _ := os.ReadFile(envPath)
+	os.WriteFile(envPath, append(old, "CHORUS_LLM_API_KEY=sk-keep\n"...), 0o600)
+	usersPath := filepath.Join(root, "etc/chorus/mqtt-users.yaml")
+	os.Remove(usersPath)
+	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := config.Embedded{UsersFile: usersPath}.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := os.ReadFile(envPath)
+	for k, v := range map[string]string{"CHORUS_MQTT_PASSWORD": users["kyoko"], "CHORUS_FLOOR_PASSWORD": users["floor"]} {
+		if n := strings.Count(string(env), "\n"+k+"="); n != 1 || !strings.Contains(string(env), "\n"+k+"="+v+"\n") {
+			t.Errorf("environment file has %d lines of %s, want one with the new users file's password:\n%s", n, k, env)
+		}
+	}
+	if !strings.Contains(string(env), "\nCHORUS_LLM_API_KEY=sk-keep\n") || !strings.HasPrefix(string(env), "# /etc/default/chorusd") {
+		t.Errorf("the environment file's other lines were not kept:\n%s", env)
+	}
+	if st, _ := os.Stat(envPath); st.Mode().Perm() != 0o600 {
+		t.Errorf("environment file mode %v, want 0600", st.Mode().Perm())
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "set CHORUS_MQTT_PASSWORD, CHORUS_FLOOR_PASSWORD") {
+		t.Errorf("the update is not reported: %v", rep.Notes)
+	}
+}
+
+// An existing users file that lacks an identity the config needs is
+// refused, naming the missing users, before anything is written.
+func TestRefusesAUsersFileLackingTheRobotsUsers(t *testing.T) {
+	for _, tc := range []struct{ users, missing string }{
+		{"someone: x\n", "kyoko, pi-kyoko, floor, hana"},
+		{"kyoko: a\npi-kyoko: a\nhana: h\n", "floor"},
+		{"kyoko: a\nfloor: f\nhana: h\n", "pi-kyoko"},
+	} {
+		root, cfg := t.TempDir(), robot(t)
+		os.MkdirAll(filepath.Join(root, "etc/chorus"), 0o755)
+		os.WriteFile(filepath.Join(root, "etc/chorus/mqtt-users.yaml"), []byte(tc.users), 0o600)
+		_, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+		if err == nil || !strings.Contains(err.Error(), "/etc/chorus/mqtt-users.yaml in the root lacks "+tc.missing+",") {
+			t.Errorf("users %q: err %v, want it to name %s", tc.users, err, tc.missing)
+		}
+		if exists(filepath.Join(root, BinaryPath)) {
+			t.Errorf("users %q: refused but wrote the binary", tc.users)
+		}
 	}
 }
