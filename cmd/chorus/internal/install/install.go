@@ -184,6 +184,25 @@ func Run(o Options) (Report, error) {
 	return rep, nil
 }
 
+// Next is what the operator reads last: that the service starts on first
+// boot, or, when the environment file lacks a variable the config needs,
+// that chorusd cannot start until it is set (its ExecStartPre
+// --check-config would fail at every start).
+func (r Report) Next(root string) string {
+	var missing []string
+	for _, v := range r.Variables {
+		if !v.Set {
+			missing = append(missing, v.Name+" ("+v.Field+")")
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("installed chorusd (linux/%s) into %s, but it cannot start until /%s sets %s: set it there (mode 0600) before the first boot, then chorusd --doctor checks the rest",
+			r.Target.Arch(), root, EnvPath, strings.Join(missing, ", "))
+	}
+	return fmt.Sprintf("installed chorusd (linux/%s) into %s; on first boot: systemd-sysusers, then the service starts (check it there with chorusd --doctor)",
+		r.Target.Arch(), root)
+}
+
 // checkBinary refuses a binary that cannot run c on its board: not a Go
 // binary, not chorusd, not for Linux or the board's arch, or lacking a
 // driver c names.

@@ -2,6 +2,8 @@ package install
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -464,6 +466,58 @@ func TestRefusesAUsersFileLackingTheRobotsUsers(t *testing.T) {
 		}
 		if exists(filepath.Join(root, BinaryPath)) {
 			t.Errorf("users %q: refused but wrote the binary", tc.users)
+		}
+	}
+}
+
+// The closing line says the service starts on first boot only when the
+// environment file sets every variable the config needs; otherwise it
+// names what must be set first.
+func TestNextNamesTheMissingSecret(t *testing.T) {
+	root := t.TempDir()
+	cfg := robot(t, "  provider: rule\n", "  provider: openai\n  base_url: http://192.168.1.20:8080/v1\n  model: qwen\n  api_key_env: CHORUS_LLM_API_KEY\n")
+	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := rep.Next(root)
+	if strings.Contains(next, "the service starts") || !strings.Contains(next, "cannot start until /etc/default/chorusd sets CHORUS_LLM_API_KEY (brain.api_key_env)") {
+		t.Errorf("with the key unset: %q", next)
+	}
+	env, _ := os.ReadFile(filepath.Join(root, EnvPath))
+	os.WriteFile(filepath.Join(root, EnvPath), append(env, "CHORUS_LLM_API_KEY=sk-lan\n"...), 0o600)
+	if rep, err = Run(Options{Root: root, Config: cfg, Binary: chorusd(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if next := rep.Next(root); !strings.Contains(next, "on first boot: systemd-sysusers, then the service starts") {
+		t.Errorf("with every variable set: %q", next)
+	}
+}
+
+// A shipped config whose model server is on the LAN (llama.cpp, Ollama)
+// names no API key variable: such a server needs none, and an unset one
+// would fail the installed robot's --check-config at every start.
+func TestShippedLANConfigsNeedNoKey(t *testing.T) {
+	files, _ := filepath.Glob("../../../../firmware-configs/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no shipped configs found")
+	}
+	for _, f := range files {
+		c, err := config.Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if c.Companion == nil || c.Brain.BaseURL == "" {
+			continue
+		}
+		u, err := url.Parse(c.Brain.BaseURL)
+		if err != nil {
+			t.Errorf("%s: brain.base_url: %v", f, err)
+			continue
+		}
+		if ip := net.ParseIP(u.Hostname()); ip != nil && (ip.IsPrivate() || ip.IsLoopback()) && c.Brain.APIKeyEnv != "" {
+			t.Errorf("%s: a LAN model server (%s) with brain.api_key_env %s: the installed robot would not start without it", f, u.Host, c.Brain.APIKeyEnv)
 		}
 	}
 }
