@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -393,4 +394,61 @@ func strongSecret() string {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// maxLinks is how many links a path may go through (the kernel's 40).
+const maxLinks = 40
+
+// inRoot refuses a path inside root (rel, no leading slash) that goes
+// through a link leading out of the root: an absolute link (on the host it
+// is the host's path, not the robot's) or a relative one that climbs above
+// the root. The parts of rel that do not exist yet are made as folders
+// and files, not followed.
+func inRoot(root, rel string) error {
+	comps := strings.Split(filepath.ToSlash(rel), "/")
+	cur := "" // resolved so far, relative to root
+	links := 0
+	for len(comps) > 0 {
+		c := comps[0]
+		comps = comps[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if cur == "" {
+				return fmt.Errorf("/%s leads above the root %s", rel, root)
+			}
+			if cur = filepath.Dir(cur); cur == "." {
+				cur = ""
+			}
+			continue
+		}
+		next := filepath.Join(cur, c)
+		st, err := os.Lstat(filepath.Join(root, next))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return fmt.Errorf("/%s: too many links (a loop at /%s?)", rel, next)
+		}
+		target, err := os.Readlink(filepath.Join(root, next))
+		if err != nil {
+			return err
+		}
+		if filepath.IsAbs(target) {
+			return fmt.Errorf("/%s in the root %s is a link to the absolute path %s, which here is this machine's, not the robot's: make the link relative (or remove it) before installing /%s",
+				next, root, target, rel)
+		}
+		// A relative link resolves from the folder it is in; ".." past
+		// the root is refused above.
+		comps = append(strings.Split(filepath.ToSlash(target), "/"), comps...)
+	}
+	return nil
 }

@@ -112,6 +112,24 @@ func Run(o Options) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("install: refusing, nothing written:\n%w", err)
 	}
+	// Nothing is read or written through a link out of the root (the
+	// secrets would land on this machine).
+	var escapes []string
+	paths := []string{BinaryPath, ConfigPath, UnitPath, SysusersPath, EnvPath, TmpfilesPath, filepath.Dir(EnablePath)}
+	for _, f := range gen.files {
+		paths = append(paths, f.path)
+	}
+	for _, w := range gen.owned {
+		paths = append(paths, w.path)
+	}
+	for _, p := range append(paths, gen.dirs...) {
+		if err := inRoot(o.Root, p); err != nil {
+			escapes = append(escapes, err.Error())
+		}
+	}
+	if len(escapes) > 0 {
+		return rep, fmt.Errorf("install: refusing, nothing written:\n%s", strings.Join(escapes, "\n"))
+	}
 	// The environment file holds secrets and is kept, except that the
 	// passwords generated with a new users file replace their old values
 	// in it: otherwise the robot could not log in to its own broker.

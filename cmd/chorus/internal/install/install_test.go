@@ -521,3 +521,51 @@ func TestShippedLANConfigsNeedNoKey(t *testing.T) {
 		}
 	}
 }
+
+// A link in the root that leads out of it (absolute: on this machine it
+// is this machine's path; relative, climbing above the root) is refused,
+// naming it, before anything is written; a relative link inside the root
+// (merged /usr: lib -> usr/lib) is followed.
+func TestRefusesLinksOutOfTheRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name, link, target, want string
+	}{
+		{"absolute", "etc/default", "OUTSIDE", "/etc/default in the root ROOT is a link to the absolute path OUTSIDE"},
+		{"absolute, deeper", "etc", "OUTSIDE", "/etc in the root ROOT is a link to the absolute path OUTSIDE"},
+		{"relative, above the root", "etc/chorus", "../../outside", "/etc/chorus/chorus.yaml leads above the root ROOT"},
+		{"final component", "etc/default/chorusd", "OUTSIDE/chorusd", "/etc/default/chorusd in the root ROOT is a link to the absolute path OUTSIDE/chorusd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			root, outside := filepath.Join(dir, "root"), filepath.Join(dir, "outside")
+			os.MkdirAll(outside, 0o755)
+			link := filepath.Join(root, tc.link)
+			os.MkdirAll(filepath.Dir(link), 0o755)
+			if err := os.Symlink(strings.ReplaceAll(tc.target, "OUTSIDE", outside), link); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)})
+			want := strings.NewReplacer("ROOT", root, "OUTSIDE", outside).Replace(tc.want)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err %v, want it to say %q", err, want)
+			}
+			if left, _ := os.ReadDir(outside); len(left) != 0 {
+				t.Errorf("wrote outside the root: %v", left)
+			}
+			if exists(filepath.Join(root, BinaryPath)) {
+				t.Error("refused but wrote the binary")
+			}
+		})
+	}
+	// Inside the root, a relative link is followed.
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "real/default"), 0o755)
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.Symlink("../real/default", filepath.Join(root, "etc/default"))
+	if _, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(filepath.Join(root, "real/default/chorusd")) {
+		t.Error("the environment file was not written through the relative link")
+	}
+}
