@@ -79,11 +79,11 @@ type Report struct {
 func Run(o Options) (Report, error) {
 	var rep Report
 	if o.Root == "" {
-		return rep, fmt.Errorf("install: no root")
+		return rep, errors.New("no root given (-root)")
 	}
 	cfgBytes, err := os.ReadFile(o.Config)
 	if err != nil {
-		return rep, fmt.Errorf("install: %w", err)
+		return rep, fmt.Errorf("config: %w", err)
 	}
 	// Checked as any build on any machine would: the robot's own files are
 	// not here (chorusd --check-config and --doctor check those on the
@@ -95,14 +95,14 @@ func Run(o Options) (Report, error) {
 		}
 	}
 	if err != nil {
-		return rep, fmt.Errorf("install: refusing an invalid config, nothing written:\n%w", err)
+		return rep, fmt.Errorf("refusing an invalid config, nothing written:\n%w", err)
 	}
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
-		return rep, fmt.Errorf("install: chorusd binary: %w", err)
+		return rep, fmt.Errorf("chorusd binary: %w", err)
 	}
 	if rep.Target, err = checkBinary(o.Binary, bin, c); err != nil {
-		return rep, fmt.Errorf("install: refusing, nothing written: %w", err)
+		return rep, fmt.Errorf("refusing, nothing written: %w", err)
 	}
 	if mine := selfRevision(); mine != "" && rep.Target.Revision != "" && mine != rep.Target.Revision {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s was built from revision %.12s, this chorus from %.12s: its drivers were checked against this chorus's list",
@@ -110,7 +110,7 @@ func Run(o Options) (Report, error) {
 	}
 	gen, err := plan(o.Root, c)
 	if err != nil {
-		return rep, fmt.Errorf("install: refusing, nothing written:\n%w", err)
+		return rep, fmt.Errorf("refusing, nothing written:\n%w", err)
 	}
 	// Nothing is read or written through a link out of the root (the
 	// secrets would land on this machine).
@@ -128,7 +128,7 @@ func Run(o Options) (Report, error) {
 		}
 	}
 	if len(escapes) > 0 {
-		return rep, fmt.Errorf("install: refusing, nothing written:\n%s", strings.Join(escapes, "\n"))
+		return rep, fmt.Errorf("refusing, nothing written:\n%s", strings.Join(escapes, "\n"))
 	}
 	// The environment file holds secrets and is kept, except that the
 	// passwords generated with a new users file replace their old values
@@ -145,7 +145,7 @@ func Run(o Options) (Report, error) {
 			}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return rep, fmt.Errorf("install: %w", err)
+		return rep, err
 	} else if len(gen.env) > 0 {
 		env = append(append([]byte{}, env...), gen.envLines()...)
 	}
@@ -171,7 +171,7 @@ func Run(o Options) (Report, error) {
 		p := filepath.Join(o.Root, d)
 		changed := !exists(p)
 		if err := os.MkdirAll(p, 0o750); err != nil {
-			return rep, fmt.Errorf("install: %w", err)
+			return rep, err
 		}
 		rep.Steps = append(rep.Steps, Step{Path: "/" + d + "/", Changed: changed})
 	}
@@ -187,11 +187,11 @@ func Run(o Options) (Report, error) {
 	link := filepath.Join(o.Root, EnablePath)
 	if target, err := os.Readlink(link); err != nil || target != "/"+UnitPath {
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			return rep, fmt.Errorf("install: %w", err)
+			return rep, err
 		}
 		os.Remove(link)
 		if err := os.Symlink("/"+UnitPath, link); err != nil {
-			return rep, fmt.Errorf("install: enable: %w", err)
+			return rep, fmt.Errorf("enable: %w", err)
 		}
 		rep.Steps = append(rep.Steps, Step{Path: "/" + EnablePath, Changed: true})
 	} else {
@@ -250,26 +250,26 @@ func write(p string, data []byte, mode os.FileMode, keep bool) (bool, error) {
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".chorus-install-*")
 	if err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := io.Copy(tmp, bytes.NewReader(data)); err != nil {
 		tmp.Close()
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	if err := os.Rename(tmp.Name(), p); err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	return true, nil
 }

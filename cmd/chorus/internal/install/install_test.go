@@ -273,6 +273,10 @@ func TestRefusesWhatCannotStart(t *testing.T) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
 			}
+			// The command prints "chorus install: " before it.
+			if strings.HasPrefix(err.Error(), "install:") {
+				t.Errorf("error stutters: chorus install: %v", err)
+			}
 			if ents, _ := os.ReadDir(root); len(ents) != 0 {
 				t.Errorf("wrote %d entries before refusing", len(ents))
 			}
