@@ -9,8 +9,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,7 +39,7 @@ func main() {
 		fmt.Printf("chorusd %s\n%s", version, parts.List())
 		return
 	case *doc:
-		os.Exit(doctorMain(*path, *envFile))
+		os.Exit(doctorMain(*path, *envFile, os.Stdout))
 	case *check != "":
 		if _, err := daemon.CheckFile(*check); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -60,24 +63,28 @@ func main() {
 
 // doctorMain runs chorusd --doctor on the config at path: 0 when all is
 // well, 1 when a check failed, 2 when the config cannot be read.
-func doctorMain(path, envFile string) int {
-	fmt.Printf("chorusd %s --doctor, config %s\n", version, path)
+func doctorMain(path, envFile string, w io.Writer) int {
+	fmt.Fprintf(w, "chorusd %s --doctor, config %s\n", version, path)
 	cfg, typed, err := config.ParseFile(path)
 	if err == nil {
 		if all := config.Merge(typed, cfg.Validate()); len(all) > 0 {
 			err = all
 		}
 	}
-	if err != nil {
-		fmt.Printf("✗ config: %v\n    fix: correct the fields named (chorusd --check-config %s)\n", err, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(w, "✗ config: %v\n    fix: the config file %s is missing: put the device config there (chorus install does), or name it with --config\n", err, path)
+		return 2
+	case err != nil:
+		fmt.Fprintf(w, "✗ config: %v\n    fix: correct the fields named (chorusd --check-config %s)\n", err, path)
 		return 2
 	}
-	fmt.Println("✓ config: valid")
+	fmt.Fprintln(w, "✓ config: valid")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if doctor.Write(os.Stdout, doctor.Run(ctx, cfg, doctor.Options{EnvFile: envFile})) > 0 {
+	if doctor.Write(w, doctor.Run(ctx, cfg, doctor.Options{EnvFile: envFile})) > 0 {
 		return 1
 	}
 	return 0
