@@ -9,8 +9,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,6 +31,7 @@ func main() {
 	path := flag.String("config", "/etc/chorus/chorus.yaml", "device config file")
 	check := flag.String("check-config", "", "check this config file as a start would, and exit")
 	doc := flag.Bool("doctor", false, "check what the config needs against this machine (camera, audio, TTS, GPIO, broker, model server, secrets), and exit")
+	envFile := flag.String("env-file", doctor.DefaultEnvFile, "with --doctor: the environment file chorusd.service reads (its variables fill those not already set)")
 	list := flag.Bool("list", false, "print the camera sources, audio outputs, TTS engines and brains this build contains, and exit")
 	flag.Parse()
 	switch {
@@ -35,7 +39,7 @@ func main() {
 		fmt.Printf("chorusd %s\n%s", version, parts.List())
 		return
 	case *doc:
-		os.Exit(doctorMain(*path))
+		os.Exit(doctorMain(*path, *envFile, os.Stdout))
 	case *check != "":
 		if _, err := daemon.CheckFile(*check); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -59,24 +63,28 @@ func main() {
 
 // doctorMain runs chorusd --doctor on the config at path: 0 when all is
 // well, 1 when a check failed, 2 when the config cannot be read.
-func doctorMain(path string) int {
-	fmt.Printf("chorusd %s --doctor, config %s\n", version, path)
+func doctorMain(path, envFile string, w io.Writer) int {
+	fmt.Fprintf(w, "chorusd %s --doctor, config %s\n", version, path)
 	cfg, typed, err := config.ParseFile(path)
 	if err == nil {
 		if all := config.Merge(typed, cfg.Validate()); len(all) > 0 {
 			err = all
 		}
 	}
-	if err != nil {
-		fmt.Printf("✗ config: %v\n    fix: correct the fields named (chorusd --check-config %s)\n", err, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(w, "✗ config: %v\n    fix: the config file %s is missing: put the device config there (chorus install does), or name it with --config\n", err, path)
+		return 2
+	case err != nil:
+		fmt.Fprintf(w, "✗ config: %v\n    fix: correct the fields named (chorusd --check-config %s)\n", err, path)
 		return 2
 	}
-	fmt.Println("✓ config: valid")
+	fmt.Fprintln(w, "✓ config: valid")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if doctor.Write(os.Stdout, doctor.Run(ctx, cfg, doctor.Options{})) > 0 {
+	if doctor.Write(w, doctor.Run(ctx, cfg, doctor.Options{EnvFile: envFile})) > 0 {
 		return 1
 	}
 	return 0

@@ -1,6 +1,8 @@
 // Package doctor is `chorusd --doctor`: it checks what a device's config
 // needs against the machine it runs on, one line per need with ✓ or ✗ and,
-// for a ✗, the fix. It opens the drivers the config names through the
+// for a ✗, the fix. It first reads the unit's environment file
+// (/etc/default/chorusd) for the variables not already set, as systemd
+// does for chorusd. It opens the drivers the config names through the
 // parts registry (device/parts), so it covers every kind of this build: the
 // camera gives a frame within 5 s, the audio output plays a moment of
 // silence, the TTS engine speaks a word, the GPIO pins exist, the broker
@@ -50,6 +52,9 @@ type Options struct {
 	FrameTimeout time.Duration // the camera's first frame; default 5 s
 	Timeout      time.Duration // every other wait; default 5 s (the model server: brain.timeout)
 	Log          *slog.Logger  // the drivers' logs; default discarded
+	// EnvFile is the unit's EnvironmentFile, read for the variables the
+	// process environment lacks; default /etc/default/chorusd.
+	EnvFile string
 }
 
 // Run checks c against this machine. c has been decoded and validated
@@ -65,6 +70,7 @@ func Run(ctx context.Context, c *config.Config, o Options) []Result {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	d := &doctor{c: c, o: o, env: parts.Env{Log: o.Log}}
+	d.envFile()
 	d.parts()
 	d.secrets()
 	d.camera(ctx)

@@ -100,14 +100,14 @@ func TestGoodConfigPasses(t *testing.T) {
 	t.Setenv("DOCTOR_TEST_FLOOR_PW", "floor-pw")
 	t.Setenv("DOCTOR_TEST_KEY", "sk-right")
 	c := load(t, fmt.Sprintf(good, b, m, t.TempDir()))
-	res := Run(context.Background(), c, Options{})
+	res := Run(context.Background(), c, Options{EnvFile: filepath.Join(t.TempDir(), "none")})
 	var out bytes.Buffer
 	if failed := Write(&out, res); failed != 0 {
 		t.Fatalf("%d failed:\n%s", failed, &out)
 	}
 	for _, want := range []string{"✓ camera (testpattern): a 320×240 frame", "✓ audio output (wav): opened, played 100ms",
 		"✓ TTS (tone)", "as kyoko (this device): accepted", "as floor (the floor): accepted", "/v1/models: answered HTTP 200",
-		"✓ secrets: DOCTOR_TEST_PW, DOCTOR_TEST_FLOOR_PW, DOCTOR_TEST_KEY: set and readable", "all 8 checks passed"} {
+		"✓ secrets: DOCTOR_TEST_PW, DOCTOR_TEST_FLOOR_PW, DOCTOR_TEST_KEY: set and readable", "all 9 checks passed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, &out)
 		}
@@ -139,6 +139,10 @@ func TestBrokenConfigsFailWithTheFix(t *testing.T) {
 			[]string{"✗ camera (image): open"}},
 		{"audio output gone", nil, []string{"kind: wav, dir:", "kind: test-gone, dir:"},
 			[]string{"✗ audio output (test-gone): open: audio device busy or gone", "fix: check drivers.audio"}},
+		{"speaker program that plays nothing", nil, []string{"kind: wav, dir:", `kind: command, command: ["sh", "-c", "head -c 100 >/dev/null"], dir:`},
+			[]string{"✗ audio output (command): drain: audio command sh: exited mid-utterance: exit status 0", "fix: check drivers.audio"}},
+		{"speaker program that exits at once", nil, []string{"kind: wav, dir:", `kind: command, command: ["true"], dir:`},
+			[]string{"✗ audio output (command): ", "audio command true: exited mid-utterance: exit status 0"}},
 		{"TTS binary missing", nil, []string{"tts: {kind: tone}", "tts: {kind: espeak-ng, binary: /nonexistent/espeak-ng}"},
 			[]string{`✗ drivers: drivers.tts.binary: "/nonexistent/espeak-ng" is not there`, "✗ TTS (espeak-ng): say \"hello\""}},
 		{"GPIO pin missing", nil, []string{"  tts: {kind: tone}", "  tts: {kind: tone}\n  gpio: {led: GPIO99}"},
@@ -163,7 +167,7 @@ func TestBrokenConfigsFailWithTheFix(t *testing.T) {
 				y = strings.Replace(y, tc.replace[i], tc.replace[i+1], 1)
 			}
 			start := time.Now()
-			res := Run(context.Background(), load(t, y), Options{FrameTimeout: 300 * time.Millisecond, Timeout: 2 * time.Second})
+			res := Run(context.Background(), load(t, y), Options{FrameTimeout: 300 * time.Millisecond, Timeout: 2 * time.Second, EnvFile: filepath.Join(t.TempDir(), "none")})
 			var out bytes.Buffer
 			if Write(&out, res) == 0 {
 				t.Fatalf("nothing failed:\n%s", &out)
@@ -177,5 +181,36 @@ func TestBrokenConfigsFailWithTheFix(t *testing.T) {
 				t.Errorf("took %v: a check waited past its timeout", took)
 			}
 		})
+	}
+}
+
+// The doctor reads the unit's environment file, as systemd does for
+// chorusd: a robot whose secrets are only there passes, the file's lines
+// fill only what the environment lacks, and the report says so.
+func TestReadsTheUnitsEnvironmentFile(t *testing.T) {
+	b, m := room(t, "sk-right")
+	for _, k := range []string{"DOCTOR_TEST_PW", "DOCTOR_TEST_FLOOR_PW", "CHORUS_UNUSED"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("DOCTOR_TEST_KEY", "sk-right") // set: the file's wrong key must not replace it
+	env := filepath.Join(t.TempDir(), "chorusd")
+	os.WriteFile(env, []byte("# secrets\nCHORUS_UNUSED=1\nDOCTOR_TEST_PW=right-pw\nDOCTOR_TEST_FLOOR_PW=\"floor-pw\"\nDOCTOR_TEST_KEY=sk-wrong\n"), 0o600)
+	c := load(t, fmt.Sprintf(good, b, m, t.TempDir()))
+	var out bytes.Buffer
+	if failed := Write(&out, Run(context.Background(), c, Options{EnvFile: env})); failed != 0 {
+		t.Fatalf("%d failed:\n%s", failed, &out)
+	}
+	for _, want := range []string{"✓ environment " + env + ": read, as chorusd.service does: set CHORUS_UNUSED, DOCTOR_TEST_FLOOR_PW, DOCTOR_TEST_PW; kept from the environment DOCTOR_TEST_KEY",
+		"as kyoko (this device): accepted", "as floor (the floor): accepted", "/v1/models: answered HTTP 200"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, &out)
+		}
+	}
+	os.WriteFile(env, []byte("DOCTOR_TEST_PW right-pw\n"), 0o600)
+	out.Reset()
+	Write(&out, Run(context.Background(), c, Options{EnvFile: env}))
+	if !strings.Contains(out.String(), "✗ environment "+env+": line 1 is not NAME=value") {
+		t.Errorf("a malformed line is not named:\n%s", &out)
 	}
 }

@@ -279,14 +279,18 @@ wait:
 	t.Logf("audio grew by %d bytes", after-before)
 
 	// --doctor under emulation, against the running robot.
-	doc := exec.Command(installed[0], append(installed[1:3], filepath.Join(root, "usr/local/bin/chorusd"), "--doctor", "--config", filepath.Join(root, "etc/chorus/chorus.yaml"))...)
-	doc.Env = env
+	// Its secrets come from the unit's environment file, which the doctor
+	// reads itself (this process's environment does not have them).
+	envFile := filepath.Join(root, "etc/default/chorusd")
+	doc := exec.Command(installed[0], append(installed[1:3], filepath.Join(root, "usr/local/bin/chorusd"), "--doctor",
+		"--config", filepath.Join(root, "etc/chorus/chorus.yaml"), "--env-file", envFile)...)
+	doc.Env = os.Environ()
 	report, err := doc.CombinedOutput()
 	t.Logf("chorusd --doctor under qemu:\n%s", report)
 	if err != nil {
 		t.Fatalf("--doctor failed under emulation: %v", err)
 	}
-	for _, want := range []string{"✓ camera (", "✓ audio output (", "✓ TTS (", "as kyoko (this device): accepted", "as floor (the floor): accepted", "all "} {
+	for _, want := range []string{"✓ environment " + envFile + ": read, as chorusd.service does: set CHORUS_", "✓ camera (", "✓ audio output (", "✓ TTS (", "as kyoko (this device): accepted", "as floor (the floor): accepted", "all "} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("--doctor report lacks %q", want)
 		}

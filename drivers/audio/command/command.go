@@ -16,8 +16,9 @@
 // audio is queued ahead of the clock (audio.Pacer), into a pipe grown to
 // hold a long sentence: the first sentence is handed over at once, and a
 // stop after the current sentence leaves no other one in the pipe. Abort
-// kills the program: the speaker is silent at once. A
-// program that exits mid-utterance, stops taking audio, or is missing is
+// kills the program: the speaker is silent at once. A program that exits
+// mid-utterance (before its input ended, or leaving audio unread whatever
+// its exit status), stops taking audio, or is missing is
 // an error naming it, with the last line it wrote to stderr.
 //
 // # Concurrency
@@ -139,6 +140,7 @@ type stream struct {
 	tail   *proc.Tail
 	exited chan struct{} // closed when the program is reaped
 	werr   error         // its exit status, once exited
+	left   int           // bytes it left in its stdin when it exited, once exited
 
 	rate int
 	pace audio.Pacer // the audio's clock: how much is queued ahead of it
@@ -171,7 +173,9 @@ func (s *stream) start(rate int) error {
 		w.Close()
 		return fmt.Errorf("audio command: start %s: %w", s.prog, err)
 	}
-	r.Close()
+	// The read end stays open here until the program is reaped, to count
+	// what it left unread; then it is closed, so a write to a gone
+	// program is a broken pipe.
 	// A pipe that holds a long sentence: the first Write returns at once
 	// (the start is real), and the pacer, not the pipe, keeps the rest
 	// from running ahead.
@@ -181,6 +185,8 @@ func (s *stream) start(rate int) error {
 	go func() {
 		err := cmd.Wait()
 		s.werr = err // read only after exited is closed
+		s.left, _ = proc.Unread(r)
+		r.Close()
 		close(s.exited)
 	}()
 	return nil
@@ -304,6 +310,11 @@ func (s *stream) Drain(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("audio command %s: exited mid-utterance: %w", s.prog, s.exitErr(0))
 	case s.werr != nil:
 		return 0, fmt.Errorf("audio command %s: %w%s", s.prog, s.werr, s.tail.Suffix())
+	case s.left > 0:
+		// It exited without reading to the end: what it left was not
+		// played, whatever its exit status.
+		return 0, fmt.Errorf("audio command %s: exited mid-utterance: %w, leaving %v of the audio unread",
+			s.prog, s.exitErr(0), (time.Duration(s.left/2) * time.Second / time.Duration(s.rate)).Round(time.Millisecond))
 	}
 	// A program that only stores the audio is done early: the utterance
 	// still takes as long as it plays.

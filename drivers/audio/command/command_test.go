@@ -138,6 +138,14 @@ func TestBadPrograms(t *testing.T) {
 			200 * time.Millisecond, []string{"audio command sh", "exit status 2", "underrun!!!"}, false, 3 * time.Second},
 		{"stops taking audio", &command.Output{Margin: 200 * time.Millisecond, Command: []string{"sh", "-c", "echo stuck >&2; sleep 1000"}},
 			3 * time.Second, []string{"sh: still playing 200ms after the end of the audio", "stuck"}, false, 6 * time.Second},
+		// A program that exits 0 without playing: a short utterance fits
+		// the pipe, so only what it left unread tells (as every real speak).
+		{"exits at once, status 0", &command.Output{Command: []string{"true"}},
+			100 * time.Millisecond, []string{"true: exited mid-utterance", "exit status 0"}, false, 3 * time.Second},
+		{"takes a little, exits 0", &command.Output{Command: []string{"sh", "-c", "head -c 100 >/dev/null"}},
+			100 * time.Millisecond, []string{"sh: exited mid-utterance", "exit status 0"}, false, 3 * time.Second},
+		{"takes a little, exits 0, slowly", &command.Output{Command: []string{"sh", "-c", "head -c 100 >/dev/null; sleep 0.3"}},
+			100 * time.Millisecond, []string{"sh: exited mid-utterance: exit status 0, leaving ", "ms of the audio unread"}, false, 3 * time.Second},
 		{"missing", &command.Output{Command: []string{"aplay-not-installed", "-r", "{rate}"}},
 			time.Second, []string{"start aplay-not-installed"}, true, time.Second},
 		{"missing, at a fixed rate", &command.Output{Rate: 16000, Command: []string{"aplay-not-installed"}},

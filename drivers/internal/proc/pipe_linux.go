@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 const fSetPipeSz = 1031 // F_SETPIPE_SZ, fcntl(2)
@@ -26,4 +27,19 @@ func GrowPipe(f *os.File, size int) int {
 		}
 	})
 	return got
+}
+
+// Unread is how many bytes a pipe holds that its reader has not taken
+// (FIONREAD, on either end); ok is false where it cannot be told.
+func Unread(f *os.File) (n int, ok bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	rc.Control(func(fd uintptr) {
+		var v int32
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&v)))
+		n, ok = int(v), errno == 0
+	})
+	return n, ok
 }

@@ -66,8 +66,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, n := range rep.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
-	fmt.Fprintf(stdout, "installed chorusd (linux/%s) into %s; on first boot: systemd-sysusers, then the service starts (check it there with chorusd --doctor)\n",
-		rep.Target.Arch(), *root)
+	fmt.Fprintln(stdout, rep.Next(*root))
 	return nil
 }
 

@@ -8,8 +8,10 @@ package install
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,11 +79,11 @@ type Report struct {
 func Run(o Options) (Report, error) {
 	var rep Report
 	if o.Root == "" {
-		return rep, fmt.Errorf("install: no root")
+		return rep, errors.New("no root given (-root)")
 	}
 	cfgBytes, err := os.ReadFile(o.Config)
 	if err != nil {
-		return rep, fmt.Errorf("install: %w", err)
+		return rep, fmt.Errorf("config: %w", err)
 	}
 	// Checked as any build on any machine would: the robot's own files are
 	// not here (chorusd --check-config and --doctor check those on the
@@ -93,14 +95,14 @@ func Run(o Options) (Report, error) {
 		}
 	}
 	if err != nil {
-		return rep, fmt.Errorf("install: refusing an invalid config, nothing written:\n%w", err)
+		return rep, fmt.Errorf("refusing an invalid config, nothing written:\n%w", err)
 	}
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
-		return rep, fmt.Errorf("install: chorusd binary: %w", err)
+		return rep, fmt.Errorf("chorusd binary: %w", err)
 	}
 	if rep.Target, err = checkBinary(o.Binary, bin, c); err != nil {
-		return rep, fmt.Errorf("install: refusing, nothing written: %w", err)
+		return rep, fmt.Errorf("refusing, nothing written: %w", err)
 	}
 	if mine := selfRevision(); mine != "" && rep.Target.Revision != "" && mine != rep.Target.Revision {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s was built from revision %.12s, this chorus from %.12s: its drivers were checked against this chorus's list",
@@ -108,11 +110,43 @@ func Run(o Options) (Report, error) {
 	}
 	gen, err := plan(o.Root, c)
 	if err != nil {
-		return rep, fmt.Errorf("install: refusing, nothing written:\n%w", err)
+		return rep, fmt.Errorf("refusing, nothing written:\n%w", err)
 	}
-	envFresh := !exists(filepath.Join(o.Root, EnvPath))
-	env := systemd.Env
-	if envFresh && len(gen.env) > 0 {
+	// Nothing is read or written through a link out of the root (the
+	// secrets would land on this machine).
+	var escapes []string
+	paths := []string{BinaryPath, ConfigPath, UnitPath, SysusersPath, EnvPath, TmpfilesPath, filepath.Dir(EnablePath)}
+	for _, f := range gen.files {
+		paths = append(paths, f.path)
+	}
+	for _, w := range gen.owned {
+		paths = append(paths, w.path)
+	}
+	for _, p := range append(paths, gen.dirs...) {
+		if err := inRoot(o.Root, p); err != nil {
+			escapes = append(escapes, err.Error())
+		}
+	}
+	if len(escapes) > 0 {
+		return rep, fmt.Errorf("refusing, nothing written:\n%s", strings.Join(escapes, "\n"))
+	}
+	// The environment file holds secrets and is kept, except that the
+	// passwords generated with a new users file replace their old values
+	// in it: otherwise the robot could not log in to its own broker.
+	env, keepEnv := systemd.Env, true
+	if old, err := os.ReadFile(filepath.Join(o.Root, EnvPath)); err == nil {
+		env = old
+		if len(gen.env) > 0 {
+			var changed []string
+			env, changed = gen.updateEnv(old)
+			keepEnv = false
+			if len(changed) > 0 {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("/%s: set %s to the passwords of the new broker users file (its other lines kept)", EnvPath, strings.Join(changed, ", ")))
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return rep, err
+	} else if len(gen.env) > 0 {
 		env = append(append([]byte{}, env...), gen.envLines()...)
 	}
 	files := []file{
@@ -120,7 +154,7 @@ func Run(o Options) (Report, error) {
 		{ConfigPath, cfgBytes, 0o644, false},
 		{UnitPath, systemd.Service, 0o644, false},
 		{SysusersPath, systemd.Sysusers, 0o644, false},
-		{EnvPath, env, 0o600, true},
+		{EnvPath, env, 0o600, keepEnv},
 	}
 	files = append(files, gen.files...)
 	if len(gen.owned) > 0 {
@@ -137,7 +171,7 @@ func Run(o Options) (Report, error) {
 		p := filepath.Join(o.Root, d)
 		changed := !exists(p)
 		if err := os.MkdirAll(p, 0o750); err != nil {
-			return rep, fmt.Errorf("install: %w", err)
+			return rep, err
 		}
 		rep.Steps = append(rep.Steps, Step{Path: "/" + d + "/", Changed: changed})
 	}
@@ -153,11 +187,11 @@ func Run(o Options) (Report, error) {
 	link := filepath.Join(o.Root, EnablePath)
 	if target, err := os.Readlink(link); err != nil || target != "/"+UnitPath {
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			return rep, fmt.Errorf("install: %w", err)
+			return rep, err
 		}
 		os.Remove(link)
 		if err := os.Symlink("/"+UnitPath, link); err != nil {
-			return rep, fmt.Errorf("install: enable: %w", err)
+			return rep, fmt.Errorf("enable: %w", err)
 		}
 		rep.Steps = append(rep.Steps, Step{Path: "/" + EnablePath, Changed: true})
 	} else {
@@ -166,6 +200,25 @@ func Run(o Options) (Report, error) {
 	installedEnv, _ := os.ReadFile(filepath.Join(o.Root, EnvPath))
 	rep.Variables = Variables(c, installedEnv)
 	return rep, nil
+}
+
+// Next is what the operator reads last: that the service starts on first
+// boot, or, when the environment file lacks a variable the config needs,
+// that chorusd cannot start until it is set (its ExecStartPre
+// --check-config would fail at every start).
+func (r Report) Next(root string) string {
+	var missing []string
+	for _, v := range r.Variables {
+		if !v.Set {
+			missing = append(missing, v.Name+" ("+v.Field+")")
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("installed chorusd (linux/%s) into %s, but it cannot start until /%s sets %s: set it there (mode 0600) before the first boot, then chorusd --doctor checks the rest",
+			r.Target.Arch(), root, EnvPath, strings.Join(missing, ", "))
+	}
+	return fmt.Sprintf("installed chorusd (linux/%s) into %s; on first boot: systemd-sysusers, then the service starts (check it there with chorusd --doctor)",
+		r.Target.Arch(), root)
 }
 
 // checkBinary refuses a binary that cannot run c on its board: not a Go
@@ -197,26 +250,26 @@ func write(p string, data []byte, mode os.FileMode, keep bool) (bool, error) {
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".chorus-install-*")
 	if err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := io.Copy(tmp, bytes.NewReader(data)); err != nil {
 		tmp.Close()
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	if err := os.Rename(tmp.Name(), p); err != nil {
-		return false, fmt.Errorf("install: %w", err)
+		return false, err
 	}
 	return true, nil
 }

@@ -2,6 +2,8 @@ package install
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,13 +198,14 @@ func TestGeneratesTheFilesTheConfigNames(t *testing.T) {
 		t.Errorf("the wav output's folder was not made: %v", err)
 	}
 
-	// Present files are kept, whatever they hold.
-	os.WriteFile(usersPath, []byte("kyoko: mine\n"), 0o600)
+	// Present files are kept, whatever passwords they hold.
+	mine := "kyoko: mine\npi-kyoko: mine\nfloor: f\nhana: h\n"
+	os.WriteFile(usersPath, []byte(mine), 0o600)
 	rep, err = Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(usersPath); string(b) != "kyoko: mine\n" {
+	if b, _ := os.ReadFile(usersPath); string(b) != mine {
 		t.Errorf("users file overwritten: %s", b)
 	}
 	if len(rep.Secrets) != 0 {
@@ -269,6 +272,10 @@ func TestRefusesWhatCannotStart(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
+			}
+			// The command prints "chorus install: " before it.
+			if strings.HasPrefix(err.Error(), "install:") {
+				t.Errorf("error stutters: chorus install: %v", err)
 			}
 			if ents, _ := os.ReadDir(root); len(ents) != 0 {
 				t.Errorf("wrote %d entries before refusing", len(ents))
@@ -404,5 +411,165 @@ func TestSecretFilesOwnedByTheServiceUser(t *testing.T) {
 				t.Errorf("notes %v", rep.Notes)
 			}
 		})
+	}
+}
+
+// A users file generated anew (the old one gone, or users_file changed)
+// brings new passwords: the existing environment file gets them in place
+// of the old ones, keeping its other lines, so the robot still logs in to
+// its own broker.
+func TestNewUsersFileUpdatesTheEnvironmentFile(t *testing.T) {
+	root, cfg := t.TempDir(), robot(t)
+	if _, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)}); err != nil {
+		t.Fatal(err)
+	}
+	envPath := filepath.Join(root, EnvPath)
+	old, _ := os.ReadFile(envPath)
+	os.WriteFile(envPath, append(old, "CHORUS_LLM_API_KEY=sk-keep\n"...), 0o600)
+	usersPath := filepath.Join(root, "etc/chorus/mqtt-users.yaml")
+	os.Remove(usersPath)
+	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := config.Embedded{UsersFile: usersPath}.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := os.ReadFile(envPath)
+	for k, v := range map[string]string{"CHORUS_MQTT_PASSWORD": users["kyoko"], "CHORUS_FLOOR_PASSWORD": users["floor"]} {
+		if n := strings.Count(string(env), "\n"+k+"="); n != 1 || !strings.Contains(string(env), "\n"+k+"="+v+"\n") {
+			t.Errorf("environment file has %d lines of %s, want one with the new users file's password:\n%s", n, k, env)
+		}
+	}
+	if !strings.Contains(string(env), "\nCHORUS_LLM_API_KEY=sk-keep\n") || !strings.HasPrefix(string(env), "# /etc/default/chorusd") {
+		t.Errorf("the environment file's other lines were not kept:\n%s", env)
+	}
+	if st, _ := os.Stat(envPath); st.Mode().Perm() != 0o600 {
+		t.Errorf("environment file mode %v, want 0600", st.Mode().Perm())
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "set CHORUS_MQTT_PASSWORD, CHORUS_FLOOR_PASSWORD") {
+		t.Errorf("the update is not reported: %v", rep.Notes)
+	}
+}
+
+// An existing users file that lacks an identity the config needs is
+// refused, naming the missing users, before anything is written.
+func TestRefusesAUsersFileLackingTheRobotsUsers(t *testing.T) {
+	for _, tc := range []struct{ users, missing string }{
+		{"someone: x\n", "kyoko, pi-kyoko, floor, hana"},
+		{"kyoko: a\npi-kyoko: a\nhana: h\n", "floor"},
+		{"kyoko: a\nfloor: f\nhana: h\n", "pi-kyoko"},
+	} {
+		root, cfg := t.TempDir(), robot(t)
+		os.MkdirAll(filepath.Join(root, "etc/chorus"), 0o755)
+		os.WriteFile(filepath.Join(root, "etc/chorus/mqtt-users.yaml"), []byte(tc.users), 0o600)
+		_, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+		if err == nil || !strings.Contains(err.Error(), "/etc/chorus/mqtt-users.yaml in the root lacks "+tc.missing+",") {
+			t.Errorf("users %q: err %v, want it to name %s", tc.users, err, tc.missing)
+		}
+		if exists(filepath.Join(root, BinaryPath)) {
+			t.Errorf("users %q: refused but wrote the binary", tc.users)
+		}
+	}
+}
+
+// The closing line says the service starts on first boot only when the
+// environment file sets every variable the config needs; otherwise it
+// names what must be set first.
+func TestNextNamesTheMissingSecret(t *testing.T) {
+	root := t.TempDir()
+	cfg := robot(t, "  provider: rule\n", "  provider: openai\n  base_url: http://192.168.1.20:8080/v1\n  model: qwen\n  api_key_env: CHORUS_LLM_API_KEY\n")
+	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := rep.Next(root)
+	if strings.Contains(next, "the service starts") || !strings.Contains(next, "cannot start until /etc/default/chorusd sets CHORUS_LLM_API_KEY (brain.api_key_env)") {
+		t.Errorf("with the key unset: %q", next)
+	}
+	env, _ := os.ReadFile(filepath.Join(root, EnvPath))
+	os.WriteFile(filepath.Join(root, EnvPath), append(env, "CHORUS_LLM_API_KEY=sk-lan\n"...), 0o600)
+	if rep, err = Run(Options{Root: root, Config: cfg, Binary: chorusd(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if next := rep.Next(root); !strings.Contains(next, "on first boot: systemd-sysusers, then the service starts") {
+		t.Errorf("with every variable set: %q", next)
+	}
+}
+
+// A shipped config whose model server is on the LAN (llama.cpp, Ollama)
+// names no API key variable: such a server needs none, and an unset one
+// would fail the installed robot's --check-config at every start.
+func TestShippedLANConfigsNeedNoKey(t *testing.T) {
+	files, _ := filepath.Glob("../../../../firmware-configs/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no shipped configs found")
+	}
+	for _, f := range files {
+		c, err := config.Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if c.Companion == nil || c.Brain.BaseURL == "" {
+			continue
+		}
+		u, err := url.Parse(c.Brain.BaseURL)
+		if err != nil {
+			t.Errorf("%s: brain.base_url: %v", f, err)
+			continue
+		}
+		if ip := net.ParseIP(u.Hostname()); ip != nil && (ip.IsPrivate() || ip.IsLoopback()) && c.Brain.APIKeyEnv != "" {
+			t.Errorf("%s: a LAN model server (%s) with brain.api_key_env %s: the installed robot would not start without it", f, u.Host, c.Brain.APIKeyEnv)
+		}
+	}
+}
+
+// A link in the root that leads out of it (absolute: on this machine it
+// is this machine's path; relative, climbing above the root) is refused,
+// naming it, before anything is written; a relative link inside the root
+// (merged /usr: lib -> usr/lib) is followed.
+func TestRefusesLinksOutOfTheRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name, link, target, want string
+	}{
+		{"absolute", "etc/default", "OUTSIDE", "/etc/default in the root ROOT is a link to the absolute path OUTSIDE"},
+		{"absolute, deeper", "etc", "OUTSIDE", "/etc in the root ROOT is a link to the absolute path OUTSIDE"},
+		{"relative, above the root", "etc/chorus", "../../outside", "/etc/chorus/chorus.yaml leads above the root ROOT"},
+		{"final component", "etc/default/chorusd", "OUTSIDE/chorusd", "/etc/default/chorusd in the root ROOT is a link to the absolute path OUTSIDE/chorusd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			root, outside := filepath.Join(dir, "root"), filepath.Join(dir, "outside")
+			os.MkdirAll(outside, 0o755)
+			link := filepath.Join(root, tc.link)
+			os.MkdirAll(filepath.Dir(link), 0o755)
+			if err := os.Symlink(strings.ReplaceAll(tc.target, "OUTSIDE", outside), link); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)})
+			want := strings.NewReplacer("ROOT", root, "OUTSIDE", outside).Replace(tc.want)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err %v, want it to say %q", err, want)
+			}
+			if left, _ := os.ReadDir(outside); len(left) != 0 {
+				t.Errorf("wrote outside the root: %v", left)
+			}
+			if exists(filepath.Join(root, BinaryPath)) {
+				t.Error("refused but wrote the binary")
+			}
+		})
+	}
+	// Inside the root, a relative link is followed.
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "real/default"), 0o755)
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.Symlink("../real/default", filepath.Join(root, "etc/default"))
+	if _, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(filepath.Join(root, "real/default/chorusd")) {
+		t.Error("the environment file was not written through the relative link")
 	}
 }
