@@ -806,3 +806,49 @@ func TestFramesAsAikyoClientsWantThem(t *testing.T) {
 		t.Fatalf("a broadcast naming a non-member as speaker went out from %q", got.Params.From)
 	}
 }
+
+// camera.get for a body that is not there (a bridge body not connected, a
+// device whose presence is not online) is answered at once, and the
+// client's next frame is not held behind a LookTimeout wait.
+func TestCameraGetForAnAbsentDevice(t *testing.T) {
+	looked := make(chan string, 4)
+	r := newRig(t, func(c *Config) {
+		c.Tokens = append(c.Tokens, Token{Secret: "camera-token-0123456789", Role: User, Name: "alice", Camera: true})
+		c.Look = func(ctx context.Context, device string) (json.RawMessage, error) {
+			looked <- device
+			<-ctx.Done() // as a vision query to nobody: until LookTimeout
+			return nil, ctx.Err()
+		}
+		c.Present = func(device string) bool { return device == "cam" }
+	})
+	watch := r.dial(viewerToken)
+	c := r.dial("camera-token-0123456789")
+	for _, tc := range []struct{ name, device string }{
+		{"a bridge body with no client", "web-bot"},
+		{"a device not present in the room", "ghost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			send(t, c, `{"jsonrpc":"2.0","method":"camera.get","id":"look-1","params":{"device":"`+tc.device+`"}}`)
+			m := protocol.NewMessage(protocol.NewID(), "alice", nil, "right after", "")
+			b, _ := json.Marshal(m)
+			send(t, c, string(b))
+			got := next(t, c, "the answer", func(f map[string]any) bool { return f["id"] == "look-1" })
+			if !isError("device " + tc.device + " is offline")(got) {
+				t.Fatalf("camera.get answered %v", got)
+			}
+			next(t, watch, "the message sent after it", func(f map[string]any) bool {
+				p, _ := f["params"].(map[string]any)
+				return p["id"] == m.Params.ID
+			})
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("answered and published after %v, want under 1 s", d)
+			}
+		})
+	}
+	select {
+	case d := <-looked:
+		t.Fatalf("asked the absent device %s for a frame", d)
+	default:
+	}
+}

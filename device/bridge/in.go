@@ -172,6 +172,13 @@ func (b *Bridge) camera(ctx context.Context, c *client, rid json.RawMessage, dat
 		b.refuse(c, rid, "invalid", `camera.get needs params {"device": a device id}`)
 		return
 	}
+	// A body known to be gone is not waited for: the wait would pause
+	// this client's frames for LookTimeout.
+	dev := req.Params.Device
+	if b.Serves(dev) && !b.DeviceOnline(dev) || !b.Serves(dev) && b.cfg.Present != nil && !b.cfg.Present(dev) {
+		b.send(c, errorFrame(rid, "camera", fmt.Sprintf("camera of %s: device %s is offline (or not in the room)", dev, dev)))
+		return
+	}
 	lctx, cancel := context.WithTimeout(ctx, LookTimeout)
 	defer cancel()
 	body, err := b.cfg.Look(lctx, req.Params.Device)
