@@ -852,3 +852,33 @@ func TestCameraGetForAnAbsentDevice(t *testing.T) {
 	default:
 	}
 }
+
+// A broker that refuses the login of a token's identity (a users file
+// without it, no mqtt_password_env) is named in the upgrade's answer, not
+// told as an unreachable broker.
+func TestRefusedBrokerLogin(t *testing.T) {
+	strict := bustest.StartEmbedded(t, bustest.Options{Users: map[string]string{"someone": "pw-0123456789"}})
+	r := newRig(t, func(c *Config) {
+		c.Dial = func(ctx context.Context, id string) (bus.Bus, error) {
+			b, err := bus.Dial(ctx, bus.Options{Broker: strict.URL(), ClientID: id + "-bridge", Username: id})
+			if err != nil {
+				return nil, fmt.Errorf("bridge: connect as %s: %w", id, err)
+			}
+			return b, nil
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, r.ws+"?token="+userToken, nil)
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("upgraded with a login the broker refused")
+	}
+	if resp == nil {
+		t.Fatalf("no HTTP answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `the broker refused this token's identity "alice"`) {
+		t.Fatalf("answered %d %q, want 503 naming alice", resp.StatusCode, body)
+	}
+}
