@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -808,24 +809,36 @@ func TestFramesAsAikyoClientsWantThem(t *testing.T) {
 }
 
 // camera.get for a body that is not there (a bridge body not connected, a
-// device whose presence is not online) is answered at once, and the
-// client's next frame is not held behind a LookTimeout wait.
+// device whose presence is offline) is answered at once, and the client's
+// next frame is not held behind a LookTimeout wait. A device never seen in
+// a presence (a body without a companion) is still asked.
 func TestCameraGetForAnAbsentDevice(t *testing.T) {
 	looked := make(chan string, 4)
 	r := newRig(t, func(c *Config) {
 		c.Tokens = append(c.Tokens, Token{Secret: "camera-token-0123456789", Role: User, Name: "alice", Camera: true})
 		c.Look = func(ctx context.Context, device string) (json.RawMessage, error) {
 			looked <- device
+			if device == "stranger" {
+				return nil, errors.New("no answer")
+			}
 			<-ctx.Done() // as a vision query to nobody: until LookTimeout
 			return nil, ctx.Err()
 		}
-		c.Present = func(device string) bool { return device == "cam" }
+		c.Online = func(device string) (bool, bool) {
+			switch device {
+			case "cam":
+				return true, true
+			case "ghost":
+				return false, true
+			}
+			return false, false
+		}
 	})
 	watch := r.dial(viewerToken)
 	c := r.dial("camera-token-0123456789")
 	for _, tc := range []struct{ name, device string }{
 		{"a bridge body with no client", "web-bot"},
-		{"a device not present in the room", "ghost"},
+		{"a device whose presence is offline", "ghost"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -850,6 +863,11 @@ func TestCameraGetForAnAbsentDevice(t *testing.T) {
 	case d := <-looked:
 		t.Fatalf("asked the absent device %s for a frame", d)
 	default:
+	}
+	send(t, c, `{"jsonrpc":"2.0","method":"camera.get","id":"look-2","params":{"device":"stranger"}}`)
+	next(t, c, "the stranger's answer", isError("camera of stranger: no answer"))
+	if d := <-looked; d != "stranger" {
+		t.Fatalf("asked %s", d)
 	}
 }
 

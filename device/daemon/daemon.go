@@ -625,19 +625,18 @@ func (d *Daemon) bridge(ctx context.Context, l *link) (*bridge.Bridge, error) {
 		}
 		return b, nil
 	}
-	// camera.get for a device whose presence is not online (or never
-	// seen) is answered at once instead of after LookTimeout.
+	// camera.get for a device whose presence is offline is answered at
+	// once instead of after LookTimeout.
 	devices, err := room.FollowDevices(ctx, l.room)
 	if err != nil {
 		return nil, err
 	}
-	present := func(device string) bool { online, _ := devices.Online(device); return online }
 	gone := func(device string) { // the companion's queries to a body that left fail now
 		if qc := d.asks.Load(); qc != nil {
 			qc.Offline(device)
 		}
 	}
-	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, Look: look, Present: present, MaxClients: ws.MaxClients,
+	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, Look: look, Online: devices.Online, MaxClients: ws.MaxClients,
 		MaxFrame: int64(ws.MaxFrame), MaxDeviceFrame: int64(cmp.Or(ws.MaxDeviceFrame, d.cfg.Query.MaxResult)), OnDeviceGone: gone, Log: d.log, Metrics: d.m})
 }
 
