@@ -84,6 +84,14 @@ type Config struct {
 	Anonymous *Token
 	// Look serves camera.get; nil: no camera frames through the bridge.
 	Look Looker
+	// Online tells whether a device that is not behind this bridge is
+	// present (as query.ClientOptions.Online): camera.get for one whose
+	// presence is known offline is answered at once, not after
+	// LookTimeout. A device never seen in a presence is asked (a body
+	// without a companion announces none); a body behind this bridge is
+	// online while its client is connected. nil: every such device is
+	// asked.
+	Online func(device string) (online, known bool)
 
 	MaxClients int   // default 32
 	Queue      int   // frames waiting for one client; default 1024

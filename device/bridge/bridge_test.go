@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -804,5 +805,98 @@ func TestFramesAsAikyoClientsWantThem(t *testing.T) {
 	json.Unmarshal([]byte(raw("rt-2")), &got)
 	if got.Params.From != floor {
 		t.Fatalf("a broadcast naming a non-member as speaker went out from %q", got.Params.From)
+	}
+}
+
+// camera.get for a body that is not there (a bridge body not connected, a
+// device whose presence is offline) is answered at once, and the client's
+// next frame is not held behind a LookTimeout wait. A device never seen in
+// a presence (a body without a companion) is still asked.
+func TestCameraGetForAnAbsentDevice(t *testing.T) {
+	looked := make(chan string, 4)
+	r := newRig(t, func(c *Config) {
+		c.Tokens = append(c.Tokens, Token{Secret: "camera-token-0123456789", Role: User, Name: "alice", Camera: true})
+		c.Look = func(ctx context.Context, device string) (json.RawMessage, error) {
+			looked <- device
+			if device == "stranger" {
+				return nil, errors.New("no answer")
+			}
+			<-ctx.Done() // as a vision query to nobody: until LookTimeout
+			return nil, ctx.Err()
+		}
+		c.Online = func(device string) (bool, bool) {
+			switch device {
+			case "cam":
+				return true, true
+			case "ghost":
+				return false, true
+			}
+			return false, false
+		}
+	})
+	watch := r.dial(viewerToken)
+	c := r.dial("camera-token-0123456789")
+	for _, tc := range []struct{ name, device string }{
+		{"a bridge body with no client", "web-bot"},
+		{"a device whose presence is offline", "ghost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			send(t, c, `{"jsonrpc":"2.0","method":"camera.get","id":"look-1","params":{"device":"`+tc.device+`"}}`)
+			m := protocol.NewMessage(protocol.NewID(), "alice", nil, "right after", "")
+			b, _ := json.Marshal(m)
+			send(t, c, string(b))
+			got := next(t, c, "the answer", func(f map[string]any) bool { return f["id"] == "look-1" })
+			if !isError("device " + tc.device + " is offline")(got) {
+				t.Fatalf("camera.get answered %v", got)
+			}
+			next(t, watch, "the message sent after it", func(f map[string]any) bool {
+				p, _ := f["params"].(map[string]any)
+				return p["id"] == m.Params.ID
+			})
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("answered and published after %v, want under 1 s", d)
+			}
+		})
+	}
+	select {
+	case d := <-looked:
+		t.Fatalf("asked the absent device %s for a frame", d)
+	default:
+	}
+	send(t, c, `{"jsonrpc":"2.0","method":"camera.get","id":"look-2","params":{"device":"stranger"}}`)
+	next(t, c, "the stranger's answer", isError("camera of stranger: no answer"))
+	if d := <-looked; d != "stranger" {
+		t.Fatalf("asked %s", d)
+	}
+}
+
+// A broker that refuses the login of a token's identity (a users file
+// without it, no mqtt_password_env) is named in the upgrade's answer, not
+// told as an unreachable broker.
+func TestRefusedBrokerLogin(t *testing.T) {
+	strict := bustest.StartEmbedded(t, bustest.Options{Users: map[string]string{"someone": "pw-0123456789"}})
+	r := newRig(t, func(c *Config) {
+		c.Dial = func(ctx context.Context, id string) (bus.Bus, error) {
+			b, err := bus.Dial(ctx, bus.Options{Broker: strict.URL(), ClientID: id + "-bridge", Username: id})
+			if err != nil {
+				return nil, fmt.Errorf("bridge: connect as %s: %w", id, err)
+			}
+			return b, nil
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, r.ws+"?token="+userToken, nil)
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("upgraded with a login the broker refused")
+	}
+	if resp == nil {
+		t.Fatalf("no HTTP answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `the broker refused this token's identity "alice"`) {
+		t.Fatalf("answered %d %q, want 503 naming alice", resp.StatusCode, body)
 	}
 }

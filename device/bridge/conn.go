@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -110,6 +111,10 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if id, err = b.acquire(ctx, c); err != nil {
 			b.m.BridgeDropped.WithLabelValues("publish_failed").Inc()
 			b.log.Error("bridge: no bus connection for a client", "name", tok.Name, "err", err)
+			if errors.Is(err, bus.ErrLoginRefused) { // the token's identity, not the broker, is wrong
+				http.Error(w, fmt.Sprintf("the broker refused this token's identity %q (a user of its users file? mqtt_password_env set?)", tok.Name), http.StatusServiceUnavailable)
+				return
+			}
 			http.Error(w, "the room's broker cannot be reached", http.StatusBadGateway)
 			return
 		}

@@ -172,6 +172,13 @@ func (b *Bridge) camera(ctx context.Context, c *client, rid json.RawMessage, dat
 		b.refuse(c, rid, "invalid", `camera.get needs params {"device": a device id}`)
 		return
 	}
+	// A body known to be gone is not waited for: the wait would pause
+	// this client's frames for LookTimeout.
+	dev := req.Params.Device
+	if b.absent(dev) {
+		b.send(c, errorFrame(rid, "camera", fmt.Sprintf("camera of %s: device %s is offline", dev, dev)))
+		return
+	}
 	lctx, cancel := context.WithTimeout(ctx, LookTimeout)
 	defer cancel()
 	body, err := b.cfg.Look(lctx, req.Params.Device)
@@ -184,6 +191,19 @@ func (b *Bridge) camera(ctx context.Context, c *client, rid json.RawMessage, dat
 		id = rid
 	}
 	b.send(c, mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": id, "result": map[string]any{"device": req.Params.Device, "frame": body}}))
+}
+
+// absent says whether device is known to be gone: a body behind this
+// bridge with no client connected, or a device whose presence is offline.
+func (b *Bridge) absent(device string) bool {
+	if b.Serves(device) {
+		return !b.DeviceOnline(device)
+	}
+	if b.cfg.Online == nil {
+		return false
+	}
+	online, known := b.cfg.Online(device)
+	return known && !online
 }
 
 // LookTimeout bounds one camera.get.

@@ -258,7 +258,7 @@ func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
 	if d.cfg.HTTP.Listen != "off" && d.cfg.HTTP.WebSocket.Enabled {
 		// Before the companion: a body behind the bridge is present while
 		// its client is connected, and the companion asks the bridge.
-		if d.br, err = d.bridge(l); err != nil {
+		if d.br, err = d.bridge(ctx, l); err != nil {
 			return err
 		}
 		g.Go(func() error { return d.br.Run(ctx) })
@@ -586,7 +586,7 @@ func expectedThink(b config.Brain) time.Duration {
 
 // bridge builds the WebSocket bridge: each identity a client acts as
 // connects under its own name, with the password its token names.
-func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
+func (d *Daemon) bridge(ctx context.Context, l *link) (*bridge.Bridge, error) {
 	ws := d.cfg.HTTP.WebSocket
 	entries, err := ws.Tokens()
 	if err == nil {
@@ -625,12 +625,18 @@ func (d *Daemon) bridge(l *link) (*bridge.Bridge, error) {
 		}
 		return b, nil
 	}
+	// camera.get for a device whose presence is offline is answered at
+	// once instead of after LookTimeout.
+	devices, err := room.FollowDevices(ctx, l.room)
+	if err != nil {
+		return nil, err
+	}
 	gone := func(device string) { // the companion's queries to a body that left fail now
 		if qc := d.asks.Load(); qc != nil {
 			qc.Offline(device)
 		}
 	}
-	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, Look: look, MaxClients: ws.MaxClients,
+	return bridge.New(bridge.Config{Room: l.room, Dial: dial, Tokens: tokens, Anonymous: anon, Look: look, Online: devices.Online, MaxClients: ws.MaxClients,
 		MaxFrame: int64(ws.MaxFrame), MaxDeviceFrame: int64(cmp.Or(ws.MaxDeviceFrame, d.cfg.Query.MaxResult)), OnDeviceGone: gone, Log: d.log, Metrics: d.m})
 }
 

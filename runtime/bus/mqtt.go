@@ -10,6 +10,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/eclipse/paho.mqtt.golang/packets"
 
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 )
@@ -85,6 +86,11 @@ func closeOnce(c chan struct{}) {
 // ErrClosed is returned by operations on a closed bus.
 var ErrClosed = errors.New("bus: closed")
 
+// ErrLoginRefused is a connection the broker refused for its identity
+// (CONNACK "not authorized" or "bad user name or password"): a user the
+// broker's users file lacks, or a wrong password.
+var ErrLoginRefused = errors.New("broker refused the login")
+
 // ErrRefused is a subscription the broker refused (an ACL that does not
 // let this client read the filter, most often).
 var ErrRefused = errors.New("broker refused the subscription")
@@ -159,6 +165,9 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 	tok := b.c.Connect()
 	if err := wait(ctx, tok, o.ConnectTimeout); err != nil {
 		b.c.Disconnect(0)
+		if errors.Is(err, packets.ErrorRefusedNotAuthorised) || errors.Is(err, packets.ErrorRefusedBadUsernameOrPassword) {
+			return nil, fmt.Errorf("bus: connect to %s as %q: %w: %w", o.Broker, o.Username, ErrLoginRefused, err)
+		}
 		return nil, fmt.Errorf("bus: connect to %s as %q: %w", o.Broker, o.Username, err)
 	}
 	return b, nil

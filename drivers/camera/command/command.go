@@ -135,12 +135,20 @@ func (s *Source) read(r io.Reader, frames chan []byte, eof chan struct{}) {
 	log := s.log()
 	warned := map[error]bool{}
 	buf := make([]byte, 0, 2*readSize)
+	// tail: an oversize frame was dropped; the rest of it arrives as
+	// bytes before the next start of an image, and is not counted again.
+	tail := false
 	for {
 		for {
 			adv, frame, err := Split(buf, limit)
 			if adv == 0 {
 				break
 			}
+			if err == ErrNotJPEG && tail {
+				buf = buf[:copy(buf, buf[adv:])]
+				continue
+			}
+			tail = err == ErrTooBig
 			if err != nil {
 				kind := badKind(err)
 				if s.OnBad != nil {

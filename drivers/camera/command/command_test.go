@@ -172,6 +172,15 @@ func TestBadPrograms(t *testing.T) {
 			t.Fatalf("logged %d times, want once per start:\n%s", got, log.String())
 		}
 	})
+	t.Run("one too_big per oversize frame", func(t *testing.T) {
+		var n counts
+		s := &Source{Command: []string{"sh", "-c", "cat " + big + " " + big + " " + frame + "; sleep 30"}, MaxFrame: 100000, OnBad: n.bad}
+		c := capture(t, s)
+		f := waitFrame(t, c, 1, 10*time.Second)
+		if f.Width != 320 || n.get("too_big") != 2 || n.get("not_jpeg") != 0 || n.get("malformed") != 0 {
+			t.Fatalf("frame %dx%d, dropped %v: want too_big twice and nothing else", f.Width, f.Height, n.n)
+		}
+	})
 	t.Run("exits and is restarted", func(t *testing.T) {
 		starts := filepath.Join(t.TempDir(), "starts")
 		var log logBuf

@@ -43,6 +43,12 @@ type Config struct {
 	Metrics    *metrics.Metrics
 }
 
+// MaxImageBytes is the longest image the API takes: it measures an
+// image's base64 data and refuses a longer one with 400 ("image exceeds
+// 5 MB maximum: N bytes > 5242880 bytes"), though a body may send frames
+// up to the bridge's 8 MiB. Chorus does not send such an image.
+const MaxImageBytes = 5 << 20
+
 // Chat is an llm.Chatter on the Messages API.
 type Chat struct {
 	cfg    Config
@@ -219,6 +225,13 @@ func unbounded(s map[string]any) map[string]any {
 
 // Chat implements llm.Chatter.
 func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
+	for _, t := range r.Turns {
+		if t.Image != nil && len(t.Image.Base64) > MaxImageBytes {
+			err := fmt.Errorf("anthropic %s: the image is %d bytes in base64, over the API's limit of %d (5 MB): not sent", c.cfg.Model, len(t.Image.Base64), MaxImageBytes)
+			metrics.OrNew(c.cfg.Metrics).Reject(c.cfg.Log, "image", c.cfg.Model, "oversize", err)
+			return llm.Response{}, err
+		}
+	}
 	req, hasImage := c.request(r)
 	start := time.Now()
 	var out llm.Response

@@ -1,8 +1,11 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,9 +13,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -41,6 +47,9 @@ func imageProblem(req map[string]any) string {
 			data, _ := src["data"].(string)
 			if src["type"] != "base64" {
 				return "image.source.type: Input should be 'base64'"
+			}
+			if len(data) > 5<<20 { // measured on the base64 text
+				return fmt.Sprintf("image.source.base64: image exceeds 5 MB maximum: %d bytes > %d bytes", len(data), 5<<20)
 			}
 			if why := llmtest.ImageProblem(mt, data); why != "" {
 				return "image.source: " + why
@@ -272,5 +281,66 @@ func TestTalkRealtimePrompt(t *testing.T) {
 	}
 	if sys, _ := json.Marshal(req["system"]); !strings.Contains(string(sys), "Hana") {
 		t.Errorf("system %s", sys)
+	}
+}
+
+// bigJPEG is a picture whose base64 text is n bytes (n a multiple of 4).
+func bigJPEG(n int) string {
+	raw := make([]byte, n/4*3)
+	copy(raw, []byte{0xff, 0xd8, 0xff, 0xe0})
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// The fake refuses an image over 5 MB of base64 as the API does, and takes
+// one of exactly 5 MB.
+func TestServerRefusesAnImageOver5MB(t *testing.T) {
+	for _, tc := range []struct {
+		size   int
+		status int
+	}{{5 << 20, http.StatusOK}, {5<<20 + 4, http.StatusBadRequest}} {
+		s := newServer(t, reply("end_turn", text("a cup")))
+		body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/jpeg", "data": bigJPEG(tc.size)}}}}}})
+		resp, err := http.Post(s.URL+"/v1/messages", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%d bytes: status %d (%s), want %d", tc.size, resp.StatusCode, msg, tc.status)
+		}
+	}
+}
+
+// A frame a body may send (up to 8 MiB) but the API refuses (over 5 MB of
+// base64) is not sent: the vision tool answers an error naming its size
+// and the limit, counted, and the turn goes on.
+func TestImageOver5MBIsNotSent(t *testing.T) {
+	img := bigJPEG(6 << 20)
+	var toolText string
+	s := newServer(t,
+		reply("tool_use", toolUse("toolu_01", "vision", map[string]any{})),
+		func(w http.ResponseWriter, req map[string]any) {
+			msgs := req["messages"].([]any)
+			last := msgs[len(msgs)-1].(map[string]any)
+			toolText, _ = last["content"].([]any)[0].(map[string]any)["content"].(string)
+			reply("end_turn", text(goodState))(w, req)
+		},
+	)
+	m := metrics.New()
+	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "m", Metrics: m}), Draft: true,
+		Look: func(context.Context) (llm.Image, error) { return llm.NewImage(img, "image/jpeg") }}
+	if _, err := b.Think(context.Background(), input()); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.refused) > 0 || len(s.reqs) != 2 {
+		t.Fatalf("requests %d, refused %v: the image was sent", len(s.reqs), s.refused)
+	}
+	if !strings.Contains(toolText, fmt.Sprint(len(img))) || !strings.Contains(toolText, fmt.Sprint(MaxImageBytes)) {
+		t.Errorf("the vision tool answered %q: want the size and the limit", toolText)
+	}
+	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("image", "oversize")); n != 1 {
+		t.Errorf("counted %v, want 1", n)
 	}
 }

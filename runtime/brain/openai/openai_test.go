@@ -52,6 +52,9 @@ func imageProblem(req map[string]any) string {
 			if why := llmtest.DataURLProblem(url); why != "" {
 				return why
 			}
+			if _, data, _ := strings.Cut(url, ","); len(data)/4*3 > 20<<20 { // 20 MB per image (llm.NewImage refuses more)
+				return "image too large: over 20 MB"
+			}
 		}
 	}
 	return ""

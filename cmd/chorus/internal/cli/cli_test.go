@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +75,36 @@ http: {listen: "off"}
 	}
 	if code, out, _ := run("say", "-broker", br.URL(), "-room", "lab", "hello", "bot"); code != 0 || len(strings.TrimSpace(out)) != 32 {
 		t.Fatalf("say: %d %q", code, out)
+	}
+}
+
+// A vision answer of aikyo's client is {image} alone: chorus query says
+// the size the JPEG has, and no capture time it was not given.
+func TestQueryVisionImageOnly(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dev, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "cam", Username: "cam"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	var jpg bytes.Buffer
+	if err := jpeg.Encode(&jpg, image.NewGray(image.Rect(0, 0, 64, 48)), nil); err != nil {
+		t.Fatal(err)
+	}
+	srv := &query.Server{Bus: dev, Scheme: topic.New(""), Device: "cam"}
+	srv.Handle(protocol.TypeVision, func(context.Context, string, json.RawMessage) (any, error) {
+		return map[string]string{"image": base64.StdEncoding.EncodeToString(jpg.Bytes())}, nil
+	})
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	time.Sleep(200 * time.Millisecond) // the server's subscription
+	frame := filepath.Join(t.TempDir(), "f.jpg")
+	code, out, errOut := run("query", "-broker", br.URL(), "-as", "bot", "-device", "cam", "-type", "vision", "-out", frame)
+	if code != 0 || out != "64x48 frame written to "+frame+"\n" {
+		t.Fatalf("vision: %d %q %s", code, out, errOut)
 	}
 }
 

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"image"
+	_ "image/jpeg" // the size of a frame its device did not give
+	_ "image/png"
 	"io"
 	"os"
 	"time"
@@ -81,9 +85,29 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := os.WriteFile(*out, img, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%dx%d frame captured at %s written to %s\n", v.Width, v.Height, v.CapturedAt.Format(time.RFC3339Nano), *out)
+		fmt.Fprintf(stdout, "%s written to %s\n", describeFrame(v, img), *out)
 		return nil
 	}
 	fmt.Fprintln(stdout, string(res))
 	return nil
+}
+
+// describeFrame says what a vision result is: its size (from the image
+// itself when the device did not say, as aikyo's client answers {image}
+// alone) and when it was captured, if the device said.
+func describeFrame(v protocol.VisionResult, img []byte) string {
+	w, h := v.Width, v.Height
+	if w <= 0 || h <= 0 {
+		if c, _, err := image.DecodeConfig(bytes.NewReader(img)); err == nil {
+			w, h = c.Width, c.Height
+		}
+	}
+	d := "frame"
+	if w > 0 && h > 0 {
+		d = fmt.Sprintf("%dx%d frame", w, h)
+	}
+	if !v.CapturedAt.IsZero() {
+		d += " captured at " + v.CapturedAt.Format(time.RFC3339Nano)
+	}
+	return d
 }
