@@ -193,7 +193,7 @@ func (d *doctor) camera(ctx context.Context) {
 	if !parts.Cameras.Built(kind) {
 		return // reported under drivers
 	}
-	fix := "check drivers.camera (the program or device it names, its cable; run it by hand) and that the chorus user is in the video group"
+	fix := "check drivers.camera (the program or device it names, its cable; run it by hand) and that the chorus user is in the video group; a Raspberry Pi camera serves one process at a time, so stop chorusd first (systemctl stop chorusd) when it is running"
 	src, err := parts.Cameras.Make(d.c, d.env)
 	if err != nil {
 		d.fail(name, fix, err)
