@@ -70,6 +70,7 @@ var rules = []rule{
 	{"device/led and device/vision import no companion or brain", []string{"device/led/...", "device/vision/..."}, []string{"runtime/companion/...", "runtime/brain/...", "runtime/realtime/..."}},
 	{"the turn room imports neither the realtime room nor the companion", []string{"runtime/floor/..."}, []string{"runtime/realtime/...", "runtime/companion/..."}},
 	{"the realtime room imports neither the turn room nor the companion", []string{"runtime/realtime/..."}, []string{"runtime/floor/...", "runtime/companion/..."}},
+	{"the room's hearing arbiter imports no floor, companion or brain", []string{"runtime/hearing/..."}, []string{"runtime/floor/...", "runtime/realtime/...", "runtime/companion/...", "runtime/brain/..."}},
 }
 
 // fileRules hold a part of a package that its package rule cannot: the

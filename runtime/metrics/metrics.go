@@ -64,6 +64,10 @@ type Metrics struct {
 	BridgeFrames  *prometheus.CounterVec // direction (in, out): frames relayed
 	BridgeDropped *prometheus.CounterVec // reason: clients refused or dropped, frames refused
 
+	Heard        *prometheus.CounterVec // outcome: heard reports the room's arbiter took or set aside
+	Hearing      *prometheus.CounterVec // event: what a body's ear did with speech (reported, gated, empty, stt_error, ...)
+	HearingDelay prometheus.Histogram   // end of speech → report queued on the device (VAD hangover + STT)
+
 	limiter limiter
 }
 
@@ -136,13 +140,22 @@ func New() *Metrics {
 		BridgeDropped: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_bridge_dropped_total",
 			Help: "WebSocket clients refused or dropped and frames refused, by reason (no_token, bad_token, too_many, slow, no_pong, oversize, not_json, forbidden, invalid, not_addressed, rate_limited, publish_failed)."},
 			[]string{"reason"})).(*prometheus.CounterVec),
+		Heard: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_heard_reports_total",
+			Help: "Heard reports the room's arbiter handled, by outcome (taken: published as the person's Message; same: another robot's report of the same utterance; late: arrived after its utterance was decided; duplicate: seen before; standby: decided while another floor leads)."},
+			[]string{"outcome"})).(*prometheus.CounterVec),
+		Hearing: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_hearing_total",
+			Help: "What a robot's ear did, by event (utterance, reported, gated, muted, too_short, cut, empty, stt_error, stt_rate_limited, mic_error, mic_dropped_frames, publish_failed)."},
+			[]string{"event"})).(*prometheus.CounterVec),
+		HearingDelay: f(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chorus_hearing_delay_seconds",
+			Help: "From the end of a person's speech to its report being queued on the device (the VAD's hangover plus the speech-to-text engine).",
+			Buckets: []float64{.1, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 10}})).(prometheus.Histogram),
 		Held: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_held_entries",
 			Help: "Entries a bounded map or queue holds now, by what (floor_ballots, companion_thinking, query_pending, ...): work in progress drains to 0 when the room rests; books of recent ids stay at or below their cap."},
 			[]string{"what"})).(*prometheus.GaugeVec),
 	}
 	// Export the zero series too, so dashboards and alerts see them before
 	// the first bad input.
-	for _, src := range []string{"message", "state", "grant", "presence", "query", "result", "hold", "speaking"} {
+	for _, src := range []string{"message", "state", "grant", "presence", "query", "result", "hold", "speaking", "heard"} {
 		for _, k := range protocol.Kinds {
 			m.BadInput.WithLabelValues(src, string(k))
 		}

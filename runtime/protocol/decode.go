@@ -327,6 +327,7 @@ func DecodePresence(b []byte, max int) (Presence, error) {
 		Device  string `json:"device"`
 		Since   string `json:"since"`
 		ThinkMs int    `json:"thinkMs"`
+		Hears   bool   `json:"hears"`
 	}
 	if err := decodeStrict("presence", b, max, &w); err != nil {
 		return Presence{}, err
@@ -349,7 +350,7 @@ func DecodePresence(b []byte, max int) (Presence, error) {
 	if err := c.done(); err != nil {
 		return Presence{}, err
 	}
-	return Presence{Online: *w.Online, Device: w.Device, Since: since, ThinkMs: w.ThinkMs}, nil
+	return Presence{Online: *w.Online, Device: w.Device, Since: since, ThinkMs: w.ThinkMs, Hears: w.Hears}, nil
 }
 
 // DecodeQuery decodes and validates a query.send or query.cancel payload.

@@ -52,6 +52,7 @@ func FuzzDecodePost(f *testing.F)        { fuzzDecoder(f, "post") }
 func FuzzDecodePostAck(f *testing.F)     { fuzzDecoder(f, "postack") }
 func FuzzDecodeHold(f *testing.F)        { fuzzDecoder(f, "hold") }
 func FuzzDecodeSpeaking(f *testing.F)    { fuzzDecoder(f, "speaking") }
+func FuzzDecodeHeard(f *testing.F)       { fuzzDecoder(f, "heard") }
 
 // FuzzQueryIDOf: reading the id of a bad query never panics, and what it
 // returns is always a valid id.

@@ -26,6 +26,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"postack":  func(b []byte) (any, error) { return DecodePostAck(b, 0) },
 	"hold":     func(b []byte) (any, error) { return DecodeHold(b, 0) },
 	"speaking": func(b []byte) (any, error) { return DecodeSpeaking(b, 0) },
+	"heard":    func(b []byte) (any, error) { return DecodeHeard(b, 0) },
 }
 
 // TestGolden decodes every testdata/<type>/<case>.json and compares the

@@ -323,6 +323,30 @@ func (r *Room) QueueSpeaking(o *bus.Outbox, id string, s protocol.Speaking) erro
 	return r.queue(o, r.Scheme.Speaking(r.Name, id), s, true)
 }
 
+// OnHeard calls fn for every valid report of what a member's body heard
+// (DESIGN.md, "Hearing"); a report from someone off the roster is dropped
+// and counted.
+func (r *Room) OnHeard(ctx context.Context, fn func(protocol.Heard)) error {
+	return subscribe(ctx, r, r.Scheme.Heards(r.Name), topic.KindHeard, protocol.DecodeHeard,
+		func(h protocol.Heard) string { return h.From }, func(h protocol.Heard) {
+			if r.member(topic.KindHeard, h.From) {
+				fn(h)
+			}
+		})
+}
+
+// SendHeard publishes a member's heard report.
+func (r *Room) SendHeard(ctx context.Context, h protocol.Heard) error {
+	h.Start, h.End = h.Start.UTC(), h.End.UTC()
+	return r.publish(ctx, r.Scheme.Heard(r.Name, h.From), h, false)
+}
+
+// QueueHeard queues a member's heard report on o.
+func (r *Room) QueueHeard(o *bus.Outbox, h protocol.Heard) error {
+	h.Start, h.End = h.Start.UTC(), h.End.UTC()
+	return r.queue(o, r.Scheme.Heard(r.Name, h.From), h, false)
+}
+
 func (r *Room) publish(ctx context.Context, t string, v any, retain bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -410,6 +434,15 @@ type Announcement struct {
 	mu    sync.Mutex
 	since time.Time
 	think time.Duration
+	hears bool
+}
+
+// SetHears says (in every presence from now on) whether the companion's
+// body reports what it hears; set it before the bus connects.
+func (a *Announcement) SetHears(on bool) {
+	a.mu.Lock()
+	a.hears = on
+	a.mu.Unlock()
 }
 
 // Announce returns the announcement of companion id on device, expecting
@@ -422,6 +455,9 @@ func (a *Announcement) payload(online bool, since time.Time, think time.Duration
 	p := protocol.Presence{Online: online, Device: a.device, Since: since.UTC()}
 	if online {
 		p.ThinkMs = min(int(think/time.Millisecond), protocol.MaxThinkMs)
+		a.mu.Lock()
+		p.Hears = a.hears
+		a.mu.Unlock()
 	}
 	b, _ := json.Marshal(p)
 	return b

@@ -42,6 +42,22 @@ type Scheme struct {
 	// Whispers holds each room's whisper channels and their members:
 	// only they (and the floor) read a channel's traffic and post in it.
 	Whispers map[string]map[string][]string // room -> channel -> companion ids
+	// Voices holds the identity of the person each room hears (hearing.user):
+	// the floor publishes the Message of a heard utterance under it
+	// (DESIGN.md, "Hearing": one sentence, one Message).
+	Voices map[string]string // room -> the person's identity
+}
+
+// WithVoice returns a copy of s in which room's floor may publish what
+// the room heard as user.
+func (s Scheme) WithVoice(room, user string) Scheme {
+	v := make(map[string]string, len(s.Voices)+1)
+	for k, u := range s.Voices {
+		v[k] = u
+	}
+	v[room] = user
+	s.Voices = v
+	return s
 }
 
 // WithWhisper returns a copy of s that knows room's whisper channel and its
@@ -195,6 +211,13 @@ func (s Scheme) Speaking(room, companion string) string { return s.room(room, "s
 // Speakings is the filter for every speaking status in room.
 func (s Scheme) Speakings(room string) string { return s.room(room, "speaking", "+") }
 
+// Heard is where companion's body reports what its microphone heard in
+// room.
+func (s Scheme) Heard(room, companion string) string { return s.room(room, "heard", companion) }
+
+// Heards is the filter for every heard report in room.
+func (s Scheme) Heards(room string) string { return s.room(room, "heard", "+") }
+
 // FloorLeader is the retained claim of the active floor of room.
 func (s Scheme) FloorLeader(room string) string { return s.room(room, "floor", "leader") }
 
@@ -222,6 +245,7 @@ const (
 	KindLeader   Kind = "leader"
 	KindHold     Kind = "hold"
 	KindSpeaking Kind = "speaking"
+	KindHeard    Kind = "heard"
 	KindQuery    Kind = "query"
 	KindResult   Kind = "result"
 	KindProbe    Kind = "probe"
@@ -290,6 +314,8 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindPresence, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "speaking":
 		return Route{Kind: KindSpeaking, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "heard":
+		return Route{Kind: KindHeard, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "floor" && seg[3] == "leader":
 		return Route{Kind: KindLeader, Room: room}, true
 	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "in":
@@ -315,7 +341,7 @@ func (s Scheme) IsFloor(id string) bool {
 // MayPublish is the ACL rule: whether the client authenticated as user may
 // publish on t. Per-identity topics are writable by that identity only,
 // and those only companions speak on (presence, States, posts, holds,
-// speaking status) by
+// speaking status, heard reports) by
 // members of the room only; grants, phases, floor answers and the floor
 // leader claim by a floor identity only; queries by anyone authenticated;
 // nothing else at all.
@@ -340,9 +366,10 @@ func (s Scheme) MayPublish(user, t string) bool {
 	}
 	switch r.Kind {
 	case KindMessage:
-		// A floor may speak into a room (realtime broadcasts) under its own name.
-		return r.Identity == user
-	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking:
+		// A floor may speak into a room (realtime broadcasts) under its own
+		// name, and publish what the room heard under the person's.
+		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room])
+	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard:
 		return r.Identity == user && s.IsMember(r.Room, user)
 	case KindResult, KindProbe:
 		return r.Identity == user
@@ -437,6 +464,7 @@ func (s Scheme) MosquittoACL() string {
 		"pattern read " + p + "/rooms/+/phase",
 		"pattern read " + p + "/rooms/+/floor/#",
 		"pattern read " + p + "/rooms/+/speaking/+",
+		"pattern read " + p + "/rooms/+/heard/+",
 		"pattern read " + p + "/devices/+/queries",
 		"pattern read " + p + "/devices/%u/results",
 		"pattern read " + p + "/devices/%u/probe",
@@ -456,7 +484,7 @@ func (s Scheme) MosquittoACL() string {
 	sort.Strings(rooms)
 	for _, room := range rooms {
 		for _, m := range s.Rosters[room] {
-			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m)} {
+			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m), s.Heard(room, m)} {
 				byUser[m] = append(byUser[m], t)
 			}
 		}
@@ -497,6 +525,16 @@ func (s Scheme) MosquittoACL() string {
 			b.WriteString("topic write " + p + "/rooms/+/" + t + "\n")
 		}
 		b.WriteString("topic read " + p + "/rooms/+/whisper/#\n")
+		voiced := make([]string, 0, len(s.Voices))
+		for room := range s.Voices {
+			voiced = append(voiced, room)
+		}
+		sort.Strings(voiced)
+		for _, room := range voiced {
+			if u := s.Voices[room]; u != "" {
+				b.WriteString("topic write " + s.Message(room, u) + "\n")
+			}
+		}
 	}
 	return b.String()
 }

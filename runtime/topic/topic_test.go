@@ -21,6 +21,7 @@ func TestParseRoundTrip(t *testing.T) {
 		{s.FloorLeader("lr"), Route{Kind: KindLeader, Room: "lr"}},
 		{s.FloorHold("lr", "kyoko"), Route{Kind: KindHold, Room: "lr", Identity: "kyoko"}},
 		{s.Speaking("lr", "kyoko"), Route{Kind: KindSpeaking, Room: "lr", Identity: "kyoko"}},
+		{s.Heard("lr", "kyoko"), Route{Kind: KindHeard, Room: "lr", Identity: "kyoko"}},
 		{s.Queries("pi5"), Route{Kind: KindQuery, Device: "pi5"}},
 		{s.Results("pi5"), Route{Kind: KindResult, Device: "pi5", Identity: "pi5"}},
 		{s.Probe("pi5"), Route{Kind: KindProbe, Device: "pi5", Identity: "pi5"}},
@@ -84,11 +85,57 @@ func TestMayPublish(t *testing.T) {
 		{"kyoko", s.State("other-room", "kyoko"), false},
 		{"pi5", s.Probe("pi5"), true},
 		{"pi4", s.Probe("pi5"), false},
+		// Hearing: a member reports what its body heard under its own
+		// name; nobody else may.
+		{"kyoko", s.Heard("lr", "kyoko"), true},
+		{"kyoko", s.Heard("lr", "hana"), false},
+		{"user", s.Heard("lr", "user"), false},
+		{"floor", s.Heard("lr", "kyoko"), false},
+		// Without a voice for the room, a floor speaks only as itself.
+		{"floor", s.Message("lr", "user"), false},
+		{"floor", s.Message("lr", "floor"), true},
 	}
 	for _, tt := range tests {
 		if got := s.MayPublish(tt.user, tt.topic); got != tt.want {
 			t.Errorf("MayPublish(%q, %q) = %v, want %v", tt.user, tt.topic, got, tt.want)
 		}
+	}
+}
+
+// The floor publishes what a room heard as the room's person (hearing.user),
+// and as nobody else: not as a companion, not in another room.
+func TestMayPublishHeardVoice(t *testing.T) {
+	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana"}).WithVoice("lr", "guest")
+	tests := []struct {
+		user, topic string
+		want        bool
+	}{
+		{"floor", s.Message("lr", "guest"), true},
+		{"floor", s.Message("lr", "kyoko"), false},
+		{"floor", s.Message("lr", "user"), false},
+		{"floor", s.Message("kitchen", "guest"), false},
+		{"kyoko", s.Message("lr", "guest"), false},
+		{"guest", s.Message("lr", "guest"), true},
+	}
+	for _, tt := range tests {
+		if got := s.MayPublish(tt.user, tt.topic); got != tt.want {
+			t.Errorf("MayPublish(%q, %q) = %v, want %v", tt.user, tt.topic, got, tt.want)
+		}
+	}
+	acl := s.MosquittoACL()
+	for _, want := range []string{
+		"pattern read chorus/rooms/+/heard/+\n",
+		"user kyoko\n",
+		"topic write chorus/rooms/lr/heard/kyoko\n",
+		"user floor\n",
+	} {
+		if !strings.Contains(acl, want) {
+			t.Errorf("Mosquitto ACL lacks %q:\n%s", want, acl)
+		}
+	}
+	floor := acl[strings.Index(acl, "user floor\n"):]
+	if !strings.Contains(floor, "topic write chorus/rooms/lr/messages/guest\n") {
+		t.Errorf("the floor's block lacks the room's voice:\n%s", floor)
 	}
 }
 

@@ -1,0 +1,104 @@
+package protocol
+
+import (
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// Hearing (DESIGN.md, "Hearing"): every device whose microphone heard a
+// person reports it on its own heard/{companion} topic; the room's floor
+// picks one report per utterance and publishes the Message as the
+// person's identity, with the metadata below.
+
+// Heard is one device's report of a person's utterance: when it was
+// spoken by that device's clock, what its speech-to-text engine made of
+// it, how sure the engine was and how loud it was at that microphone.
+type Heard struct {
+	From string `json:"from"` // the companion whose body heard
+	ID   string `json:"id"`   // the report's id: a receiver acts once per id
+	// Device is the body that heard.
+	Device string    `json:"device"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Text   string    `json:"text"`
+	// Confidence is the engine's, from 0 to 1, or -1 when it gives none.
+	Confidence float64 `json:"confidence"`
+	// Level is the utterance's loudness at this microphone (RMS, dBFS:
+	// from -120 to 0): the closest robot hears it loudest.
+	Level float64 `json:"level"`
+}
+
+// Bounds of a Heard report.
+const (
+	MaxHeardText     = 2000             // characters: about two minutes of speech
+	MaxUtterance     = 10 * time.Minute // start to end
+	MinLevel         = -120.0           // dBFS
+	NoConfidence     = -1.0             // the engine gives no confidence
+	DefaultHeardUser = "user"           // the person's identity when the config names none
+	MetaSource       = "source"         // a heard Message's metadata: "voice"
+	MetaHeardBy      = "heardBy"        // the companion whose report was taken
+	MetaHeardDevices = "heardByAll"     // every companion that reported it in the window
+	SourceVoice      = "voice"          // MetaSource of a Message heard by a microphone
+)
+
+// Duration is how long the utterance lasted.
+func (h Heard) Duration() time.Duration { return h.End.Sub(h.Start) }
+
+// DecodeHeard decodes and validates a Heard report.
+func DecodeHeard(b []byte, max int) (Heard, error) {
+	var w struct {
+		From       string   `json:"from"`
+		ID         string   `json:"id"`
+		Device     string   `json:"device"`
+		Start      string   `json:"start"`
+		End        string   `json:"end"`
+		Text       *string  `json:"text"`
+		Confidence *float64 `json:"confidence"`
+		Level      *float64 `json:"level"`
+	}
+	if err := decodeStrict("heard", b, max, &w); err != nil {
+		return Heard{}, err
+	}
+	c := checker{typ: "heard"}
+	c.identity("from", w.From)
+	c.id("id", w.ID)
+	c.identity("device", w.Device)
+	start := c.time("start", w.Start, true)
+	end := c.time("end", w.End, true)
+	if c.err == nil {
+		switch d := end.Sub(start); {
+		case d < 0:
+			c.fail("end", KindInvalid, "must not be before start")
+		case d > MaxUtterance:
+			c.fail("end", KindInvalid, "an utterance of %s is longer than %s", d.Round(time.Second), MaxUtterance)
+		}
+	}
+	switch {
+	case w.Text == nil:
+		c.fail("text", KindMissing, "required, a string")
+	case *w.Text == "":
+		c.fail("text", KindMissing, "must not be empty: a report of nothing heard is not sent")
+	case !utf8.ValidString(*w.Text):
+		c.fail("text", KindInvalid, "must be valid UTF-8")
+	case utf8.RuneCountInString(*w.Text) > MaxHeardText:
+		c.fail("text", KindInvalid, "must be at most %d characters", MaxHeardText)
+	}
+	switch {
+	case w.Confidence == nil:
+		c.fail("confidence", KindMissing, "required, from 0 to 1, or -1")
+	case math.IsNaN(*w.Confidence) || (*w.Confidence != NoConfidence && (*w.Confidence < 0 || *w.Confidence > 1)):
+		c.fail("confidence", KindInvalid, "must be from 0 to 1, or -1 for none, got %v", *w.Confidence)
+	}
+	switch {
+	case w.Level == nil:
+		c.fail("level", KindMissing, "required, dBFS from -120 to 0")
+	case math.IsNaN(*w.Level) || *w.Level < MinLevel || *w.Level > 0:
+		c.fail("level", KindInvalid, "must be dBFS from -120 to 0, got %v", *w.Level)
+	}
+	if err := c.done(); err != nil {
+		return Heard{}, err
+	}
+	return Heard{From: w.From, ID: w.ID, Device: w.Device, Start: start, End: end,
+		Text: *w.Text, Confidence: *w.Confidence, Level: *w.Level}, nil
+}
