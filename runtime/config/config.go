@@ -34,6 +34,7 @@ type Config struct {
 	Companion *brain.Card `yaml:"companion"` // absent on a speaker-only device
 	Brain     Brain       `yaml:"brain"`
 	Drivers   Drivers     `yaml:"drivers"`
+	Hearing   Hearing     `yaml:"hearing"`
 	Query     Query       `yaml:"query"`
 	HTTP      HTTP        `yaml:"http"`
 	Log       Log         `yaml:"log"`
@@ -188,7 +189,76 @@ type Drivers struct {
 	Camera Camera `yaml:"camera"`
 	Audio  Audio  `yaml:"audio"`
 	TTS    TTS    `yaml:"tts"`
+	Mic    Mic    `yaml:"mic"`
 	GPIO   GPIO   `yaml:"gpio"`
+}
+
+// Mic is the microphone driver (DESIGN.md, "Hearing").
+type Mic struct {
+	Kind string `yaml:"kind"` // none, file, command, portaudio
+	// Path (kind file) is a WAV file heard as if spoken into the room,
+	// paced in real time; Loop plays it again and again.
+	Path string `yaml:"path"`
+	Loop bool   `yaml:"loop"`
+	// Command (kind command) is a program and its arguments that writes
+	// mono s16le PCM to stdout, "{rate}" replaced by the sample rate:
+	// arecord, pw-record (wyoming-satellite's --mic-command).
+	Command    []string `yaml:"command"`
+	Device     string   `yaml:"device"`      // portaudio: an input device by name; default the system's
+	SampleRate int      `yaml:"sample_rate"` // default 16000, what speech-to-text engines take
+	// EchoCancelled says the OS takes this robot's own playback out of
+	// what its microphone hears (PipeWire's echo-cancel module): then only
+	// the other robots' speech gates it, and it may hear a person through
+	// its own voice.
+	EchoCancelled bool `yaml:"echo_cancelled"`
+}
+
+// Hearing is how this robot hears people (DESIGN.md, "Hearing"): its
+// microphone (drivers.mic), a voice activity detector that cuts speech
+// into utterances, a speech-to-text engine, and the gate that keeps it
+// from transcribing robots. On the floor's host, User and Window are the
+// room's: whom a heard utterance is published as, and how long the floor
+// waits for other robots' reports of it.
+type Hearing struct {
+	Enabled bool `yaml:"enabled"`
+	// User is the person's identity in the room (default "user"); not a
+	// companion's.
+	User   string        `yaml:"user"`
+	Window time.Duration `yaml:"window"` // default 150 ms
+	// Tail is how long after any robot's speech ends the room still does
+	// not listen (the room's reverberation); default 300 ms.
+	Tail time.Duration `yaml:"tail"`
+	STT  STT           `yaml:"stt"`
+	VAD  VAD           `yaml:"vad"`
+}
+
+// STT is the speech-to-text engine.
+type STT struct {
+	Kind string `yaml:"kind"` // pocketsphinx, wyoming, openai
+	// URL is the engine's address: tcp://host:port for wyoming, the API's
+	// base URL for openai (https://api.openai.com/v1, a whisper.cpp or
+	// faster-whisper server).
+	URL       string `yaml:"url"`
+	Model     string `yaml:"model"`       // openai: the transcription model (whisper-1)
+	Language  string `yaml:"language"`    // a hint: en, ja; default the companion's
+	APIKeyEnv string `yaml:"api_key_env"` // openai: the environment variable holding the key
+	// Binary (pocketsphinx) is the recogniser's program; Grammar a JSGF
+	// grammar file and Keywords a keyword list file, which make an offline
+	// recogniser exact on the phrases a robot expects.
+	Binary   string        `yaml:"binary"`
+	Grammar  string        `yaml:"grammar"`
+	Keywords string        `yaml:"keywords"`
+	Timeout  time.Duration `yaml:"timeout"` // per utterance; default 10 s
+}
+
+// VAD is the voice activity detector.
+type VAD struct {
+	// Aggressiveness is 0 (hears most as speech) to 3 (least); default 2.
+	Aggressiveness *int          `yaml:"aggressiveness"`
+	PreRoll        time.Duration `yaml:"pre_roll"`      // kept before speech starts; default 300 ms
+	Hangover       time.Duration `yaml:"hangover"`      // silence that ends an utterance; default 500 ms
+	MinUtterance   time.Duration `yaml:"min_utterance"` // shorter bursts are dropped; default 300 ms
+	MaxUtterance   time.Duration `yaml:"max_utterance"` // longer speech is cut here; default 15 s
 }
 
 // Camera driver settings.
@@ -305,6 +375,9 @@ func (c *Config) Identity() string {
 // room's checks).
 func (c *Config) Scheme() topic.Scheme {
 	s := topic.Scheme{Prefix: c.MQTT.Prefix, FloorIDs: c.MQTT.FloorIDs}.WithRoster(c.Room.Name, c.Room.Members)
+	if c.Hearing.User != "" {
+		s = s.WithVoice(c.Room.Name, c.Hearing.User)
+	}
 	for ch, ms := range c.Room.Realtime.Whisper {
 		s = s.WithWhisper(c.Room.Name, ch, ms)
 	}

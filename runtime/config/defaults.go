@@ -4,14 +4,30 @@
 package config
 
 import (
+	"time"
+
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/floor"
+	"github.com/chorus-robotics/chorus/runtime/hearing"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// The body's hearing defaults (the room's, User and Window, are
+// protocol's and runtime/hearing's).
+const (
+	DefaultMicRate           = 16000 // what speech-to-text engines take
+	DefaultHearingTail       = 300 * time.Millisecond
+	DefaultSTTTimeout        = 10 * time.Second
+	DefaultVADAggressiveness = 2
+	DefaultPreRoll           = 300 * time.Millisecond
+	DefaultHangover          = 500 * time.Millisecond
+	DefaultMinUtterance      = 300 * time.Millisecond
+	DefaultMaxUtterance      = 15 * time.Second
 )
 
 // DefaultRealtime is the seed's tuning table.
@@ -123,6 +139,41 @@ func (c *Config) SetDefaults() {
 	}
 	if d.TTS.MaxChars == 0 {
 		d.TTS.MaxChars = 2000
+	}
+	if d.Mic.Kind == "" {
+		d.Mic.Kind = "none"
+	}
+	if d.Mic.SampleRate == 0 {
+		d.Mic.SampleRate = DefaultMicRate
+	}
+	h := &c.Hearing
+	if h.User == "" {
+		h.User = protocol.DefaultHeardUser
+	}
+	if h.Window == 0 {
+		h.Window = hearing.DefaultWindow
+	}
+	if h.Tail == 0 {
+		h.Tail = DefaultHearingTail
+	}
+	if h.STT.Timeout == 0 {
+		h.STT.Timeout = DefaultSTTTimeout
+	}
+	if h.VAD.Aggressiveness == nil {
+		a := DefaultVADAggressiveness
+		h.VAD.Aggressiveness = &a
+	}
+	if h.VAD.PreRoll == 0 {
+		h.VAD.PreRoll = DefaultPreRoll
+	}
+	if h.VAD.Hangover == 0 {
+		h.VAD.Hangover = DefaultHangover
+	}
+	if h.VAD.MinUtterance == 0 {
+		h.VAD.MinUtterance = DefaultMinUtterance
+	}
+	if h.VAD.MaxUtterance == 0 {
+		h.VAD.MaxUtterance = DefaultMaxUtterance
 	}
 	if c.Query.Timeout == 0 {
 		c.Query.Timeout = query.DefaultTimeout

@@ -11,6 +11,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/floor"
+	"github.com/chorus-robotics/chorus/runtime/hearing"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
@@ -57,6 +58,8 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 		{"query.timeout", c.Query.Timeout, query.DefaultTimeout},
 		{"query.max_pending", c.Query.MaxPending, query.DefaultMaxPending},
 		{"query.max_result", c.Query.MaxResult, protocol.DefaultMaxResultBytes},
+		{"hearing.user", c.Hearing.User, protocol.DefaultHeardUser},
+		{"hearing.window", c.Hearing.Window, hearing.DefaultWindow},
 	} {
 		if d.got != d.want {
 			t.Errorf("%s defaults to %v, its owner's default is %v", d.field, d.got, d.want)

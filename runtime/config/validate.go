@@ -196,6 +196,11 @@ func (c *Config) Validate() error {
 	if d.Audio.SampleRate != 0 && (d.Audio.SampleRate < 8000 || d.Audio.SampleRate > 192000) {
 		p.add("drivers.audio.sample_rate", "must be from 8000 to 192000, got %d", d.Audio.SampleRate)
 	}
+	p.command("drivers.mic", d.Mic.Kind, d.Mic.Command)
+	if d.Mic.SampleRate < 8000 || d.Mic.SampleRate > 48000 {
+		p.add("drivers.mic.sample_rate", "must be from 8000 to 48000, got %d", d.Mic.SampleRate)
+	}
+	c.validateHearing(&p)
 	if d.TTS.MaxChars < 1 || d.TTS.MaxChars > 100000 {
 		p.add("drivers.tts.max_chars", "must be from 1 to 100000, got %d", d.TTS.MaxChars)
 	}
@@ -252,6 +257,53 @@ func (c *Config) Validate() error {
 		return p.list
 	}
 	return nil
+}
+
+// validateHearing checks the hearing section; the STT kind and its own
+// fields, like every kind, are the parts registry's.
+func (c *Config) validateHearing(p *problems) {
+	h := c.Hearing
+	p.identity("hearing.user", h.User)
+	if c.speaksAsRoom(h.User) {
+		p.add("hearing.user", "%q is a companion or the floor of room %s: the person heard needs an identity of their own", h.User, c.Room.Name)
+	}
+	if h.Window < 0 || h.Window > 2*time.Second {
+		p.add("hearing.window", "must be from 0 to 2s, got %v", h.Window)
+	}
+	if h.Tail < 0 || h.Tail > 5*time.Second {
+		p.add("hearing.tail", "must be from 0 to 5s, got %v", h.Tail)
+	}
+	if h.STT.Timeout < 100*time.Millisecond || h.STT.Timeout > 2*time.Minute {
+		p.add("hearing.stt.timeout", "must be from 100ms to 2m, got %v", h.STT.Timeout)
+	}
+	v := h.VAD
+	if a := v.Aggressiveness; a != nil && (*a < 0 || *a > 3) {
+		p.add("hearing.vad.aggressiveness", "must be from 0 to 3, got %d", *a)
+	}
+	if v.PreRoll < 0 || v.PreRoll > 2*time.Second {
+		p.add("hearing.vad.pre_roll", "must be from 0 to 2s, got %v", v.PreRoll)
+	}
+	if v.Hangover < 100*time.Millisecond || v.Hangover > 5*time.Second {
+		p.add("hearing.vad.hangover", "must be from 100ms to 5s, got %v", v.Hangover)
+	}
+	if v.MinUtterance < 0 || v.MinUtterance > 10*time.Second {
+		p.add("hearing.vad.min_utterance", "must be from 0 to 10s, got %v", v.MinUtterance)
+	}
+	if v.MaxUtterance < time.Second || v.MaxUtterance > 5*time.Minute || v.MaxUtterance <= v.MinUtterance {
+		p.add("hearing.vad.max_utterance", "must be from 1s to 5m and above min_utterance (%v), got %v", v.MinUtterance, v.MaxUtterance)
+	}
+	if !h.Enabled {
+		return
+	}
+	if c.Companion == nil {
+		p.add("hearing.enabled", "a device without a companion has nobody to report what it hears as")
+	}
+	if c.Drivers.Mic.Kind == "none" || c.Drivers.Mic.Kind == "" {
+		p.add("drivers.mic.kind", "hearing is enabled: name a microphone (file, command, portaudio)")
+	}
+	if h.STT.Kind == "" {
+		p.add("hearing.stt.kind", "hearing is enabled: name a speech-to-text engine (pocketsphinx, wyoming, openai)")
+	}
 }
 
 func (c *Config) validateMembers(p *problems) {
