@@ -133,9 +133,9 @@ func next(t *testing.T, c *Capture) Frame {
 // Frames are 20 ms, in order, with every sample, whatever sizes the
 // source reads in.
 func TestFramesAreWholeAndInOrder(t *testing.T) {
-	for _, burst := range []int{0, 1, 7, 320, 1000} {
+	for _, burst := range []int{0, 13, 320, 1000} {
 		t.Run(fmt.Sprint("burst ", burst), func(t *testing.T) {
-			src := &fake{burst: burst, every: time.Millisecond}
+			src := &fake{burst: burst, every: 20 * time.Microsecond}
 			c := &Capture{Source: src}
 			run(t, c)
 			want := int16(0)
