@@ -1,0 +1,96 @@
+// Package stt turns a person's speech into text while they still speak
+// (DESIGN.md, "Hearing"): an Engine starts one Session per utterance, the
+// microphone hands it audio as it comes (Write), and the transcript is
+// ready soon after the person stops (Finish).
+//
+// Engines live in subpackages named after what they talk to: wyoming (Home
+// Assistant's Wyoming protocol over TCP), openai (an OpenAI-compatible
+// /audio/transcriptions endpoint) and pocketsphinx (Debian's offline
+// recogniser, run as a program). stttest is a fake for tests.
+//
+// # Errors
+//
+// A Session that heard nothing it could recognise ends with ErrEmpty,
+// which is not a failure: the caller drops the utterance. Every other
+// error is a failure of the engine and names it. A session whose bounded
+// buffer overflowed fails at Finish with ErrOverflow; an aborted one with
+// ErrAborted.
+//
+// # Concurrency
+//
+// An Engine is safe for concurrent use: sessions are independent. One
+// Session is used by one goroutine (Write then Finish), except Abort,
+// which may be called at any time from any goroutine, also while Finish
+// waits (Finish then returns ErrAborted).
+package stt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Engine starts recognitions.
+type Engine interface {
+	// Name names the engine in logs and errors.
+	Name() string
+	// Start begins one utterance whose audio comes at rate (Hz). It does
+	// not block for long: any dial or program start is bounded by ctx and
+	// the engine's timeout.
+	Start(ctx context.Context, rate int) (Session, error)
+}
+
+// Session is one utterance being recognised. PCM given to it is mono
+// s16 (host order int16) at the rate given to Start.
+type Session interface {
+	// Write hands over audio. It never blocks for long: audio is queued
+	// in a bounded buffer, and a session whose buffer overflows fails at
+	// Finish with ErrOverflow. An error means the session already failed
+	// (the engine went away); the caller may stop writing.
+	Write(pcm []int16) error
+	// Finish says the utterance ended and waits for the transcript,
+	// bounded by ctx and the engine's timeout. ErrEmpty when nothing was
+	// recognised.
+	Finish(ctx context.Context) (Transcript, error)
+	// Abort drops the utterance (gating started, or the speaker was cut
+	// off) and frees what the session holds. It is idempotent and safe
+	// to call concurrently with Write and Finish.
+	Abort()
+}
+
+// Transcript is what an engine heard.
+type Transcript struct {
+	Text       string
+	Confidence float64 // 0..1, or -1 when the engine gives none
+	Language   string  // BCP 47 or ISO 639-1 code as the engine gives it; "" when unknown
+}
+
+// Sentinel errors, returned wrapped.
+var (
+	// ErrEmpty says the engine recognised nothing (silence, noise): not a failure.
+	ErrEmpty = errors.New("stt: nothing recognised")
+	// ErrOverflow says more audio came than the session buffers.
+	ErrOverflow = errors.New("stt: audio buffer overflowed")
+	// ErrAborted says the session was aborted.
+	ErrAborted = errors.New("stt: session aborted")
+	// ErrFinished says Write or Finish came after Finish.
+	ErrFinished = errors.New("stt: session already finished")
+)
+
+// CheckRate refuses a sample rate no engine can use.
+func CheckRate(rate int) error {
+	if rate < 8000 || rate > 192000 {
+		return fmt.Errorf("stt: sample rate %d Hz outside 8000..192000", rate)
+	}
+	return nil
+}
+
+// AppendLE16 appends pcm to b as little-endian 16-bit samples, the byte
+// order every engine's wire format uses.
+func AppendLE16(b []byte, pcm []int16) []byte {
+	for _, s := range pcm {
+		b = binary.LittleEndian.AppendUint16(b, uint16(s))
+	}
+	return b
+}

@@ -1,0 +1,38 @@
+package stt
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestCheckRate(t *testing.T) {
+	for _, tc := range []struct {
+		rate int
+		ok   bool
+	}{{16000, true}, {8000, true}, {48000, true}, {192000, true}, {0, false}, {-1, false}, {7999, false}, {192001, false}} {
+		if err := CheckRate(tc.rate); (err == nil) != tc.ok {
+			t.Errorf("CheckRate(%d) = %v, want ok=%v", tc.rate, err, tc.ok)
+		}
+	}
+}
+
+func TestAppendLE16(t *testing.T) {
+	got := AppendLE16([]byte{9}, []int16{1, -2, 0x1234})
+	want := []byte{9, 1, 0, 0xfe, 0xff, 0x34, 0x12}
+	if string(got) != string(want) {
+		t.Fatalf("AppendLE16 = %x, want %x", got, want)
+	}
+}
+
+func TestSentinelsAreDistinct(t *testing.T) {
+	all := []error{ErrEmpty, ErrOverflow, ErrAborted, ErrFinished}
+	for i, a := range all {
+		w := fmt.Errorf("engine x: %w", a)
+		for j, b := range all {
+			if errors.Is(w, b) != (i == j) {
+				t.Errorf("errors.Is(%v, %v) = %v", w, b, i != j)
+			}
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package wyoming
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/stt"
+)
+
+// server is a Wyoming server in the test: it accepts connections and
+// hands each to handle, which reports what it found wrong.
+type server struct {
+	ln   net.Listener
+	wg   sync.WaitGroup
+	errs chan error
+}
+
+func serve(t *testing.T, handle func(r *bufio.Reader, c net.Conn) error) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{ln: ln, errs: make(chan error, 16)}
+	s.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Go(func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				if err := handle(bufio.NewReader(c), c); err != nil {
+					s.errs <- err
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		s.wg.Wait()
+		close(s.errs)
+		for err := range s.errs {
+			t.Errorf("server: %v", err)
+		}
+	})
+	return s
+}
+
+func (s *server) addr() string { return s.ln.Addr().String() }
+
+// expect reads one event and checks its type.
+func expect(r *bufio.Reader, typ string) (Event, error) {
+	ev, err := ReadEvent(r)
+	if err != nil {
+		return ev, fmt.Errorf("reading %s: %w", typ, err)
+	}
+	if ev.Type != typ {
+		return ev, fmt.Errorf("got %s, want %s", ev.Type, typ)
+	}
+	return ev, nil
+}
+
+func checkFormat(ev Event, rate int) error {
+	var f struct {
+		Rate, Width, Channels *int
+	}
+	if err := ev.Decode(&f); err != nil {
+		return err
+	}
+	if f.Rate == nil || f.Width == nil || f.Channels == nil || *f.Rate != rate || *f.Width != 2 || *f.Channels != 1 {
+		return fmt.Errorf("%s data %v, want rate %d width 2 channels 1", ev.Type, ev.Data, rate)
+	}
+	return nil
+}
+
+// transcribeServer checks the whole exchange as wyoming-faster-whisper
+// reads it and answers text. got receives the PCM bytes it counted.
+func transcribeServer(rate int, lang, text string, got chan<- []byte) func(r *bufio.Reader, c net.Conn) error {
+	return func(r *bufio.Reader, c net.Conn) error {
+		ev, err := expect(r, "transcribe")
+		if err != nil {
+			return err
+		}
+		var tr struct{ Language, Name string }
+		if err := ev.Decode(&tr); err != nil || tr.Language != lang {
+			return fmt.Errorf("transcribe data %v, want language %q", ev.Data, lang)
+		}
+		if ev, err = expect(r, "audio-start"); err != nil {
+			return err
+		}
+		if err := checkFormat(ev, rate); err != nil {
+			return err
+		}
+		var pcm []byte
+		chunks := 0
+		for {
+			ev, err := ReadEvent(r)
+			if err != nil {
+				return fmt.Errorf("after %d chunks: %w", chunks, err)
+			}
+			if ev.Type == "audio-stop" {
+				break
+			}
+			if ev.Type != "audio-chunk" {
+				return fmt.Errorf("got %s among the chunks", ev.Type)
+			}
+			if err := checkFormat(ev, rate); err != nil {
+				return err
+			}
+			if len(ev.Payload) == 0 || len(ev.Payload)%2 != 0 {
+				return fmt.Errorf("chunk of %d bytes", len(ev.Payload))
+			}
+			chunks++
+			pcm = append(pcm, ev.Payload...)
+		}
+		if chunks == 0 {
+			return errors.New("audio-stop before any chunk")
+		}
+		got <- pcm
+		ans, _ := NewEvent("transcript", map[string]any{"text": text}, nil)
+		return WriteEvent(c, ans)
+	}
+}
+
+func speech(n int) []int16 {
+	p := make([]int16, n)
+	for i := range p {
+		p[i] = int16(i*37 - 5000)
+	}
+	return p
+}
+
+func TestTranscribe(t *testing.T) {
+	got := make(chan []byte, 1)
+	srv := serve(t, transcribeServer(16000, "en", " hello robots ", got))
+	e := &Engine{Addr: srv.addr(), Language: "en"}
+	s, err := e.Start(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audio := speech(3 * 16000) // a 3-second sentence, in 20 ms frames
+	for i := 0; i < len(audio); i += 320 {
+		if err := s.Write(audio[i : i+320]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Write(make([]int16, 40000)); err != nil { // one big write is split into 1 s chunks
+		t.Fatal(err)
+	}
+	audio = append(audio, make([]int16, 40000)...)
+	tr, err := s.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr != (stt.Transcript{Text: "hello robots", Confidence: -1, Language: "en"}) {
+		t.Fatalf("transcript %+v", tr)
+	}
+	pcm := <-got
+	if want := stt.AppendLE16(nil, audio); string(pcm) != string(want) {
+		t.Fatalf("server got %d bytes, want %d, or other bytes", len(pcm), len(want))
+	}
+	if _, err := s.Finish(context.Background()); !errors.Is(err, stt.ErrFinished) {
+		t.Errorf("second Finish: %v", err)
+	}
+	s.Abort() // after Finish: harmless
+}
+
+func TestEmptyTranscript(t *testing.T) {
+	srv := serve(t, transcribeServer(48000, "", "  ", make(chan []byte, 1)))
+	s, err := (&Engine{Addr: srv.addr()}).Start(context.Background(), 48000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(speech(960))
+	if _, err := s.Finish(context.Background()); !errors.Is(err, stt.ErrEmpty) {
+		t.Fatalf("Finish = %v, want ErrEmpty", err)
+	}
+}
+
+// drain reads events until the client goes away.
+func drain(r *bufio.Reader) error {
+	for {
+		if _, err := ReadEvent(r); err != nil {
+			return nil
+		}
+	}
+}
+
+func TestFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handle  func(r *bufio.Reader, c net.Conn) error
+		timeout time.Duration
+		want    string
+		is      error
+	}{
+		{"hangs", func(r *bufio.Reader, c net.Conn) error { return drain(r) }, 300 * time.Millisecond, "timed out", nil},
+		{"garbage", func(r *bufio.Reader, c net.Conn) error {
+			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			}
+			c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+			return nil
+		}, 0, "not a JSON object", ErrProtocol},
+		{"wrong answer", func(r *bufio.Reader, c net.Conn) error {
+			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			}
+			return WriteEvent(c, Event{Type: "synthesize"})
+		}, 0, "unexpected synthesize", ErrProtocol},
+		{"error event", func(r *bufio.Reader, c net.Conn) error {
+			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			}
+			ev, _ := NewEvent("error", map[string]string{"text": "model not loaded", "code": "x"}, nil)
+			return WriteEvent(c, ev)
+		}, 0, `"model not loaded"`, nil},
+		{"transcript without text", func(r *bufio.Reader, c net.Conn) error {
+			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			}
+			return WriteEvent(c, Event{Type: "transcript"})
+		}, 0, "without a text", ErrProtocol},
+		{"closes mid-stream", func(r *bufio.Reader, c net.Conn) error {
+			expect(r, "transcribe")
+			expect(r, "audio-start")
+			expect(r, "audio-chunk")
+			return nil // closes
+		}, 0, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, tc.handle)
+			e := &Engine{Addr: srv.addr(), Timeout: 5 * time.Second}
+			if tc.timeout > 0 {
+				e.Timeout = tc.timeout
+			}
+			s, err := e.Start(context.Background(), 16000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 10 {
+				if err := s.Write(speech(1600)); err != nil {
+					break // the closed connection may show already
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			start := time.Now()
+			_, err = s.Finish(context.Background())
+			if err == nil || errors.Is(err, stt.ErrEmpty) {
+				t.Fatalf("Finish = %v, want a failure", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), srv.addr()) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("Finish error %q, want it to say %q and the address", err, tc.want)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("Finish took %v", d)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+func TestNotListening(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err := (&Engine{Addr: addr}).Start(context.Background(), 16000)
+	if err == nil || !strings.Contains(err.Error(), "connect to "+addr) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Start = %v", err)
+	}
+	if _, err := (&Engine{}).Start(context.Background(), 16000); err == nil {
+		t.Fatal("no address accepted")
+	}
+}
+
+func TestContextCancelsFinish(t *testing.T) {
+	srv := serve(t, func(r *bufio.Reader, c net.Conn) error { return drain(r) })
+	s, err := (&Engine{Addr: srv.addr()}).Start(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(speech(1600))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.Finish(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Finish = %v, want the deadline", err)
+	}
+}
+
+func TestAbortDuringFinish(t *testing.T) {
+	srv := serve(t, func(r *bufio.Reader, c net.Conn) error { return drain(r) })
+	s, err := (&Engine{Addr: srv.addr()}).Start(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(speech(1600))
+	done := make(chan error, 1)
+	go func() { _, err := s.Finish(context.Background()); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	s.Abort()
+	s.Abort()
+	select {
+	case err := <-done:
+		if !errors.Is(err, stt.ErrAborted) {
+			t.Fatalf("Finish = %v, want ErrAborted", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Finish did not return after Abort")
+	}
+	if err := s.Write(speech(10)); !errors.Is(err, stt.ErrAborted) {
+		t.Fatalf("Write after Abort = %v", err)
+	}
+}
+
+// TestOverflow: a server that never reads fills the socket buffers, the
+// queue fills, Write still returns at once and Finish says overflow.
+func TestOverflow(t *testing.T) {
+	release := make(chan struct{})
+	srv := serve(t, func(r *bufio.Reader, c net.Conn) error { <-release; return nil })
+	defer close(release)
+	s, err := (&Engine{Addr: srv.addr(), MaxQueue: 4, Timeout: 300 * time.Millisecond}).Start(context.Background(), 48000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for range 300 {
+		s.Write(speech(48000))
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("300 writes took %v", d)
+	}
+	_, err = s.Finish(context.Background())
+	if !errors.Is(err, stt.ErrOverflow) {
+		t.Fatalf("Finish = %v, want ErrOverflow", err)
+	}
+}
+
+func TestConcurrentSessions(t *testing.T) {
+	got := make(chan []byte, 8)
+	srv := serve(t, transcribeServer(16000, "", "ok", got))
+	e := &Engine{Addr: srv.addr()}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			s, err := e.Start(context.Background(), 16000)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for range 20 {
+				s.Write(speech(320))
+			}
+			if tr, err := s.Finish(context.Background()); err != nil || tr.Text != "ok" {
+				t.Error(tr, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestDescribe(t *testing.T) {
+	srv := serve(t, func(r *bufio.Reader, c net.Conn) error {
+		if _, err := expect(r, "describe"); err != nil {
+			return err
+		}
+		ev, _ := NewEvent("info", map[string]any{"asr": []any{map[string]any{
+			"name": "faster-whisper", "installed": true, "version": "2.4.0", "description": "Faster Whisper transcription",
+			"attribution": map[string]string{"name": "Guillaume Klein"},
+			"models":      []any{map[string]any{"name": "tiny-int8", "languages": []string{"en", "fr"}, "installed": true}},
+		}}, "tts": []any{}}, nil)
+		return WriteEvent(c, ev)
+	})
+	info, err := (&Engine{Addr: srv.addr()}).Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.ASR) != 1 || info.ASR[0].Name != "faster-whisper" || info.ASR[0].Models[0].Languages[1] != "fr" {
+		t.Fatalf("info %+v", info)
+	}
+
+	noASR := serve(t, func(r *bufio.Reader, c net.Conn) error {
+		expect(r, "describe")
+		ev, _ := NewEvent("info", map[string]any{"tts": []any{map[string]string{"name": "piper"}}}, nil)
+		return WriteEvent(c, ev)
+	})
+	if _, err := (&Engine{Addr: noASR.addr()}).Describe(context.Background()); err == nil || !strings.Contains(err.Error(), "no speech recognition") {
+		t.Fatalf("Describe of a TTS-only server = %v", err)
+	}
+}
