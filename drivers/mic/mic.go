@@ -198,8 +198,8 @@ func (c *Capture) Run(ctx context.Context) error {
 			return nil
 		}
 		c.setErr(err)
-		if got {
-			backoff = minBackoff
+		if got { // frames flowed: this is a new failure, logged again
+			backoff, failing = minBackoff, ""
 		}
 		if err.Error() != failing {
 			failing = err.Error()
