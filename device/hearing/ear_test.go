@@ -1,0 +1,202 @@
+package hearing
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/chorus-robotics/chorus/drivers/mic"
+	"github.com/chorus-robotics/chorus/drivers/mic/file"
+	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/stt/stttest"
+	"github.com/chorus-robotics/chorus/drivers/vad"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+const sentence = "hello robots, what is the weather like today?"
+
+type earRig struct {
+	t       *testing.T
+	mem     *bustest.Memory
+	s       topic.Scheme
+	m       *metrics.Metrics
+	engine  *stttest.Engine
+	started time.Time
+
+	mu      sync.Mutex
+	reports []protocol.Heard
+	handled []string
+}
+
+// hear runs an ear on samples (played in real time from the microphone,
+// then silence) until it has handled want utterances or the audio is
+// over, and returns what the room received.
+func newEarRig(t *testing.T) *earRig {
+	return &earRig{t: t, mem: bustest.NewMemory(t), s: topic.New(""), m: metrics.New(),
+		engine: &stttest.Engine{Transcript: stt.Transcript{Text: sentence, Confidence: 0.9}}}
+}
+
+func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx context.Context, rm *room.Room)) {
+	t := r.t
+	obs := room.New(r.mem.NamedConn("observer", nil, nil), r.s, "lr", nil, nil)
+	obs.SetMembers([]string{"kyoko", "hana"})
+	if err := obs.OnHeard(context.Background(), func(h protocol.Heard) {
+		r.mu.Lock()
+		r.reports = append(r.reports, h)
+		r.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rm := room.New(r.mem.NamedConn("kyoko", nil, nil), r.s, "lr", nil, r.m)
+	rm.SetMembers([]string{"kyoko", "hana"})
+	capture := &mic.Capture{Source: &file.Source{Samples: samples, SamplesRate: 16000, Silence: file.Forever}}
+	seg := &vad.Segmenter{Detector: vad.NewEnergy(16000, vad.Aggressive)}
+	ear, err := New(Config{Room: rm, ID: "kyoko", Device: "kyoko-body", Frames: capture, Segmenter: seg, STT: r.engine,
+		Gate: &Gate{Self: "kyoko", Tail: 300 * time.Millisecond},
+		OnHeard: func(h protocol.Heard, outcome string) {
+			r.mu.Lock()
+			r.handled = append(r.handled, outcome)
+			r.mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	r.started = time.Now()
+	go func() { defer wg.Done(); capture.Run(ctx) }()
+	go func() {
+		defer wg.Done()
+		if err := ear.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	if during != nil {
+		during(ctx, obs)
+	}
+	// The audio plays, then silence; then the ear has its time to finish.
+	time.Sleep(time.Until(r.started.Add(time.Duration(len(samples))*time.Second/16000 + silence)))
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && testutil.ToFloat64(r.m.Hearing.WithLabelValues("utterance")) > float64(r.outcomes()) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	r.mem.Settle()
+}
+
+// outcomes counts the utterances whose end the ear has handled.
+func (r *earRig) outcomes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.handled)
+}
+
+func (r *earRig) got() ([]protocol.Heard, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]protocol.Heard(nil), r.reports...), append([]string(nil), r.handled...)
+}
+
+// A spoken sentence in a quiet room: one report under the robot's name,
+// with the speech's times and level, its audio streamed to the engine.
+func TestEarReportsASpokenSentence(t *testing.T) {
+	speech := mictest.Speech(t, "", sentence)
+	lead := make([]int16, 16000) // a second of silence first
+	r := newEarRig(t)
+	r.run(append(lead, speech...), 1500*time.Millisecond, nil)
+	reports, handled := r.got()
+	if len(reports) != 1 || len(handled) != 1 || handled[0] != "reported" {
+		t.Fatalf("reports %+v, handled %v; want one report", reports, handled)
+	}
+	h := reports[0]
+	if h.From != "kyoko" || h.Device != "kyoko-body" || h.Text != sentence || h.Confidence != 0.9 {
+		t.Errorf("report = %+v", h)
+	}
+	spoken := time.Duration(len(speech)) * time.Second / 16000
+	if d := h.Duration(); d < spoken-300*time.Millisecond || d > spoken+700*time.Millisecond {
+		t.Errorf("utterance lasted %v, the speech %v", d, spoken)
+	}
+	if off := h.Start.Sub(r.started.Add(time.Second)); off < -400*time.Millisecond || off > 400*time.Millisecond {
+		t.Errorf("utterance starts %v from where the speech does", off)
+	}
+	if h.Level > -3 || h.Level < -60 {
+		t.Errorf("level %.1f dBFS is not a spoken sentence's", h.Level)
+	}
+	s := r.engine.Sessions()
+	if len(s) != 1 || s[0].Rate() != 16000 || len(s[0].Samples()) < len(speech)*8/10 {
+		t.Fatalf("the engine got %d sessions; want one with the sentence's audio", len(s))
+	}
+}
+
+// A robot speaks while the person does: the microphone is gated, the
+// utterance under way is dropped, nothing is reported.
+func TestEarIsGatedWhileARobotSpeaks(t *testing.T) {
+	speech := mictest.Speech(t, "", sentence)
+	lead := make([]int16, 16000)
+	r := newEarRig(t)
+	r.run(append(lead, speech...), 1500*time.Millisecond, func(ctx context.Context, obs *room.Room) {
+		// hana starts to speak 1.5 s in, halfway through the person's sentence.
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+		c := r.mem.NamedConn("hana", nil, nil)
+		hr := room.New(c, r.s, "lr", nil, nil)
+		st := protocol.Speaking{MessageID: "m1", Speaking: true, StartedAt: time.Now(), DurationMs: 5000}
+		b := []byte(`{"messageId":"m1","speaking":true,"startedAt":"` + st.StartedAt.UTC().Format(time.RFC3339Nano) + `","durationMs":5000}`)
+		if err := c.Publish(ctx, hr.Scheme.Speaking("lr", "hana"), b, true); err != nil {
+			t.Error(err)
+		}
+	})
+	reports, _ := r.got()
+	if len(reports) != 0 {
+		t.Fatalf("a gated microphone reported %+v", reports)
+	}
+	if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues("gated")); got != 1 {
+		t.Errorf("gated utterances = %v, want 1", got)
+	}
+	if s := r.engine.Sessions(); len(s) != 1 || s[0].State() != stttest.Aborted {
+		t.Errorf("the engine's session was not aborted: %+v", s)
+	}
+}
+
+// An engine that fails or hears nothing: counted, nothing reported, the
+// ear goes on.
+func TestEarEngineFailures(t *testing.T) {
+	speech := mictest.Speech(t, "", "one two three four")
+	for _, tt := range []struct {
+		name    string
+		set     func(e *stttest.Engine)
+		outcome string
+	}{
+		{"nothing recognised", func(e *stttest.Engine) { e.Transcript = stt.Transcript{} }, "empty"},
+		{"finish fails", func(e *stttest.Engine) { e.FinishErr = errors.New("server went away") }, "stt_error"},
+		{"start fails", func(e *stttest.Engine) { e.StartErr = errors.New("connection refused") }, "stt_error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newEarRig(t)
+			r.engine.Set(tt.set)
+			r.run(append(make([]int16, 8000), speech...), time.Second, nil)
+			reports, _ := r.got()
+			if len(reports) != 0 {
+				t.Fatalf("reported %+v", reports)
+			}
+			if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues(tt.outcome)); got != 1 {
+				t.Errorf("%s = %v, want 1", tt.outcome, got)
+			}
+		})
+	}
+}
