@@ -147,7 +147,7 @@ func New() *Metrics {
 			Help: "What a robot's ear did, by event (utterance, reported, gated, muted, too_short, cut, empty, stt_error, stt_rate_limited, mic_error, mic_dropped_frames, publish_failed)."},
 			[]string{"event"})).(*prometheus.CounterVec),
 		HearingDelay: f(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chorus_hearing_delay_seconds",
-			Help: "From the end of a person's speech to its report being queued on the device (the VAD's hangover plus the speech-to-text engine).",
+			Help:    "From the end of a person's speech to its report being queued on the device (the VAD's hangover plus the speech-to-text engine).",
 			Buckets: []float64{.1, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 10}})).(prometheus.Histogram),
 		Held: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_held_entries",
 			Help: "Entries a bounded map or queue holds now, by what (floor_ballots, companion_thinking, query_pending, ...): work in progress drains to 0 when the room rests; books of recent ids stay at or below their cap."},
