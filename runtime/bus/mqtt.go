@@ -196,6 +196,9 @@ func (b *MQTT) onConnect(c paho.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ConnectTimeout)
 	defer cancel()
 	for _, f := range filters {
+		if b.isClosed() {
+			return // closed while it reconnected: nothing to resubscribe for
+		}
 		if err := b.subscribe(ctx, f); err != nil {
 			b.log.Error("bus: resubscribe failed", "filter", f, "err", err)
 		}

@@ -82,7 +82,10 @@ func TestOversizeQueryIsAnsweredWithAnError(t *testing.T) {
 	if !errors.As(err, &re) || !strings.Contains(re.Msg, "cap is") {
 		t.Fatalf("err = %v, want an error result naming the cap", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("answered after %v", d)
+	// Well inside the 10 s timeout: the asker did not wait it out (a 6 MB
+	// payload under the race detector on a loaded 2-core machine took
+	// 3.6 s once).
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("answered after %v, the asker waited out most of its timeout", d)
 	}
 }
