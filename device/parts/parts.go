@@ -24,6 +24,8 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/drivers/mic"
+	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -148,7 +150,13 @@ var (
 	Audio   = newGroup[audio.Output]("audio output", "drivers.audio.kind", func(c *config.Config) string { return c.Drivers.Audio.Kind })
 	TTS     = newGroup[tts.Engine]("TTS engine", "drivers.tts.kind", func(c *config.Config) string { return c.Drivers.TTS.Kind })
 	Brains  = newGroup[brain.Brain]("brain", "brain.provider", func(c *config.Config) string { return c.Brain.Provider })
+	Mics    = newGroup[mic.Source]("microphone", "drivers.mic.kind", func(c *config.Config) string { return c.Drivers.Mic.Kind })
+	STT     = newGroup[stt.Engine]("speech-to-text engine", "hearing.stt.kind", func(c *config.Config) string { return c.Hearing.STT.Kind })
 )
+
+// hears reports whether c's robot hears: its speech-to-text engine is
+// checked and built only then.
+func hears(c *config.Config) bool { return c.Hearing.Enabled }
 
 // Check reports every problem of c's parts, each by its field.
 func Check(c *config.Config, m Mode) []string {
@@ -156,8 +164,12 @@ func Check(c *config.Config, m Mode) []string {
 	out = append(out, Cameras.check(c, m)...)
 	out = append(out, Audio.check(c, m)...)
 	out = append(out, TTS.check(c, m)...)
+	out = append(out, Mics.check(c, m)...)
 	if c.Companion != nil {
 		out = append(out, Brains.check(c, m)...)
+	}
+	if hears(c) {
+		out = append(out, STT.check(c, m)...)
 	}
 	return out
 }
@@ -187,8 +199,12 @@ func InBuild(c *config.Config, tags []string) []string {
 	add(inBuild(Cameras, c))
 	add(inBuild(Audio, c))
 	add(inBuild(TTS, c))
+	add(inBuild(Mics, c))
 	if c.Companion != nil {
 		add(inBuild(Brains, c))
+	}
+	if hears(c) {
+		add(inBuild(STT, c))
 	}
 	return out
 }
@@ -216,6 +232,8 @@ func List() string {
 	line("audio outputs (drivers.audio.kind)", Audio.Kinds(), Audio.about)
 	line("TTS engines (drivers.tts.kind)", TTS.Kinds(), TTS.about)
 	line("brains (brain.provider)", Brains.Kinds(), Brains.about)
+	line("microphones (drivers.mic.kind)", Mics.Kinds(), Mics.about)
+	line("speech-to-text engines (hearing.stt.kind)", STT.Kinds(), STT.about)
 	return b.String()
 }
 

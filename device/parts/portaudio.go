@@ -5,6 +5,8 @@ package parts
 import (
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/audio/portaudio"
+	"github.com/chorus-robotics/chorus/drivers/mic"
+	mportaudio "github.com/chorus-robotics/chorus/drivers/mic/portaudio"
 	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
@@ -13,5 +15,10 @@ func init() {
 		Make: func(c *config.Config, _ Env) (audio.Output, error) {
 			o := &portaudio.Output{Device: c.Drivers.Audio.Device, Rate: c.Drivers.Audio.SampleRate}
 			return o, o.Open()
+		}})
+	Mics.Add(Part[mic.Source]{Kind: "portaudio", About: "a sound card's input through PortAudio (drivers.mic.device)", Tag: "portaudio",
+		Make: func(c *config.Config, _ Env) (mic.Source, error) {
+			d := c.Drivers.Mic
+			return &mportaudio.Source{Device: d.Device, SampleRate: d.SampleRate}, nil
 		}})
 }

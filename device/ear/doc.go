@@ -1,4 +1,4 @@
-// Package hearing is the robot's ear (DESIGN.md, "Hearing"): its
+// Package ear is the robot's ear (DESIGN.md, "Hearing"): its
 // microphone's audio, cut into utterances by a voice activity detector,
 // streamed to a speech-to-text engine while the person still speaks, and
 // reported to the room as a heard report on the robot's own topic. The
@@ -8,4 +8,4 @@
 // The Gate keeps the ear from hearing robots: while any companion of the
 // room speaks (its retained speaking status), and for a tail after, no
 // audio reaches speech to text, and an utterance under way is dropped.
-package hearing
+package ear

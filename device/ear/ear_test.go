@@ -1,4 +1,4 @@
-package hearing
+package ear
 
 import (
 	"context"

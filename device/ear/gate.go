@@ -1,4 +1,4 @@
-package hearing
+package ear
 
 import (
 	"sync"
@@ -29,11 +29,13 @@ type Gate struct {
 	Self          string // this robot's companion id
 	EchoCancelled bool
 	Tail          time.Duration
+	// Muted, if set, says whether the robot is muted (the button's
+	// short press): a muted robot's microphone hears nothing.
+	Muted func() bool
 
 	mu     sync.Mutex
 	voices map[string]time.Time // who speaks, until when at the latest
 	quiet  time.Time            // the gate stays closed until then (the tail of the last voice)
-	muted  bool
 }
 
 // Voice updates the gate from one speaking status.
@@ -62,29 +64,14 @@ func (g *Gate) Voice(e room.SpeakingEvent, now time.Time) {
 	}
 }
 
-// Mute closes (true) or opens the gate for the robot's own reasons: the
-// button's mute.
-func (g *Gate) Mute(on bool) {
-	g.mu.Lock()
-	g.muted = on
-	g.mu.Unlock()
-}
-
-// Muted reports whether the robot is muted.
-func (g *Gate) Muted() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.muted
-}
-
 // Closed reports whether audio captured at now must not be heard, and
 // why ("" when open).
 func (g *Gate) Closed(now time.Time) (bool, string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.muted {
+	if g.Muted != nil && g.Muted() {
 		return true, "muted"
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for id, until := range g.voices {
 		if until.After(now) {
 			return true, "speaking:" + id

@@ -1,6 +1,7 @@
-package hearing
+package ear
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,13 +66,14 @@ func TestGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &Gate{Self: "kyoko", EchoCancelled: tt.echo, Tail: 300 * time.Millisecond}
+			var muted atomic.Bool
+			g := &Gate{Self: "kyoko", EchoCancelled: tt.echo, Tail: 300 * time.Millisecond, Muted: muted.Load}
 			for i, s := range tt.steps {
 				switch {
 				case s.voice != nil:
 					g.Voice(*s.voice, at(s.atMs))
 				case s.mute != nil:
-					g.Mute(*s.mute)
+					muted.Store(*s.mute)
 				default:
 					closed, why := g.Closed(at(s.atMs))
 					if closed != s.closed || why != s.why {
