@@ -38,6 +38,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/bridge"
 	"github.com/chorus-robotics/chorus/device/button"
 	"github.com/chorus-robotics/chorus/device/console"
+	"github.com/chorus-robotics/chorus/device/ear"
 	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/device/panel"
 	"github.com/chorus-robotics/chorus/device/parts"
@@ -45,6 +46,8 @@ import (
 	"github.com/chorus-robotics/chorus/device/vision"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/drivers/mic"
+	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/broker"
@@ -53,6 +56,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/floor"
+	"github.com/chorus-robotics/chorus/runtime/hearing"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
@@ -255,6 +259,11 @@ func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
 	if err != nil {
 		return err
 	}
+	if d.cfg.Hearing.Enabled && d.cfg.Companion != nil {
+		if err := d.hear(ctx, g, l, p); err != nil {
+			return err
+		}
+	}
 	if d.cfg.HTTP.Listen != "off" && d.cfg.HTTP.WebSocket.Enabled {
 		// Before the companion: a body behind the bridge is present while
 		// its client is connected, and the companion asks the bridge.
@@ -330,6 +339,7 @@ func (d *Daemon) connect(ctx context.Context) (*link, error) {
 	var will *bus.Retained
 	if cfg.Companion != nil {
 		l.presence = l.room.Announce(cfg.Identity(), cfg.Device.ID, expectedThink(cfg.Brain))
+		l.presence.SetHears(cfg.Hearing.Enabled)
 		birth, will = l.presence.Birth, l.presence.Will()
 	}
 	if l.main, err = d.dial(ctx, cfg.Identity(), cfg.MQTT.Username, password, birth, will); err != nil {
@@ -404,6 +414,50 @@ func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
 	}
 	d.probe("floor", f)
 	g.Go(func() error { return f.Run(ctx) })
+	return d.arbiter(ctx, g, fr, f.Active)
+}
+
+// arbiter runs the room's hearing arbiter beside its floor: the reports of
+// every robot that heard one sentence become one Message from the person
+// (runtime/hearing). It publishes only while active says this floor leads.
+func (d *Daemon) arbiter(ctx context.Context, g *errgroup.Group, fr *room.Room, active func() bool) error {
+	a, err := hearing.New(hearing.Config{Room: fr, User: d.cfg.Hearing.User, Window: d.cfg.Hearing.Window, Active: active})
+	if err != nil {
+		return err
+	}
+	d.probe("hearing arbiter", a)
+	g.Go(func() error { return a.Run(ctx) })
+	return nil
+}
+
+// hear runs the robot's ear: its microphone, cut into utterances, heard
+// by its speech-to-text engine, gated while any robot of the room speaks
+// and while the panel is muted, reported to the room (device/ear).
+func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.Panel) error {
+	cfg := d.cfg
+	env := parts.Env{Log: d.log, Metrics: d.m}
+	src, err := parts.Mics.Make(cfg, env)
+	if err != nil {
+		return err
+	}
+	engine, err := parts.STT.Make(cfg, env)
+	if err != nil {
+		return err
+	}
+	capture := &mic.Capture{Source: src, Log: d.log,
+		OnDrop: func(n int) { d.m.Hearing.WithLabelValues("mic_dropped_frames").Add(float64(n)) }}
+	v := cfg.Hearing.VAD
+	seg := &vad.Segmenter{Detector: vad.NewEnergy(cfg.Drivers.Mic.SampleRate, vad.Mode(*v.Aggressiveness)),
+		PreRoll: v.PreRoll, Hangover: v.Hangover, MinLength: v.MinUtterance, MaxLength: v.MaxUtterance}
+	gate := &ear.Gate{Self: cfg.Identity(), EchoCancelled: cfg.Drivers.Mic.EchoCancelled, Tail: cfg.Hearing.Tail, Muted: p.Muted}
+	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg,
+		STT: engine, Gate: gate, Timeout: cfg.Hearing.STT.Timeout})
+	if err != nil {
+		return err
+	}
+	d.log.Info("hearing", "mic", cfg.Drivers.Mic.Kind, "stt", engine.Name(), "echo_cancelled", cfg.Drivers.Mic.EchoCancelled)
+	g.Go(func() error { return capture.Run(ctx) })
+	g.Go(func() error { return e.Run(ctx) })
 	return nil
 }
 
@@ -428,6 +482,9 @@ func (d *Daemon) realtimeFloors(ctx context.Context, g *errgroup.Group, l *link,
 		return nil
 	}
 	if err := add("", cfg.Room.Members); err != nil {
+		return err
+	}
+	if err := d.arbiter(ctx, g, fr, leader.Active); err != nil {
 		return err
 	}
 	for ch, ms := range cfg.Room.Realtime.Whisper {

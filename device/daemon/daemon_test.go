@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +67,7 @@ http: {listen: "127.0.0.1:%d"}
 
 func run(t *testing.T, c *config.Config) (*Daemon, context.CancelFunc, chan error) {
 	t.Helper()
-	d, err := New(c, Options{})
+	d, err := New(c, Options{Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,4 +185,12 @@ func TestMissingPinIsAClearStartupError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `drivers.gpio.led`) || !strings.Contains(err.Error(), `no pin named "GPIO999"`) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// testLog is the daemon's log in the test's output when CHORUS_TEST_LOG=1.
+func testLog(t *testing.T) *slog.Logger {
+	if os.Getenv("CHORUS_TEST_LOG") != "1" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

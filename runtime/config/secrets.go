@@ -96,6 +96,10 @@ func (m MQTT) FloorPassword() (string, error) {
 // APIKey returns the brain's API key ("" when none is configured).
 func (b Brain) APIKey() (string, error) { return secret("brain.api_key_env", b.APIKeyEnv, "") }
 
+// APIKey reads the speech-to-text API's key from the environment ("" when
+// none is named: a server on the LAN may need none).
+func (s STT) APIKey() (string, error) { return secret("hearing.stt.api_key_env", s.APIKeyEnv, "") }
+
 // Users reads the embedded broker's users file: a YAML map of name to
 // password.
 func (e Embedded) Users() (map[string]string, error) {

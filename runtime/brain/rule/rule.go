@@ -116,7 +116,23 @@ func names(card brain.Card, s string) bool {
 
 func isQuestion(s string) bool {
 	s = strings.TrimSpace(s)
-	return strings.ContainsAny(s, "?？") || strings.HasSuffix(s, "か") || strings.HasSuffix(s, "か。")
+	if strings.ContainsAny(s, "?？") || strings.HasSuffix(s, "か") || strings.HasSuffix(s, "か。") {
+		return true
+	}
+	// Speech to text writes no question mark: a heard question is known
+	// by how it starts, after a greeting ("hello robots what is the
+	// weather like today").
+	for _, w := range strings.Fields(strings.ToLower(s)) {
+		switch strings.Trim(w, ",.!") {
+		case "hello", "hi", "hey", "robots", "robot", "everyone", "ok", "okay", "so", "":
+			continue
+		case "what", "who", "why", "where", "when", "how", "which", "whose",
+			"is", "are", "do", "does", "did", "can", "could", "will", "would", "shall":
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // think says once that the rule brain is in use, then takes its thinking

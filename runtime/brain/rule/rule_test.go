@@ -124,3 +124,24 @@ func TestTalk(t *testing.T) {
 		t.Errorf("ja, named: %q", s)
 	}
 }
+
+// A heard sentence has no question mark: its question words say it asks.
+func TestIsQuestion(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		want bool
+	}{
+		{"What did you do today?", true},
+		{"hello robots what is the weather like today", true},
+		{"How, then", true},
+		{"今日は何をしましたか", true},
+		{"good morning everyone", false},
+		{"I watered the basil.", false},
+		{"Oh, I see what you mean", false},
+		{"hey robot do you like music", true},
+	} {
+		if got := isQuestion(tt.s); got != tt.want {
+			t.Errorf("isQuestion(%q) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+//go:build unix
+
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+const robotsGrammar = `#JSGF V1.0;
+grammar robots;
+public <utterance> = hello robots what is the weather like today
+                   | hello robots what time is it
+                   | goodbye robots;
+`
+
+// A robot that hears (issue 21): a person's spoken sentence (espeak-ng)
+// in its microphone becomes, through the VAD and the real pocketsphinx,
+// one Message from the person in the room, which the room then answers.
+func TestDeviceHearsAPerson(t *testing.T) {
+	mictest.Need(t, "pocketsphinx_continuous")
+	dir := t.TempDir()
+	speech := mictest.SpeechWAV(t, "", "hello robots, what is the weather like today?")
+	wav := filepath.Join(dir, "room.wav")
+	if out, err := exec.Command("sox", speech, wav, "pad", "1", "3").CombinedOutput(); err != nil {
+		t.Fatalf("sox pad: %v: %s", err, out)
+	}
+	gram := filepath.Join(dir, "robots.gram")
+	if err := os.WriteFile(gram, []byte(robotsGrammar), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	yaml := fmt.Sprintf(`version: 1
+device: {id: bot}
+room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
+mqtt: {broker: "%s"}
+companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
+drivers:
+  audio: {kind: null}
+  tts: {kind: tone}
+  mic: {kind: file, path: %s}
+hearing:
+  enabled: true
+  user: guest
+  stt: {kind: pocketsphinx, grammar: %s}
+http: {listen: "off"}
+`, br.URL(), wav, gram)
+	ctx := context.Background()
+	watch, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "watch", Username: "watch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	obs := room.New(watch, topic.New(""), "lab", nil, nil)
+	msgs := make(chan protocol.Message, 16)
+	if err := obs.OnMessage(ctx, func(m protocol.Message) { msgs <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.OnGrant(ctx, func(g protocol.TurnGrant) { t.Logf("grant %+v", g) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.OnState(ctx, func(s protocol.State) { t.Logf("state %+v", s.Params) }); err != nil {
+		t.Fatal(err)
+	}
+	_, cancel, errc := run(t, load(t, yaml))
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	var heard protocol.Message
+	deadline := time.After(20 * time.Second)
+	for heard.Params.ID == "" {
+		select {
+		case m := <-msgs:
+			if m.Params.From == "guest" {
+				heard = m
+			}
+		case <-deadline:
+			t.Fatal("the person's sentence never became a Message")
+		}
+	}
+	p := heard.Params
+	if p.Message != "hello robots what is the weather like today" || p.Metadata[protocol.MetaSource] != protocol.SourceVoice ||
+		p.Metadata[protocol.MetaHeardBy] != "bot" {
+		t.Fatalf("heard %+v", p)
+	}
+	for {
+		select {
+		case m := <-msgs:
+			if m.Params.From == "bot" {
+				return // the room answered the person
+			}
+			if m.Params.From == "guest" {
+				t.Fatalf("the sentence became a second Message: %+v", m.Params)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the robot did not answer the person")
+		}
+	}
+}

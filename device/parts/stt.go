@@ -1,0 +1,87 @@
+package parts
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/stt/openai"
+	"github.com/chorus-robotics/chorus/drivers/stt/pocketsphinx"
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming"
+	"github.com/chorus-robotics/chorus/runtime/config"
+)
+
+// The speech-to-text engines (hearing.stt.kind): all pure Go, the offline
+// one a program Debian ships.
+func init() {
+	STT.Add(Part[stt.Engine]{Kind: "pocketsphinx", About: "Debian's offline recogniser (pocketsphinx, pocketsphinx-en-us); exact with hearing.stt.grammar or keywords",
+		Check: func(c *config.Config, m Mode) []string {
+			s := c.Hearing.STT
+			out := binary("hearing.stt.binary", or(s.Binary, pocketsphinx.DefaultBinary), m)
+			if s.Grammar != "" && s.Keywords != "" {
+				out = append(out, "hearing.stt.keywords: give a grammar or a keyword list, not both")
+			}
+			for _, f := range []struct{ field, path string }{{"hearing.stt.grammar", s.Grammar}, {"hearing.stt.keywords", s.Keywords}} {
+				if f.path != "" && m == Here && !fileExists(c.Resolve(f.path)) {
+					out = append(out, fmt.Sprintf("%s: %s is not there", f.field, c.Resolve(f.path)))
+				}
+			}
+			return out
+		},
+		Make: func(c *config.Config, env Env) (stt.Engine, error) {
+			s := c.Hearing.STT
+			return &pocketsphinx.Engine{Binary: or(s.Binary, pocketsphinx.DefaultBinary), Grammar: c.Resolve(s.Grammar),
+				Keywords: c.Resolve(s.Keywords), Language: or(s.Language, language(c)), Timeout: s.Timeout, Log: env.Log}, nil
+		}})
+	STT.Add(Part[stt.Engine]{Kind: "wyoming", About: "a Wyoming speech-to-text server (wyoming-faster-whisper, whisper.cpp): hearing.stt.url tcp://host:port",
+		Check: func(c *config.Config, _ Mode) []string {
+			if _, err := wyomingAddr(c.Hearing.STT.URL); err != nil {
+				return []string{"hearing.stt.url: " + err.Error()}
+			}
+			return nil
+		},
+		Make: func(c *config.Config, env Env) (stt.Engine, error) {
+			s := c.Hearing.STT
+			addr, err := wyomingAddr(s.URL)
+			if err != nil {
+				return nil, err
+			}
+			return &wyoming.Engine{Addr: addr, Language: or(s.Language, language(c)), Model: s.Model, Timeout: s.Timeout, Log: env.Log}, nil
+		}})
+	STT.Add(Part[stt.Engine]{Kind: "openai", About: "an OpenAI-compatible /audio/transcriptions endpoint (OpenAI, Groq, a whisper.cpp or faster-whisper server)",
+		Check: func(c *config.Config, m Mode) []string {
+			s := c.Hearing.STT
+			var out []string
+			if s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
+				out = append(out, fmt.Sprintf("hearing.stt.url: must be an http:// or https:// base URL, got %q", s.URL))
+			}
+			if m == Here && s.APIKeyEnv != "" {
+				if _, err := s.APIKey(); err != nil {
+					out = append(out, err.Error())
+				}
+			}
+			return out
+		},
+		Make: func(c *config.Config, env Env) (stt.Engine, error) {
+			s := c.Hearing.STT
+			key, err := s.APIKey()
+			if err != nil {
+				return nil, err
+			}
+			return &openai.Engine{BaseURL: s.URL, APIKey: key, Model: s.Model, Language: or(s.Language, language(c)),
+				Timeout: s.Timeout, Log: env.Log, Metrics: env.Metrics}, nil
+		}})
+}
+
+// wyomingAddr is the host:port of a tcp:// URL.
+func wyomingAddr(u string) (string, error) {
+	addr, ok := strings.CutPrefix(u, "tcp://")
+	if !ok {
+		return "", fmt.Errorf("must be tcp://host:port for kind wyoming, got %q", u)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", fmt.Errorf("must be tcp://host:port for kind wyoming, got %q: %v", u, err)
+	}
+	return addr, nil
+}
