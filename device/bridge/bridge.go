@@ -225,6 +225,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 		func() error {
 			return r.OnPhase(ctx, "", func(p protocol.Phase) { keep("phase", "phase.event", p) })
 		},
+		func() error { // what each robot heard (the console shows which report the room took)
+			f := notify("heard.report")
+			return r.OnHeard(ctx, func(h protocol.Heard) { f(h) })
+		},
 	}
 	for id := range r.Members { // the floor's answers to realtime posts
 		f := notify("post.ack")

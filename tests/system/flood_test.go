@@ -41,15 +41,25 @@ var junkLines = []string{
 type flooder struct {
 	sent    atomic.Int64
 	stop    chan struct{}
+	once    sync.Once
 	wg      sync.WaitGroup
 	started time.Time
 	elapsed time.Duration
 }
 
+// newFlooder returns a flooder that t's end halts too: a test that fails
+// before it halts its floods leaves no mosquitto_pub running (a failed
+// CI run left three flooding a dead port).
+func (o *outside) newFlooder() *flooder {
+	f := o.newFlooder()
+	o.t.Cleanup(f.halt)
+	return f
+}
+
 // flood runs one mosquitto_pub -l as user at qos on topic and writes it
 // perSecond of lines a second, cycling through lines, until halted.
 func (o *outside) flood(user string, qos, perSecond int, topic string, lines []string) *flooder {
-	f := &flooder{stop: make(chan struct{}), started: time.Now()}
+	f := o.newFlooder()
 	cmd := exec.Command("mosquitto_pub", "-h", "127.0.0.1", "-p", strconv.Itoa(o.mq.Port()), "-u", user, "-P", password(user),
 		"-q", strconv.Itoa(qos), "-t", topic, "-l")
 	in, err := cmd.StdinPipe()
@@ -91,7 +101,7 @@ func (o *outside) flood(user string, qos, perSecond int, topic string, lines []s
 // bigFlood publishes a payload file of about 1 MB with mosquitto_pub -f,
 // again and again, on topics.
 func (o *outside) bigFlood(user, file string, topics ...string) *flooder {
-	f := &flooder{stop: make(chan struct{}), started: time.Now()}
+	f := o.newFlooder()
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -112,9 +122,11 @@ func (o *outside) bigFlood(user, file string, topics ...string) *flooder {
 }
 
 func (f *flooder) halt() {
-	close(f.stop)
-	f.wg.Wait()
-	f.elapsed = time.Since(f.started)
+	f.once.Do(func() {
+		close(f.stop)
+		f.wg.Wait()
+		f.elapsed = time.Since(f.started)
+	})
 }
 
 // badInputs sums a process's chorus_bad_input_total by source/kind.
@@ -315,7 +327,7 @@ func TestSuiteFloodAndSpoofsWhileTalking(t *testing.T) {
 // stolen credentials (ann's: refused by the floor, since each names
 // someone else), and messages in the name of a companion.
 func (o *outside) spoof(t *testing.T) *flooder {
-	f := &flooder{stop: make(chan struct{}), started: time.Now()}
+	f := o.newFlooder()
 	type spoofed struct{ user, topic, payload string }
 	state := func(from, msg string) string {
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "state.send", "params": map[string]any{

@@ -18,6 +18,8 @@ const messages = new Map(); // id -> {li, at}
 const devices = new Map();  // companion -> presence
 const spans = new Map();    // companion + messageId -> {who, start, end}
 let phase = null;
+const heard = [];           // the robots' heard reports, newest first
+const speakingNow = new Map(); // companion -> until (ms), while its status says speaking
 const refusals = [];
 const asked = new Map();    // camera.get request id -> device
 let send = () => {};
@@ -65,6 +67,7 @@ function handle(f) {
     case 'presence.update': devices.set(f.params.id, f.params); drawDevices(); break;
     case 'speaking.update': addSpeaking(f.params); break;
     case 'phase.event': phase = f.params; drawPhase(); break;
+    case 'heard.report': addHeard(f.params); break;
     case 'post.ack':
       if (!f.params.ack.accepted) { refusals.unshift(`${f.params.to}: ${f.params.ack.reason}`); refusals.length = Math.min(refusals.length, 5); drawPhase(); }
       break;
@@ -83,6 +86,12 @@ function addMessage(p) {
   li.append(el('span', 'who', speaker), document.createTextNode(': '), el('span', 'text', p.message));
   const meta = [];
   if (p.to && p.to.length) meta.push('to ' + p.to.join(', '));
+  if (md.source === 'voice') {
+    const all = md.heardByAll || [];
+    meta.push(`spoken, heard by ${md.heardBy}${all.length > 1 ? ` (of ${all.join(', ')})` : ''}`);
+    for (const h of heard) if (h.from === md.heardBy && h.text === p.message) h.taken = true;
+    drawHeard();
+  }
   if (md.idx !== undefined) meta.push(`#${md.idx}, ${md.remain_count} left`);
   meta.push(new Date().toLocaleTimeString());
   li.append(el('div', 'meta', meta.join(' · ')));
@@ -116,8 +125,37 @@ function addGrant(g) {
   m.li.append(t, grant);
 }
 
+// addHeard keeps a robot's report of what its microphone heard; the
+// room's Message says which report the floor took.
+function addHeard(h) {
+  if (heard.some((x) => x.from === h.from && x.id === h.id)) return;
+  heard.unshift({ from: h.from, id: h.id, text: h.text, confidence: h.confidence, level: h.level, at: Date.parse(h.end) });
+  heard.length = Math.min(heard.length, 12);
+  drawHeard();
+}
+
+function drawHeard() {
+  const ol = $('heard');
+  ol.replaceChildren();
+  for (const h of heard) {
+    const conf = h.confidence >= 0 ? `${Math.round(h.confidence * 100)} %` : 'no confidence';
+    const li = el('li', h.taken ? 'taken' : 'same', `${h.from} heard “${h.text}” (${conf}, ${h.level.toFixed(0)} dBFS)${h.taken ? ' — taken' : ''}`);
+    ol.append(li);
+  }
+}
+
+// The microphones are gated while any robot speaks (and a short tail).
+function drawGate() {
+  const now = Date.now();
+  const who = [...speakingNow].filter(([, until]) => until > now).map(([id]) => id);
+  $('gate').textContent = who.length ? `microphones gated: ${who.join(', ')} speaking` : 'microphones open';
+}
+
 function addSpeaking(s) {
   const sp = s.speaking || {};
+  if (sp.speaking && sp.startedAt) speakingNow.set(s.id, Date.parse(sp.startedAt) + (sp.durationMs || 0) + 1500);
+  else speakingNow.delete(s.id);
+  drawGate();
   if (!sp.messageId) return;
   const key = s.id + ' ' + sp.messageId;
   const start = Date.parse(sp.startedAt);
