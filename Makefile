@@ -57,6 +57,9 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./device/bridge/
 	$(GO) test -run XXX -fuzz '^FuzzTokens$$' -fuzztime $(FUZZTIME) ./runtime/config/
 	$(GO) test -run XXX -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) ./drivers/camera/command/
+	$(GO) test -run XXX -fuzz '^FuzzReadEvent$$' -fuzztime $(FUZZTIME) ./drivers/wyoming/
+	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./drivers/stt/openai/
+	$(GO) test -run XXX -fuzz '^FuzzParseOutput$$' -fuzztime $(FUZZTIME) ./drivers/stt/pocketsphinx/
 
 # Pure-Go binaries for the boards: arm64 (Pi 4/5, Zero 2 W on a 64-bit OS), armv7, armv6.
 dist:

@@ -7,7 +7,7 @@
 // channels} + PCM per Write, audio-stop; the server answers transcript
 // {text, language?} (an error event {text, code?} is a failure). Describe
 // sends describe and reads info, for the doctor. Every event goes through
-// one strict reader and writer (ReadEvent, WriteEvent).
+// one strict reader and writer (drivers/wyoming).
 //
 // # Usage
 //
@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/stt"
+	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
 )
 
 // Defaults.
@@ -113,9 +114,9 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 		typ string
 		v   any
 	}{{"transcribe", transcribe{e.Language, e.Model}}, {"audio-start", format}} {
-		ev, err := NewEvent(ev.typ, ev.v, nil)
+		ev, err := wy.NewEvent(ev.typ, ev.v, nil)
 		if err == nil {
-			b, err = AppendEvent(b, ev)
+			b, err = wy.AppendEvent(b, ev)
 		}
 		if err != nil {
 			conn.Close()
@@ -166,10 +167,10 @@ func (s *Session) send() {
 		if failed {
 			continue // drain
 		}
-		ev, err := NewEvent("audio-chunk", s.format, payload)
+		ev, err := wy.NewEvent("audio-chunk", s.format, payload)
 		if err == nil {
 			s.conn.SetWriteDeadline(time.Now().Add(s.e.timeout()))
-			err = WriteEvent(s.conn, ev)
+			err = wy.WriteEvent(s.conn, ev)
 		}
 		s.mu.Lock()
 		if err != nil {
@@ -268,8 +269,8 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 	if sendErr != nil {
 		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: sending audio: %w", s.e.Addr, timeoutErr(sendErr))
 	}
-	stopEv, _ := NewEvent("audio-stop", nil, nil)
-	if err := WriteEvent(s.conn, stopEv); err != nil {
+	stopEv, _ := wy.NewEvent("audio-stop", nil, nil)
+	if err := wy.WriteEvent(s.conn, stopEv); err != nil {
 		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: %w", s.e.Addr, timeoutErr(err))
 	}
 	start := time.Now()
@@ -282,7 +283,7 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 		Language string  `json:"language"`
 	}
 	if err := ev.Decode(&t); err != nil || t.Text == nil {
-		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: transcript without a text string: %w", s.e.Addr, ErrProtocol)
+		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: transcript without a text string: %w", s.e.Addr, wy.ErrProtocol)
 	}
 	if s.e.Log != nil {
 		s.e.Log.Debug("wyoming transcript", "addr", s.e.Addr, "audio_bytes", sent, "wait", time.Since(start).Round(time.Millisecond))
@@ -301,14 +302,14 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 // readAnswer reads events until one of type want; the other types listed
 // are skipped, an error event is the server's failure, any other type is
 // a protocol error.
-func readAnswer(r *bufio.Reader, want string, skip ...string) (Event, error) {
+func readAnswer(r *bufio.Reader, want string, skip ...string) (wy.Event, error) {
 	for range maxEvents {
-		ev, err := ReadEvent(r)
+		ev, err := wy.ReadEvent(r)
 		switch {
 		case errors.Is(err, io.EOF):
-			return Event{}, errors.New("the server closed the connection without answering")
+			return wy.Event{}, errors.New("the server closed the connection without answering")
 		case err != nil:
-			return Event{}, timeoutErr(err)
+			return wy.Event{}, timeoutErr(err)
 		}
 		switch {
 		case ev.Type == want:
@@ -319,17 +320,17 @@ func readAnswer(r *bufio.Reader, want string, skip ...string) (Event, error) {
 				Code string `json:"code"`
 			}
 			ev.Decode(&e)
-			return Event{}, fmt.Errorf("the server says: %q (code %q)", e.Text, e.Code)
+			return wy.Event{}, fmt.Errorf("the server says: %q (code %q)", e.Text, e.Code)
 		}
 		known := false
 		for _, t := range skip {
 			known = known || ev.Type == t
 		}
 		if !known {
-			return Event{}, fmt.Errorf("%w: unexpected %s event while waiting for %s", ErrProtocol, ev.Type, want)
+			return wy.Event{}, fmt.Errorf("%w: unexpected %s event while waiting for %s", wy.ErrProtocol, ev.Type, want)
 		}
 	}
-	return Event{}, fmt.Errorf("%w: %d events without a %s", ErrProtocol, maxEvents, want)
+	return wy.Event{}, fmt.Errorf("%w: %d events without a %s", wy.ErrProtocol, maxEvents, want)
 }
 
 // timeoutErr names a network timeout as one.
@@ -388,7 +389,7 @@ func (e *Engine) Describe(ctx context.Context) (Info, error) {
 	conn.SetDeadline(time.Now().Add(e.timeout()))
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if err := WriteEvent(conn, Event{Type: "describe"}); err != nil {
+	if err := wy.WriteEvent(conn, wy.Event{Type: "describe"}); err != nil {
 		return Info{}, fmt.Errorf("stt wyoming: %s: %w", e.Addr, timeoutErr(err))
 	}
 	ev, err := readAnswer(bufio.NewReader(conn), "info")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/stt"
+	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
 )
 
 // server is a Wyoming server in the test: it accepts connections and
@@ -58,8 +59,8 @@ func serve(t *testing.T, handle func(r *bufio.Reader, c net.Conn) error) *server
 func (s *server) addr() string { return s.ln.Addr().String() }
 
 // expect reads one event and checks its type.
-func expect(r *bufio.Reader, typ string) (Event, error) {
-	ev, err := ReadEvent(r)
+func expect(r *bufio.Reader, typ string) (wy.Event, error) {
+	ev, err := wy.ReadEvent(r)
 	if err != nil {
 		return ev, fmt.Errorf("reading %s: %w", typ, err)
 	}
@@ -69,7 +70,7 @@ func expect(r *bufio.Reader, typ string) (Event, error) {
 	return ev, nil
 }
 
-func checkFormat(ev Event, rate int) error {
+func checkFormat(ev wy.Event, rate int) error {
 	var f struct {
 		Rate, Width, Channels *int
 	}
@@ -103,7 +104,7 @@ func transcribeServer(rate int, lang, text string, got chan<- []byte) func(r *bu
 		var pcm []byte
 		chunks := 0
 		for {
-			ev, err := ReadEvent(r)
+			ev, err := wy.ReadEvent(r)
 			if err != nil {
 				return fmt.Errorf("after %d chunks: %w", chunks, err)
 			}
@@ -126,8 +127,8 @@ func transcribeServer(rate int, lang, text string, got chan<- []byte) func(r *bu
 			return errors.New("audio-stop before any chunk")
 		}
 		got <- pcm
-		ans, _ := NewEvent("transcript", map[string]any{"text": text}, nil)
-		return WriteEvent(c, ans)
+		ans, _ := wy.NewEvent("transcript", map[string]any{"text": text}, nil)
+		return wy.WriteEvent(c, ans)
 	}
 }
 
@@ -189,7 +190,7 @@ func TestEmptyTranscript(t *testing.T) {
 // drain reads events until the client goes away.
 func drain(r *bufio.Reader) error {
 	for {
-		if _, err := ReadEvent(r); err != nil {
+		if _, err := wy.ReadEvent(r); err != nil {
 			return nil
 		}
 	}
@@ -205,27 +206,27 @@ func TestFailures(t *testing.T) {
 	}{
 		{"hangs", func(r *bufio.Reader, c net.Conn) error { return drain(r) }, 300 * time.Millisecond, "timed out", nil},
 		{"garbage", func(r *bufio.Reader, c net.Conn) error {
-			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			for ev, err := wy.ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = wy.ReadEvent(r) {
 			}
 			c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
 			return nil
-		}, 0, "not a JSON object", ErrProtocol},
+		}, 0, "not a JSON object", wy.ErrProtocol},
 		{"wrong answer", func(r *bufio.Reader, c net.Conn) error {
-			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			for ev, err := wy.ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = wy.ReadEvent(r) {
 			}
-			return WriteEvent(c, Event{Type: "synthesize"})
-		}, 0, "unexpected synthesize", ErrProtocol},
+			return wy.WriteEvent(c, wy.Event{Type: "synthesize"})
+		}, 0, "unexpected synthesize", wy.ErrProtocol},
 		{"error event", func(r *bufio.Reader, c net.Conn) error {
-			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			for ev, err := wy.ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = wy.ReadEvent(r) {
 			}
-			ev, _ := NewEvent("error", map[string]string{"text": "model not loaded", "code": "x"}, nil)
-			return WriteEvent(c, ev)
+			ev, _ := wy.NewEvent("error", map[string]string{"text": "model not loaded", "code": "x"}, nil)
+			return wy.WriteEvent(c, ev)
 		}, 0, `"model not loaded"`, nil},
 		{"transcript without text", func(r *bufio.Reader, c net.Conn) error {
-			for ev, err := ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = ReadEvent(r) {
+			for ev, err := wy.ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = wy.ReadEvent(r) {
 			}
-			return WriteEvent(c, Event{Type: "transcript"})
-		}, 0, "without a text", ErrProtocol},
+			return wy.WriteEvent(c, wy.Event{Type: "transcript"})
+		}, 0, "without a text", wy.ErrProtocol},
 		{"closes mid-stream", func(r *bufio.Reader, c net.Conn) error {
 			expect(r, "transcribe")
 			expect(r, "audio-start")
@@ -368,12 +369,12 @@ func TestDescribe(t *testing.T) {
 		if _, err := expect(r, "describe"); err != nil {
 			return err
 		}
-		ev, _ := NewEvent("info", map[string]any{"asr": []any{map[string]any{
+		ev, _ := wy.NewEvent("info", map[string]any{"asr": []any{map[string]any{
 			"name": "faster-whisper", "installed": true, "version": "2.4.0", "description": "Faster Whisper transcription",
 			"attribution": map[string]string{"name": "Guillaume Klein"},
 			"models":      []any{map[string]any{"name": "tiny-int8", "languages": []string{"en", "fr"}, "installed": true}},
 		}}, "tts": []any{}}, nil)
-		return WriteEvent(c, ev)
+		return wy.WriteEvent(c, ev)
 	})
 	info, err := (&Engine{Addr: srv.addr()}).Describe(context.Background())
 	if err != nil {
@@ -385,8 +386,8 @@ func TestDescribe(t *testing.T) {
 
 	noASR := serve(t, func(r *bufio.Reader, c net.Conn) error {
 		expect(r, "describe")
-		ev, _ := NewEvent("info", map[string]any{"tts": []any{map[string]string{"name": "piper"}}}, nil)
-		return WriteEvent(c, ev)
+		ev, _ := wy.NewEvent("info", map[string]any{"tts": []any{map[string]string{"name": "piper"}}}, nil)
+		return wy.WriteEvent(c, ev)
 	})
 	if _, err := (&Engine{Addr: noASR.addr()}).Describe(context.Background()); err == nil || !strings.Contains(err.Error(), "no speech recognition") {
 		t.Fatalf("Describe of a TTS-only server = %v", err)
