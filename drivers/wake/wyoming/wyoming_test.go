@@ -1,0 +1,213 @@
+package wyoming
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// server is a Wyoming wake-word server written in the test: it checks
+// that a client says detect, then audio-start at 16 kHz s16 mono, then
+// streams audio-chunks of that format, and answers as its act says once
+// it has heard after bytes of audio.
+type server struct {
+	t     *testing.T
+	ln    net.Listener
+	after int
+	act   string // "detect", "garbage", "close", "error"
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	problems []string
+	names    []string
+	got      int
+}
+
+func newServer(t *testing.T, after int, act string) *server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, ln: ln, after: after, act: act}
+	s.wg.Add(1)
+	go s.serve()
+	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	return s
+}
+
+func (s *server) problem(p string) {
+	s.mu.Lock()
+	s.problems = append(s.problems, p)
+	s.mu.Unlock()
+}
+
+func (s *server) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); defer c.Close(); s.handle(c) }()
+	}
+}
+
+func (s *server) handle(c net.Conn) {
+	r := bufio.NewReader(c)
+	want := []string{"detect", "audio-start"}
+	answered := false
+	for i := 0; ; i++ {
+		ev, err := wy.ReadEvent(r)
+		if err != nil {
+			return
+		}
+		if i < len(want) {
+			if ev.Type != want[i] {
+				s.problem("event " + ev.Type + ", want " + want[i])
+			}
+			if ev.Type == "detect" {
+				var d struct{ Names []string }
+				ev.Decode(&d)
+				s.mu.Lock()
+				s.names = d.Names
+				s.mu.Unlock()
+			}
+			if ev.Type == "audio-start" {
+				var f format
+				ev.Decode(&f)
+				if f != (format{16000, 2, 1}) {
+					s.problem("audio format " + strings.TrimSpace(string(ev.Data["rate"])))
+				}
+			}
+			continue
+		}
+		if ev.Type != "audio-chunk" {
+			s.problem("event " + ev.Type + ", want audio-chunk")
+			continue
+		}
+		s.mu.Lock()
+		s.got += len(ev.Payload)
+		got := s.got
+		s.mu.Unlock()
+		if got < s.after || answered {
+			continue
+		}
+		answered = true
+		switch s.act {
+		case "detect":
+			e, _ := wy.NewEvent("detection", map[string]any{"name": "hey_jarvis", "timestamp": 1200}, nil)
+			wy.WriteEvent(c, e)
+		case "garbage":
+			c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+		case "error":
+			e, _ := wy.NewEvent("error", map[string]any{"text": "model not loaded"}, nil)
+			wy.WriteEvent(c, e)
+		case "close":
+			return
+		}
+	}
+}
+
+// feed writes 20 ms frames until ctx ends or the listener fails.
+func feed(ctx context.Context, l *Listener) {
+	frame := make([]int16, 320)
+	for ctx.Err() == nil {
+		if l.Write(frame) != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestDetection(t *testing.T) {
+	s := newServer(t, 16000, "detect") // after half a second of audio
+	d := &Detector{Addr: s.ln.Addr().String(), Names: []string{"hey_jarvis"}}
+	wl, err := d.Listen(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := wl.(*Listener)
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go feed(ctx, l)
+	select {
+	case det := <-l.Detections():
+		if det.Name != "hey_jarvis" || time.Since(det.At) > time.Second {
+			t.Fatalf("detection %+v", det)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no detection")
+	}
+	cancel()
+	l.Close()
+	l.Close() // idempotent
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.problems) > 0 || len(s.names) != 1 || s.names[0] != "hey_jarvis" {
+		t.Fatalf("server saw problems %v, names %v", s.problems, s.names)
+	}
+}
+
+// A server that fails ends the listener with an error naming it; the
+// Detections channel closes; Write reports it.
+func TestServerFailures(t *testing.T) {
+	for _, act := range []string{"garbage", "error", "close"} {
+		t.Run(act, func(t *testing.T) {
+			s := newServer(t, 640, act)
+			l, err := (&Detector{Addr: s.ln.Addr().String()}).Listen(context.Background(), 16000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go feed(ctx, l.(*Listener))
+			select {
+			case _, ok := <-l.Detections():
+				if ok {
+					t.Fatal("a detection from a failing server")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the listener did not end")
+			}
+			if err := l.Err(); err == nil || !strings.Contains(err.Error(), s.ln.Addr().String()) {
+				t.Fatalf("Err() = %v, want one naming the server", err)
+			}
+			if act != "close" && act != "error" && !errors.Is(l.Err(), wy.ErrProtocol) {
+				t.Errorf("Err() = %v, want a protocol error", l.Err())
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for l.Write(make([]int16, 320)) == nil && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if l.Write(make([]int16, 320)) == nil {
+				t.Error("Write after the failure succeeded")
+			}
+		})
+	}
+}
+
+func TestNoServer(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := (&Detector{Addr: addr}).Listen(context.Background(), 16000); err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("err = %v, want one naming %s", err, addr)
+	}
+	if _, err := (&Detector{Addr: addr}).Listen(context.Background(), 100); err == nil {
+		t.Fatal("a rate of 100 Hz was accepted")
+	}
+}
