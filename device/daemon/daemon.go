@@ -444,6 +444,10 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 	if err != nil {
 		return err
 	}
+	detector, err := parts.Wakes.Make(cfg, env)
+	if err != nil {
+		return err
+	}
 	capture := &mic.Capture{Source: src, Log: d.log,
 		OnDrop: func(n int) { d.m.Hearing.WithLabelValues("mic_dropped_frames").Add(float64(n)) }}
 	v := cfg.Hearing.VAD
@@ -451,11 +455,11 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 		PreRoll: v.PreRoll, Hangover: v.Hangover, MinLength: v.MinUtterance, MaxLength: v.MaxUtterance}
 	gate := &ear.Gate{Self: cfg.Identity(), EchoCancelled: cfg.Drivers.Mic.EchoCancelled, Tail: cfg.Hearing.Tail, Muted: p.Muted}
 	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg,
-		STT: engine, Gate: gate, Timeout: cfg.Hearing.STT.Timeout})
+		STT: engine, Gate: gate, Timeout: cfg.Hearing.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Wake.ListenFor})
 	if err != nil {
 		return err
 	}
-	d.log.Info("hearing", "mic", cfg.Drivers.Mic.Kind, "stt", engine.Name(), "echo_cancelled", cfg.Drivers.Mic.EchoCancelled)
+	d.log.Info("hearing", "mic", cfg.Drivers.Mic.Kind, "stt", engine.Name(), "wake", cfg.Hearing.Wake.Kind, "echo_cancelled", cfg.Drivers.Mic.EchoCancelled)
 	g.Go(func() error { return capture.Run(ctx) })
 	g.Go(func() error { return e.Run(ctx) })
 	return nil

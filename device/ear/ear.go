@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/mic"
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/vad"
+	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -39,6 +40,12 @@ type Config struct {
 	Segmenter *vad.Segmenter
 	STT       stt.Engine
 	Gate      *Gate
+	// Wake, if set, is a wake-word detector: the ear then hears the room
+	// only for ListenFor after a wake word (its audio goes to speech to
+	// text only then), and reports each wake word heard — also while a
+	// robot speaks, which barges in on it (DESIGN.md, "Hearing").
+	Wake      wake.Detector
+	ListenFor time.Duration // default 8 s
 	// Timeout bounds one transcript after the person stopped.
 	Timeout  time.Duration
 	InFlight int // default DefaultInFlight
@@ -65,10 +72,18 @@ type Ear struct {
 	out *bus.Outbox
 
 	// owned by Run
-	sess  stt.Session
-	rate  int
-	slots chan struct{}
-	wg    sync.WaitGroup
+	sess    stt.Session
+	rate    int
+	inUtt   bool        // an utterance is under way
+	pending []mic.Frame // its audio while the room is not listening (wake mode): bounded by the VAD's maximum
+	now     time.Time   // the capture time of the newest frame
+	slots   chan struct{}
+	wg      sync.WaitGroup
+
+	wl          wake.Listener
+	wakeRetry   time.Time
+	wakeBackoff time.Duration
+	listenUntil time.Time
 }
 
 // New checks cfg and returns an Ear; Run starts it.
@@ -97,6 +112,9 @@ func New(cfg Config) (*Ear, error) {
 	if cfg.InFlight <= 0 {
 		cfg.InFlight = DefaultInFlight
 	}
+	if cfg.ListenFor <= 0 {
+		cfg.ListenFor = 8 * time.Second
+	}
 	log := cfg.Room.Log.With("hearing", cfg.ID, "stt", cfg.STT.Name())
 	m := cfg.Room.Metrics
 	return &Ear{cfg: cfg, log: log, m: m, slots: make(chan struct{}, cfg.InFlight),
@@ -119,6 +137,7 @@ func (e *Ear) Run(ctx context.Context) error {
 		return fmt.Errorf("hearing: subscribe: %w", err)
 	}
 	defer e.abort("stopped")
+	defer e.closeWake()
 	for {
 		f, err := e.cfg.Frames.Next(ctx)
 		if err != nil {
@@ -128,6 +147,10 @@ func (e *Ear) Run(ctx context.Context) error {
 			e.m.Hearing.WithLabelValues("mic_error").Inc()
 			e.log.Warn("microphone", "err", err)
 			continue
+		}
+		e.now = f.At
+		if e.cfg.Wake != nil && !e.muted() {
+			e.listenWake(ctx, f)
 		}
 		if f.Dropped > 0 {
 			// The loop fell behind: what it missed breaks an utterance.
@@ -157,6 +180,12 @@ func gatedLabel(why string) string {
 	return "gated"
 }
 
+func (e *Ear) muted() bool { return e.cfg.Gate.Muted != nil && e.cfg.Gate.Muted() }
+
+// awake reports whether the room listens now: always without a wake
+// word, else for ListenFor after one.
+func (e *Ear) awake() bool { return e.cfg.Wake == nil || !e.now.After(e.listenUntil) }
+
 func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 	switch ev.Kind {
 	case vad.Start:
@@ -164,24 +193,29 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		if len(ev.Frames) > 0 {
 			e.rate = ev.Frames[0].Rate
 		}
-		sess, err := e.cfg.STT.Start(ctx, e.rate)
-		if err != nil {
-			e.m.Hearing.WithLabelValues("stt_error").Inc()
-			e.tell(protocol.Heard{}, "stt_error")
-			e.log.Warn("speech to text did not start: the utterance is not heard", "err", err)
-			return
-		}
-		e.sess = sess
-		e.write(ev.Frames)
+		e.inUtt, e.pending = true, append(e.pending[:0], ev.Frames...)
+		e.start(ctx)
 	case vad.Audio:
-		e.write(ev.Frames)
+		if e.sess != nil {
+			e.write(ev.Frames)
+		} else if e.inUtt {
+			e.pending = append(e.pending, ev.Frames...)
+			e.start(ctx)
+		}
 	case vad.End, vad.Cut:
 		if ev.Kind == vad.Cut {
 			e.m.Hearing.WithLabelValues("cut").Inc()
 		}
-		sess := e.sess
-		e.sess = nil
+		if e.inUtt && e.sess == nil {
+			e.start(ctx) // a wake word in the last words of the utterance
+		}
+		sess, was := e.sess, e.inUtt
+		e.sess, e.inUtt, e.pending = nil, false, e.pending[:0]
 		if sess == nil {
+			if was && e.cfg.Wake != nil && !e.awake() {
+				e.m.Hearing.WithLabelValues("not_woken").Inc()
+				e.tell(protocol.Heard{}, "not_woken")
+			}
 			return
 		}
 		select {
@@ -204,6 +238,25 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 	}
 }
 
+// start starts speech to text on the utterance under way once the room
+// listens (at once without a wake word), with what was kept of it.
+func (e *Ear) start(ctx context.Context) {
+	if e.sess != nil || !e.inUtt || !e.awake() {
+		return
+	}
+	sess, err := e.cfg.STT.Start(ctx, e.rate)
+	if err != nil {
+		e.m.Hearing.WithLabelValues("stt_error").Inc()
+		e.tell(protocol.Heard{}, "stt_error")
+		e.log.Warn("speech to text did not start: the utterance is not heard", "err", err)
+		e.inUtt, e.pending = false, e.pending[:0]
+		return
+	}
+	e.sess = sess
+	e.write(e.pending)
+	e.pending = e.pending[:0]
+}
+
 func (e *Ear) write(frames []mic.Frame) {
 	if e.sess == nil {
 		return
@@ -222,12 +275,89 @@ func (e *Ear) write(frames []mic.Frame) {
 
 // abort drops the utterance under way, if any.
 func (e *Ear) abort(why string) bool {
+	was := e.inUtt
+	e.inUtt, e.pending = false, e.pending[:0]
 	if e.sess == nil {
-		return false
+		return was && e.awake()
 	}
 	e.sess.Abort()
 	e.sess = nil
 	return true
+}
+
+// listenWake keeps a wake-word listener open (again after a failure, with
+// backoff), hands it the frame and takes what it heard: a wake word opens
+// the room's ears for ListenFor and is reported to the room, where it
+// barges in on a robot that speaks.
+func (e *Ear) listenWake(ctx context.Context, f mic.Frame) {
+	if e.wl == nil {
+		if f.At.Before(e.wakeRetry) {
+			return
+		}
+		l, err := e.cfg.Wake.Listen(ctx, f.Rate)
+		if err != nil {
+			e.wakeFailed(f.At, err)
+			return
+		}
+		e.wl, e.wakeBackoff = l, 0
+		e.log.Info("listening for the wake word", "detector", e.cfg.Wake.Name())
+	}
+	if err := e.wl.Write(f.Samples); err != nil {
+		e.wakeFailed(f.At, err)
+		return
+	}
+	for {
+		select {
+		case d, ok := <-e.wl.Detections():
+			if !ok {
+				e.wakeFailed(f.At, e.wl.Err())
+				return
+			}
+			e.woke(d, f)
+		default:
+			return
+		}
+	}
+}
+
+func (e *Ear) wakeFailed(at time.Time, err error) {
+	e.closeWake()
+	e.wakeBackoff = min(max(2*e.wakeBackoff, time.Second), 30*time.Second)
+	e.wakeRetry = at.Add(e.wakeBackoff)
+	e.m.Hearing.WithLabelValues("wake_error").Inc()
+	e.log.Warn("wake-word detector failed; the room is not woken until it is back", "err", err, "retry_in", e.wakeBackoff)
+}
+
+func (e *Ear) closeWake() {
+	if e.wl != nil {
+		e.wl.Close()
+		e.wl = nil
+	}
+}
+
+// woke opens the room's ears and reports the wake word.
+func (e *Ear) woke(d wake.Detection, f mic.Frame) {
+	e.listenUntil = f.End().Add(e.cfg.ListenFor)
+	e.m.Hearing.WithLabelValues("wake").Inc()
+	h := protocol.Heard{From: e.cfg.ID, ID: protocol.NewID(), Device: e.cfg.Device, Start: f.At.Add(-time.Second), End: f.End(),
+		Text: clip(d.Name, protocol.MaxHeardText), Confidence: protocol.NoConfidence, Level: level(f.Samples), Wake: true}
+	if err := e.cfg.Room.QueueHeard(e.out, h); err != nil {
+		e.log.Warn("wake word not reported", "err", err)
+	}
+	e.log.Info("wake word", "name", d.Name, "listening_until", e.listenUntil.Format(time.TimeOnly))
+	e.tell(h, "wake")
+}
+
+// level is the RMS of pcm in dBFS, within protocol's bounds.
+func level(pcm []int16) float64 {
+	var sum float64
+	for _, s := range pcm {
+		sum += float64(s) * float64(s)
+	}
+	if len(pcm) == 0 || sum == 0 {
+		return protocol.MinLevel
+	}
+	return max(protocol.MinLevel, min(0, 20*math.Log10(math.Sqrt(sum/float64(len(pcm)))/32768)))
 }
 
 // finish waits for the transcript and reports it.

@@ -15,6 +15,8 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/stt/stttest"
 	"github.com/chorus-robotics/chorus/drivers/vad"
+	"github.com/chorus-robotics/chorus/drivers/wake"
+	"github.com/chorus-robotics/chorus/drivers/wake/waketest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -30,6 +32,7 @@ type earRig struct {
 	s       topic.Scheme
 	m       *metrics.Metrics
 	engine  *stttest.Engine
+	wake    wake.Detector
 	started time.Time
 
 	mu      sync.Mutex
@@ -61,7 +64,7 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 	capture := &mic.Capture{Source: &file.Source{Samples: samples, SamplesRate: 16000, Silence: file.Forever}}
 	seg := &vad.Segmenter{Detector: vad.NewEnergy(16000, vad.Aggressive)}
 	ear, err := New(Config{Room: rm, ID: "kyoko", Device: "kyoko-body", Frames: capture, Segmenter: seg, STT: r.engine,
-		Gate: &Gate{Self: "kyoko", Tail: 300 * time.Millisecond},
+		Gate: &Gate{Self: "kyoko", Tail: 300 * time.Millisecond}, Wake: r.wake,
 		OnHeard: func(h protocol.Heard, outcome string) {
 			r.mu.Lock()
 			r.handled = append(r.handled, outcome)
@@ -199,4 +202,63 @@ func TestEarEngineFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With a wake word, the room listens only after it: a sentence without
+// one is not sent to speech to text at all; a wake word heard while the
+// person speaks opens the ears for that sentence, and is reported itself
+// (the room barges in on a robot that speaks).
+func TestEarWakeWord(t *testing.T) {
+	speech := mictest.Speech(t, "", sentence)
+	lead := make([]int16, 16000)
+	t.Run("no wake word: nothing heard", func(t *testing.T) {
+		det := &waketest.Detector{}
+		r := newEarRig(t)
+		r.wake = det
+		r.run(append(lead, speech...), 1500*time.Millisecond, nil)
+		reports, handled := r.got()
+		if len(reports) != 0 || len(handled) != 1 || handled[0] != "not_woken" {
+			t.Fatalf("reports %+v, handled %v; want the sentence not heard", reports, handled)
+		}
+		if n := len(r.engine.Sessions()); n != 0 {
+			t.Fatalf("%d speech-to-text sessions without a wake word", n)
+		}
+		if det.Samples() < 16000*2 {
+			t.Fatalf("the wake-word detector got %d samples, want the whole room", det.Samples())
+		}
+	})
+	t.Run("a wake word during the sentence", func(t *testing.T) {
+		det := &waketest.Detector{}
+		r := newEarRig(t)
+		r.wake = det
+		r.run(append(lead, speech...), 1500*time.Millisecond, func(ctx context.Context, _ *room.Room) {
+			select {
+			case <-time.After(1500 * time.Millisecond):
+				det.Hear("hey_jarvis")
+			case <-ctx.Done():
+			}
+		})
+		reports, handled := r.got()
+		if len(reports) != 2 || !reports[0].Wake || reports[0].Text != "hey_jarvis" || reports[1].Wake || reports[1].Text != sentence {
+			t.Fatalf("reports %+v (handled %v); want the wake word, then the sentence", reports, handled)
+		}
+	})
+	t.Run("a detector that fails is listened to again", func(t *testing.T) {
+		det := &waketest.Detector{}
+		r := newEarRig(t)
+		r.wake = det
+		r.run(append(lead, speech...), 2500*time.Millisecond, func(ctx context.Context, _ *room.Room) {
+			time.Sleep(300 * time.Millisecond)
+			det.Fail(errors.New("server went away"))
+			time.Sleep(2 * time.Second) // the ear listens again after its backoff
+			det.Hear("hey_jarvis")
+		})
+		if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues("wake_error")); got < 1 {
+			t.Errorf("wake errors = %v, want the failure counted", got)
+		}
+		reports, _ := r.got()
+		if len(reports) == 0 || !reports[0].Wake {
+			t.Fatalf("reports %+v; want the wake word heard after the detector came back", reports)
+		}
+	})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/mic"
 	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/drivers/tts"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -152,6 +153,7 @@ var (
 	Brains  = newGroup[brain.Brain]("brain", "brain.provider", func(c *config.Config) string { return c.Brain.Provider })
 	Mics    = newGroup[mic.Source]("microphone", "drivers.mic.kind", func(c *config.Config) string { return c.Drivers.Mic.Kind })
 	STT     = newGroup[stt.Engine]("speech-to-text engine", "hearing.stt.kind", func(c *config.Config) string { return c.Hearing.STT.Kind })
+	Wakes   = newGroup[wake.Detector]("wake-word detector", "hearing.wake.kind", func(c *config.Config) string { return c.Hearing.Wake.Kind })
 )
 
 // hears reports whether c's robot hears: its speech-to-text engine is
@@ -170,6 +172,7 @@ func Check(c *config.Config, m Mode) []string {
 	}
 	if hears(c) {
 		out = append(out, STT.check(c, m)...)
+		out = append(out, Wakes.check(c, m)...)
 	}
 	return out
 }
@@ -205,6 +208,7 @@ func InBuild(c *config.Config, tags []string) []string {
 	}
 	if hears(c) {
 		add(inBuild(STT, c))
+		add(inBuild(Wakes, c))
 	}
 	return out
 }
@@ -234,6 +238,7 @@ func List() string {
 	line("brains (brain.provider)", Brains.Kinds(), Brains.about)
 	line("microphones (drivers.mic.kind)", Mics.Kinds(), Mics.about)
 	line("speech-to-text engines (hearing.stt.kind)", STT.Kinds(), STT.about)
+	line("wake-word detectors (hearing.wake.kind)", Wakes.Kinds(), Wakes.about)
 	return b.String()
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/stt/openai"
 	"github.com/chorus-robotics/chorus/drivers/stt/pocketsphinx"
 	"github.com/chorus-robotics/chorus/drivers/stt/wyoming"
+	"github.com/chorus-robotics/chorus/drivers/wake"
+	wakewyoming "github.com/chorus-robotics/chorus/drivers/wake/wyoming"
 	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
@@ -71,6 +73,26 @@ func init() {
 			}
 			return &openai.Engine{BaseURL: s.URL, APIKey: key, Model: s.Model, Language: or(s.Language, language(c)),
 				Timeout: s.Timeout, Log: env.Log, Metrics: env.Metrics}, nil
+		}})
+}
+
+// The wake-word detectors (hearing.wake.kind).
+func init() {
+	Wakes.Add(Part[wake.Detector]{Kind: "none", About: "no wake word: the room listens whenever no robot speaks"})
+	Wakes.Add(Part[wake.Detector]{Kind: "wyoming", About: "a Wyoming wake-word server (wyoming-openwakeword): hearing.wake.url tcp://host:port; the room listens for hearing.wake.listen_for after a wake word",
+		Check: func(c *config.Config, _ Mode) []string {
+			if _, err := wyomingAddr(c.Hearing.Wake.URL); err != nil {
+				return []string{"hearing.wake.url: " + err.Error()}
+			}
+			return nil
+		},
+		Make: func(c *config.Config, env Env) (wake.Detector, error) {
+			w := c.Hearing.Wake
+			addr, err := wyomingAddr(w.URL)
+			if err != nil {
+				return nil, err
+			}
+			return &wakewyoming.Detector{Addr: addr, Names: w.Names, Log: env.Log}, nil
 		}})
 }
 

@@ -467,6 +467,12 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
 		return
 	}
+	if wake, _ := m.Params.Metadata[protocol.MetaWake].(bool); wake {
+		// A wake word opens the room's ears and barged in above; it is
+		// not a question: nobody answers it, the person goes on talking.
+		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
+		return
+	}
 	if c.thinking >= maxThinking {
 		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
 		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})

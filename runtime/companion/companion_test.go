@@ -416,3 +416,35 @@ func TestBodyOfflineVotesListen(t *testing.T) {
 		t.Fatalf("body back: messages %v", msgs)
 	}
 }
+
+// A wake word the room heard (a Message with metadata wake) is nobody's
+// to answer: every companion votes listen at once, without asking its
+// brain, and the room rests, waiting for the person's question.
+func TestWakeWordIsNotAnswered(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(2 * time.Second)
+	eager := &braintest.Func{ThinkFn: func(context.Context, brain.Input) (brain.Thought, error) {
+		return brain.Thought{State: protocol.Speak, Importance: 9, Closing: protocol.ClosingNone, Draft: "Yes?"}, nil
+	}}
+	cs := cards()
+	r.startCompanion(cs[0], eager, nil)
+	waitPresent(t, r, 1)
+	ur := room.New(r.dial("user", nil, nil), r.s, "lr", nil, nil)
+	m := protocol.NewMessage(protocol.NewID(), "user", nil, "hey_jarvis", "")
+	m.Params.Metadata[protocol.MetaSource] = protocol.SourceVoice
+	m.Params.Metadata[protocol.MetaWake] = true
+	if err := ur.SendMessage(r.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	msgs, grants := r.untilRest(5 * time.Second)
+	if len(msgs) != 1 || len(grants) != 1 || grants[0].Speaker != nil || grants[0].DecidedBy != protocol.DecidedAllVoted {
+		t.Fatalf("messages %v, grants %+v; want the wake word alone and a rest", msgs, grants)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the room took %v to rest on a wake word", d)
+	}
+	if thinks, _ := eager.Calls(); thinks != 0 {
+		t.Fatalf("the brain was asked %d times about a wake word", thinks)
+	}
+}

@@ -230,6 +230,18 @@ type Hearing struct {
 	Tail time.Duration `yaml:"tail"`
 	STT  STT           `yaml:"stt"`
 	VAD  VAD           `yaml:"vad"`
+	Wake Wake          `yaml:"wake"`
+}
+
+// Wake is when the room listens: always ("none", the default: whenever no
+// robot speaks) or for ListenFor after a wake word a Wyoming wake-word
+// server heard ("wyoming": openWakeWord). A wake word heard while a robot
+// speaks barges in on it.
+type Wake struct {
+	Kind      string        `yaml:"kind"`       // none, wyoming
+	URL       string        `yaml:"url"`        // tcp://host:port
+	Names     []string      `yaml:"names"`      // the wake words (the server's model names: ok_nabu, hey_jarvis)
+	ListenFor time.Duration `yaml:"listen_for"` // default 8 s
 }
 
 // STT is the speech-to-text engine.

@@ -28,6 +28,7 @@ const (
 	DefaultHangover          = 500 * time.Millisecond
 	DefaultMinUtterance      = 300 * time.Millisecond
 	DefaultMaxUtterance      = 15 * time.Second
+	DefaultListenFor         = 8 * time.Second
 )
 
 // DefaultRealtime is the seed's tuning table.
@@ -155,6 +156,12 @@ func (c *Config) SetDefaults() {
 	}
 	if h.Tail == 0 {
 		h.Tail = DefaultHearingTail
+	}
+	if h.Wake.Kind == "" {
+		h.Wake.Kind = "none"
+	}
+	if h.Wake.ListenFor == 0 {
+		h.Wake.ListenFor = DefaultListenFor
 	}
 	if h.STT.Timeout == 0 {
 		h.STT.Timeout = DefaultSTTTimeout

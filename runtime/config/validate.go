@@ -292,6 +292,14 @@ func (c *Config) validateHearing(p *problems) {
 	if v.MaxUtterance < time.Second || v.MaxUtterance > 5*time.Minute || v.MaxUtterance <= v.MinUtterance {
 		p.add("hearing.vad.max_utterance", "must be from 1s to 5m and above min_utterance (%v), got %v", v.MinUtterance, v.MaxUtterance)
 	}
+	if h.Wake.ListenFor < time.Second || h.Wake.ListenFor > 5*time.Minute {
+		p.add("hearing.wake.listen_for", "must be from 1s to 5m, got %v", h.Wake.ListenFor)
+	}
+	for i, n := range h.Wake.Names {
+		if n == "" || len(n) > 64 || strings.ContainsAny(n, "\x00\n") {
+			p.add(fmt.Sprintf("hearing.wake.names[%d]", i), "must be a wake word's name of 1 to 64 bytes, got %q", n)
+		}
+	}
 	if !h.Enabled {
 		return
 	}

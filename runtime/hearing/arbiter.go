@@ -353,6 +353,9 @@ func (a *Arbiter) Message(taken protocol.Heard, heardBy []string) protocol.Messa
 		all[i] = n
 	}
 	m.Params.Metadata[protocol.MetaHeardDevices] = all
+	if taken.Wake {
+		m.Params.Metadata[protocol.MetaWake] = true
+	}
 	return m
 }
 

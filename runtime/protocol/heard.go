@@ -27,6 +27,9 @@ type Heard struct {
 	// Level is the utterance's loudness at this microphone (RMS, dBFS:
 	// from -120 to 0): the closest robot hears it loudest.
 	Level float64 `json:"level"`
+	// Wake says Text is a wake word a wake-word detector heard (its
+	// name), not a transcript.
+	Wake bool `json:"wake,omitempty"`
 }
 
 // Bounds of a Heard report.
@@ -40,6 +43,9 @@ const (
 	MetaHeardBy      = "heardBy"        // the companion whose report was taken
 	MetaHeardDevices = "heardByAll"     // every companion that reported it in the window
 	SourceVoice      = "voice"          // MetaSource of a Message heard by a microphone
+	// MetaWake marks a heard Message that is a wake word: it opens the
+	// room's ears and barges in on a robot that speaks; nobody answers it.
+	MetaWake = "wake"
 )
 
 // Duration is how long the utterance lasted.
@@ -56,6 +62,7 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 		Text       *string  `json:"text"`
 		Confidence *float64 `json:"confidence"`
 		Level      *float64 `json:"level"`
+		Wake       bool     `json:"wake"`
 	}
 	if err := decodeStrict("heard", b, max, &w); err != nil {
 		return Heard{}, err
@@ -100,5 +107,5 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 		return Heard{}, err
 	}
 	return Heard{From: w.From, ID: w.ID, Device: w.Device, Start: start, End: end,
-		Text: *w.Text, Confidence: *w.Confidence, Level: *w.Level}, nil
+		Text: *w.Text, Confidence: *w.Confidence, Level: *w.Level, Wake: w.Wake}, nil
 }
