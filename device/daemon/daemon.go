@@ -448,7 +448,7 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 	if err != nil {
 		return err
 	}
-	capture := &mic.Capture{Source: src, Log: d.log,
+	capture := &mic.Capture{Source: ear.Counted(src, d.m), Log: d.log,
 		OnDrop: func(n int) { d.m.Hearing.WithLabelValues("mic_dropped_frames").Add(float64(n)) }}
 	v := cfg.Hearing.VAD
 	seg := &vad.Segmenter{Detector: vad.NewEnergy(cfg.Drivers.Mic.SampleRate, vad.Mode(*v.Aggressiveness)),

@@ -34,6 +34,8 @@ import (
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -79,6 +81,7 @@ func Run(ctx context.Context, c *config.Config, o Options) []Result {
 	d.gpio()
 	d.broker(ctx)
 	d.model(ctx)
+	d.hearing(ctx)
 	return d.out
 }
 
@@ -290,6 +293,115 @@ func (d *doctor) tts(ctx context.Context) {
 		return
 	}
 	d.ok(name, "%s said %q: %v of audio in %v", engine.Name(), word, pcm.Duration().Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// hearing (a robot that hears): the microphone gives audio in time, the
+// speech-to-text engine answers a moment of silence, the wake-word
+// detector takes a stream.
+func (d *doctor) hearing(ctx context.Context) {
+	c := d.c
+	if !c.Hearing.Enabled {
+		return
+	}
+	d.microphone(ctx)
+	if kind := c.Hearing.STT.Kind; parts.STT.Built(kind) {
+		name := "speech to text (" + kind + ")"
+		fix := "check hearing.stt (the server at its url is up and reachable from here; pocketsphinx and pocketsphinx-en-us installed; the grammar file)"
+		engine, err := parts.STT.Make(c, d.env)
+		if err != nil {
+			d.fail(name, fix, err)
+		} else {
+			ctx, cancel := context.WithTimeout(ctx, 2*d.o.Timeout)
+			start := time.Now()
+			err := silence(ctx, engine, c.Drivers.Mic.SampleRate)
+			cancel()
+			if err != nil && !errors.Is(err, stt.ErrEmpty) {
+				d.fail(name, fix, err)
+			} else {
+				d.ok(name, "%s answered half a second of silence in %v", engine.Name(), time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}
+	if kind := c.Hearing.Wake.Kind; kind != "none" && parts.Wakes.Built(kind) {
+		name := "wake word (" + kind + ")"
+		fix := "check hearing.wake.url: a Wyoming wake-word server (wyoming-openwakeword) listening there"
+		det, err := parts.Wakes.Make(c, d.env)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
+			var l wake.Listener
+			if l, err = det.Listen(ctx, c.Drivers.Mic.SampleRate); err == nil {
+				err = l.Write(make([]int16, c.Drivers.Mic.SampleRate/10))
+				l.Close()
+			}
+			cancel()
+		}
+		if err != nil {
+			d.fail(name, fix, err)
+		} else {
+			d.ok(name, "%s takes the microphone's stream", det.Name())
+		}
+	}
+}
+
+// microphone: the configured source opens and gives a second of audio in
+// time; its level says whether it hears anything.
+func (d *doctor) microphone(ctx context.Context) {
+	kind := d.c.Drivers.Mic.Kind
+	name := "microphone (" + kind + ")"
+	if !parts.Mics.Built(kind) {
+		return
+	}
+	fix := "check drivers.mic (the program or device it names; arecord -l lists the capture devices) and that the chorus user is in the audio group"
+	src, err := parts.Mics.Make(d.c, d.env)
+	if err != nil || src == nil {
+		if err == nil {
+			err = errors.New("no microphone configured, and hearing is enabled")
+		}
+		d.fail(name, fix, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.o.FrameTimeout)
+	defer cancel()
+	defer src.Close()
+	if err := src.Open(ctx); err != nil {
+		d.fail(name, fix, fmt.Errorf("open %s: %w", src.Name(), err))
+		return
+	}
+	buf := make([]int16, src.Rate())
+	got, peak := 0, 0
+	for got < len(buf) {
+		n, err := src.Read(ctx, buf[got:])
+		if err != nil {
+			d.fail(name, fix, fmt.Errorf("%s gave %d of %d samples: %w", src.Name(), got, len(buf), err))
+			return
+		}
+		for _, v := range buf[got : got+n] {
+			peak = max(peak, abs(int(v)))
+		}
+		got += n
+	}
+	d.ok(name, "a second of audio from %s at %d Hz, peak %d of 32767", src.Name(), src.Rate(), peak)
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// silence asks engine to recognise half a second of silence.
+func silence(ctx context.Context, engine stt.Engine, rate int) error {
+	s, err := engine.Start(ctx, rate)
+	if err != nil {
+		return err
+	}
+	if err := s.Write(make([]int16, rate/2)); err != nil {
+		s.Abort()
+		return err
+	}
+	_, err = s.Finish(ctx)
+	return err
 }
 
 // gpio: the pins the config names exist on this board.

@@ -419,3 +419,30 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// Counted wraps a microphone so that each failure to open or read it is
+// counted (chorus_hearing_total{event="mic_error"}): a program that exits
+// or a device that goes away is logged by the capture loop, which opens
+// it again with backoff, and seen on /metrics.
+func Counted(src mic.Source, m *metrics.Metrics) mic.Source { return countedSource{src, m} }
+
+type countedSource struct {
+	mic.Source
+	m *metrics.Metrics
+}
+
+func (c countedSource) Open(ctx context.Context) error {
+	err := c.Source.Open(ctx)
+	if err != nil && ctx.Err() == nil {
+		c.m.Hearing.WithLabelValues("mic_error").Inc()
+	}
+	return err
+}
+
+func (c countedSource) Read(ctx context.Context, buf []int16) (int, error) {
+	n, err := c.Source.Read(ctx, buf)
+	if err != nil && ctx.Err() == nil {
+		c.m.Hearing.WithLabelValues("mic_error").Inc()
+	}
+	return n, err
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/drivers/mic"
+	mcommand "github.com/chorus-robotics/chorus/drivers/mic/command"
 	"github.com/chorus-robotics/chorus/drivers/mic/file"
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
 	"github.com/chorus-robotics/chorus/drivers/stt"
@@ -261,4 +262,24 @@ func TestEarWakeWord(t *testing.T) {
 			t.Fatalf("reports %+v; want the wake word heard after the detector came back", reports)
 		}
 	})
+}
+
+// A microphone that fails is counted each time, and the capture loop
+// opens it again.
+func TestCountedMicrophone(t *testing.T) {
+	m := metrics.New()
+	src := Counted(&mcommand.Source{Command: []string{"sh", "-c", "head -c 3200 /dev/zero; exit 3"}}, m)
+	c := &mic.Capture{Source: src, MaxBackoff: 100 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	for testutil.ToFloat64(m.Hearing.WithLabelValues("mic_error")) < 2 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := testutil.ToFloat64(m.Hearing.WithLabelValues("mic_error")); got < 2 {
+		t.Fatalf("mic errors = %v, want the program's exits counted", got)
+	}
 }
