@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -28,9 +29,36 @@ public <utterance> = hello robots what is the weather like today
 
 // A robot that hears (issue 21): a person's spoken sentence (espeak-ng)
 // in its microphone becomes, through the VAD and the real pocketsphinx,
-// one Message from the person in the room, which the room then answers.
+// one Message from the person in the room, which the room then answers;
+// the same through a Wyoming server that checks what it receives.
 func TestDeviceHearsAPerson(t *testing.T) {
-	mictest.Need(t, "pocketsphinx_continuous")
+	t.Run("pocketsphinx", func(t *testing.T) {
+		mictest.Need(t, "pocketsphinx_continuous")
+		hearsAPerson(t, func(gram string) string { return "{kind: pocketsphinx, grammar: " + gram + "}" })
+	})
+	t.Run("wyoming", func(t *testing.T) {
+		srv := &wyomingtest.Server{Delay: 200 * time.Millisecond, Text: func(samples, rate int) string {
+			if rate != 16000 || samples < 2*16000 {
+				return "" // not the sentence
+			}
+			return "hello robots what is the weather like today"
+		}}
+		addr, err := srv.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		hearsAPerson(t, func(string) string { return `{kind: wyoming, url: "tcp://` + addr + `"}` })
+		if p := srv.Problems(); len(p) > 0 {
+			t.Fatalf("the Wyoming server saw: %v", p)
+		}
+		if n := len(srv.Utterances()); n != 1 {
+			t.Fatalf("the Wyoming server heard %d utterances, want the one sentence", n)
+		}
+	})
+}
+
+func hearsAPerson(t *testing.T, sttConf func(grammar string) string) {
 	dir := t.TempDir()
 	speech := mictest.SpeechWAV(t, "", "hello robots, what is the weather like today?")
 	wav := filepath.Join(dir, "room.wav")
@@ -54,9 +82,9 @@ drivers:
 hearing:
   enabled: true
   user: guest
-  stt: {kind: pocketsphinx, grammar: %s}
+  stt: %s
 http: {listen: "off"}
-`, br.URL(), wav, gram)
+`, br.URL(), wav, sttConf(gram))
 	ctx := context.Background()
 	watch, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "watch", Username: "watch"})
 	if err != nil {

@@ -1,0 +1,158 @@
+// Package wyomingtest is a Wyoming speech-to-text server for tests and
+// benchmarks: it speaks the real protocol (drivers/wyoming's events),
+// checks what a client sends (transcribe, audio-start, audio-chunks of
+// the announced format, audio-stop, in that order) and answers a
+// transcript a fixed Delay after the audio stopped, as a fast server on a
+// LAN box would. It records each utterance it heard.
+//
+// # Concurrency
+//
+// Safe for concurrent use: each connection is served on its own
+// goroutine, all of which Close waits for.
+package wyomingtest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
+)
+
+// Server is the fake.
+type Server struct {
+	// Text is the transcript of an utterance of samples at rate; nil
+	// answers "" (nothing recognised).
+	Text  func(samples, rate int) string
+	Delay time.Duration // from audio-stop to the transcript
+
+	ln net.Listener
+	wg sync.WaitGroup
+
+	mu         sync.Mutex
+	problems   []string
+	utterances []Utterance
+}
+
+// Utterance is one recognition the server served.
+type Utterance struct {
+	Samples int
+	Rate    int
+	Stopped time.Time // audio-stop arrived
+	Took    time.Duration
+}
+
+// Start listens on a free loopback port.
+func (s *Server) Start() (addr string, err error) {
+	s.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	s.wg.Add(1)
+	go s.serve()
+	return s.ln.Addr().String(), nil
+}
+
+// Close stops the server and waits for its connections.
+func (s *Server) Close() {
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.wg.Wait()
+}
+
+// Problems are the protocol mistakes clients made.
+func (s *Server) Problems() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.problems...)
+}
+
+// Utterances are the recognitions served, in order.
+func (s *Server) Utterances() []Utterance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Utterance(nil), s.utterances...)
+}
+
+func (s *Server) problem(format string, args ...any) {
+	s.mu.Lock()
+	if len(s.problems) < 100 {
+		s.problems = append(s.problems, fmt.Sprintf(format, args...))
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			s.handle(c)
+		}()
+	}
+}
+
+type format struct {
+	Rate     int `json:"rate"`
+	Width    int `json:"width"`
+	Channels int `json:"channels"`
+}
+
+func (s *Server) handle(c net.Conn) {
+	r := bufio.NewReader(c)
+	var f format
+	bytes := 0
+	for step := 0; ; step++ {
+		c.SetReadDeadline(time.Now().Add(time.Minute))
+		ev, err := wy.ReadEvent(r)
+		if err != nil {
+			return // the client went away (an aborted utterance)
+		}
+		switch {
+		case ev.Type == "describe":
+			info, _ := wy.NewEvent("info", map[string]any{"asr": []map[string]any{{"name": "wyomingtest", "installed": true,
+				"models": []map[string]any{{"name": "fake", "languages": []string{"en", "ja"}, "installed": true}}}}}, nil)
+			wy.WriteEvent(c, info)
+			return
+		case step == 0 && ev.Type != "transcribe":
+			s.problem("first event %s, want transcribe", ev.Type)
+		case step == 1 && ev.Type != "audio-start":
+			s.problem("second event %s, want audio-start", ev.Type)
+		case ev.Type == "audio-start":
+			if err := ev.Decode(&f); err != nil || f.Width != 2 || f.Channels != 1 || f.Rate < 8000 {
+				s.problem("audio-start %v: want s16 mono", ev.Data)
+			}
+		case ev.Type == "audio-chunk":
+			var cf format
+			if err := ev.Decode(&cf); err != nil || cf != f {
+				s.problem("audio-chunk format %+v, announced %+v", cf, f)
+			}
+			bytes += len(ev.Payload)
+		case ev.Type == "audio-stop":
+			stopped := time.Now()
+			samples := bytes / 2
+			text := ""
+			if s.Text != nil {
+				text = s.Text(samples, f.Rate)
+			}
+			time.Sleep(s.Delay)
+			tr, _ := wy.NewEvent("transcript", map[string]any{"text": text}, nil)
+			if err := wy.WriteEvent(c, tr); err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.utterances = append(s.utterances, Utterance{Samples: samples, Rate: f.Rate, Stopped: stopped, Took: time.Since(stopped)})
+			s.mu.Unlock()
+			return
+		}
+	}
+}
