@@ -141,9 +141,11 @@ func (s *Server) Run(ctx context.Context) error {
 	log := s.log()
 	log.Info("air: listening", "addr", s.addr, "rate", s.rate(), "attenuation", s.attenuation(), "delay", s.delay())
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	wg.Go(func() {
 		<-ctx.Done()
 		ln.Close()
@@ -292,9 +294,11 @@ func (s *Server) serveSource(ctx context.Context, c net.Conn, br *bufio.Reader, 
 		s.mu.Unlock()
 	}()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	// The writer tells the client how much has played, as it changes.
 	wg.Go(func() {
 		defer cancel()
@@ -352,9 +356,11 @@ func (s *Server) serveMic(ctx context.Context, c net.Conn, br *bufio.Reader, h H
 		tc.SetWriteBuffer(8 << 10) // a mic that does not read shows soon
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	wg.Go(func() {
 		defer cancel()
 		for {
