@@ -1,8 +1,8 @@
 package air
 
 import (
-	"log/slog"
 	"context"
+	"log/slog"
 	"math"
 	"net"
 	"strings"
