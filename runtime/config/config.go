@@ -206,6 +206,9 @@ type Mic struct {
 	Command    []string `yaml:"command"`
 	Device     string   `yaml:"device"`      // portaudio: an input device by name; default the system's
 	SampleRate int      `yaml:"sample_rate"` // default 16000, what speech-to-text engines take
+	// Air (kind air) is the host:port of a shared acoustic space
+	// (drivers/air, `chorus air serve`): tests and the demo.
+	Air string `yaml:"air"`
 	// EchoCancelled says the OS takes this robot's own playback out of
 	// what its microphone hears (PipeWire's echo-cancel module): then only
 	// the other robots' speech gates it, and it may hear a person through
@@ -299,6 +302,9 @@ type Audio struct {
 	Command    []string `yaml:"command"`
 	Device     string   `yaml:"device"`
 	SampleRate int      `yaml:"sample_rate"`
+	// Air (kind air) is the host:port of a shared acoustic space
+	// (drivers/air, `chorus air serve`): tests and the demo.
+	Air string `yaml:"air"`
 	// Paced makes null and wav take as long as the audio plays, as a
 	// speaker does (a room at human speed; measured silences).
 	Paced bool `yaml:"paced"`
