@@ -397,6 +397,8 @@ func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event) {
 	e.m.Hearing.WithLabelValues(outcome).Inc()
 	if outcome != "reported" {
 		h.Text = ""
+		e.log.Info("utterance not reported", "why", outcome, "start", h.Start.Format("15:04:05.000"),
+			"length", h.Duration().Round(time.Millisecond), "level", fmt.Sprintf("%.1f", h.Level))
 	}
 	e.tell(h, outcome)
 }

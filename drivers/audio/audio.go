@@ -12,6 +12,7 @@ package audio
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -50,24 +51,67 @@ type Stream interface {
 }
 
 // Resample converts p to rate by linear interpolation (speech quality;
-// enough for a TTS rate that differs from the device's).
+// enough for a TTS rate that differs from the device's). Going down, the
+// sound above the new rate's half is filtered out first: folded back
+// (aliased) it garbles speech enough that a recogniser no longer knows
+// "what time is it" in espeak-ng's 22050 Hz speech brought to 16 kHz.
 func Resample(p PCM, rate int) PCM {
 	if p.Rate == rate || p.Rate <= 0 || rate <= 0 || len(p.Samples) == 0 {
 		return PCM{Rate: rate, Samples: p.Samples}
 	}
-	n := int(int64(len(p.Samples)) * int64(rate) / int64(p.Rate))
+	src := p.Samples
+	if rate < p.Rate {
+		src = lowPass(src, 0.45*float64(rate)/float64(p.Rate))
+	}
+	n := int(int64(len(src)) * int64(rate) / int64(p.Rate))
 	out := make([]int16, n)
 	step := float64(p.Rate) / float64(rate)
-	last := len(p.Samples) - 1
+	last := len(src) - 1
 	for i := range out {
 		x := float64(i) * step
 		j := int(x)
 		if j >= last {
-			out[i] = p.Samples[last]
+			out[i] = src[last]
 			continue
 		}
 		f := x - float64(j)
-		out[i] = int16(float64(p.Samples[j])*(1-f) + float64(p.Samples[j+1])*f)
+		out[i] = int16(float64(src[j])*(1-f) + float64(src[j+1])*f)
 	}
 	return PCM{Rate: rate, Samples: out}
+}
+
+// lowPassTaps is the length of lowPass's filter: 63 taps, a transition of
+// about a tenth of the rate, ~60 multiplications a sample.
+const lowPassTaps = 63
+
+// lowPass filters s with a windowed-sinc (Blackman) low-pass whose cutoff
+// is cut, a fraction of the sample rate (below 0.5).
+func lowPass(s []int16, cut float64) []int16 {
+	var h [lowPassTaps]float64
+	m := float64(lowPassTaps - 1)
+	sum := 0.0
+	for i := range h {
+		x := float64(i) - m/2
+		v := 2 * cut
+		if x != 0 {
+			v = math.Sin(2*math.Pi*cut*x) / (math.Pi * x)
+		}
+		w := 0.42 - 0.5*math.Cos(2*math.Pi*float64(i)/m) + 0.08*math.Cos(4*math.Pi*float64(i)/m)
+		h[i] = v * w
+		sum += h[i]
+	}
+	out := make([]int16, len(s))
+	half := lowPassTaps / 2
+	for i := range s {
+		acc := 0.0
+		for k := range h {
+			j := i + k - half
+			if j >= 0 && j < len(s) {
+				acc += h[k] * float64(s[j])
+			}
+		}
+		acc /= sum
+		out[i] = int16(max(-32768, min(32767, math.Round(acc))))
+	}
+	return out
 }

@@ -78,3 +78,33 @@ func FuzzDecodeWAV(f *testing.F) {
 		}
 	})
 }
+
+// Going down in rate, sound above the new rate's half is filtered out,
+// not folded back into the speech band (a 10 kHz tone at 22050 Hz would
+// come back as a 6 kHz one at 16 kHz); sound below it keeps its level.
+func TestResampleDoesNotAlias(t *testing.T) {
+	tone := func(freq float64) PCM {
+		p := PCM{Rate: 22050, Samples: make([]int16, 22050)}
+		for i := range p.Samples {
+			p.Samples[i] = int16(10000 * math.Sin(2*math.Pi*freq*float64(i)/22050))
+		}
+		return p
+	}
+	rms := func(s []int16) float64 {
+		sum := 0.0
+		for _, v := range s[200 : len(s)-200] {
+			sum += float64(v) * float64(v)
+		}
+		return math.Sqrt(sum / float64(len(s)-400))
+	}
+	in := rms(tone(1000).Samples)
+	if kept := rms(Resample(tone(1000), 16000).Samples); math.Abs(kept/in-1) > 0.05 {
+		t.Errorf("a 1 kHz tone kept %.2f of its level, want 1", kept/in)
+	}
+	if folded := rms(Resample(tone(10000), 16000).Samples); folded/in > 0.03 {
+		t.Errorf("a 10 kHz tone came back at %.3f of its level (aliased), want under 0.03", folded/in)
+	}
+	if up := Resample(tone(1000), 48000); len(up.Samples) != 48000 || math.Abs(rms(up.Samples)/in-1) > 0.05 {
+		t.Errorf("up to 48 kHz: %d samples, level %.2f", len(up.Samples), rms(up.Samples)/in)
+	}
+}
