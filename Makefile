@@ -43,6 +43,8 @@ bench:
 	$(GO) test -run XXX -bench TurnGap -benchtime 30x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench 'VisionRoundTrip|SpeakFirstAudio' -benchtime 1000x ./cmd/chorus/internal/bench/
 	$(GO) test -run XXX -bench CommandCameraPipe -benchtime 20x ./cmd/chorus/internal/bench/
+	$(GO) test -run XXX -bench Voice -benchtime 10x ./cmd/chorus/internal/bench/
+	$(GO) test -run XXX -bench Energy -benchtime 200x ./drivers/vad/
 	$(GO) test -run XXX -bench . ./runtime/protocol/
 	$(GO) test -run XXX -bench RejectMalformed ./runtime/room/
 	$(GO) test -run XXX -bench 'Gap|Realtime' -benchtime 1x -timeout 1h ./cmd/chorus/internal/bench/

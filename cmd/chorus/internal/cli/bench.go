@@ -19,12 +19,12 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | startup (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | startup (see BENCHMARKS.md)", runBench}
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap startup ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|startup [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice startup ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|startup [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
@@ -42,6 +42,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if what == "gap" {
 		return benchGap(ctx, stdout, min(*rounds, 30), *engines, *latencies)
+	}
+	if what == "voice" {
+		return benchVoice(ctx, stdout, min(*rounds, 20))
 	}
 	if what == "startup" {
 		bin := *chorusd
@@ -176,6 +179,41 @@ func benchGap(ctx context.Context, stdout io.Writer, rounds int, engines, latenc
 					res.Overlaps, res.Spoken.Round(10*time.Millisecond))
 			}
 		}
+	}
+	return nil
+}
+
+// benchVoice measures voice to voice (issue 21): the person's end of
+// speech to the first robot audio, with a fixed 200 ms speech-to-text
+// server and with pocketsphinx, one microphone and three, a 300 ms model
+// and espeak-ng; and Chorus's own share, the rest once the hangover,
+// the speech to text and the model are taken off (the TTS runs while
+// the room votes).
+func benchVoice(ctx context.Context, stdout io.Writer, rounds int) error {
+	const model = 300 * time.Millisecond
+	fmt.Fprintf(stdout, "voice to voice: the person's end of speech → the first robot audio; 3 robots in a shared air, espeak-ng, model %v, %d questions per room\n", model, rounds)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%dms", d.Round(time.Millisecond).Milliseconds()) }
+	p50 := map[string]time.Duration{}
+	for _, sttKind := range []string{"fixed", "pocketsphinx"} {
+		for _, mics := range []int{1, 3} {
+			res, err := bench.Voice(ctx, bench.VoiceCase{STT: sttKind, Mics: mics, Model: model, Rounds: rounds})
+			if err != nil {
+				return fmt.Errorf("%s, %d microphones: %w", sttKind, mics, err)
+			}
+			total, heard := bench.Summarize(res.Total), bench.Summarize(res.Heard)
+			stt, ttsFirst := bench.Summarize(res.STT).P50, bench.Summarize(res.TTS).P50
+			// The companion synthesizes its draft while the vote runs
+			// (overlapped turns: speak.start), so the TTS's first audio
+			// is not on the path; it is shown, not taken off.
+			own := total.P50 - res.Hangover - stt - model
+			p50[fmt.Sprintf("%s/%d", sttKind, mics)] = total.P50
+			fmt.Fprintf(stdout, "  %-12s %d mic%s  total p50 %-7s p99 %-7s  heard (Message) p50 %-7s  parts p50: hangover %s, STT %s, model %s (TTS first audio %s, prepared during the vote)  → Chorus's own %s\n",
+				sttKind, mics, map[bool]string{true: " ", false: "s"}[mics == 1], ms(total.P50), ms(total.P99), ms(heard.P50),
+				ms(res.Hangover), ms(stt), ms(model), ms(ttsFirst), ms(own))
+		}
+	}
+	for _, k := range []string{"fixed", "pocketsphinx"} {
+		fmt.Fprintf(stdout, "  arbitration, %s: three microphones − one, p50 %s\n", k, ms(p50[k+"/3"]-p50[k+"/1"]))
 	}
 	return nil
 }

@@ -1,0 +1,326 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
+	"github.com/chorus-robotics/chorus/drivers/air"
+	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/stt/pocketsphinx"
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
+	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// VoiceCase is one room of the voice-to-voice benchmark.
+type VoiceCase struct {
+	STT    string        // "fixed" (a Wyoming server answering after STTDelay) or "pocketsphinx" (with a grammar)
+	Mics   int           // how many of the three robots hear (1 or 3)
+	Model  time.Duration // the model server's time per call
+	Rounds int
+}
+
+// VoiceResult is what one room measured, per round.
+type VoiceResult struct {
+	Total []time.Duration // the person's end of speech → the first robot audio
+	Heard []time.Duration // the person's end of speech → the room's Message
+	// STT is the engine's time from the end of the audio to the text:
+	// the fixed server's own, or pocketsphinx's measured on the same
+	// sentence streamed in real time.
+	STT      []time.Duration
+	Hangover time.Duration // the VAD's end-of-speech hangover (config)
+	TTS      []time.Duration
+}
+
+// STTDelay is the fixed speech-to-text server's time per sentence.
+const STTDelay = 200 * time.Millisecond
+
+// VoiceQuestion is what the person asks in the voice benchmark.
+const VoiceQuestion = "Hello robots, what is the weather like today?"
+
+const voiceGrammar = `#JSGF V1.0;
+grammar bench;
+public <utterance> = hello robots what is the weather like today | goodbye robots;
+`
+
+const voiceCompanion = `version: 1
+device: {id: %[1]s}
+room: {name: voice, members: [ann, ben, cat], pause: 200ms}
+mqtt: {broker: "tcp://127.0.0.1:1"}
+companion: {id: %[1]s, name: %[1]s, language: en}
+brain: {provider: openai, base_url: "%[2]s", model: bench, timeout: 10s}
+drivers:
+  audio: {kind: air, air: "%[3]s"}
+  tts: {kind: espeak-ng}
+  mic: {kind: air, air: "%[3]s"}
+hearing: {enabled: %[4]t, stt: %[5]s}
+http: {listen: "off"}
+`
+
+const voiceFloor = `version: 1
+device: {id: voice-floor}
+room: {name: voice, members: [ann, ben, cat], floor: true}
+mqtt: {broker: "tcp://127.0.0.1:1"}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+`
+
+// Voice runs three companions on the OpenAI-compatible brain (the fake
+// model server, c.Model per call), speaking espeak-ng into a shared air
+// and hearing it; c.Mics of them hear. A person asks VoiceQuestion aloud
+// c.Rounds times; each time the room is quiet again, it measures from the
+// end of the person's speech to the first robot audio (its speaking
+// status) and to the room's Message.
+func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
+	res := VoiceResult{Hangover: config.DefaultHangover}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv := &air.Server{Listen: "127.0.0.1:0"}
+	airDone := make(chan error, 1)
+	go func() { airDone <- srv.Run(ctx) }()
+	defer func() { cancel(); <-airDone }()
+	select {
+	case <-srv.Ready():
+	case err := <-airDone:
+		return res, fmt.Errorf("air: %w", err)
+	}
+	fake := llmtest.New()
+	defer fake.Close()
+	fake.Latency, fake.OnlyUsers = c.Model, true
+	fake.Line = func(me string, turn int) string { return "It is sunny and warm today." }
+	dir, err := os.MkdirTemp("", "chorus-voice-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	gram := filepath.Join(dir, "bench.gram")
+	if err := os.WriteFile(gram, []byte(voiceGrammar), 0o644); err != nil {
+		return res, err
+	}
+	pcm, err := question(ctx)
+	if err != nil {
+		return res, err
+	}
+	sttConf := "{kind: pocketsphinx, grammar: " + gram + "}"
+	var fixed *wyomingtest.Server
+	if c.STT == "fixed" {
+		fixed = &wyomingtest.Server{Delay: STTDelay, Text: func(int, int) string { return "hello robots what is the weather like today" }}
+		addr, err := fixed.Start()
+		if err != nil {
+			return res, err
+		}
+		defer fixed.Close()
+		sttConf = `{kind: wyoming, url: "tcp://` + addr + `"}`
+	} else if res.STT, err = pocketsphinxTimes(ctx, gram, pcm, 3); err != nil {
+		return res, err
+	}
+	cfgs := []*config.Config{}
+	for i, y := range []string{voiceFloor,
+		fmt.Sprintf(voiceCompanion, "ann", fake.BaseURL(), srv.Addr(), c.Mics >= 1, sttConf),
+		fmt.Sprintf(voiceCompanion, "ben", fake.BaseURL(), srv.Addr(), c.Mics >= 2, sttConf),
+		fmt.Sprintf(voiceCompanion, "cat", fake.BaseURL(), srv.Addr(), c.Mics >= 3, sttConf)} {
+		cfg, err := config.Decode(strings.NewReader(y))
+		if err != nil {
+			return res, fmt.Errorf("config %d: %w", i, err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	r, err := localroom.Start(ctx, cfgs, localroom.Options{Quiet: true})
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	obs, ob, err := r.Dial(ctx, "voice-watch")
+	if err != nil {
+		return res, err
+	}
+	defer ob.Close()
+	w := &voiceWatch{heard: make(chan time.Time, 16), started: make(chan time.Time, 16), speaking: map[string]bool{}}
+	if err := obs.OnMessage(ctx, w.message); err != nil {
+		return res, err
+	}
+	if err := obs.OnSpeaking(ctx, w.speak); err != nil {
+		return res, err
+	}
+	if err := waitAll(ctx, time.Second, r); err != nil {
+		return res, err
+	}
+	tts := &espeak.Engine{}
+	for range c.Rounds {
+		if err := w.quiet(ctx, 30*time.Second); err != nil {
+			return res, err
+		}
+		time.Sleep(800 * time.Millisecond) // the room's tail, and a pause as a person takes
+		w.drain()
+		if err := air.Say(ctx, srv.Addr(), pcm.Samples, pcm.Rate); err != nil {
+			return res, fmt.Errorf("the person: %w", err)
+		}
+		end := time.Now().Add(-trailingSilence(pcm))
+		var heardAt, startedAt time.Time
+		select {
+		case heardAt = <-w.heard:
+		case <-time.After(15 * time.Second):
+			return res, errors.New("voice: the room did not hear the person within 15 s")
+		case err := <-r.Err():
+			return res, err
+		}
+		select {
+		case startedAt = <-w.started:
+		case <-time.After(15 * time.Second):
+			return res, errors.New("voice: no robot answered within 15 s")
+		case err := <-r.Err():
+			return res, err
+		}
+		res.Heard = append(res.Heard, heardAt.Sub(end))
+		res.Total = append(res.Total, startedAt.Sub(end))
+	}
+	if fixed != nil {
+		for _, u := range fixed.Utterances() {
+			res.STT = append(res.STT, u.Took)
+		}
+	}
+	ds, err := FirstAudio(ctx, tts, "It is sunny and warm today.", false, 20)
+	if err != nil {
+		return res, err
+	}
+	res.TTS = ds
+	if p := fake.Problems(); len(p) > 0 {
+		return res, fmt.Errorf("model server saw bad requests: %v", p)
+	}
+	return res, nil
+}
+
+// waitAll gives the room's subscriptions time to settle.
+func waitAll(ctx context.Context, d time.Duration, r *localroom.Room) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case err := <-r.Err():
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// voiceWatch follows the room: the person's heard Messages and the robots'
+// voices.
+type voiceWatch struct {
+	heard, started chan time.Time
+	mu             sync.Mutex
+	speaking       map[string]bool
+	changed        chan struct{}
+}
+
+func (w *voiceWatch) message(m protocol.Message) {
+	if m.Params.Metadata[protocol.MetaSource] == protocol.SourceVoice {
+		select {
+		case w.heard <- time.Now():
+		default:
+		}
+	}
+}
+
+func (w *voiceWatch) speak(e room.SpeakingEvent) {
+	w.mu.Lock()
+	on := e.Speaking.Speaking && !e.Cleared
+	if on && !w.speaking[e.ID] {
+		select {
+		case w.started <- e.Speaking.StartedAt:
+		default:
+		}
+	}
+	w.speaking[e.ID] = on
+	w.mu.Unlock()
+}
+
+func (w *voiceWatch) drain() {
+	for {
+		select {
+		case <-w.heard:
+		case <-w.started:
+		default:
+			return
+		}
+	}
+}
+
+func (w *voiceWatch) quiet(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		n := 0
+		for _, on := range w.speaking {
+			if on {
+				n++
+			}
+		}
+		w.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("voice: a robot still speaks after %v", within)
+}
+
+// question is VoiceQuestion spoken by espeak-ng at 16 kHz.
+func question(ctx context.Context) (audio.PCM, error) {
+	p, err := (&espeak.Engine{}).Synthesize(ctx, VoiceQuestion, "")
+	if err != nil {
+		return audio.PCM{}, fmt.Errorf("voice: espeak-ng: %w", err)
+	}
+	return audio.Resample(p, 16000), nil
+}
+
+// trailingSilence is how long p ends quietly: the person's speech ended
+// that long before the audio did.
+func trailingSilence(p audio.PCM) time.Duration {
+	i := len(p.Samples) - 1
+	for i > 0 && p.Samples[i] < 300 && p.Samples[i] > -300 {
+		i--
+	}
+	return time.Duration(len(p.Samples)-1-i) * time.Second / time.Duration(p.Rate)
+}
+
+// pocketsphinxTimes streams pcm to pocketsphinx in real time n times and
+// returns the time from its last audio to the transcript.
+func pocketsphinxTimes(ctx context.Context, grammar string, pcm audio.PCM, n int) ([]time.Duration, error) {
+	e := &pocketsphinx.Engine{Grammar: grammar}
+	var out []time.Duration
+	for range n {
+		s, err := e.Start(ctx, pcm.Rate)
+		if err != nil {
+			return nil, err
+		}
+		frame := pcm.Rate / 50
+		for i := 0; i < len(pcm.Samples); i += frame {
+			s.Write(pcm.Samples[i:min(i+frame, len(pcm.Samples))])
+			time.Sleep(20 * time.Millisecond)
+		}
+		start := time.Now()
+		tr, err := s.Finish(ctx)
+		if err != nil && !errors.Is(err, stt.ErrEmpty) {
+			return nil, err
+		}
+		if tr.Text == "" {
+			return nil, errors.New("voice: pocketsphinx did not recognise the question")
+		}
+		out = append(out, time.Since(start))
+	}
+	return out, nil
+}
