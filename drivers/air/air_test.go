@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +376,36 @@ func TestServerStops(t *testing.T) {
 	}
 	if _, err := out.Begin(ctx, "next"); err == nil || !strings.Contains(err.Error(), addr) {
 		t.Errorf("Begin without a server: %v", err)
+	}
+}
+
+// The recording is the room as one listener hears it: the person's
+// sentence and a robot's tone, each at its length, written when the air
+// stops.
+func TestRecord(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "room.wav")
+	s := &Server{Record: file}
+	addr, stop := serve(t, s)
+	speech := mictest.Speech(t, "", "hello robots")
+	if err := Say(t.Context(), addr, speech, 16000); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := audio.DecodeWAV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loud := 0
+	for _, v := range p.Samples {
+		if v > 1000 || v < -1000 {
+			loud++
+		}
+	}
+	if p.Rate != 16000 || p.Duration() < time.Duration(len(speech))*time.Second/16000 || loud < len(speech)/10 {
+		t.Fatalf("recorded %v at %d Hz, %d loud samples; the sentence has %d samples", p.Duration(), p.Rate, loud, len(speech))
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/audio"
 )
 
 // Defaults of the server.
@@ -30,6 +33,8 @@ const (
 	// WriteTimeout bounds one write to a client: a client that takes
 	// nothing for that long is closed.
 	WriteTimeout = 10 * time.Second
+	// MaxRecord bounds Server.Record: the first half hour of the room.
+	MaxRecord = 30 * time.Minute
 	// maxCatchUp is how many ticks a late mixer makes up at once; beyond
 	// it, the time is skipped.
 	maxCatchUp = 50
@@ -49,8 +54,14 @@ type Server struct {
 	// DefaultDelay; negative for none).
 	Delay time.Duration
 	Log   *slog.Logger
+	// Record, when set, is where the room is recorded as one listener in
+	// its middle hears it — every speaker and every person at gain 1 —
+	// as a WAV file written when Run returns (the demo's room.wav, with
+	// the person in it). At most MaxRecord is kept.
+	Record string
 
 	once  sync.Once
+	rec   []int16 // owned by the mixer
 	ready chan struct{}
 	addr  string // set before ready is closed
 
@@ -150,7 +161,14 @@ func (s *Server) Run(ctx context.Context) error {
 		<-ctx.Done()
 		ln.Close()
 	})
-	wg.Go(func() { s.mix(ctx) })
+	wg.Go(func() {
+		s.mix(ctx)
+		if s.Record != "" {
+			if err := os.WriteFile(s.Record, audio.EncodeWAV(audio.PCM{Rate: s.rate(), Samples: s.rec}), 0o644); err != nil {
+				log.Warn("air: recording not written", "file", s.Record, "err", err)
+			}
+		}
+	})
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -453,6 +471,11 @@ func (s *Server) tick(n int, srcs []*source, mics []*micClient) {
 			own[q.hello.ID] = o
 		}
 		add(o, buf)
+	}
+	if s.Record != "" && len(s.rec) < int(MaxRecord/FrameDuration)*n {
+		for i := range n {
+			s.rec = append(s.rec, clip(person[i]+robots[i]))
+		}
 	}
 	att := s.attenuation()
 	out := make([]int16, n)

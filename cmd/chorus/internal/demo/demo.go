@@ -47,8 +47,14 @@ type Options struct {
 	// free floor) until its phase ends; Paced plays it at human speed too,
 	// so a room with overlap: false never has two robots talking at once.
 	Mode string
-	W    io.Writer // transcript
-	Log  *slog.Logger
+	// Voice has a person ask the opening line aloud instead of typing it:
+	// the robots speak and hear through a shared air (drivers/air), each
+	// with the offline pocketsphinx and a grammar of the demo's phrases;
+	// the room hears the person once and answers, and room.wav is the air
+	// as it sounded, the person in it. Needs espeak-ng and pocketsphinx.
+	Voice bool
+	W     io.Writer // transcript
+	Log   *slog.Logger
 }
 
 // Summary is how a demo run ended.
@@ -96,6 +102,14 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	var v *voice
+	if o.Voice {
+		o.Paced = true
+		if v, err = startVoice(ctx, o.Out, o.Message, o.Log); err != nil {
+			return Summary{}, err
+		}
+		defer v.stop()
+	}
 	serve := ctx // the room's life: the conversation's, or until interrupted with a console
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -115,6 +129,10 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			consoleOn(c, o.Console)
 		}
 		if c.Companion == nil {
+			return
+		}
+		if v != nil {
+			v.prepare(c)
 			return
 		}
 		if out == "" { // no WAV files: the configs' own folders are not this run's
@@ -174,7 +192,12 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		}
 		return Summary{Elapsed: time.Since(start)}, nil
 	}
-	if err := user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, o.Message, "")); err != nil {
+	if v != nil {
+		fmt.Fprintf(o.W, "a person says aloud: %q\n", o.Message)
+		if err := v.say(ctx); err != nil {
+			return Summary{}, err
+		}
+	} else if err := user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, o.Message, "")); err != nil {
 		return Summary{}, err
 	}
 
@@ -228,7 +251,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 				gapList(sum.Gaps), timeline.Percentile(sum.Gaps, 50).Round(time.Millisecond),
 				timeline.Percentile(sum.Gaps, 100).Round(time.Millisecond), sum.Overlaps)
 		}
-		if out != "" {
+		switch {
+		case v != nil && out != "":
+			sum.RoomWAV = v.stop()
+			fmt.Fprintf(o.W, "the whole room, as it sounded (the person too): %s\n", sum.RoomWAV)
+		case out != "":
 			sum.RoomWAV = filepath.Join(out, "room.wav")
 			if err := timeline.Mix(us, out, sum.RoomWAV); err != nil {
 				return sum, err

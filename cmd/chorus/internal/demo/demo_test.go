@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,5 +168,49 @@ func TestPacedRealtimeDemoNeverOverlaps(t *testing.T) {
 		if g < 0 {
 			t.Fatalf("a robot started %v before the one before it ended", -g)
 		}
+	}
+}
+
+// chorus demo -voice (issue 21): a person asks the opening line aloud in
+// the robots' shared air; the room hears it once (pocketsphinx) and
+// answers, and room.wav, the air as it sounded, starts with the person.
+func TestVoiceDemo(t *testing.T) {
+	for _, bin := range []string{"espeak-ng", "pocketsphinx_continuous"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CHORUS_REQUIRE_STT") == "1" {
+				t.Fatalf("%s not installed and CHORUS_REQUIRE_STT=1", bin)
+			}
+			t.Skipf("%s not installed", bin)
+		}
+	}
+	out := t.TempDir()
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), Options{Out: out, Turns: 2, Voice: true, Timeout: 60 * time.Second, W: &buf})
+	t.Log("\n" + buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "user → all: hello everyone what did you do today") || sum.Turns != 2 {
+		t.Fatalf("the room did not hear the person and answer: %d turns", sum.Turns)
+	}
+	if strings.Count(buf.String(), "user → all") != 1 {
+		t.Fatal("the person's sentence became more than one Message")
+	}
+	b, err := os.ReadFile(sum.RoomWAV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := audio.DecodeWAV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loud := 0
+	for _, v := range p.Samples[:min(len(p.Samples), 3*p.Rate)] {
+		if v > 2000 || v < -2000 {
+			loud++
+		}
+	}
+	if p.Duration() < 5*time.Second || loud < p.Rate/10 {
+		t.Fatalf("room.wav: %v long, %d loud samples in its first 3 s (the person)", p.Duration(), loud)
 	}
 }
