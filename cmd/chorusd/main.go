@@ -30,9 +30,9 @@ var version = "dev"
 func main() {
 	path := flag.String("config", "/etc/chorus/chorus.yaml", "device config file")
 	check := flag.String("check-config", "", "check this config file as a start would, and exit")
-	doc := flag.Bool("doctor", false, "check what the config needs against this machine (camera, audio, TTS, GPIO, broker, model server, secrets), and exit")
+	doc := flag.Bool("doctor", false, "check what the config needs against this machine (camera, audio, TTS, GPIO, broker, model server, secrets; microphone, speech to text, wake word), and exit")
 	envFile := flag.String("env-file", doctor.DefaultEnvFile, "with --doctor: the environment file chorusd.service reads (its variables fill those not already set)")
-	list := flag.Bool("list", false, "print the camera sources, audio outputs, TTS engines and brains this build contains, and exit")
+	list := flag.Bool("list", false, "print the camera sources, audio outputs, TTS engines, brains, microphones, speech-to-text engines and wake-word detectors this build contains, and exit")
 	flag.Parse()
 	switch {
 	case *list:
