@@ -409,3 +409,25 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("recorded %v at %d Hz, %d loud samples; the sentence has %d samples", p.Duration(), p.Rate, loud, len(speech))
 	}
 }
+
+// A microphone closed at once after its Read was cancelled (as the
+// capture loop stops: Read returns, then Close) is not touched by the
+// cancellation's callback, which may still run: a bench run panicked on
+// the callback using the connection Close had cleared.
+func TestSourceCloseRightAfterACancelledRead(t *testing.T) {
+	addr, stop := serve(t, &Server{})
+	defer stop()
+	for range 300 {
+		s := &Source{Addr: addr, ID: "ann"}
+		if err := s.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { time.Sleep(100 * time.Microsecond); cancel() }()
+		buf := make([]int16, 1<<20) // more than the air sends at once: Read waits
+		for ctx.Err() == nil {
+			s.Read(ctx, buf)
+		}
+		s.Close()
+	}
+}

@@ -66,8 +66,9 @@ func (s *Source) Read(ctx context.Context, buf []int16) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		s.c.SetReadDeadline(time.Now().Add(ReadTimeout))
-		stop := context.AfterFunc(ctx, func() { s.c.SetReadDeadline(time.Now()) })
+		c := s.c // the AfterFunc may run after a Close has cleared s.c
+		c.SetReadDeadline(time.Now().Add(ReadTimeout))
+		stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
 		f, err := ReadFrame(s.br, MaxPayload(s.Rate()))
 		stop()
 		switch {

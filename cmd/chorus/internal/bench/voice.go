@@ -97,7 +97,7 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	}
 	fake := llmtest.New()
 	defer fake.Close()
-	fake.Latency, fake.OnlyUsers = c.Model, true
+	fake.Latency, fake.OnlyUsers, fake.ClosingAfter = c.Model, true, 1<<30
 	fake.Line = func(me string, turn int) string { return "It is sunny and warm today." }
 	dir, err := os.MkdirTemp("", "chorus-voice-")
 	if err != nil {
