@@ -308,3 +308,112 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// qemuHearingYAML is a robot that hears, for the emulated arm64 build: it
+// speaks into and hears from a shared air (TCP), and recognises speech
+// with pocketsphinx, which it runs as a program (natively here).
+const qemuHearingYAML = `version: 1
+device: {id: pi-hana, arch: arm64}
+room: {name: lab, members: [hana], floor: true, vote_timeout: 3s}
+mqtt:
+  broker: tcp://127.0.0.1:%[1]d
+  embedded: {enabled: true, listen: 127.0.0.1:%[1]d, allow_anonymous: true}
+companion: {id: hana, name: Hana, personality: calm, language: en}
+brain: {provider: rule}
+drivers:
+  audio: {kind: air, air: "%[2]s"}
+  tts: {kind: espeak-ng}
+  mic: {kind: air, air: "%[2]s"}
+hearing: {enabled: true, stt: {kind: pocketsphinx, grammar: %[3]s}}
+http: {listen: "off"}
+`
+
+// The pure-Go linux/arm64 chorusd hears (issue 21) under emulation: a
+// person speaks into the air and the robot's room gets the sentence as a
+// Message, then the robot answers aloud.
+func TestEmulatedArm64RobotHears(t *testing.T) {
+	q := qemu(t)
+	needHearing(t)
+	o := &outside{t: t, dir: t.TempDir()}
+	o.chorusd, o.chorus = buildBinaries(t)
+	bin := buildArm64(t)
+	airAddr := o.air()
+	gram := filepath.Join(o.dir, "room.gram")
+	os.WriteFile(gram, []byte(hearingGrammar), 0o644)
+	port := bustest.FreePort(t)
+	cfg := filepath.Join(o.dir, "robot.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(qemuHearingYAML, port, airAddr, gram)), 0o644)
+	d := exec.Command(q, bin, "--config", cfg)
+	var logs strings.Builder
+	d.Stdout, d.Stderr = &syncWriter{w: &logs}, &syncWriter{w: &logs}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- d.Wait() }()
+	defer func() {
+		d.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			d.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("chorusd under qemu:\n%s", logs.String())
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var watch bus.Bus
+	var err error
+	for watch == nil {
+		if watch, err = bus.Dial(ctx, bus.Options{Broker: fmt.Sprintf("tcp://127.0.0.1:%d", port), ClientID: "watch", Username: "watch"}); err != nil {
+			watch = nil
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case err := <-exited:
+				t.Fatalf("chorusd under qemu exited: %v", err)
+			case <-ctx.Done():
+				t.Fatal("the emulated robot's broker never came up")
+			}
+		}
+	}
+	defer watch.Close()
+	msgs := make(chan protocol.Message, 16)
+	online := make(chan struct{}, 1)
+	watch.Subscribe(ctx, "chorus/rooms/lab/messages/+", func(_ string, b []byte) {
+		if m, err := protocol.DecodeMessage(b, 0); err == nil {
+			msgs <- m
+		}
+	})
+	watch.Subscribe(ctx, "chorus/rooms/lab/presence/hana", func(_ string, b []byte) {
+		if strings.Contains(string(b), `"hears":true`) {
+			select {
+			case online <- struct{}{}:
+			default:
+			}
+		}
+	})
+	select {
+	case <-online:
+	case <-ctx.Done():
+		t.Fatal("hana's presence never said it hears")
+	}
+	time.Sleep(time.Second) // its floor claims the room
+	o.sayAloud(airAddr, "Hello robots, what is the weather like today?")
+	for heard := false; ; {
+		select {
+		case m := <-msgs:
+			switch {
+			case m.Params.From == "user" && m.Params.Message == "hello robots what is the weather like today":
+				heard = true
+			case m.Params.From == "hana" && heard:
+				t.Logf("the arm64 robot heard the person and answered: %q", m.Params.Message)
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the emulated robot did not hear the person and answer within 90 s")
+		}
+	}
+}
