@@ -62,6 +62,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzReadEvent$$' -fuzztime $(FUZZTIME) ./drivers/wyoming/
 	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./drivers/stt/openai/
 	$(GO) test -run XXX -fuzz '^FuzzParseOutput$$' -fuzztime $(FUZZTIME) ./drivers/stt/pocketsphinx/
+	for f in FuzzDecodeHello FuzzDecodeFrame FuzzDecodeReply; do \
+	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./drivers/air/ || exit 1; done
 
 # Pure-Go binaries for the boards: arm64 (Pi 4/5, Zero 2 W on a 64-bit OS), armv7, armv6.
 dist:
