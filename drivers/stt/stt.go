@@ -78,6 +78,42 @@ var (
 	ErrFinished = errors.New("stt: session already finished")
 )
 
+// Lifecycle is what every Session keeps of its own life: finished once
+// (Finish), aborted at any time (Abort), after which it takes no more
+// audio. The session's own mutex guards it.
+type Lifecycle struct{ aborted, finished bool }
+
+// Done says why the session takes no more audio (ErrAborted,
+// ErrFinished), or nil while it does.
+func (l *Lifecycle) Done() error {
+	switch {
+	case l.aborted:
+		return ErrAborted
+	case l.finished:
+		return ErrFinished
+	}
+	return nil
+}
+
+// Finish marks the session finished, or says why it cannot be (Done).
+func (l *Lifecycle) Finish() error {
+	if err := l.Done(); err != nil {
+		return err
+	}
+	l.finished = true
+	return nil
+}
+
+// Abort marks the session aborted; false when it already was.
+func (l *Lifecycle) Abort() bool {
+	was := l.aborted
+	l.aborted = true
+	return !was
+}
+
+// Aborted reports whether the session was aborted.
+func (l *Lifecycle) Aborted() bool { return l.aborted }
+
 // CheckRate refuses a sample rate no engine can use.
 func CheckRate(rate int) error {
 	if rate < 8000 || rate > 192000 {

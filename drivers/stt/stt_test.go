@@ -36,3 +36,16 @@ func TestSentinelsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+func TestLifecycle(t *testing.T) {
+	var l Lifecycle
+	if l.Done() != nil || l.Finish() != nil {
+		t.Fatal("a new session refused")
+	}
+	if !errors.Is(l.Done(), ErrFinished) || !errors.Is(l.Finish(), ErrFinished) {
+		t.Fatal("a finished session took more")
+	}
+	if !l.Abort() || l.Abort() || !l.Aborted() || !errors.Is(l.Done(), ErrAborted) {
+		t.Fatal("Abort is once, and then the session says so")
+	}
+}

@@ -120,8 +120,7 @@ type Session struct {
 	mu       sync.Mutex
 	pcm      []int16
 	overflow bool
-	finished bool
-	aborted  bool
+	life     stt.Lifecycle      // finished, aborted
 	cancel   context.CancelFunc // of Finish's request
 }
 
@@ -131,11 +130,10 @@ var _ stt.Session = (*Session)(nil)
 func (s *Session) Write(pcm []int16) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.life.Done(); err != nil {
+		return err
+	}
 	switch {
-	case s.aborted:
-		return stt.ErrAborted
-	case s.finished:
-		return stt.ErrFinished
 	case s.overflow:
 		return nil
 	}
@@ -153,7 +151,7 @@ func (s *Session) Write(pcm []int16) error {
 func (s *Session) Abort() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.aborted = true
+	s.life.Abort()
 	s.pcm = nil
 	if s.cancel != nil {
 		s.cancel()
@@ -170,15 +168,10 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s.mu.Lock()
-	switch {
-	case s.aborted:
+	if err := s.life.Finish(); err != nil {
 		s.mu.Unlock()
-		return stt.Transcript{}, stt.ErrAborted
-	case s.finished:
-		s.mu.Unlock()
-		return stt.Transcript{}, stt.ErrFinished
+		return stt.Transcript{}, err
 	}
-	s.finished = true
 	s.cancel = cancel
 	pcm, overflow := s.pcm, s.overflow
 	s.pcm = nil
@@ -198,7 +191,7 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	tr, err := s.e.post(ctx, body, ctype)
 	if err != nil {
 		s.mu.Lock()
-		aborted := s.aborted
+		aborted := s.life.Aborted()
 		s.mu.Unlock()
 		if aborted {
 			return stt.Transcript{}, stt.ErrAborted

@@ -167,8 +167,7 @@ type Session struct {
 	mu       sync.Mutex
 	queue    chan []int16 // closed under mu
 	closed   bool
-	finished bool
-	aborted  bool
+	life     stt.Lifecycle // finished, aborted
 	overflow bool
 	inputEnd bool // feed closed stdin on purpose: an exit before it is a crash
 	feedErr  error
@@ -233,11 +232,8 @@ func (s *Session) failure(what string, err error) error {
 func (s *Session) Write(pcm []int16) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.aborted:
-		return stt.ErrAborted
-	case s.finished:
-		return stt.ErrFinished
+	if err := s.life.Done(); err != nil {
+		return err
 	}
 	if err := s.died(); err != nil {
 		return err
@@ -269,15 +265,10 @@ func (s *Session) closeQueue() {
 // program's answer.
 func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	s.mu.Lock()
-	switch {
-	case s.aborted:
+	if err := s.life.Finish(); err != nil {
 		s.mu.Unlock()
-		return stt.Transcript{}, stt.ErrAborted
-	case s.finished:
-		s.mu.Unlock()
-		return stt.Transcript{}, stt.ErrFinished
+		return stt.Transcript{}, err
 	}
-	s.finished = true
 	overflow := s.overflow
 	s.closeQueue()
 	s.mu.Unlock()
@@ -303,7 +294,7 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	}
 	<-s.fed
 	s.mu.Lock()
-	aborted, feedErr := s.aborted, s.feedErr
+	aborted, feedErr := s.life.Aborted(), s.feedErr
 	s.mu.Unlock()
 	switch {
 	case aborted:
@@ -350,11 +341,10 @@ func (s *Session) kill() {
 // Abort implements stt.Session: it kills the program.
 func (s *Session) Abort() {
 	s.mu.Lock()
-	if s.aborted {
+	if !s.life.Abort() {
 		s.mu.Unlock()
 		return
 	}
-	s.aborted = true
 	s.mu.Unlock()
 	s.kill()
 }

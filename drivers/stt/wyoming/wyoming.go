@@ -147,8 +147,7 @@ type Session struct {
 	mu       sync.Mutex
 	queue    chan []byte // closed by Finish or Abort, under mu
 	closed   bool
-	finished bool
-	aborted  bool
+	life     stt.Lifecycle // finished, aborted
 	overflow bool
 	sendErr  error
 	sent     int // bytes of PCM written
@@ -187,11 +186,10 @@ func (s *Session) send() {
 func (s *Session) Write(pcm []int16) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.life.Done(); err != nil {
+		return err
+	}
 	switch {
-	case s.aborted:
-		return stt.ErrAborted
-	case s.finished:
-		return stt.ErrFinished
 	case s.sendErr != nil:
 		return fmt.Errorf("stt wyoming: %s: %w", s.e.Addr, s.sendErr)
 	}
@@ -219,15 +217,10 @@ func (s *Session) closeQueue() {
 // out, sends audio-stop and waits for the transcript.
 func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	s.mu.Lock()
-	switch {
-	case s.aborted:
+	if err := s.life.Finish(); err != nil {
 		s.mu.Unlock()
-		return stt.Transcript{}, stt.ErrAborted
-	case s.finished:
-		s.mu.Unlock()
-		return stt.Transcript{}, stt.ErrFinished
+		return stt.Transcript{}, err
 	}
-	s.finished = true
 	s.closeQueue()
 	s.mu.Unlock()
 	defer s.conn.Close()
@@ -241,7 +234,7 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	tr, err := s.finish(ctx)
 	if err != nil {
 		s.mu.Lock()
-		aborted := s.aborted
+		aborted := s.life.Aborted()
 		s.mu.Unlock()
 		if aborted {
 			return stt.Transcript{}, stt.ErrAborted
@@ -346,11 +339,10 @@ func timeoutErr(err error) error {
 // the utterance end without audio-stop) and waits for the sender.
 func (s *Session) Abort() {
 	s.mu.Lock()
-	if s.aborted {
+	if !s.life.Abort() {
 		s.mu.Unlock()
 		return
 	}
-	s.aborted = true
 	s.closeQueue()
 	s.mu.Unlock()
 	s.conn.Close()
