@@ -369,6 +369,7 @@ func (d *doctor) microphone(ctx context.Context) {
 	}
 	buf := make([]int16, src.Rate())
 	got, peak := 0, 0
+	start := time.Now()
 	for got < len(buf) {
 		n, err := src.Read(ctx, buf[got:])
 		if err != nil {
@@ -379,6 +380,15 @@ func (d *doctor) microphone(ctx context.Context) {
 			peak = max(peak, abs(int(v)))
 		}
 		got += n
+	}
+	// A live microphone gives a second of audio in about a second (a
+	// driver may have some buffered); one that gives it at once is a
+	// program or file writing as fast as it can, which the robot cannot
+	// keep up with.
+	if took := time.Since(start); took < 500*time.Millisecond {
+		d.fail(name, fix, fmt.Errorf("%s gave a second of audio in %v: faster than real time, so not a live microphone (a program reading a file?)",
+			src.Name(), took.Round(time.Millisecond)))
+		return
 	}
 	d.ok(name, "a second of audio from %s at %d Hz, peak %d of 32767", src.Name(), src.Rate(), peak)
 }

@@ -55,6 +55,8 @@ func TestHearing(t *testing.T) {
 			[]string{"✓ microphone (file): a second of audio", "✓ speech to text (pocketsphinx): pocketsphinx answered half a second of silence"}},
 		{"microphone program exits", `{kind: command, command: [sh, -c, "echo no device >&2; exit 1"]}`, "{kind: pocketsphinx}", "{kind: none}", 1,
 			[]string{"✗ microphone (command):", "no device", "fix: check drivers.mic"}},
+		{"microphone faster than real time", `{kind: command, command: [sh, -c, "exec cat /dev/zero"]}`, "{kind: pocketsphinx}", "{kind: none}", 1,
+			[]string{"✗ microphone (command):", "faster than real time"}},
 		{"speech-to-text server down", fmt.Sprintf("{kind: file, path: %s}", wav), "{kind: wyoming, url: \"" + down + "\"}", "{kind: none}", 1,
 			[]string{"✗ speech to text (wyoming):", strings.TrimPrefix(down, "tcp://"), "fix: check hearing.stt"}},
 		{"wake-word server down", fmt.Sprintf("{kind: file, path: %s}", wav), "{kind: pocketsphinx}", "{kind: wyoming, url: \"" + down + "\"}", 1,

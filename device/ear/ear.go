@@ -84,6 +84,7 @@ type Ear struct {
 	wakeRetry   time.Time
 	wakeBackoff time.Duration
 	listenUntil time.Time
+	droppedLog  time.Time
 }
 
 // New checks cfg and returns an Ear; Run starts it.
@@ -154,7 +155,14 @@ func (e *Ear) Run(ctx context.Context) error {
 		}
 		if f.Dropped > 0 {
 			// The loop fell behind: what it missed breaks an utterance.
-			e.m.Hearing.WithLabelValues("mic_dropped_frames").Add(float64(f.Dropped))
+			// A microphone that delivers much faster than real time (a
+			// program writing a file, not a live device) does this all
+			// the time: said once a minute.
+			if f.At.Sub(e.droppedLog) > time.Minute {
+				e.droppedLog = f.At
+				e.log.Warn("the ear falls behind its microphone: frames dropped (a microphone faster than real time is not a live one)",
+					"dropped", f.Dropped)
+			}
 			e.abort("frames dropped")
 			e.cfg.Segmenter.Reset()
 		}
@@ -263,11 +271,13 @@ func (e *Ear) write(frames []mic.Frame) {
 	}
 	for _, f := range frames {
 		if err := e.sess.Write(f.Samples); err != nil {
+			// The rest of this utterance is dropped with it: a new session
+			// would hear only its tail and report that as the sentence.
 			e.m.Hearing.WithLabelValues("stt_error").Inc()
 			e.tell(protocol.Heard{}, "stt_error")
-			e.log.Warn("speech to text failed while the person spoke", "err", err)
+			e.log.Warn("speech to text failed while the person spoke; the sentence is not heard", "err", err)
 			e.sess.Abort()
-			e.sess = nil
+			e.sess, e.inUtt, e.pending = nil, false, e.pending[:0]
 			return
 		}
 	}
@@ -376,6 +386,9 @@ func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event) {
 		outcome = "empty"
 	case errors.Is(err, stt.ErrAborted) && ctx.Err() != nil:
 		outcome = "stopped"
+	case errors.Is(err, stt.ErrRateLimited):
+		outcome = "stt_rate_limited"
+		e.log.Warn("speech to text is rate limited", "err", err)
 	case err != nil:
 		outcome = "stt_error"
 		e.log.Warn("speech to text failed", "err", err)

@@ -3,6 +3,7 @@ package ear
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -188,7 +189,12 @@ func TestEarEngineFailures(t *testing.T) {
 	}{
 		{"nothing recognised", func(e *stttest.Engine) { e.Transcript = stt.Transcript{} }, "empty"},
 		{"finish fails", func(e *stttest.Engine) { e.FinishErr = errors.New("server went away") }, "stt_error"},
+		{"rate limited", func(e *stttest.Engine) { e.FinishErr = fmt.Errorf("HTTP 429: %w", stt.ErrRateLimited) }, "stt_rate_limited"},
 		{"start fails", func(e *stttest.Engine) { e.StartErr = errors.New("connection refused") }, "stt_error"},
+		// The server goes away while the person speaks: the sentence is
+		// lost, once; the rest of it is not sent to a new session (that
+		// would report its tail as the sentence).
+		{"write fails mid-sentence", func(e *stttest.Engine) { e.WriteErrAfter, e.WriteErr = 5, errors.New("connection reset") }, "stt_error"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newEarRig(t)
@@ -200,6 +206,9 @@ func TestEarEngineFailures(t *testing.T) {
 			}
 			if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues(tt.outcome)); got != 1 {
 				t.Errorf("%s = %v, want 1", tt.outcome, got)
+			}
+			if n := len(r.engine.Sessions()); n > 1 {
+				t.Errorf("%d speech-to-text sessions for one sentence", n)
 			}
 		})
 	}

@@ -74,6 +74,9 @@ var (
 	ErrOverflow = errors.New("stt: audio buffer overflowed")
 	// ErrAborted says the session was aborted.
 	ErrAborted = errors.New("stt: session aborted")
+	// ErrRateLimited says the engine's server asked to slow down (HTTP
+	// 429) past what a retry within the moment could wait for.
+	ErrRateLimited = errors.New("stt: rate limited")
 	// ErrFinished says Write or Finish came after Finish.
 	ErrFinished = errors.New("stt: session already finished")
 )

@@ -307,7 +307,7 @@ func (c *Config) validateHearing(p *problems) {
 		p.add("hearing.enabled", "a device without a companion has nobody to report what it hears as")
 	}
 	if c.Drivers.Mic.Kind == "none" || c.Drivers.Mic.Kind == "" {
-		p.add("drivers.mic.kind", "hearing is enabled: name a microphone (file, command, portaudio)")
+		p.add("drivers.mic.kind", "hearing is enabled: name a microphone (command, portaudio, air, file; chorusd --list)")
 	}
 	if h.STT.Kind == "" {
 		p.add("hearing.stt.kind", "hearing is enabled: name a speech-to-text engine (pocketsphinx, wyoming, openai)")

@@ -27,7 +27,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,7 +58,7 @@ const (
 
 // ErrRateLimited is returned (wrapped) when the server rate-limits and
 // the retries or the deadline are used up.
-var ErrRateLimited = errors.New("rate limited")
+var ErrRateLimited = stt.ErrRateLimited
 
 // Engine is one transcription endpoint.
 type Engine struct {

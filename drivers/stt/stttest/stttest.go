@@ -42,6 +42,10 @@ type Engine struct {
 	Delay      time.Duration  // Finish's wait; default DefaultDelay, negative for none
 	StartErr   error          // Start fails with it
 	FinishErr  error          // Finish fails with it after Delay
+	// WriteErrAfter, when above 0, makes every Write after that many fail
+	// with WriteErr (a server that went away while the person spoke).
+	WriteErrAfter int
+	WriteErr      error
 	MaxSamples int            // a session's bound; over it Finish fails with stt.ErrOverflow
 
 	sessions []*Session
@@ -81,7 +85,8 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 	if delay == 0 {
 		delay = DefaultDelay
 	}
-	s := &Session{rate: rate, max: max, delay: delay, tr: e.Transcript, err: e.FinishErr, aborted: make(chan struct{})}
+	s := &Session{rate: rate, max: max, delay: delay, tr: e.Transcript, err: e.FinishErr, aborted: make(chan struct{}),
+		writeErrAfter: e.WriteErrAfter, writeErr: e.WriteErr}
 	e.sessions = append(e.sessions, s)
 	return s, nil
 }
@@ -119,6 +124,9 @@ type Session struct {
 	overflow  bool
 	finishing bool
 	state     State
+
+	writeErrAfter int
+	writeErr      error
 }
 
 var _ stt.Session = (*Session)(nil)
@@ -134,6 +142,9 @@ func (s *Session) Write(pcm []int16) error {
 		return stt.ErrFinished
 	}
 	s.writes++
+	if s.writeErrAfter > 0 && s.writes > s.writeErrAfter {
+		return fmt.Errorf("stt fake: write: %w", s.writeErr)
+	}
 	if len(s.samples)+len(pcm) > s.max {
 		s.overflow = true
 		return nil // the real engines fail at Finish
