@@ -46,7 +46,7 @@ type Engine struct {
 	// with WriteErr (a server that went away while the person spoke).
 	WriteErrAfter int
 	WriteErr      error
-	MaxSamples int            // a session's bound; over it Finish fails with stt.ErrOverflow
+	MaxSamples    int // a session's bound; over it Finish fails with stt.ErrOverflow
 
 	sessions []*Session
 }
