@@ -309,7 +309,10 @@ func TestHearingWakeWordBargesIn(t *testing.T) {
 	})
 	who := strings.TrimPrefix(speaking.topic, "chorus/rooms/lab/speaking/")
 	said := make(chan struct{})
-	go func() { defer close(said); exec.Command(o.chorus, "air", "say", "-air", airAddr, "-text", "Hey Jarvis.").Run() }()
+	go func() {
+		defer close(said)
+		exec.Command(o.chorus, "air", "say", "-air", airAddr, "-text", "Hey Jarvis.").Run()
+	}()
 	time.Sleep(300 * time.Millisecond)
 	ws.detect()
 	w.waitFor(t, 10*time.Second, "the wake word as a Message", func(l line) bool {
