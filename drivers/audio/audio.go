@@ -105,10 +105,8 @@ func lowPass(s []int16, cut float64) []int16 {
 	for i := range s {
 		acc := 0.0
 		for k := range h {
-			j := i + k - half
-			if j >= 0 && j < len(s) {
-				acc += h[k] * float64(s[j])
-			}
+			j := min(max(i+k-half, 0), len(s)-1) // the edges held, not zeros: a steady sound stays steady
+			acc += h[k] * float64(s[j])
 		}
 		acc /= sum
 		out[i] = int16(max(-32768, min(32767, math.Round(acc))))

@@ -116,13 +116,18 @@ func names(card brain.Card, s string) bool {
 
 func isQuestion(s string) bool {
 	s = strings.TrimSpace(s)
-	if strings.ContainsAny(s, "?？") || strings.HasSuffix(s, "か") || strings.HasSuffix(s, "か。") {
-		return true
+	return strings.ContainsAny(s, "?？") || strings.HasSuffix(s, "か") || strings.HasSuffix(s, "か。")
+}
+
+// heardQuestion: speech to text writes no question mark, so a question
+// the room heard (metadata source "voice") is known by how it starts,
+// after a greeting ("hello robots what is the weather like today").
+// Typed and robots' lines keep their punctuation and are not read so.
+func heardQuestion(m protocol.MessageParams) bool {
+	if m.Metadata[protocol.MetaSource] != protocol.SourceVoice {
+		return false
 	}
-	// Speech to text writes no question mark: a heard question is known
-	// by how it starts, after a greeting ("hello robots what is the
-	// weather like today").
-	for _, w := range strings.Fields(strings.ToLower(s)) {
+	for _, w := range strings.Fields(strings.ToLower(m.Message)) {
 		switch strings.Trim(w, ",.!") {
 		case "hello", "hi", "hey", "robots", "robot", "everyone", "ok", "okay", "so", "":
 			continue
@@ -159,7 +164,7 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	}
 	m := in.Message.Params
 	t := brain.Thought{State: protocol.Listen, Importance: float64(2 + hash(in.Card.ID, m.ID)%4), Closing: b.stage(in)}
-	if isQuestion(m.Message) {
+	if isQuestion(m.Message) || heardQuestion(m) {
 		t.Importance += 3
 	}
 	if slices.Contains(m.To, in.Card.ID) {

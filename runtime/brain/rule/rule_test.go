@@ -125,23 +125,24 @@ func TestTalk(t *testing.T) {
 	}
 }
 
-// A heard sentence has no question mark: its question words say it asks.
-func TestIsQuestion(t *testing.T) {
+// A heard sentence has no question mark: its first words say it asks;
+// a typed or a robot's line is read by its punctuation only.
+func TestHeardQuestion(t *testing.T) {
+	voice := func(s string) protocol.MessageParams {
+		return protocol.MessageParams{Message: s, Metadata: map[string]any{protocol.MetaSource: protocol.SourceVoice}}
+	}
 	for _, tt := range []struct {
-		s    string
+		m    protocol.MessageParams
 		want bool
 	}{
-		{"What did you do today?", true},
-		{"hello robots what is the weather like today", true},
-		{"How, then", true},
-		{"今日は何をしましたか", true},
-		{"good morning everyone", false},
-		{"I watered the basil.", false},
-		{"Oh, I see what you mean", false},
-		{"hey robot do you like music", true},
+		{voice("hello robots what is the weather like today"), true},
+		{voice("hey robot do you like music"), true},
+		{voice("good morning everyone"), false},
+		{voice("oh i see what you mean"), false},
+		{protocol.MessageParams{Message: "hello robots what is the weather like today"}, false},
 	} {
-		if got := isQuestion(tt.s); got != tt.want {
-			t.Errorf("isQuestion(%q) = %v, want %v", tt.s, got, tt.want)
+		if got := isQuestion(tt.m.Message) || heardQuestion(tt.m); got != tt.want {
+			t.Errorf("%q (%v): question %v, want %v", tt.m.Message, tt.m.Metadata, got, tt.want)
 		}
 	}
 }
