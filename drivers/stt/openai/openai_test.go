@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/stt/stttest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -339,19 +340,7 @@ func TestAbortCancelsTheRequest(t *testing.T) {
 	defer close(release)
 	s, _ := srv.engine().Start(context.Background(), 16000)
 	s.Write(tone(16000))
-	done := make(chan error, 1)
-	go func() { _, err := s.Finish(context.Background()); done <- err }()
-	time.Sleep(100 * time.Millisecond)
-	s.Abort()
-	s.Abort()
-	select {
-	case err := <-done:
-		if !errors.Is(err, stt.ErrAborted) {
-			t.Fatalf("Finish = %v, want ErrAborted", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Finish did not return after Abort")
-	}
+	stttest.AbortDuringFinish(t, s, 100*time.Millisecond, 5*time.Second)
 	if err := s.Write(tone(10)); !errors.Is(err, stt.ErrAborted) {
 		t.Fatalf("Write after Abort = %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/stt/stttest"
 )
 
 // need skips when bin is missing, unless the variable env is 1 (CI):
@@ -320,19 +321,7 @@ func TestAbortKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Write(make([]int16, 320))
-	done := make(chan error, 1)
-	go func() { _, err := s.Finish(context.Background()); done <- err }()
-	time.Sleep(50 * time.Millisecond)
-	s.Abort()
-	s.Abort()
-	select {
-	case err := <-done:
-		if !errors.Is(err, stt.ErrAborted) {
-			t.Fatalf("Finish = %v, want ErrAborted", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Finish did not return after Abort")
-	}
+	stttest.AbortDuringFinish(t, s, 50*time.Millisecond, 5*time.Second)
 }
 
 func TestOverflow(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/stt/stttest"
 	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
 )
 
@@ -300,19 +301,7 @@ func TestAbortDuringFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Write(speech(1600))
-	done := make(chan error, 1)
-	go func() { _, err := s.Finish(context.Background()); done <- err }()
-	time.Sleep(50 * time.Millisecond)
-	s.Abort()
-	s.Abort()
-	select {
-	case err := <-done:
-		if !errors.Is(err, stt.ErrAborted) {
-			t.Fatalf("Finish = %v, want ErrAborted", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Finish did not return after Abort")
-	}
+	stttest.AbortDuringFinish(t, s, 50*time.Millisecond, 3*time.Second)
 	if err := s.Write(speech(10)); !errors.Is(err, stt.ErrAborted) {
 		t.Fatalf("Write after Abort = %v", err)
 	}
