@@ -1,0 +1,76 @@
+package schema
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCompile(t *testing.T) {
+	cases := []struct {
+		name, schema, want string // want: "" compiles, else a part of the error
+	}{
+		{"object", `{"type":"object","properties":{"angle":{"type":"number","minimum":-90,"maximum":90}},"additionalProperties":false}`, ""},
+		{"empty object schema", `{}`, ""},
+		{"not json", `{"type":`, "not JSON"},
+		{"unknown type", `{"type":"objekt"}`, "not a valid JSON Schema"},
+		{"bad minimum", `{"type":"object","properties":{"a":{"type":"number","minimum":"low"}}}`, "not a valid JSON Schema"},
+		{"remote ref", `{"$ref":"https://example.com/s.json"}`, "not a valid JSON Schema"},
+		{"file ref", `{"$ref":"file:///etc/passwd"}`, "not a valid JSON Schema"},
+		{"bad pattern", `{"type":"string","pattern":"("}`, "not a valid JSON Schema"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Compile([]byte(c.schema))
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("Compile: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("Compile: got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","properties":{"angle":{"type":"number","minimum":-90,"maximum":90},"speed":{"enum":["slow","fast"]}},"required":["angle"],"additionalProperties":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, args, want string
+	}{
+		{"ok", `{"angle": 30}`, ""},
+		{"ok enum", `{"angle": -90, "speed": "slow"}`, ""},
+		{"missing", `{}`, "angle"},
+		{"too big", `{"angle": 1e308}`, "/angle"},
+		{"string", `{"angle": "NaN"}`, "/angle"},
+		{"extra", `{"angle": 1, "force": 9}`, "force"},
+		{"enum", `{"angle": 1, "speed": "warp"}`, "/speed"},
+		{"not json", `{"angle": NaN}`, "not JSON"},
+		{"array", `[1]`, "object"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := s.Validate([]byte(c.args))
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("Validate: got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+func FuzzCompileValidate(f *testing.F) {
+	f.Add([]byte(`{"type":"object","properties":{"a":{"type":"number"}}}`), []byte(`{"a":1}`))
+	f.Add([]byte(`{"$ref":"#/$defs/x","$defs":{"x":{"$ref":"#/$defs/x"}}}`), []byte(`{}`))
+	f.Add([]byte(`{"type":"string","pattern":"^(a+)+$"}`), []byte(`"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"`))
+	f.Fuzz(func(t *testing.T, schema, value []byte) {
+		s, err := Compile(schema)
+		if err != nil {
+			return
+		}
+		_ = s.Validate(value)
+	})
+}
