@@ -555,7 +555,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if err != nil {
 		return err
 	}
-	body := cfg.Body()
+	body := cfg.BodyDevice()
 	// A device is online while its presence says so; a body behind this
 	// device's bridge while its client is connected (its connection is
 	// its presence).
@@ -610,7 +610,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 // those of each whisper channel it belongs to (never spoken aloud).
 func (d *Daemon) realtimeAgents(ctx context.Context, g *errgroup.Group, l *link, p *panel.Panel, b brain.Brain, qc *query.Client) error {
 	cfg := d.cfg
-	body := cfg.Body()
+	body := cfg.BodyDevice()
 	talker, ok := b.(realtime.Talker)
 	if !ok {
 		return fmt.Errorf("brain.provider %s cannot talk in realtime rooms", cfg.Brain.Provider)

@@ -35,6 +35,7 @@ type Config struct {
 	Brain     Brain       `yaml:"brain"`
 	Drivers   Drivers     `yaml:"drivers"`
 	Hearing   Hearing     `yaml:"hearing"`
+	Body      Body        `yaml:"body"`
 	Query     Query       `yaml:"query"`
 	HTTP      HTTP        `yaml:"http"`
 	Log       Log         `yaml:"log"`
@@ -416,9 +417,9 @@ func (l Log) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, o))
 }
 
-// Body is the device whose speak and vision queries the companion uses:
+// BodyDevice is the device whose speak and vision queries the companion uses:
 // companion.body, or this device.
-func (c *Config) Body() string {
+func (c *Config) BodyDevice() string {
 	if c.Companion != nil && c.Companion.Body != "" {
 		return c.Companion.Body
 	}

@@ -147,6 +147,7 @@ func (c *Config) SetDefaults() {
 	if d.Mic.SampleRate == 0 {
 		d.Mic.SampleRate = DefaultMicRate
 	}
+	c.bodyDefaults()
 	h := &c.Hearing
 	if h.User == "" {
 		h.User = protocol.DefaultHeardUser

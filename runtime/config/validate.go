@@ -201,6 +201,7 @@ func (c *Config) Validate() error {
 		p.add("drivers.mic.sample_rate", "must be from 8000 to 48000, got %d", d.Mic.SampleRate)
 	}
 	c.validateHearing(&p)
+	c.validateBody(&p)
 	if d.TTS.MaxChars < 1 || d.TTS.MaxChars > 100000 {
 		p.add("drivers.tts.max_chars", "must be from 1 to 100000, got %d", d.TTS.MaxChars)
 	}

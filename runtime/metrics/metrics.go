@@ -68,6 +68,9 @@ type Metrics struct {
 	Hearing      *prometheus.CounterVec // event: what a body's ear did with speech (reported, gated, empty, stt_error, ...)
 	HearingDelay prometheus.Histogram   // end of speech → report queued on the device (VAD hangover + STT)
 
+	Actions        *prometheus.CounterVec   // action, outcome: what a body did with the actions it was asked
+	ActionDuration *prometheus.HistogramVec // action: how long a body's actions ran
+
 	limiter limiter
 }
 
@@ -149,6 +152,12 @@ func New() *Metrics {
 		HearingDelay: f(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chorus_hearing_delay_seconds",
 			Help:    "From the end of a person's speech to its report being queued on the device (the VAD's hangover plus the speech-to-text engine).",
 			Buckets: []float64{.1, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 10}})).(prometheus.Histogram),
+		Actions: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_actions_total",
+			Help: "Actions a robot's body was asked to do, by action and outcome (done; replaced: a newer action of the same part ended it; unknown: no such action; bad_args: the arguments failed its schema; failed: the driver failed; sent: handed to a body that does not answer)."},
+			[]string{"action", "outcome"})).(*prometheus.CounterVec),
+		ActionDuration: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chorus_action_seconds",
+			Help:    "How long a body's actions ran, from their start (with their utterance's first audio, when tied to one) to their end.",
+			Buckets: []float64{.001, .005, .02, .05, .1, .25, .5, 1, 2, 5, 10}}, []string{"action"})).(*prometheus.HistogramVec),
 		Held: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_held_entries",
 			Help: "Entries a bounded map or queue holds now, by what (floor_ballots, companion_thinking, query_pending, ...): work in progress drains to 0 when the room rests; books of recent ids stay at or below their cap."},
 			[]string{"what"})).(*prometheus.GaugeVec),

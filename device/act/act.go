@@ -1,0 +1,406 @@
+// Package act is the body's side of actions (DESIGN.md, "Body actions"):
+// it answers "action" queries by running the named action on its part —
+// a servo head, a face, a light, a pin, a program — after checking the
+// arguments against the action's JSON Schema, and it shows the emotion of
+// every utterance while it is spoken.
+//
+// One action runs per part at a time: a newer one replaces the older (the
+// older ends early, its result says replaced). An action tied to an
+// utterance (ActionRequest.MessageID) starts when that utterance's first
+// audio plays, so the gesture goes with the words: the speaker tells the
+// body through Voice. Actions never hold speech up: they run on the query
+// server's workers, beside the speaker.
+package act
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/schema"
+)
+
+// Doer does one action with its arguments (checked against the action's
+// schema already). It must end soon after ctx ends: a newer action of its
+// part is waiting. Its string is the result's detail.
+type Doer func(ctx context.Context, args json.RawMessage) (string, error)
+
+// Action is one action the body can do.
+type Action struct {
+	Def  protocol.ActionDef
+	Part string // the part it moves: actions of one part replace each other
+	Do   Doer
+}
+
+// Shower shows an utterance's emotion while it is spoken: Show is called
+// when its audio starts (on a part's turn, like an action), and ctx ends
+// when the audio does. Nil parts show nothing.
+type Shower struct {
+	Part string
+	Show func(ctx context.Context, e protocol.Emotion) error
+}
+
+// DefaultCueWait bounds how long an action tied to an utterance waits for
+// that utterance's audio; then it runs anyway.
+const DefaultCueWait = 5 * time.Second
+
+// maxCues bounds the utterances remembered for the actions tied to them.
+const maxCues = 64
+
+// Body runs actions.
+type Body struct {
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	CueWait time.Duration // default DefaultCueWait
+	// Emotion shows each utterance's emotion while it is spoken (the face,
+	// the light); empty: none.
+	Emotion []Shower
+
+	actions map[string]*action
+	defs    []protocol.ActionDef
+
+	mu     sync.Mutex
+	parts  map[string]*run    // the action running on each part
+	cues   map[string]*cue    // utterances by message id
+	order  []string           // cues' ids, oldest first
+	voice  context.CancelFunc // ends the emotion shown and Speech's context
+	speech context.Context
+	wg     sync.WaitGroup
+	done   bool
+}
+
+type action struct {
+	Action
+	schema *schema.Schema
+}
+
+// run is one action running on its part.
+type run struct {
+	cancel   context.CancelFunc
+	ended    chan struct{}
+	replaced bool // set under Body.mu
+}
+
+// cue is an utterance's audio: started is closed when it starts.
+type cue struct {
+	started chan struct{}
+	at      time.Time
+	parts   map[string]bool // parts whose actions wait for it: the emotion leaves them alone
+}
+
+// New returns a Body with actions, each schema compiled; a bad one is an
+// error naming the action.
+func New(actions []Action) (*Body, error) {
+	b := &Body{actions: map[string]*action{}, parts: map[string]*run{}, cues: map[string]*cue{}}
+	for _, a := range actions {
+		if err := a.Def.Validate(); err != nil {
+			return nil, fmt.Errorf("action %q: %w", a.Def.Name, err)
+		}
+		s, err := schema.Compile(a.Def.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("action %q: %w", a.Def.Name, err)
+		}
+		if _, dup := b.actions[a.Def.Name]; dup {
+			return nil, fmt.Errorf("action %q: declared twice", a.Def.Name)
+		}
+		if a.Part == "" {
+			a.Part = a.Def.Name
+		}
+		b.actions[a.Def.Name] = &action{Action: a, schema: s}
+		b.defs = append(b.defs, a.Def)
+	}
+	if err := protocol.ValidateActionDefs(b.defs); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Defs are the body's actions as the brain and the wire see them.
+func (b *Body) Defs() []protocol.ActionDef { return slices.Clone(b.defs) }
+
+func (b *Body) log() *slog.Logger {
+	if b.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.Log
+}
+
+func (b *Body) count(name, outcome string) {
+	metrics.OrNew(b.Metrics).Actions.WithLabelValues(name, outcome).Inc()
+}
+
+// Handle answers an action query (a query.Handler).
+func (b *Body) Handle(ctx context.Context, from string, body json.RawMessage) (any, error) {
+	req, err := protocol.DecodeActionRequest(body, 0)
+	if err != nil {
+		b.count("unknown", "bad_request")
+		return nil, err
+	}
+	return b.Do(ctx, req)
+}
+
+// Do runs req: on its part, once its utterance's audio has started when
+// it names one.
+func (b *Body) Do(ctx context.Context, req protocol.ActionRequest) (protocol.ActionResult, error) {
+	a, ok := b.actions[req.Name]
+	if !ok {
+		b.count("unknown", "unknown")
+		return protocol.ActionResult{}, fmt.Errorf("action: no action %q on this body (it has: %s)", clip(req.Name), strings.Join(b.names(), ", "))
+	}
+	args := req.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if err := a.schema.Validate(args); err != nil {
+		b.count(a.Def.Name, "bad_args")
+		return protocol.ActionResult{}, fmt.Errorf("action %s: the arguments do not follow its schema: %v", a.Def.Name, err)
+	}
+	if req.MessageID != "" {
+		if err := b.await(ctx, req.MessageID, a.Part); err != nil {
+			return protocol.ActionResult{}, fmt.Errorf("action %s: %w", a.Def.Name, err)
+		}
+	}
+	start := time.Now()
+	detail, replaced, err := b.onPart(ctx, a.Part, func(ctx context.Context) (string, error) { return a.Do(ctx, args) })
+	d := time.Since(start)
+	metrics.OrNew(b.Metrics).ActionDuration.WithLabelValues(a.Def.Name).Observe(d.Seconds())
+	res := protocol.ActionResult{Name: a.Def.Name, Done: err == nil && !replaced, Replaced: replaced, DurationMs: d.Milliseconds(), Detail: clipDetail(detail)}
+	switch {
+	case replaced:
+		b.count(a.Def.Name, "replaced")
+		return res, nil
+	case err != nil:
+		b.count(a.Def.Name, "failed")
+		b.log().Warn("action failed", "action", a.Def.Name, "err", err)
+		return protocol.ActionResult{}, fmt.Errorf("action %s: %w", a.Def.Name, err)
+	}
+	b.count(a.Def.Name, "done")
+	return res, nil
+}
+
+func (b *Body) names() []string {
+	out := make([]string, 0, len(b.defs))
+	for _, d := range b.defs {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// onPart runs f as part's one action: the running one is ended first
+// (replaced), and f's context ends when a newer one comes.
+func (b *Body) onPart(ctx context.Context, part string, f func(context.Context) (string, error)) (string, bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	me := &run{cancel: cancel, ended: make(chan struct{})}
+	defer close(me.ended)
+	b.mu.Lock()
+	if b.done {
+		b.mu.Unlock()
+		return "", false, errors.New("the body is stopping")
+	}
+	prev := b.parts[part]
+	b.parts[part] = me
+	if prev != nil {
+		prev.replaced = true
+		prev.cancel()
+	}
+	b.mu.Unlock()
+	if prev != nil {
+		select { // the part is free once the older action has let go of it
+		case <-prev.ended:
+		case <-ctx.Done():
+		}
+	}
+	var detail string
+	var err error
+	if ctx.Err() == nil {
+		detail, err = f(ctx)
+	}
+	b.mu.Lock()
+	replaced := me.replaced
+	if b.parts[part] == me {
+		delete(b.parts, part)
+	}
+	b.mu.Unlock()
+	if replaced {
+		return detail, true, nil
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return detail, false, err
+}
+
+// await waits for the audio of utterance id to start, at most CueWait
+// (then the action runs anyway) or until ctx ends.
+func (b *Body) await(ctx context.Context, id, part string) error {
+	c := b.cue(id)
+	if c == nil {
+		return nil
+	}
+	b.mu.Lock()
+	c.parts[part] = true
+	b.mu.Unlock()
+	wait := b.CueWait
+	if wait <= 0 {
+		wait = DefaultCueWait
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-c.started:
+		return nil
+	case <-t.C:
+		b.log().Info("an action's utterance did not start in time; the action runs without it", "message", id, "waited", wait)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the audio of %s: %w", id, ctx.Err())
+	}
+}
+
+// cue returns utterance id's cue, made when new (nil when stopping).
+func (b *Body) cue(id string) *cue {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return nil
+	}
+	if c, ok := b.cues[id]; ok {
+		return c
+	}
+	c := &cue{started: make(chan struct{}), parts: map[string]bool{}}
+	b.cues[id] = c
+	b.order = append(b.order, id)
+	if len(b.order) > maxCues {
+		old := b.order[0]
+		b.order = b.order[1:]
+		if oc := b.cues[old]; oc != nil && oc.at.IsZero() {
+			close(oc.started) // whoever still waits for it runs now
+		}
+		delete(b.cues, old)
+	}
+	return c
+}
+
+// Voice is the speaker telling the body about an utterance's audio: it
+// started (its actions run, its emotion shows) or ended.
+func (b *Body) Voice(messageID string, e protocol.Emotion, speaking bool) {
+	b.mu.Lock()
+	stop := b.voice
+	b.voice, b.speech = nil, nil
+	b.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if !speaking {
+		return
+	}
+	if e == "" {
+		e = protocol.EmotionNeutral
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.mu.Lock()
+	if b.done {
+		b.mu.Unlock()
+		cancel()
+		return
+	}
+	b.voice, b.speech = cancel, ctx
+	var c *cue
+	if messageID != "" {
+		c = b.cues[messageID]
+		if c == nil {
+			b.mu.Unlock()
+			c = b.cue(messageID)
+			b.mu.Lock()
+		}
+	}
+	// The emotion shows on the parts no action of this utterance waits
+	// for: a tool call the model made for these words wins.
+	var shows []Shower
+	for _, s := range b.Emotion {
+		if c == nil || !c.parts[s.Part] {
+			shows = append(shows, s)
+		}
+	}
+	b.wg.Add(len(shows))
+	if c != nil && c.at.IsZero() {
+		c.at = time.Now()
+		close(c.started)
+	}
+	b.mu.Unlock()
+	for _, s := range shows {
+		go func() {
+			defer b.wg.Done()
+			_, _, err := b.onPart(ctx, s.Part, func(ctx context.Context) (string, error) { return "", s.Show(ctx, e) })
+			if err != nil && !errors.Is(err, context.Canceled) {
+				b.log().Warn("the body could not show an emotion", "part", s.Part, "emotion", e, "err", err)
+			}
+		}()
+	}
+}
+
+// Speech is a context that ends when the utterance playing now ends (it
+// has ended already when none plays): a face's mouth moves while it
+// lasts.
+func (b *Body) Speech() context.Context {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.speech != nil {
+		return b.speech
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// Close ends every action and waits for the emotion shows to end.
+func (b *Body) Close() {
+	b.mu.Lock()
+	b.done = true
+	for _, r := range b.parts {
+		r.cancel()
+	}
+	stop := b.voice
+	b.voice = nil
+	for _, c := range b.cues {
+		if c.at.IsZero() {
+			c.at = time.Now()
+			close(c.started)
+		}
+	}
+	b.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	b.wg.Wait()
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// clipDetail keeps a detail within the wire's bound, on a rune boundary.
+func clipDetail(s string) string {
+	if len(s) <= protocol.MaxActionDetail {
+		return s
+	}
+	cut := protocol.MaxActionDetail - len("…")
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
