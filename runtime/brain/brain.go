@@ -64,6 +64,10 @@ type Input struct {
 	ClosingInstruction string
 	// Remaining is the realtime mode's remaining post count; -1 in turn mode.
 	Remaining int
+	// Actions are what the companion's body can do (DESIGN.md, "Body
+	// actions"): an LLM brain offers them to its model as tools in the
+	// call that drafts the words.
+	Actions []protocol.ActionDef
 }
 
 // Thought is a brain's State for a message, and its draft utterance.
@@ -75,6 +79,9 @@ type Thought struct {
 	Draft      string
 	Emotion    protocol.Emotion
 	To         []string
+	// Actions are what the body does with the draft's words, started with
+	// their first audio (their MessageID is the companion's to set).
+	Actions []protocol.ActionRequest
 }
 
 // Validate checks a Thought as the wire would.
@@ -97,6 +104,7 @@ type Utterance struct {
 	Text    string
 	Emotion protocol.Emotion
 	To      []string
+	Actions []protocol.ActionRequest // done by the body with the words
 }
 
 // Brain is a companion's mind.

@@ -171,7 +171,8 @@ func (b *Brain) log() *slog.Logger {
 	return b.Log
 }
 
-// Think implements brain.Brain: one call for the State and the draft.
+// Think implements brain.Brain: one call for the State and the draft, in
+// which the model may also call the body's actions to go with the words.
 func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error) {
 	sys, err := prompts.System(in)
 	if err != nil {
@@ -185,7 +186,10 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	if b.Look != nil && b.Draft {
 		req.Tools = []ToolDef{VisionTool(in.Card.Language)}
 	}
-	resp, err := b.run(ctx, in, req)
+	if b.Draft {
+		req.Tools = append(req.Tools, ActionTools(in.Actions)...)
+	}
+	resp, acts, err := b.run(ctx, in, req)
 	if err != nil {
 		return brain.Thought{}, err
 	}
@@ -195,7 +199,28 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	}
 	u := b.bound(brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To}, in)
 	t.Draft, t.To = u.Text, u.To
+	if t.State == protocol.Speak {
+		t.Actions = acts
+	}
 	return t, nil
+}
+
+// MaxTurnActions bounds the actions one turn's words take: a model that
+// calls more has the rest dropped.
+const MaxTurnActions = 4
+
+// ActionTools are the body's actions as tools: their name, description
+// and argument schema, as the body declared them.
+func ActionTools(defs []protocol.ActionDef) []ToolDef {
+	var out []ToolDef
+	for _, d := range defs {
+		var params map[string]any
+		if err := json.Unmarshal(d.Schema, &params); err != nil || params == nil {
+			continue // a declaration is checked where it is made; this one is not offered
+		}
+		out = append(out, ToolDef{Name: d.Name, Description: d.Description, Parameters: params})
+	}
+	return out
 }
 
 // bound keeps what the model said within the limits: at most MaxUtterance
@@ -255,7 +280,11 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 		req.Tools = append(req.Tools, VisionTool(in.Card.Language))
 		req.ForceTool = "" // it may look first; the prompt asks for speak
 	}
-	resp, err := b.run(ctx, in, req)
+	if acts := ActionTools(in.Actions); len(acts) > 0 {
+		req.Tools = append(req.Tools, acts...)
+		req.ForceTool = "" // it may gesture with its words
+	}
+	resp, acts, err := b.run(ctx, in, req)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
@@ -265,11 +294,15 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 			if err != nil {
 				return brain.Utterance{}, err
 			}
-			return b.bound(u, in), nil
+			u = b.bound(u, in)
+			u.Actions = acts
+			return u, nil
 		}
 	}
 	if strings.TrimSpace(resp.Text) != "" { // a model that answered in plain text
-		return b.bound(brain.Utterance{Text: strings.TrimSpace(resp.Text), Emotion: protocol.EmotionNeutral}, in), nil
+		u := b.bound(brain.Utterance{Text: strings.TrimSpace(resp.Text), Emotion: protocol.EmotionNeutral}, in)
+		u.Actions = acts
+		return u, nil
 	}
 	return brain.Utterance{}, errors.New("llm: the model did not call speak")
 }
@@ -378,43 +411,86 @@ func ParseTalk(text string, card brain.Card) (string, error) {
 
 // run calls the model, runs vision tool calls, and calls again, up to
 // Rounds times. A speak call ends the loop (its arguments are the answer).
-func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response, error) {
+// Calls of the body's actions (in.Actions) are collected, not run: the
+// body does them when the words are spoken. A response with actions and
+// its answer ends the loop; one with actions alone is told they will be
+// done and asked again for its answer.
+func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response, []protocol.ActionRequest, error) {
 	rounds := b.Rounds
 	if rounds <= 0 {
 		rounds = 3
 	}
+	offered := map[string]bool{}
+	for _, t := range req.Tools {
+		offered[t.Name] = true
+	}
+	var acts []protocol.ActionRequest
 	for range rounds {
 		resp, err := b.Chat.Chat(ctx, req)
 		if err != nil {
-			return Response{}, err
+			return Response{}, nil, err
 		}
 		switch {
 		case resp.Refusal != "":
-			return Response{}, fmt.Errorf("llm: the model refused: %s", clip(resp.Refusal))
+			return Response{}, nil, fmt.Errorf("llm: the model refused: %s", clip(resp.Refusal))
 		case resp.Truncated:
-			return Response{}, errors.New("llm: the answer was cut off at the token limit")
+			return Response{}, nil, errors.New("llm: the answer was cut off at the token limit")
 		}
-		var vision []ToolCall
+		var tools []ToolCall // calls answered with a tool turn
+		spoke := false
 		for _, c := range resp.ToolCalls {
-			switch c.Name {
-			case "speak":
-				return resp, nil
-			case "vision":
-				vision = append(vision, c)
+			switch {
+			case c.Name == "speak":
+				spoke = true
+			case c.Name == "vision":
+				tools = append(tools, c)
+			case offered[c.Name]:
+				tools = append(tools, c)
+				acts = b.action(acts, c)
 			default:
-				return Response{}, fmt.Errorf("llm: the model called an unknown tool %q", c.Name)
+				return Response{}, nil, fmt.Errorf("llm: the model called an unknown tool %q", clip(c.Name))
 			}
 		}
-		if len(vision) == 0 {
-			return resp, nil
+		if spoke || len(tools) == 0 || (strings.TrimSpace(resp.Text) != "" && !calls(tools, "vision")) {
+			return resp, acts, nil
 		}
 		req.Turns = append(req.Turns, Turn{Role: Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
-		for _, c := range vision {
-			req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: b.see(ctx, in)})
+		for _, c := range tools {
+			answer := prompts.TextsFor(in.Card.Language).ActionQueued
+			if c.Name == "vision" {
+				answer = b.see(ctx, in)
+			}
+			req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer})
 		}
 		req.ForceTool = ""
 	}
-	return Response{}, fmt.Errorf("llm: still calling tools after %d rounds", rounds)
+	return Response{}, nil, fmt.Errorf("llm: still calling tools after %d rounds", rounds)
+}
+
+func calls(cs []ToolCall, name string) bool {
+	for _, c := range cs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// action adds the model's call c of a body action to acts: its arguments
+// must be a JSON object (the body checks them against the schema), and a
+// turn takes at most MaxTurnActions.
+func (b *Brain) action(acts []protocol.ActionRequest, c ToolCall) []protocol.ActionRequest {
+	r := protocol.ActionRequest{Name: c.Name, Args: c.Args}
+	switch err := r.Validate(); {
+	case err != nil:
+		b.log().Warn("the model called an action with arguments that are not an object; not done", "action", c.Name, "err", err)
+		metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("bad_action").Inc()
+		return acts
+	case len(acts) >= MaxTurnActions:
+		b.log().Info("the model called more actions than a turn takes; the rest are dropped", "action", c.Name, "max", MaxTurnActions)
+		return acts
+	}
+	return append(acts, r)
 }
 
 // see runs the vision tool: a picture from the device, described by the

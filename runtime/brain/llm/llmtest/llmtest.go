@@ -51,6 +51,11 @@ type Server struct {
 	Judge        func(lines []string) float64
 	JudgeLatency time.Duration
 	JudgeFails   bool
+	// Gesture, when set and offered as a tool, is called with its words in
+	// the response that drafts them (GestureArgs its arguments, default
+	// {}), as a model with a body would.
+	Gesture     string
+	GestureArgs string
 
 	judged   [][]string
 	calls    atomic.Int64
@@ -232,6 +237,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		b, _ := json.Marshal(state)
 		msg["content"] = string(b)
+		if s.Gesture != "" && offered(s.Gesture) && state["state"] == "speak" {
+			args := s.GestureArgs
+			if args == "" {
+				args = "{}"
+			}
+			msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
+				"function": map[string]any{"name": s.Gesture, "arguments": args}}}
+			finish = "tool_calls"
+		}
 	case len(req.Tools) > 0:
 		args, _ := json.Marshal(map[string]any{"message": line, "to": []string{}, "emotion": "neutral"})
 		msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
