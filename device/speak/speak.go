@@ -47,6 +47,11 @@ type Speaker struct {
 	// MaxHold bounds how long a held speak waits for its start (default
 	// DefaultMaxHold): a companion that never starts it holds nothing up.
 	MaxHold time.Duration
+	// OnVoice, if set, is told when an utterance's audio starts (just
+	// before its first samples go to the audio output) and when it ends
+	// (drained, stopped or failed): the body's actions and face follow
+	// the words. It must not block.
+	OnVoice func(messageID string, e protocol.Emotion, speaking bool)
 
 	mu      sync.Mutex
 	current *utterance
@@ -239,7 +244,7 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 		}
 		s.mu.Unlock()
 	}()
-	res, err := s.play(ctx, me, pcm, start, res, name)
+	res, err := s.play(ctx, me, pcm, start, res, name, r)
 	if err != nil && ctx.Err() != nil {
 		s.mu.Lock()
 		replaced := s.current != me
@@ -288,7 +293,7 @@ type chunk struct {
 	err error
 }
 
-func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, start time.Time, res protocol.SpeakResult, name string) (protocol.SpeakResult, error) {
+func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, start time.Time, res protocol.SpeakResult, name string, r protocol.SpeakRequest) (protocol.SpeakResult, error) {
 	st, err := s.Out.Begin(ctx, name)
 	if err != nil {
 		return res, fmt.Errorf("speak: audio output: %w", err)
@@ -313,6 +318,10 @@ func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, sta
 		if feed.Err() != nil {
 			res.Stopped = true
 			break
+		}
+		if first && s.OnVoice != nil {
+			s.OnVoice(r.MessageID, r.Emotion, true)
+			defer s.OnVoice(r.MessageID, r.Emotion, false)
 		}
 		if err := st.Write(feed, c.pcm); err != nil {
 			if ctx.Err() == nil && feed.Err() != nil {

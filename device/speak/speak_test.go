@@ -207,3 +207,25 @@ func TestStopAtTheSentenceOrAtOnce(t *testing.T) {
 		t.Fatal("speak.stop later accepted")
 	}
 }
+
+// The body hears of the words as their first samples go out, and of their
+// end once they have drained: its actions and face follow the audio.
+func TestOnVoiceMarksTheAudio(t *testing.T) {
+	tt := &slowTTS{d: 30 * time.Millisecond}
+	out := &null.Output{}
+	type ev struct {
+		id      string
+		e       protocol.Emotion
+		on      bool
+		samples int
+	}
+	var evs []ev
+	s := &Speaker{TTS: tt, Out: out}
+	s.OnVoice = func(id string, e protocol.Emotion, on bool) { evs = append(evs, ev{id, e, on, out.Samples()}) }
+	if _, err := s.SayRequest(context.Background(), protocol.SpeakRequest{Message: "One. Two.", Emotion: protocol.EmotionHappy, MessageID: "m7"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0] != (ev{"m7", protocol.EmotionHappy, true, 0}) || evs[1].on || evs[1].id != "m7" || evs[1].samples != 3200 {
+		t.Fatalf("events %+v", evs)
+	}
+}

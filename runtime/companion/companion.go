@@ -148,6 +148,10 @@ type Config struct {
 	BodyOnline func() bool
 	// OnStatus is told every status change; it must not block.
 	OnStatus func(Status)
+	// Actions lists what the companion's body can do now (DESIGN.md, "Body
+	// actions"): its brain may call them with its words, and the body
+	// (Device) is asked to do them as the words start. nil: none.
+	Actions func() []protocol.ActionDef
 }
 
 // Companion is one persona in a room.
@@ -459,6 +463,9 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	}
 	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
 		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1}
+	if c.cfg.Actions != nil && c.cfg.Device != "" {
+		in.Actions = c.cfg.Actions()
+	}
 	if by := c.repeats(); by != "" {
 		in.ClosingInstruction = brain.ClosingInstruction(c.cfg.Card.Language)
 		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID, "by", by)
@@ -800,6 +807,7 @@ func (c *Companion) speak(ctx context.Context, id string) {
 		var res protocol.SpeakResult
 		spoken := true
 		if c.cfg.Device != "" {
+			c.act(tctx, msgID, u.Actions)
 			req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, MessageID: msgID}
 			if res, err = c.speakQuery(tctx, req, c.cfg.SpeakTimeout); err != nil {
 				spoken = false

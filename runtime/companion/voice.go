@@ -118,7 +118,7 @@ func (c *Companion) prepare(ctx context.Context, id string, tf thoughtFor) {
 
 // utterance is the turn's words: the draft, or a second brain call.
 func (c *Companion) utterance(ctx context.Context, id string, tf thoughtFor) (brain.Utterance, error) {
-	u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To}
+	u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To, Actions: tf.thought.Actions}
 	if c.cfg.TwoCall || u.Text == "" {
 		uctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
 		var err error
@@ -227,6 +227,7 @@ func (c *Companion) start(ctx context.Context, t *turn, now time.Time) {
 			c.log.Warn("speak.start failed; the held speak times out", "device", c.cfg.Device, "err", err)
 		}
 	}()
+	c.act(ctx, t.msgID, t.u.Actions)
 	t.estimate = protocol.SpeechEstimate(t.u.Text, c.cfg.Card.Language)
 	c.announceVoice(t.msgID, true, now, t.estimate)
 	m.Params.Metadata[protocol.MetaSpeaking] = true
@@ -366,7 +367,8 @@ func (c *Companion) announceVoice(msgID string, speaking bool, startedAt time.Ti
 	}
 }
 
-// message builds the Message for words u.
+// message builds the Message for words u; the actions taken with them
+// are in its metadata (their names), for the transcript and the console.
 func (c *Companion) message(id string, u brain.Utterance) protocol.Message {
 	var to []string
 	for _, t := range u.To {
@@ -374,7 +376,40 @@ func (c *Companion) message(id string, u brain.Utterance) protocol.Message {
 			to = append(to, t)
 		}
 	}
-	return protocol.NewMessage(id, c.me(), to, u.Text, u.Emotion)
+	m := protocol.NewMessage(id, c.me(), to, u.Text, u.Emotion)
+	if len(u.Actions) > 0 && c.cfg.Device != "" {
+		names := make([]any, 0, len(u.Actions))
+		for _, a := range u.Actions {
+			names = append(names, a.Name)
+		}
+		m.Params.Metadata[protocol.MetaActions] = names
+	}
+	return m
+}
+
+// act asks the body to do the turn's actions with its words: one action
+// query each, tied to the words' message id, so the body starts them with
+// the first audio. Nothing waits for them: the words go on whatever the
+// body does with its hands.
+func (c *Companion) act(ctx context.Context, msgID string, acts []protocol.ActionRequest) {
+	if c.cfg.Device == "" {
+		return
+	}
+	for _, a := range acts {
+		a.MessageID = msgID
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			res, err := query.Action(ctx, c.cfg.Queries, c.cfg.Device, a, c.cfg.SpeakTimeout)
+			switch {
+			case err != nil:
+				c.m.QueryErrors.WithLabelValues(protocol.TypeAction, "failed").Inc()
+				c.log.Warn("the body did not do an action", "action", a.Name, "device", c.cfg.Device, "err", err)
+			default:
+				c.log.Debug("action done", "action", a.Name, "done", res.Done, "replaced", res.Replaced, "ms", res.DurationMs, "detail", res.Detail)
+			}
+		}()
+	}
 }
 
 func (c *Companion) say(m protocol.Message) {

@@ -121,3 +121,28 @@ func Phase(ctx context.Context, a Asker, device string, cmd protocol.PhaseComman
 	}
 	return done, nil
 }
+
+// ActionTimeout bounds one action (Action's timeout 0): a gesture, a
+// light, a short program.
+const ActionTimeout = 30 * time.Second
+
+// Action asks device to do r (DESIGN.md, "Body actions") and waits for
+// its end; timeout 0 means ActionTimeout. An action given up is cancelled
+// on the device.
+func Action(ctx context.Context, a Asker, device string, r protocol.ActionRequest, timeout time.Duration) (protocol.ActionResult, error) {
+	if err := r.Validate(); err != nil {
+		return protocol.ActionResult{}, fmt.Errorf("query: action to %s: %w", device, err)
+	}
+	if timeout <= 0 {
+		timeout = ActionTimeout
+	}
+	raw, err := a.Ask(ctx, device, protocol.TypeAction, r, timeout, CancelOnGiveUp())
+	if err != nil {
+		return protocol.ActionResult{}, err
+	}
+	res, err := protocol.DecodeActionResult(raw, 0)
+	if err != nil {
+		return protocol.ActionResult{}, badResult(device, protocol.TypeAction, err)
+	}
+	return res, nil
+}

@@ -29,6 +29,7 @@ package rule
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -181,7 +182,22 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	}
 	u := b.line(in, t.Closing)
 	t.Draft, t.Emotion, t.To = u.Text, u.Emotion, u.To
+	if t.State == protocol.Speak && (slices.Contains(m.To, in.Card.ID) || addressed(in.Card, m)) {
+		t.Actions = nod(in.Actions)
+	}
 	return t, nil
+}
+
+// nod is the rule brain's one gesture: a companion spoken to nods as it
+// answers, when its body has an action named nod (the emotion of its words
+// shows on the body by itself).
+func nod(actions []protocol.ActionDef) []protocol.ActionRequest {
+	for _, a := range actions {
+		if a.Name == "nod" {
+			return []protocol.ActionRequest{{Name: "nod", Args: json.RawMessage("{}")}}
+		}
+	}
+	return nil
 }
 
 // Utter implements brain.Brain: the same line the draft would be.

@@ -146,3 +146,30 @@ func TestHeardQuestion(t *testing.T) {
 		}
 	}
 }
+
+func TestNodsWhenAddressedIfTheBodyCanNod(t *testing.T) {
+	nodDef := protocol.ActionDef{Name: "nod", Description: "Nod.", Schema: []byte(`{"type":"object"}`)}
+	card := brain.Card{ID: "kai", Name: "Kai", Language: "en"}
+	cases := []struct {
+		name    string
+		to      []string
+		actions []protocol.ActionDef
+		want    int
+	}{
+		{"addressed, can nod", []string{"kai"}, []protocol.ActionDef{nodDef}, 1},
+		{"addressed, no nod", []string{"kai"}, nil, 0},
+		{"not addressed", []string{"mia"}, []protocol.ActionDef{nodDef}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", c.to, "How are you today?", ""), Actions: c.actions, Remaining: -1}
+			th, err := New(10, nil).Think(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(th.Actions) != c.want {
+				t.Fatalf("actions %+v, want %d (state %s)", th.Actions, c.want, th.State)
+			}
+		})
+	}
+}
