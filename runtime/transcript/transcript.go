@@ -145,7 +145,23 @@ func (p *Printer) message(m protocol.Message) {
 		fmt.Fprintf(p.W, "%s #%d %s (%g left): %s\n", p.stamp(), int(idx), speaker, left, m.Params.Message)
 		return
 	}
-	fmt.Fprintf(p.W, "%s %s → %s%s: %s\n", p.stamp(), m.Params.From, to, emo, m.Params.Message)
+	fmt.Fprintf(p.W, "%s %s → %s%s: %s%s\n", p.stamp(), m.Params.From, to, emo, m.Params.Message, actions(md))
+}
+
+// actions is what the speaker did with its words (metadata.actions), as
+// the transcript shows it: " [does nod, wave]".
+func actions(md map[string]any) string {
+	list, _ := md[protocol.MetaActions].([]any)
+	var names []string
+	for _, a := range list {
+		if s, ok := a.(string); ok && protocol.ValidActionName(s) == "" && len(names) < 8 {
+			names = append(names, s)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " [does " + strings.Join(names, ", ") + "]"
 }
 
 func (p *Printer) grant(g protocol.TurnGrant) {

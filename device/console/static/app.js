@@ -93,6 +93,10 @@ function addMessage(p) {
     drawHeard();
   }
   if (md.idx !== undefined) meta.push(`#${md.idx}, ${md.remain_count} left`);
+  if (Array.isArray(md.actions) && md.actions.length) {
+    const acts = md.actions.filter(a => typeof a === 'string').slice(0, 8);
+    li.append(el('div', 'actions', 'does: ' + acts.join(', ')));
+  }
   meta.push(new Date().toLocaleTimeString());
   li.append(el('div', 'meta', meta.join(' · ')));
   $('transcript').append(li);
