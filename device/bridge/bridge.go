@@ -3,21 +3,59 @@
 // browser pages, the room console — connect with a token, receive the
 // room's traffic as bare JSON-RPC frames, and send what their role allows:
 // a user's message.send, or a device's QueryResults for the queries
-// addressed to it.
+// addressed to it and the declaration of its body's actions.
 //
 // Frames out: a Message and a State as they are on the bus (both are
 // JSON-RPC already); a grant, a presence, a speaking status and a
 // realtime phase event and the floor's answer to a realtime post as
 // JSON-RPC notifications (methods turn.grant, presence.update,
-// speaking.update, phase.event, post.ack) whose params are the value; a query addressed to the client's device as it is (query.send).
-// The first frame to a client is a bridge.hello notification: its role,
-// its name and the room; then the room as it is (the latest presence and
-// speaking status of each member, the latest phase event). Frames in: a Message (method message.send), a QueryResult, or either
-// wrapped as {"topic": "messages"|"queries", "body": ...} (aikyo's
-// envelope), and camera.get {device} from a client whose token allows it
-// (the answer goes to that client only). Anything else gets a JSON-RPC
-// error frame and is counted;
-// the connection stays up.
+// speaking.update, phase.event, post.ack) whose params are the value; a
+// query addressed to the client's device as it is (query.send), except an
+// action query for a device that declared delivery "notify", which goes
+// out as aikyo's Action frame {"jsonrpc":"2.0","method":"action.send",
+// "params":{"from","name","params"}} (protocol.ActionSend). The first
+// frame to a client is a bridge.hello notification: its role, its name
+// and the room; then the room as it is (the latest presence and speaking
+// status of each member, the latest phase event).
+//
+// Frames in: a Message (method message.send), a QueryResult, camera.get
+// {device} from a client whose token allows it (the answer goes to that
+// client only), actions.declare from a device, or any of them wrapped as
+// {"topic": "messages"|"queries", "body": ...} (aikyo's envelope).
+// Anything else gets a JSON-RPC error frame (errorCodes: -32700 not JSON,
+// -32600 invalid, -32001 forbidden, -32002 not addressed, -32003 rate
+// limited, -32004 not published, -32005 camera; data.reason is the
+// counted reason) and is counted; the connection stays up.
+//
+// # A body's own actions
+//
+// A device's client declares what its body can do (DESIGN.md, "Body
+// actions"):
+//
+//	{"jsonrpc":"2.0","id":1,"method":"actions.declare",
+//	 "params":{"actions":[{"name","description","schema"}...],"delivery":"query"|"notify"}}
+//
+// The params are decoded strictly (protocol.DecodeActionDeclaration: at
+// most 32 actions, names unique, not speak or vision) and every schema is
+// compiled (runtime/schema) before anything is kept; the answer is
+// {"jsonrpc":"2.0","id":1,"result":{"declared":N}}, or an error frame
+// naming what is wrong, and the previous declaration stays. A new
+// declaration replaces the device's previous one; it is forgotten when
+// the device's last client goes. Actions returns what a device declared,
+// and Config.OnActions is told of each change.
+//
+// Delivery "query" (the default): an action query (protocol.TypeAction)
+// goes to the body as query.send like any query, and the body answers it
+// with a QueryResult whose body is a protocol.ActionResult. Delivery
+// "notify" is for aikyo-style bodies, which take a companion's actions as
+// action.send and never answer them: the bridge checks the query (a
+// declared action, arguments its schema accepts), sends the Action frame
+// and publishes the result itself, as the device — protocol.ActionResult
+// {name, done: true, detail: SentDetail} — or an error result naming the
+// undeclared action and the declared ones, or what is wrong with the
+// arguments.
+//
+// # Limits
 //
 // Every client has a bounded send queue: a client that does not keep up
 // is dropped, never waited for. Frames in are rate limited per client,
@@ -113,6 +151,15 @@ type Config struct {
 	// can fail now instead of at their timeout.
 	OnDeviceGone func(device string)
 
+	// OnActions, when set, is told the actions a device declared (a
+	// copy; nil when it declared none) each time one of its clients
+	// sends actions.declare, and nil when the declaration is forgotten
+	// because the device's last client has gone. It is called on that
+	// client's goroutine, one call at a time and in the order the
+	// declarations were made and forgotten; it must not block (hand the
+	// work on), and it may call Actions.
+	OnActions func(device string, defs []protocol.ActionDef)
+
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 }
@@ -128,6 +175,12 @@ type Bridge struct {
 	ids     map[string]*identity // open connections by identity
 	latest  map[string][]byte    // the last presence, speaking status and phase event, for a new client
 	devices map[string]int       // connected clients by device name (Device role)
+	// decl is each device's declared actions, while a client of it is
+	// connected; bounded by the device tokens (only their clients
+	// declare).
+	decl map[string]*declaration
+	// actionsMu orders the changes of decl with their OnActions calls.
+	actionsMu sync.Mutex
 }
 
 // maxLatest bounds the snapshot a new client gets (the room drops
@@ -180,7 +233,7 @@ func New(cfg Config) (*Bridge, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}, latest: map[string][]byte{},
-		devices: map[string]int{}}, nil
+		devices: map[string]int{}, decl: map[string]*declaration{}}, nil
 }
 
 // Run subscribes to the room's traffic and relays it to the clients until

@@ -167,15 +167,24 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // deviceGone counts a device's client out; the last one out makes the
-// device offline (OnDeviceGone).
+// device offline (OnDeviceGone) and forgets the actions it declared
+// (OnActions with nil).
 func (b *Bridge) deviceGone(name string) {
+	b.actionsMu.Lock()
 	b.mu.Lock()
 	b.devices[name]--
 	last := b.devices[name] <= 0
+	var declared bool
 	if last {
 		delete(b.devices, name)
+		_, declared = b.decl[name]
+		delete(b.decl, name)
 	}
 	b.mu.Unlock()
+	if declared && b.cfg.OnActions != nil {
+		b.cfg.OnActions(name, nil)
+	}
+	b.actionsMu.Unlock()
 	if last {
 		b.log.Warn("bridge: a body went offline: its last client is gone", "body", name)
 		if b.cfg.OnDeviceGone != nil {

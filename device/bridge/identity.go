@@ -16,7 +16,14 @@ type identity struct {
 	b     bus.Bus
 	refs  int
 	asked *asked // the device's open queries (Device role)
+	// results publishes the results the bridge gives for the device (an
+	// action sent as action.send), from its bus handler (Device role).
+	results *bus.Outbox
+	stop    context.CancelFunc // ends results' goroutine
 }
+
+// resultQueue bounds the results the bridge has waiting for one device.
+const resultQueue = 64
 
 // acquire returns the bus connection of c's name, opening it (and, for a
 // device, its query subscription) for the first client.
@@ -33,8 +40,11 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := &identity{b: conn, refs: 1, asked: newAsked(256)}
+	id := &identity{b: conn, refs: 1, asked: newAsked(256), stop: func() {}}
 	if c.tok.Role == Device {
+		id.results = &bus.Outbox{Bus: conn, Size: resultQueue, Log: b.log, OnDrop: func(string, error) {
+			b.m.BridgeDropped.WithLabelValues("publish_failed").Inc()
+		}}
 		err := conn.Subscribe(ctx, b.cfg.Room.Scheme.Queries(name), func(_ string, payload []byte) {
 			q, err := protocol.DecodeQuery(payload, 0)
 			if err != nil {
@@ -43,6 +53,10 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 			}
 			if !id.asked.add(q.ID) {
 				return // a copy (at-least-once): the client has it
+			}
+			if d := b.notifies(name, q); d != nil {
+				b.act(name, id, d, q)
+				return
 			}
 			b.toDevice(name, payload)
 		})
@@ -59,6 +73,11 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 		return other, nil
 	}
 	b.ids[name] = id
+	if id.results != nil {
+		octx, stop := context.WithCancel(context.Background())
+		id.stop = stop
+		go id.results.Run(octx)
+	}
 	b.mu.Unlock()
 	return id, nil
 }
@@ -77,6 +96,7 @@ func (b *Bridge) release(name string) {
 	}
 	b.mu.Unlock()
 	if last {
+		id.stop()
 		id.b.Close()
 	}
 }

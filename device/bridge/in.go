@@ -15,8 +15,9 @@ import (
 // decoders) before anything reaches the bus; camera.get answered to the
 // client that asked.
 
-// inFrame is what a client may send: a Message, a QueryResult, or either
-// inside aikyo's {topic, body} envelope.
+// inFrame is what a client may send: a Message, a QueryResult, a
+// camera.get, an actions.declare, or any of them inside aikyo's {topic,
+// body} envelope.
 type inFrame struct {
 	Method string          `json:"method"`
 	ID     json.RawMessage `json:"id"`
@@ -29,7 +30,7 @@ type inFrame struct {
 // frameIn is a parsed frame in: what it asks, its id (for the answer),
 // and the JSON-RPC object itself (unwrapped from an envelope).
 type frameIn struct {
-	kind string          // "message", "result", "camera", or "" with err set
+	kind string          // "message", "result", "camera", "declare", or "" with err set
 	rid  json.RawMessage // the frame's id, echoed in the answer
 	data []byte
 	// method names an unknown method (kind ""), for the refusal.
@@ -99,10 +100,12 @@ func parseFrame(data []byte) (frameIn, error) {
 		in.kind = "message"
 	case f.Method == "camera.get":
 		in.kind = "camera"
+	case f.Method == protocol.MethodActionsDeclare:
+		in.kind = "declare"
 	case f.Method == "" && (f.Result != nil || f.Error != nil):
 		in.kind = "result"
 	case f.Method != "":
-		return in, &frameError{"forbidden", fmt.Sprintf("method %.64q is not one a client may send (message.send, camera.get, or a query result)", f.Method)}
+		return in, &frameError{"forbidden", fmt.Sprintf("method %.64q is not one a client may send (message.send, camera.get, actions.declare, or a query result)", f.Method)}
 	default:
 		return in, &frameError{"invalid", "a frame needs a method (message.send) or a result or error (a query result)"}
 	}
@@ -152,6 +155,8 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, raw []byte
 		b.publish(ctx, c, id, b.cfg.Room.Scheme.Results(c.tok.Name), mustJSON(res), rid)
 	case "camera":
 		b.camera(ctx, c, rid, data)
+	case "declare":
+		b.declare(c, rid, data)
 	}
 }
 
@@ -186,11 +191,7 @@ func (b *Bridge) camera(ctx context.Context, c *client, rid json.RawMessage, dat
 		b.send(c, errorFrame(rid, "camera", fmt.Sprintf("camera of %s: %v", req.Params.Device, err)))
 		return
 	}
-	var id any
-	if len(rid) > 0 {
-		id = rid
-	}
-	b.send(c, mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": id, "result": map[string]any{"device": req.Params.Device, "frame": body}}))
+	b.send(c, mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": answerID(rid), "result": map[string]any{"device": req.Params.Device, "frame": body}}))
 }
 
 // absent says whether device is known to be gone: a body behind this

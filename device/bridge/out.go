@@ -41,17 +41,23 @@ func mustJSON(v any) []byte {
 
 // errorCodes are the JSON-RPC codes of the refusals: the standard ones
 // where they fit, else server errors (-32000 and below); data.reason has
-// the counted reason.
+// the counted reason. The package doc lists them (a test keeps the two,
+// and every reason refused with, in step).
 var errorCodes = map[string]int{"not_json": -32700, "invalid": -32600, "forbidden": -32001, "not_addressed": -32002,
 	"rate_limited": -32003, "publish_failed": -32004, "camera": -32005}
 
+// answerID is the id of an answer to a frame whose id is id: null unless
+// the frame had a string or number id.
+func answerID(id json.RawMessage) any {
+	if len(id) > 0 && len(id) <= 2*protocol.MaxIDLen && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9')) {
+		return id
+	}
+	return nil
+}
+
 // errorFrame is a JSON-RPC error answer to a frame (id may be absent).
 func errorFrame(id json.RawMessage, reason, msg string) []byte {
-	var rid any // null unless the frame had a string or number id
-	if len(id) > 0 && len(id) <= 2*protocol.MaxIDLen && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9')) {
-		rid = id
-	}
-	return mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": rid,
+	return mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": answerID(id),
 		"error": map[string]any{"code": errorCodes[reason], "message": msg, "data": map[string]string{"reason": reason}}})
 }
 
@@ -150,9 +156,12 @@ func (c *client) drop(why string) (first bool) {
 	return first
 }
 
-// toDevice queues a query for every client registered as device name.
-func (b *Bridge) toDevice(name string, f []byte) {
-	for _, c := range b.those(func(c *client) bool { return c.tok.Role == Device && c.tok.Name == name }) {
+// toDevice queues a query for every client registered as device name and
+// says how many there were.
+func (b *Bridge) toDevice(name string, f []byte) int {
+	cs := b.those(func(c *client) bool { return c.tok.Role == Device && c.tok.Name == name })
+	for _, c := range cs {
 		b.sendQuery(c, f)
 	}
+	return len(cs)
 }

@@ -105,6 +105,13 @@ func (n *nodeClient) await(typ string) []map[string]any {
 // skipped, unless CHORUS_REQUIRE_NODE=1 (CI).
 func startNode(t *testing.T, url, frame string) *nodeClient {
 	t.Helper()
+	return runNode(t, "aikyo-client.mjs", "CHORUS_BRIDGE_URL="+url, "CHORUS_FRAME="+frame)
+}
+
+// needNode returns the folder of the Node clients; without node or its ws
+// package the test is skipped, unless CHORUS_REQUIRE_NODE=1 (CI).
+func needNode(t *testing.T) string {
+	t.Helper()
 	dir, _ := filepath.Abs("../../tests/node")
 	_, errNode := exec.LookPath("node")
 	_, errWS := os.Stat(filepath.Join(dir, "node_modules", "ws"))
@@ -114,8 +121,16 @@ func startNode(t *testing.T, url, frame string) *nodeClient {
 		}
 		t.Skip("node or tests/node/node_modules/ws is missing (npm ci --prefix tests/node)")
 	}
-	cmd := exec.Command("node", filepath.Join(dir, "aikyo-client.mjs"))
-	cmd.Env = append(os.Environ(), "CHORUS_BRIDGE_URL="+url, "CHORUS_FRAME="+frame)
+	return dir
+}
+
+// runNode runs the Node client tests/node/<script> with env added to the
+// environment, collecting the JSON lines it prints.
+func runNode(t *testing.T, script string, env ...string) *nodeClient {
+	t.Helper()
+	dir := needNode(t)
+	cmd := exec.Command("node", filepath.Join(dir, script))
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
