@@ -54,7 +54,10 @@ type Panel struct {
 	ID     string         // the companion the panel belongs to
 	Log    *slog.Logger
 
-	muted atomic.Bool
+	muted    atomic.Bool
+	status   atomic.Value // the companion's status (companion.Status)
+	flashing atomic.Bool  // a Flash shows on the LED
+	flashes  atomic.Int64 // the newest Flash, so that only it restores the status
 }
 
 // Muted reports whether the companion is muted (companion.Config.Muted).
@@ -62,9 +65,32 @@ func (p *Panel) Muted() bool { return p.muted.Load() }
 
 // Status shows s on the LED (companion.Config.OnStatus).
 func (p *Panel) Status(s companion.Status) {
-	if p.LED != nil {
+	p.status.Store(s)
+	if p.LED != nil && !p.flashing.Load() {
 		p.LED.Set(pattern(s))
 	}
+}
+
+// Flash shows pt on the LED for d (an led action on the status LED), then
+// the companion's status again; a newer Flash replaces it. It never
+// blocks.
+func (p *Panel) Flash(pt led.Pattern, d time.Duration) {
+	if p.LED == nil {
+		return
+	}
+	n := p.flashes.Add(1)
+	p.flashing.Store(true)
+	p.LED.Set(pt)
+	time.AfterFunc(d, func() {
+		if p.flashes.Load() == n {
+			p.flashing.Store(false)
+			s, _ := p.status.Load().(companion.Status)
+			if s == "" {
+				s = companion.Listening
+			}
+			p.LED.Set(pattern(s))
+		}
+	})
 }
 
 // Run drives the LED and the button until ctx ends; a hold still on then

@@ -267,8 +267,10 @@ func (c *Companion) onSpoke(ctx context.Context, e event) {
 			c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", e.err)
 			m.Params.Metadata[protocol.MetaSpoken] = false
 		} else {
-			// A body that ignores hold played at once: the words were said.
+			// A body that ignores hold played at once: the words were said,
+			// and what goes with them is asked for now.
 			c.log.Warn("the device played without waiting for speak.start (it ignores hold); turns do not overlap", "device", c.cfg.Device)
+			c.act(ctx, t.msgID, t.u.Actions)
 			started := e.result.StartedAt
 			if started.IsZero() {
 				started = c.cfg.Clock.Now()

@@ -60,6 +60,10 @@ ws.on('message', (data) => {
         body: { name: 'wave', done: true, durationMs: 5, detail: `waved ${hand}` },
       },
     };
+  } else if (q.params.type === 'speak') {
+    // aikyo's bodies answer a speak with {} once they have said it (this
+    // one prints it instead)
+    answer = { jsonrpc: '2.0', id: q.id, result: { success: true, body: {} } };
   } else {
     const what = q.params.type === 'action' ? `action ${q.params.body?.name}` : `query type ${q.params.type}`;
     answer = { jsonrpc: '2.0', id: q.id, error: `this body has no ${what}` };

@@ -58,6 +58,7 @@ type Server struct {
 	GestureArgs string
 
 	judged   [][]string
+	offered  []string // the tools of the latest state call
 	calls    atomic.Int64
 	images   []string
 	mu       sync.Mutex
@@ -82,6 +83,14 @@ func (s *Server) Problems() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.problems...)
+}
+
+// Offered are the tools offered in the latest call that asked for a
+// companion's state (the body's actions among them).
+func (s *Server) Offered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.offered...)
 }
 
 // Images are the pictures the model was shown (data URLs), in order.
@@ -228,6 +237,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		if req.ResponseFormat.JSONSchema == nil || req.ResponseFormat.JSONSchema.Name != "companion_state" {
 			s.problem("json_schema without the companion_state schema")
 		}
+		var names []string
+		for _, t := range req.Tools {
+			names = append(names, t.Function.Name)
+		}
+		s.mu.Lock()
+		s.offered = names
+		s.mu.Unlock()
 		state := map[string]any{"state": "speak", "importance": float64(len(me)%5 + 3), "selected": false, "closing": closing}
 		if closing == "terminal" || (s.OnlyUsers && judgedFrom(user) != "user") {
 			state["state"] = "listen"
