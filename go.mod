@@ -36,4 +36,5 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	periph.io/x/devices/v3 v3.7.4 // indirect
 )
