@@ -153,7 +153,7 @@ func TestMoveLimits(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		pose    Pose
-		wantErr string            // "" moves
+		wantErr string             // "" moves
 		want    map[string]float64 // where the joints end
 	}{
 		{"far right", Pose{{Angles: map[string]float64{"pan": 1e9}}}, "", map[string]float64{"pan": 60, "tilt": 5}},
