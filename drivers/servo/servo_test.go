@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -432,12 +434,9 @@ func TestDefaultPoses(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			poses := DefaultPoses(c.joints)
-			var got []string
-			for name := range poses {
-				got = append(got, name)
-			}
-			if fmt.Sprint(sorted(got)) != fmt.Sprint(c.want) {
-				t.Fatalf("poses %v, want %v", sorted(got), c.want)
+			got := slices.Sorted(maps.Keys(poses))
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Fatalf("poses %v, want %v", got, c.want)
 			}
 			byName := map[string]Joint{}
 			for _, j := range c.joints {
@@ -470,15 +469,4 @@ func TestDefaultPoses(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sorted(s []string) []string {
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	return s
 }
