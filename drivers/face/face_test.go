@@ -49,7 +49,9 @@ type oled struct {
 	pages     map[int]bool // pages written
 }
 
-func newOLED(w, h int) *oled { return &oled{w: w, h: h, ram: make([]byte, w*h/8), pages: map[int]bool{}} }
+func newOLED(w, h int) *oled {
+	return &oled{w: w, h: h, ram: make([]byte, w*h/8), pages: map[int]bool{}}
+}
 
 func (o *oled) apply(t *testing.T, ops []i2ctest.IO) {
 	t.Helper()
