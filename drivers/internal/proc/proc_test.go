@@ -56,3 +56,21 @@ func TestGrowPipe(t *testing.T) {
 		t.Fatalf("wrote %d of %d: %v", n, got, err)
 	}
 }
+
+func TestAwaitExitLeavesTheProcessToWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	cmd, _ := Command([]string{"/bin/sh", "-c", "exit 7"})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !AwaitExit(cmd) {
+		t.Fatal("AwaitExit could not wait")
+	}
+	Kill(cmd) // on an exited, unreaped process: harmless
+	err := cmd.Wait()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 7 {
+		t.Fatalf("Wait after AwaitExit: %v", err)
+	}
+}
