@@ -80,6 +80,8 @@ type Daemon struct {
 	ready   atomic.Bool
 	br      *bridge.Bridge               // the WebSocket bridge, when enabled
 	asks    atomic.Pointer[query.Client] // the companion's queries, told when a bridge body goes
+	acts    *parts.Body                  // the body's actions and the parts they move
+	pan     atomic.Pointer[panel.Panel]  // the front panel, for led actions on the status LED
 	mu      sync.Mutex
 	closers []func()
 	probes  []namedProbe
@@ -376,6 +378,22 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 	srv.Handle(protocol.TypeSpeak, voice.Handle)
 	srv.Handle(protocol.TypeSpeakStart, voice.HandleStart)
 	srv.Handle(protocol.TypeSpeakStop, voice.HandleStop)
+	var status parts.StatusLight
+	if cfg.Drivers.GPIO.LED != "" {
+		status = func(pt led.Pattern, dur time.Duration) {
+			if p := d.pan.Load(); p != nil {
+				p.Flash(pt, dur)
+			}
+		}
+	}
+	acts, err := parts.BuildBody(cfg, env, status)
+	if err != nil {
+		return err
+	}
+	d.acts = acts
+	d.onClose(acts.Close)
+	voice.OnVoice = acts.Voice
+	srv.Handle(protocol.TypeAction, acts.Handle)
 	src, err := parts.Cameras.Make(cfg, env)
 	if err != nil {
 		return err
@@ -544,6 +562,7 @@ func (d *Daemon) panel(ctx context.Context, g *errgroup.Group, l *link) (*panel.
 		p.Button = &button.Button{Pin: pin}
 	}
 	g.Go(func() error { return p.Run(ctx) })
+	d.pan.Store(p)
 	return p, nil
 }
 
@@ -597,12 +616,26 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
-		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: p.Status})
+		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: p.Status, Actions: d.actionsOf(body)})
 	if err != nil {
 		return err
 	}
 	d.probe("companion", c)
 	g.Go(func() error { return c.Run(ctx) })
+	return nil
+}
+
+// actionsOf is what the body device can do, as its companion's brain is
+// offered it: this device's configured actions, or those a body behind
+// this device's bridge declared when it connected.
+func (d *Daemon) actionsOf(device string) func() []protocol.ActionDef {
+	switch {
+	case device == d.cfg.Device.ID && d.acts != nil:
+		defs := d.acts.Defs()
+		return func() []protocol.ActionDef { return defs }
+	case d.br != nil && d.br.Serves(device):
+		return func() []protocol.ActionDef { return d.br.Actions(device) }
+	}
 	return nil
 }
 

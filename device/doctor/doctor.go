@@ -37,6 +37,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -79,6 +80,7 @@ func Run(ctx context.Context, c *config.Config, o Options) []Result {
 	d.audio(ctx)
 	d.tts(ctx)
 	d.gpio()
+	d.body(ctx)
 	d.broker(ctx)
 	d.model(ctx)
 	d.hearing(ctx)
@@ -423,6 +425,52 @@ func (d *doctor) gpio() {
 		name := "GPIO " + p.pin + " (" + p.field + ")"
 		if _, err := gpio.Pin(p.pin); err != nil {
 			d.fail(name, "name a pin this board has (periph names such as GPIO17), check that the chorus user is in the gpio group, or remove "+p.field+" on a board without GPIO", err)
+			continue
+		}
+		d.ok(name, "there")
+	}
+}
+
+// body: the I²C devices the body names answer at their addresses (the
+// servo board, the face), and the pins of gpio actions are there.
+func (d *doctor) body(ctx context.Context) {
+	b := d.c.Body
+	probe := func(name, field, bus, address, what string) {
+		name = fmt.Sprintf("%s (%s at %s on %s)", name, what, address, bus)
+		fix := "enable I²C (raspi-config, or dtparam=i2c_arm=on in /boot/firmware/config.txt), check the wiring and the address (i2cdetect -y 1), put the chorus user in the i2c group, or correct " + field
+		addr, err := i2cbus.ParseAddr(address)
+		if err != nil {
+			d.fail(name, "correct "+field+".address", err)
+			return
+		}
+		dev, err := i2cbus.Open(bus)
+		if err != nil {
+			d.fail(name, fix, err)
+			return
+		}
+		defer dev.Close()
+		pctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
+		defer cancel()
+		if err := i2cbus.Probe(pctx, dev, addr); err != nil {
+			d.fail(name, fix, err)
+			return
+		}
+		d.ok(name, "answers")
+	}
+	if s := b.Servos; s != nil {
+		probe("servo board", "body.servos", s.Bus, s.Address, "PCA9685")
+	}
+	if f := b.Face; f != nil {
+		probe("face", "body.face", f.Bus, f.Address, "SSD1306")
+	}
+	for i, a := range b.Actions {
+		if a.Driver != config.DriverGPIO {
+			continue
+		}
+		field := fmt.Sprintf("body.actions[%d].pin", i)
+		name := fmt.Sprintf("GPIO %s (action %s)", a.Pin, a.Name)
+		if _, err := gpio.Pin(a.Pin); err != nil {
+			d.fail(name, "name a pin this board has (periph names such as GPIO17), check that the chorus user is in the gpio group, or correct "+field, err)
 			continue
 		}
 		d.ok(name, "there")

@@ -174,6 +174,7 @@ func Check(c *config.Config, m Mode) []string {
 		out = append(out, STT.check(c, m)...)
 		out = append(out, Wakes.check(c, m)...)
 	}
+	out = append(out, checkBody(c, m)...)
 	return out
 }
 
@@ -239,6 +240,13 @@ func List() string {
 	line("microphones (drivers.mic.kind)", Mics.Kinds(), Mics.about)
 	line("speech-to-text engines (hearing.stt.kind)", STT.Kinds(), STT.about)
 	line("wake-word detectors (hearing.wake.kind)", Wakes.Kinds(), Wakes.about)
+	var kinds []string
+	about := map[string]string{}
+	for _, d := range ActionDrivers {
+		kinds = append(kinds, d.Kind)
+		about[d.Kind] = d.About
+	}
+	line("action drivers (body.actions[].driver)", kinds, func(k string) (string, string) { return about[k], "" })
 	return b.String()
 }
 

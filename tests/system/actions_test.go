@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/chorus-robotics/chorus/device/bridge"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -119,4 +125,76 @@ func (n *nodeClient) awaitEvent(ev string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// The whole chain (issue 22): chorusd runs companion bot, whose body is
+// the Node body behind its bridge; the body declares wave when it
+// connects, bot's model (a server as strict as the real API) is offered
+// wave in the call that drafts its words and calls it with them, and the
+// Node body is asked to wave — tied to the words' message id — and
+// answers. The room's Message lists the action.
+func TestNodeBodyWavesWithItsWords(t *testing.T) {
+	needNode(t)
+	chorusd, _ := buildBinaries(t)
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.yaml")
+	os.WriteFile(tokens, []byte(fmt.Sprintf("- {token: %s, role: device, name: web-bot}\n- {token: %s, role: user, name: alice}\n", e2eDeviceToken, e2eUserToken)), 0o600)
+	mqttPort, httpPort := bustest.FreePort(t), bustest.FreePort(t)
+	cfg := filepath.Join(dir, "box.yaml")
+	model := llmtest.New()
+	defer model.Close()
+	model.APIKey, model.ClosingAfter, model.Gesture, model.GestureArgs = e2eAPIKey, 10, "wave", `{"hand":"left"}`
+	os.WriteFile(cfg, []byte(fmt.Sprintf(bridgeDeviceYAML, mqttPort, httpPort, tokens, model.BaseURL())), 0o644)
+	p := startEnv(t, chorusd, cfg, "box", "CHORUS_TEST_API_KEY="+e2eAPIKey)
+	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chorusd not healthy: %v\n%s", err, p.log.String())
+		}
+	}
+	node := runNode(t, "action-body.mjs", "CHORUS_BRIDGE_URL=ws://"+base+"/?token="+e2eDeviceToken)
+	if l := node.awaitEvent("declared"); l == nil || l["declared"] != float64(1) {
+		t.Fatalf("the Node body's declaration was not taken: %v", node.printed())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws://"+base+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e2eUserToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	user := &bridgeUser{t: t, c: conn, ctx: ctx}
+	user.say("Hello bot, can you wave to me?")
+	var said protocol.Message
+	user.until(30*time.Second, "bot's answer", func(b []byte) bool {
+		return json.Unmarshal(b, &said) == nil && said.Method == protocol.MethodMessage && said.Params.From == "bot"
+	})
+	if got := fmt.Sprint(model.Offered()); !strings.Contains(got, "wave") {
+		t.Fatalf("bot's model was offered %s, not the body's wave", got)
+	}
+	if acts := fmt.Sprint(said.Params.Metadata[protocol.MetaActions]); acts != "[wave]" {
+		t.Fatalf("bot's Message lists actions %s, want [wave]: %+v", acts, said.Params)
+	}
+	qs := node.await("action")
+	if len(qs) != 1 {
+		t.Fatalf("the Node body got %d action queries: %v", len(qs), node.printed())
+	}
+	body, _ := qs[0]["body"].(map[string]any)
+	if qs[0]["from"] != "bot" || body["name"] != "wave" || fmt.Sprint(body["args"]) != "map[hand:left]" || body["messageId"] != said.Params.ID {
+		t.Fatalf("the Node body was asked %v; want wave with the left hand, tied to message %s", qs[0], said.Params.ID)
+	}
+	if spoke := node.await("speak"); len(spoke) == 0 {
+		t.Fatal("the Node body was not asked to speak the words")
+	}
+	if pr := model.Problems(); len(pr) > 0 {
+		t.Fatalf("the model server saw bad requests: %v", pr)
+	}
+	t.Logf("bot said %q and waved (%v)", said.Params.Message, body)
 }

@@ -1,0 +1,416 @@
+package parts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"strings"
+	"time"
+
+	"periph.io/x/conn/v3/gpio"
+	"periph.io/x/conn/v3/i2c"
+
+	"github.com/chorus-robotics/chorus/device/act"
+	"github.com/chorus-robotics/chorus/device/led"
+	"github.com/chorus-robotics/chorus/drivers/face"
+	dgpio "github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/drivers/i2cbus"
+	actprogram "github.com/chorus-robotics/chorus/drivers/program"
+	"github.com/chorus-robotics/chorus/drivers/pulse"
+	"github.com/chorus-robotics/chorus/drivers/servo"
+	"github.com/chorus-robotics/chorus/drivers/strip"
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// The body's actions (DESIGN.md, "Body actions"): the drivers an action
+// may name, their checks, and the body built from a config — the servo
+// head, the face and the strip opened once and shared by the actions on
+// them.
+
+// ActionDriver is one driver an action may name.
+type ActionDriver struct {
+	Kind  string
+	About string
+}
+
+// ActionDrivers are the action drivers; every build has them all (periph
+// is pure Go).
+var ActionDrivers = []ActionDriver{
+	{config.DriverServo, "a pose or a joint of a servo head on a PCA9685 over I²C (body.servos)"},
+	{config.DriverLED, "a colour and a pattern on a WS2812/APA102 strip (body.strip) or the status LED"},
+	{config.DriverFace, "eyes per emotion and a talking mouth on an SSD1306 OLED over I²C (body.face)"},
+	{config.DriverGPIO, "a pulse on a pin (pin, pulse)"},
+	{config.DriverCommand, "a program given the arguments as JSON on stdin, with a timeout (command, timeout)"},
+}
+
+// checkBody reports what of c's body cannot be had on this machine (Here):
+// the I²C buses and SPI ports named, the programs of command actions.
+func checkBody(c *config.Config, m Mode) []string {
+	if m != Here {
+		return nil
+	}
+	var out []string
+	dev := func(field, path, what string) {
+		if strings.HasPrefix(path, "/dev/") && !fileExists(path) {
+			out = append(out, fmt.Sprintf("%s: %s is not there on this machine: %s", field, path, what))
+		}
+	}
+	b := c.Body
+	if b.Servos != nil {
+		dev("body.servos.bus", b.Servos.Bus, "enable I²C (raspi-config, or dtparam=i2c_arm=on in config.txt) and check the wiring")
+	}
+	if b.Face != nil {
+		dev("body.face.bus", b.Face.Bus, "enable I²C (raspi-config, or dtparam=i2c_arm=on in config.txt) and check the wiring")
+	}
+	if b.Strip != nil {
+		dev("body.strip.port", b.Strip.Port, "enable SPI (raspi-config, or dtparam=spi=on in config.txt)")
+	}
+	for i, a := range b.Actions {
+		if a.Driver == config.DriverCommand {
+			out = append(out, program(fmt.Sprintf("body.actions[%d].command", i), a.Command, "required", m)...)
+		}
+	}
+	return out
+}
+
+// StatusLight shows a pattern on the status LED for a while, then the
+// companion's status again (device/panel).
+type StatusLight func(p led.Pattern, d time.Duration)
+
+// Body is the robot's body as configured: its actions, and the parts that
+// show emotion. A part that cannot be opened (a bus that is missing, a
+// board that does not answer) is logged; its actions answer with that
+// error, and the robot talks on.
+type Body struct {
+	*act.Body
+	Head  *servo.Head  // nil without servos or when it could not be opened
+	Face  *face.Face   // nil without a face
+	Strip *strip.Strip // nil without a strip
+	close []func()
+}
+
+// Close ends the actions and lets go of the hardware.
+func (b *Body) Close() {
+	b.Body.Close()
+	for _, f := range b.close {
+		f()
+	}
+}
+
+// BuildBody opens c's body parts and makes its actions. status is the
+// status LED, for led actions that target it (nil without one).
+func BuildBody(c *config.Config, env Env, status StatusLight) (*Body, error) {
+	b := &Body{}
+	log := env.Log
+	buses := map[string]i2c.BusCloser{}
+	openBus := func(name string) (i2c.BusCloser, error) {
+		if bus, ok := buses[name]; ok {
+			return bus, nil
+		}
+		bus, err := i2cbus.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		buses[name] = bus
+		b.close = append(b.close, func() { bus.Close() })
+		return bus, nil
+	}
+	unavailable := map[string]error{}
+	cfg := c.Body
+	if s := cfg.Servos; s != nil {
+		err := func() error {
+			bus, err := openBus(s.Bus)
+			if err != nil {
+				return err
+			}
+			addr, err := i2cbus.ParseAddr(s.Address)
+			if err != nil {
+				return err
+			}
+			b.Head, err = servo.New(bus, joints(s), servo.Options{Address: addr, Tick: s.Tick, Logger: log})
+			return err
+		}()
+		if err != nil {
+			unavailable["head"] = fmt.Errorf("the servo head (body.servos, %s at %s) is unavailable: %w", s.Bus, s.Address, err)
+		}
+	}
+	if f := cfg.Face; f != nil {
+		err := func() error {
+			bus, err := openBus(f.Bus)
+			if err != nil {
+				return err
+			}
+			addr, err := i2cbus.ParseAddr(f.Address)
+			if err != nil {
+				return err
+			}
+			b.Face, err = face.NewI2C(bus, addr, f.Width, f.Height)
+			return err
+		}()
+		if err != nil {
+			unavailable["face"] = fmt.Errorf("the face (body.face, %s at %s) is unavailable: %w", f.Bus, f.Address, err)
+		} else {
+			b.close = append(b.close, func() { b.Face.Halt() })
+		}
+	}
+	if s := cfg.Strip; s != nil {
+		var err error
+		b.Strip, err = strip.OpenSPI(s.Kind, s.Port, s.Count, s.Brightness)
+		if err != nil {
+			unavailable["strip"] = fmt.Errorf("the LED strip (body.strip, %s on %s) is unavailable: %w", s.Kind, s.Port, err)
+		} else {
+			b.close = append(b.close, func() { b.Strip.Close() })
+		}
+	}
+	for part, err := range unavailable {
+		if log != nil {
+			log.Error("a body part is unavailable: its actions will answer with this error", "part", part, "err", err)
+		}
+	}
+	var body *act.Body
+	speech := func() context.Context { return body.Speech() }
+	var acts []act.Action
+	for i, a := range cfg.Actions {
+		x, err := b.action(c, a, unavailable, status, speech)
+		if err != nil {
+			b.closeAll()
+			return nil, fmt.Errorf("body.actions[%d] (%s): %w", i, a.Name, err)
+		}
+		acts = append(acts, x)
+	}
+	body, err := act.New(acts)
+	if err != nil {
+		b.closeAll()
+		return nil, err
+	}
+	body.Log, body.Metrics = log, env.Metrics
+	b.Body = body
+	if cfg.EmotionShown() {
+		if b.Face != nil {
+			body.Emotion = append(body.Emotion, act.Shower{Part: "face", Show: func(ctx context.Context, e protocol.Emotion) error {
+				if err := b.Face.Show(string(e)); err != nil {
+					return err
+				}
+				b.Face.Talk(ctx) // the mouth moves until the words end
+				return nil
+			}})
+		}
+		if b.Strip != nil {
+			body.Emotion = append(body.Emotion, act.Shower{Part: "strip", Show: func(ctx context.Context, e protocol.Emotion) error {
+				return b.Strip.Play(ctx, emotionColors[e], "solid", 0)
+			}})
+		}
+	}
+	return b, nil
+}
+
+func (b *Body) closeAll() {
+	for _, f := range b.close {
+		f()
+	}
+}
+
+// emotionColors is how the strip shows an utterance's emotion.
+var emotionColors = map[protocol.Emotion]color.RGBA{
+	protocol.EmotionNeutral: {R: 255, G: 255, B: 255, A: 255},
+	protocol.EmotionHappy:   {R: 255, G: 200, B: 0, A: 255},
+	protocol.EmotionSad:     {R: 0, G: 60, B: 255, A: 255},
+	protocol.EmotionAngry:   {R: 255, G: 0, B: 0, A: 255},
+}
+
+func joints(s *config.Servos) []servo.Joint {
+	var out []servo.Joint
+	for _, j := range s.Joints {
+		out = append(out, servo.Joint{Name: j.Name, Channel: j.Channel, Min: j.Min, Max: j.Max, Center: j.Center,
+			MaxSpeed: j.MaxSpeed, MinPulse: j.MinPulse, MaxPulse: j.MaxPulse, Range: j.Range})
+	}
+	return out
+}
+
+// action makes one configured action.
+func (b *Body) action(c *config.Config, a config.Action, unavailable map[string]error, status StatusLight, speech func() context.Context) (act.Action, error) {
+	out := act.Action{Def: a.Def()}
+	fail := func(part string) act.Doer {
+		err := unavailable[part]
+		return func(context.Context, json.RawMessage) (string, error) { return "", err }
+	}
+	switch a.Driver {
+	case config.DriverServo:
+		out.Part = "head"
+		if b.Head == nil {
+			out.Do = fail("head")
+			return out, nil
+		}
+		if a.Joint != "" {
+			joint := a.Joint
+			out.Do = func(ctx context.Context, args json.RawMessage) (string, error) {
+				var w struct {
+					Angle float64 `json:"angle"`
+				}
+				if err := json.Unmarshal(args, &w); err != nil {
+					return "", err
+				}
+				if err := b.Head.Move(ctx, servo.Pose{{Angles: map[string]float64{joint: w.Angle}}}); err != nil {
+					return "", err
+				}
+				at, _ := b.Head.Angle(joint)
+				return fmt.Sprintf("%s at %.0f°", joint, at), nil
+			}
+			return out, nil
+		}
+		pose, ok := poses(c.Body.Servos)[a.Pose]
+		if !ok {
+			return out, fmt.Errorf("no pose %q for these joints", a.Pose)
+		}
+		name := a.Pose
+		out.Do = func(ctx context.Context, _ json.RawMessage) (string, error) {
+			return name, b.Head.Move(ctx, pose)
+		}
+	case config.DriverFace:
+		out.Part = "face"
+		if b.Face == nil {
+			out.Do = fail("face")
+			return out, nil
+		}
+		out.Do = func(ctx context.Context, args json.RawMessage) (string, error) {
+			var w struct {
+				Emotion string `json:"emotion"`
+			}
+			if err := json.Unmarshal(args, &w); err != nil {
+				return "", err
+			}
+			if err := b.Face.Show(w.Emotion); err != nil {
+				return "", err
+			}
+			// While the robot speaks, the mouth keeps moving under the new eyes.
+			talk, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() {
+				select {
+				case <-speech().Done():
+					stop()
+				case <-talk.Done():
+				}
+			}()
+			b.Face.Talk(talk)
+			return w.Emotion, nil
+		}
+	case config.DriverLED:
+		return b.light(a, out, unavailable, status)
+	case config.DriverGPIO:
+		out.Part = "gpio:" + a.Pin
+		pin, err := dgpio.Pin(a.Pin)
+		if err != nil {
+			unavailable[out.Part] = fmt.Errorf("pin %s is unavailable: %w", a.Pin, err)
+			out.Do = fail(out.Part)
+			return out, nil
+		}
+		active := gpio.High
+		if a.ActiveLow {
+			active = gpio.Low
+		}
+		d := a.Pulse
+		out.Do = func(ctx context.Context, _ json.RawMessage) (string, error) {
+			return fmt.Sprintf("%s pulsed %v", a.Pin, d), pulse.Pulse(ctx, pin, d, active)
+		}
+	case config.DriverCommand:
+		out.Part = "command:" + a.Name
+		argv, timeout := a.Command, a.Timeout
+		out.Do = func(ctx context.Context, args json.RawMessage) (string, error) {
+			return actprogram.Run(ctx, argv, args, timeout)
+		}
+	default:
+		return out, fmt.Errorf("unknown driver %q", a.Driver)
+	}
+	return out, nil
+}
+
+// DefaultAnimated is how long an animated light runs when the action
+// gives no seconds.
+const DefaultAnimated = 5 * time.Second
+
+// light makes an led action: on the strip (a colour and a pattern) or on
+// the status LED (the pattern alone; it has one colour).
+func (b *Body) light(a config.Action, out act.Action, unavailable map[string]error, status StatusLight) (act.Action, error) {
+	type args struct {
+		Color   string  `json:"color"`
+		Pattern string  `json:"pattern"`
+		Seconds float64 `json:"seconds"`
+	}
+	read := func(raw json.RawMessage) (args, time.Duration, error) {
+		w := args{Color: "white", Pattern: "solid"}
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return w, 0, err
+		}
+		d := time.Duration(w.Seconds * float64(time.Second))
+		if d == 0 && w.Pattern != "solid" && w.Pattern != "off" {
+			d = DefaultAnimated
+		}
+		return w, d, nil
+	}
+	if a.Target == "status" {
+		out.Part = "status-led"
+		if status == nil {
+			return out, fmt.Errorf("the status LED (drivers.gpio.led) is not there")
+		}
+		out.Do = func(ctx context.Context, raw json.RawMessage) (string, error) {
+			w, d, err := read(raw)
+			if err != nil {
+				return "", err
+			}
+			p, ok := statusPatterns[w.Pattern]
+			if !ok {
+				return "", fmt.Errorf("pattern %q: the status LED shows solid, blink, pulse, rainbow or off", w.Pattern)
+			}
+			if d == 0 {
+				d = DefaultAnimated
+			}
+			status(p, d)
+			return "status LED " + w.Pattern, nil
+		}
+		return out, nil
+	}
+	out.Part = "strip"
+	if b.Strip == nil {
+		err := unavailable["strip"]
+		out.Do = func(context.Context, json.RawMessage) (string, error) { return "", err }
+		return out, nil
+	}
+	out.Do = func(ctx context.Context, raw json.RawMessage) (string, error) {
+		w, d, err := read(raw)
+		if err != nil {
+			return "", err
+		}
+		col, err := strip.ParseColor(w.Color)
+		if err != nil {
+			return "", err
+		}
+		return w.Color + " " + w.Pattern, b.Strip.Play(ctx, col, w.Pattern, d)
+	}
+	return out, nil
+}
+
+// statusPatterns are the led patterns as a one-colour LED shows them.
+var statusPatterns = map[string]led.Pattern{
+	"solid":   led.Steady,
+	"off":     led.Dark,
+	"blink":   {On: 250 * time.Millisecond, Off: 250 * time.Millisecond},
+	"pulse":   {On: 100 * time.Millisecond, Off: 900 * time.Millisecond},
+	"rainbow": {On: 80 * time.Millisecond, Off: 80 * time.Millisecond},
+}
+
+// poses are the head's poses: the built-in ones for its joints, and the
+// config's (which win).
+func poses(s *config.Servos) map[string]servo.Pose {
+	out := servo.DefaultPoses(joints(s))
+	for name, steps := range s.Poses {
+		var p servo.Pose
+		for _, st := range steps {
+			p = append(p, servo.Step{Angles: st.Angles, Hold: st.Hold})
+		}
+		out[name] = p
+	}
+	return out
+}
