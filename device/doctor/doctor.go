@@ -34,10 +34,10 @@ import (
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
