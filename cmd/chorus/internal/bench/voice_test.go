@@ -47,3 +47,34 @@ func TestVoiceSmoke(t *testing.T) {
 		}
 	}
 }
+
+// TestActionsSmoke runs the actions benchmark briefly: every turn has its
+// grant, its audio and its nod, and every action query its answer.
+func TestActionsSmoke(t *testing.T) {
+	res, err := Actions(context.Background(), 2, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.AudioToServo) != 2 || len(res.RoundTrip) != 5 || len(res.Baseline) != 5 {
+		t.Fatalf("%+v", res)
+	}
+	for _, d := range res.GrantToServo {
+		if d <= 0 {
+			t.Fatalf("a nod before its grant: %v", res.GrantToServo)
+		}
+	}
+}
+
+// BenchmarkActionRoundTrip is an action query (the face shows an emotion)
+// answered by a robot on the embedded broker.
+func BenchmarkActionRoundTrip(b *testing.B) {
+	res, err := Actions(context.Background(), 0, b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, d := range res.RoundTrip {
+		total += d
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(len(res.RoundTrip)), "µs/action")
+}

@@ -19,12 +19,12 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | startup (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | actions | startup (see BENCHMARKS.md)", runBench}
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice startup ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|startup [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice actions startup ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
@@ -45,6 +45,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if what == "voice" {
 		return benchVoice(ctx, stdout, min(*rounds, 20))
+	}
+	if what == "actions" {
+		return benchActions(ctx, stdout, min(*rounds, 50), min(*rounds, 1000))
 	}
 	if what == "startup" {
 		bin := *chorusd
@@ -214,6 +217,33 @@ func benchVoice(ctx context.Context, stdout io.Writer, rounds int) error {
 	}
 	for _, k := range []string{"fixed", "pocketsphinx"} {
 		fmt.Fprintf(stdout, "  arbitration, %s: three microphones − one, p50 %s\n", k, ms(p50[k+"/3"]-p50[k+"/1"]))
+	}
+	return nil
+}
+
+// benchActions times a robot's gesture against its words, and the action
+// query's round trip against the bare query path (issue 22).
+func benchActions(ctx context.Context, stdout io.Writer, turns, queries int) error {
+	res, err := bench.Actions(ctx, turns, queries)
+	if err != nil {
+		return err
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+	line := func(label string, ds []time.Duration) bench.Stats {
+		s := bench.Summarize(ds)
+		fmt.Fprintf(stdout, "  %-44s p50 %-9s p99 %-9s max %s\n", label, ms(s.P50), ms(s.P99), ms(s.Max))
+		return s
+	}
+	fmt.Fprintf(stdout, "actions: a robot that nods when spoken to (rule brain, servo head and face on a fake I²C bus, tone TTS, paced audio), %d turns, embedded broker\n", turns)
+	line("grant → first audio", res.GrantToAudio)
+	line("grant → first servo write of the nod", res.GrantToServo)
+	sync := line("first audio → first servo write (goal ≤ 50 ms)", res.AudioToServo)
+	fmt.Fprintf(stdout, "action query round trip, %d queries each, alternating, embedded broker\n", queries)
+	base := line("bare query path (speak.start, nothing held)", res.Baseline)
+	act := line("action: the face shows an emotion", res.RoundTrip)
+	fmt.Fprintf(stdout, "  action / bare: p50 %.2f×, p99 %.2f×\n", float64(act.P50)/float64(base.P50), float64(act.P99)/float64(base.P99))
+	if sync.P99 > 50*time.Millisecond {
+		fmt.Fprintf(stdout, "  the gesture lagged the words by more than 50 ms at p99\n")
 	}
 	return nil
 }
