@@ -77,7 +77,7 @@ func Actions(ctx context.Context, turns, queries int) (ActionsResult, error) {
 		return res, err
 	}
 	defer r.Close()
-	obs, ob, err := r.Dial(ctx, "actions-watch")
+	obs, ob, err := r.Dial(ctx, "user") // the person who speaks to the robot, and watches
 	if err != nil {
 		return res, err
 	}
@@ -137,12 +137,12 @@ func Actions(ctx context.Context, turns, queries int) (ActionsResult, error) {
 		time.Sleep(300 * time.Millisecond) // the nod ends; the next turn starts from rest
 	}
 
-	_, asker, err := r.Dial(ctx, "bot-asker")
+	_, asker, err := r.Dial(ctx, "bot") // a device's results are for the room's members
 	if err != nil {
 		return res, err
 	}
 	defer asker.Close()
-	qc := query.NewClient(asker, topic.New(""), "bench-asker", query.ClientOptions{Timeout: 5 * time.Second})
+	qc := query.NewClient(asker, topic.New(""), "bot", query.ClientOptions{Timeout: 5 * time.Second})
 	defer qc.Close()
 	emotions := []string{"happy", "sad"}
 	for i := range queries {
