@@ -36,6 +36,8 @@ type Config struct {
 	Drivers   Drivers     `yaml:"drivers"`
 	Hearing   Hearing     `yaml:"hearing"`
 	Body      Body        `yaml:"body"`
+	// HomeAssistant makes the robot a Home Assistant device (off by default).
+	HomeAssistant HomeAssistant `yaml:"homeassistant"`
 	Query     Query       `yaml:"query"`
 	HTTP      HTTP        `yaml:"http"`
 	Log       Log         `yaml:"log"`
@@ -399,6 +401,9 @@ func (c *Config) Scheme() topic.Scheme {
 	}
 	for ch, ms := range c.Room.Realtime.Whisper {
 		s = s.WithWhisper(c.Room.Name, ch, ms)
+	}
+	if h := c.HomeAssistant; h.Enabled {
+		s = s.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
 	}
 	return s
 }

@@ -148,6 +148,7 @@ func (c *Config) SetDefaults() {
 		d.Mic.SampleRate = DefaultMicRate
 	}
 	c.bodyDefaults()
+	c.haDefaults()
 	h := &c.Hearing
 	if h.User == "" {
 		h.User = protocol.DefaultHeardUser

@@ -202,6 +202,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateHearing(&p)
 	c.validateBody(&p)
+	c.validateHA(&p)
 	if d.TTS.MaxChars < 1 || d.TTS.MaxChars > 100000 {
 		p.add("drivers.tts.max_chars", "must be from 1 to 100000, got %d", d.TTS.MaxChars)
 	}

@@ -68,6 +68,11 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 		}
 	}
 	f.pending[id] = b
+	if f.ended && f.cfg.Room.IsMember(m.Params.From) {
+		f.finish(b, Decision{Reason: protocol.ReasonRest}, protocol.DecidedAllVoted) // ended: nobody answers the robots
+		return
+	}
+	f.ended = false // a person spoke: the room talks again
 	if len(b.participants) == 0 {
 		f.decide(b, protocol.DecidedAllVoted)
 		return

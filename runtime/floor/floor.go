@@ -136,6 +136,7 @@ type Floor struct {
 	seq         uint64
 	unannounced []protocol.TurnGrant
 	holds       map[string]bool          // companions through which a human holds the floor
+	ended       bool                     // End: the companions' words get no turn until a person speaks
 	early       map[string]earlyState    // per voter: its newest State whose Message has not arrived
 	done        *seen.Set                // message ids whose grant was seen on the bus
 	awaiting    *awaited                 // the grant whose speaker has not answered yet
@@ -233,6 +234,21 @@ func (f *Floor) Ping(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// End ends the conversation (an operator's command: Home Assistant's "end
+// conversation"): every pending message is decided for nobody, and the
+// companions' words that follow get no turn until a person speaks again.
+// It never blocks.
+func (f *Floor) End() { f.ctl.flag(flagEnd) }
+
+// end is End on the floor's loop.
+func (f *Floor) end() {
+	f.ended = true
+	for _, b := range f.sortedPending() {
+		f.finish(b, Decision{Reason: protocol.ReasonRest}, protocol.DecidedAllVoted)
+	}
+	f.log.Info("floor: the conversation was ended by an operator; it rests until a person speaks")
 }
 
 // Active reports whether this floor currently decides for the room.
@@ -377,6 +393,9 @@ func (f *Floor) control(ctx context.Context) {
 	}
 	if d.flags&flagRegrant != 0 {
 		f.regrant()
+	}
+	if d.flags&flagEnd != 0 {
+		f.end()
 	}
 	if len(d.barriers) > 0 {
 		for n := len(f.events.C); n > 0; n-- {

@@ -448,3 +448,30 @@ func TestPresenceBounded(t *testing.T) {
 		t.Fatalf("%d companions followed, cap %d", len(f.present), MaxPresent)
 	}
 }
+
+// End (Home Assistant's "end conversation"): the message being voted on is
+// decided for nobody at once, the robots' next words get no turn, and a
+// person's message starts the room again.
+func TestEndRestsUntilAPersonSpeaks(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.activate(f)
+	user := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
+	h.say(a, "a", "m1")
+	f.flush(t, h.mem)
+	f.End()
+	if g := h.grant(); g.MessageID != "m1" || g.Speaker != nil || g.Reason != protocol.ReasonRest {
+		t.Fatalf("grant %+v, want m1 decided for nobody", g)
+	}
+	h.say(b, "b", "m2") // a robot's words after the end
+	if g := h.grant(); g.MessageID != "m2" || g.Speaker != nil || len(g.Votes) != 0 {
+		t.Fatalf("grant %+v, want m2 decided for nobody without a vote", g)
+	}
+	h.say(user, "user", "m3")
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m3", State: protocol.Speak, Importance: 7})
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m3", State: protocol.Listen, Importance: 1})
+	if g := h.grant(); g.MessageID != "m3" || g.SpeakerID() != "a" {
+		t.Fatalf("grant %+v, want a to answer the person", g)
+	}
+}

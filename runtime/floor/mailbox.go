@@ -22,6 +22,7 @@ const (
 	flagReconnected
 	flagLost
 	flagClaims // leader claims wait in the election
+	flagEnd    // an operator ended the conversation (End)
 )
 
 // mailbox holds the floor's control events until its loop takes them.

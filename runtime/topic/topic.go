@@ -46,6 +46,9 @@ type Scheme struct {
 	// the floor publishes the Message of a heard utterance under it
 	// (DESIGN.md, "Hearing": one sentence, one Message).
 	Voices map[string]string // room -> the person's identity
+	// HA is Home Assistant's topics and identity (homeassistant.go); nil
+	// when no robot is in Home Assistant.
+	HA *HA
 }
 
 // WithVoice returns a copy of s in which room's floor may publish what
@@ -259,6 +262,7 @@ type Route struct {
 	Channel  string // for a whisper channel's topics
 	Device   string // for device topics
 	Identity string // the last segment for per-identity topics
+	Entity   string // for Home Assistant topics: the entity
 }
 
 // Parse tells what t is. ok is false for topics outside the scheme.
@@ -280,6 +284,8 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindResult, Device: seg[1], Identity: seg[1]}, true
 	case len(seg) == 3 && seg[0] == "devices" && seg[2] == "probe":
 		return Route{Kind: KindProbe, Device: seg[1], Identity: seg[1]}, true
+	case seg[0] == "ha":
+		return parseHA(seg)
 	case len(seg) < 3 || seg[0] != "rooms":
 		return Route{}, false
 	}
@@ -349,6 +355,9 @@ func (s Scheme) MayPublish(user, t string) bool {
 	if user == "" || strings.ContainsAny(t, "+#") {
 		return false
 	}
+	if allowed, known := s.mayPublishHA(user, t); known {
+		return allowed
+	}
 	r, ok := s.Parse(t)
 	if !ok {
 		return false
@@ -368,7 +377,10 @@ func (s Scheme) MayPublish(user, t string) bool {
 	case KindMessage:
 		// A floor may speak into a room (realtime broadcasts) under its own
 		// name, and publish what the room heard under the person's.
-		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room])
+		// A member of a room whose robots are in Home Assistant sends what
+		// its user typed there under that user's name.
+		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room]) ||
+			(s.HA != nil && s.HA.Rooms[r.Room] && r.Identity == s.HA.User && s.IsMember(r.Room, user))
 	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard:
 		return r.Identity == user && s.IsMember(r.Room, user)
 	case KindResult, KindProbe:
@@ -377,6 +389,10 @@ func (s Scheme) MayPublish(user, t string) bool {
 		return s.IsFloor(user)
 	case KindQuery:
 		return true
+	case KindHAState:
+		return r.Identity == user
+	case KindHACommand:
+		return s.HA != nil && user == s.HA.User
 	}
 	return false
 }
@@ -386,6 +402,9 @@ func (s Scheme) MayPublish(user, t string) bool {
 // results (its camera frames) only when the client is a member of a room
 // or the device itself.
 func (s Scheme) MayRead(user, filter string) bool {
+	if allowed, known := s.mayReadHA(user, filter); known && user != "" {
+		return allowed
+	}
 	if user == "" || (filter != s.Prefix+"/#" && !strings.HasPrefix(filter, s.Prefix+"/")) {
 		return false
 	}
@@ -502,6 +521,9 @@ func (s Scheme) MosquittoACL() string {
 			}
 		}
 	}
+	for _, line := range s.mosquittoHA(byUser, reads) {
+		b.WriteString(line + "\n")
+	}
 	users := make([]string, 0, len(byUser))
 	for u := range byUser {
 		users = append(users, u)
@@ -515,8 +537,10 @@ func (s Scheme) MosquittoACL() string {
 		for _, t := range reads[u] {
 			b.WriteString("topic read " + t + "\n")
 		}
-		// Members ask devices to look: they read the results (camera frames).
-		b.WriteString("topic read " + p + "/devices/+/results\n")
+		if s.isAnyMember(u) {
+			// Members ask devices to look: they read the results (camera frames).
+			b.WriteString("topic read " + p + "/devices/+/results\n")
+		}
 	}
 	for _, f := range s.FloorIDs {
 		b.WriteString("\nuser " + f + "\n")

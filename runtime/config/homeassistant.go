@@ -1,0 +1,103 @@
+// Home Assistant (DESIGN.md, "Home Assistant"): a robot that describes
+// itself to Home Assistant by MQTT discovery and takes its commands.
+
+package config
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// HomeAssistant makes the robot a Home Assistant device.
+type HomeAssistant struct {
+	Enabled bool `yaml:"enabled"`
+	// DiscoveryPrefix is Home Assistant's discovery prefix (default
+	// homeassistant).
+	DiscoveryPrefix string `yaml:"discovery_prefix"`
+	// NodeID names the robot's device in Home Assistant (its discovery
+	// topic and unique ids); default the robot's identity.
+	NodeID string `yaml:"node_id"`
+	// User is the MQTT identity Home Assistant connects as: the only one
+	// whose commands the robot takes, and the room's sender of what is
+	// typed in the "say" box (default homeassistant).
+	User string `yaml:"user"`
+	// Opener is what the "start conversation" button says to the room.
+	Opener string `yaml:"opener"`
+}
+
+// Home Assistant defaults.
+const (
+	DefaultDiscoveryPrefix = "homeassistant"
+	DefaultHAUser          = "homeassistant"
+	DefaultOpener          = "Hello everyone! What shall we talk about?"
+)
+
+var haNode = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func (c *Config) haDefaults() {
+	h := &c.HomeAssistant
+	def(&h.DiscoveryPrefix, DefaultDiscoveryPrefix)
+	def(&h.User, DefaultHAUser)
+	def(&h.Opener, DefaultOpener)
+	if h.NodeID == "" {
+		h.NodeID = haNodeOf(c.Identity())
+	}
+}
+
+// haNodeOf makes an identity a node id: what discovery topics allow.
+func haNodeOf(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		if r < 128 && haNode.MatchString(string(r)) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+func (c *Config) validateHA(p *problems) {
+	h := c.HomeAssistant
+	if !haNode.MatchString(h.NodeID) {
+		p.add("homeassistant.node_id", "must be 1 to 64 letters, digits, '_' or '-', got %q", h.NodeID)
+	}
+	if h.DiscoveryPrefix == "" || strings.ContainsAny(h.DiscoveryPrefix, "+#") || strings.HasPrefix(h.DiscoveryPrefix, "/") ||
+		strings.HasSuffix(h.DiscoveryPrefix, "/") || h.DiscoveryPrefix == c.MQTT.Prefix || strings.HasPrefix(h.DiscoveryPrefix, c.MQTT.Prefix+"/") {
+		p.add("homeassistant.discovery_prefix", "must be a topic prefix outside Chorus's (%s), without wildcards, got %q", c.MQTT.Prefix, h.DiscoveryPrefix)
+	}
+	p.identity("homeassistant.user", h.User)
+	switch {
+	case c.IsRoomMember(h.User):
+		p.add("homeassistant.user", "%q is a companion of the room; Home Assistant needs an identity of its own", h.User)
+	case c.IsFloorID(h.User):
+		p.add("homeassistant.user", "%q is a floor identity", h.User)
+	}
+	if strings.TrimSpace(h.Opener) == "" || utf8.RuneCountInString(h.Opener) > 500 {
+		p.add("homeassistant.opener", "must be from 1 to 500 characters")
+	}
+	if h.Enabled && c.Companion == nil {
+		p.add("homeassistant.enabled", "needs a companion: a speaker-only device is not a Home Assistant robot")
+	}
+}
+
+// IsRoomMember reports whether id is one of the room's companions.
+func (c *Config) IsRoomMember(id string) bool {
+	for _, m := range c.Room.Members {
+		if m == id {
+			return true
+		}
+	}
+	return false
+}
+
+// IsFloorID reports whether id is one of the room's floor identities.
+func (c *Config) IsFloorID(id string) bool {
+	for _, f := range c.MQTT.FloorIDs {
+		if f == id {
+			return true
+		}
+	}
+	return false
+}

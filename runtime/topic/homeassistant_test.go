@@ -1,0 +1,66 @@
+package topic
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHomeAssistantACL(t *testing.T) {
+	s := New("chorus").WithRoster("lab", []string{"kyoko", "hana"}).
+		WithHomeAssistant("lab", "homeassistant", "ha", "kyoko_node", "kyoko").
+		WithHomeAssistant("lab", "homeassistant", "ha", "hana", "hana")
+	pub := []struct {
+		user, topic string
+		ok          bool
+	}{
+		{"kyoko", "homeassistant/device/kyoko_node/config", true},
+		{"hana", "homeassistant/device/kyoko_node/config", false},
+		{"ha", "homeassistant/device/kyoko_node/config", false},
+		{"ha", "homeassistant/status", true},
+		{"kyoko", "homeassistant/status", false},
+		{"kyoko", "homeassistant/sensor/x/config", false},
+		{"kyoko", "chorus/ha/kyoko/state", true},
+		{"hana", "chorus/ha/kyoko/state", false},
+		{"ha", "chorus/ha/kyoko/mute/set", true},
+		{"kyoko", "chorus/ha/kyoko/mute/set", false},
+		{"mallory", "chorus/ha/kyoko/mute/set", false},
+		{"kyoko", "chorus/rooms/lab/messages/ha", true}, // what was typed in the say box
+		{"mallory", "chorus/rooms/lab/messages/ha", false},
+		{"ha", "chorus/rooms/lab/messages/ha", true},
+		{"ha", "chorus/rooms/lab/states/ha", false},
+	}
+	for _, c := range pub {
+		if got := s.MayPublish(c.user, c.topic); got != c.ok {
+			t.Errorf("MayPublish(%s, %s) = %v", c.user, c.topic, got)
+		}
+	}
+	read := []struct {
+		user, filter string
+		ok           bool
+	}{
+		{"ha", "homeassistant/#", true},
+		{"kyoko", "homeassistant/status", true},
+		{"kyoko", "homeassistant/#", false},
+		{"mallory", "homeassistant/status", false},
+		{"ha", "chorus/ha/#", true},
+		{"ha", "chorus/devices/+/results", false}, // camera frames are for the room's members
+	}
+	for _, c := range read {
+		if got := s.MayRead(c.user, c.filter); got != c.ok {
+			t.Errorf("MayRead(%s, %s) = %v", c.user, c.filter, got)
+		}
+	}
+	acl := s.MosquittoACL()
+	for _, want := range []string{"pattern write chorus/ha/%u/+", "\nuser ha\ntopic write homeassistant/status\ntopic write chorus/ha/+/+/set\ntopic read homeassistant/#\n",
+		"topic write homeassistant/device/kyoko_node/config", "topic write chorus/rooms/lab/messages/ha"} {
+		if !strings.Contains(acl, want) {
+			t.Errorf("the ACL lacks %q:\n%s", want, acl)
+		}
+	}
+	if strings.Contains(acl, "user ha\ntopic write homeassistant/status\ntopic write chorus/ha/+/+/set\ntopic read homeassistant/#\ntopic read chorus/devices") {
+		t.Error("Home Assistant may read the robots' camera frames")
+	}
+	if r, ok := s.Parse("chorus/ha/kyoko/mute/set"); !ok || r.Kind != KindHACommand || r.Identity != "kyoko" || r.Entity != "mute" {
+		t.Errorf("parse: %+v %v", r, ok)
+	}
+}
