@@ -38,9 +38,9 @@ type Config struct {
 	Body      Body        `yaml:"body"`
 	// HomeAssistant makes the robot a Home Assistant device (off by default).
 	HomeAssistant HomeAssistant `yaml:"homeassistant"`
-	Query     Query       `yaml:"query"`
-	HTTP      HTTP        `yaml:"http"`
-	Log       Log         `yaml:"log"`
+	Query         Query         `yaml:"query"`
+	HTTP          HTTP          `yaml:"http"`
+	Log           Log           `yaml:"log"`
 
 	path string
 }

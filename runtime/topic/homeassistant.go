@@ -55,7 +55,9 @@ func (s Scheme) HAState(identity, entity string) string {
 }
 
 // HACommand is the topic Home Assistant commands a robot's entity on.
-func (s Scheme) HACommand(identity, entity string) string { return s.HAState(identity, entity) + "/set" }
+func (s Scheme) HACommand(identity, entity string) string {
+	return s.HAState(identity, entity) + "/set"
+}
 
 // HACommands is the filter of every command to a robot.
 func (s Scheme) HACommands(identity string) string { return s.Prefix + "/ha/" + identity + "/+/set" }
