@@ -32,6 +32,7 @@ func main() {
 	check := flag.String("check-config", "", "check this config file as a start would, and exit")
 	doc := flag.Bool("doctor", false, "check what the config needs against this machine (camera, audio, TTS, GPIO, broker, model server, secrets; microphone, speech to text, wake word), and exit")
 	envFile := flag.String("env-file", doctor.DefaultEnvFile, "with --doctor: the environment file chorusd.service reads (its variables fill those not already set)")
+	haRemove := flag.Bool("ha-remove", false, "take this robot out of Home Assistant (the empty retained discovery; before uninstalling it), and exit")
 	list := flag.Bool("list", false, "print the camera sources, audio outputs, TTS engines, brains, microphones, speech-to-text engines and wake-word detectors this build contains, and exit")
 	flag.Parse()
 	switch {
@@ -52,6 +53,17 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	daemon.Version = version
+	if *haRemove {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := daemon.RemoveFromHomeAssistant(ctx, cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "chorusd --ha-remove:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s is out of Home Assistant (node %s)\n", cfg.Identity(), cfg.HomeAssistant.NodeID)
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -39,6 +39,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/button"
 	"github.com/chorus-robotics/chorus/device/console"
 	"github.com/chorus-robotics/chorus/device/ear"
+	"github.com/chorus-robotics/chorus/device/homeassistant"
 	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/device/panel"
 	"github.com/chorus-robotics/chorus/device/parts"
@@ -69,6 +70,8 @@ import (
 type Options struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
+	// Version is the build's, told to Home Assistant.
+	Version string
 }
 
 // Daemon is one running device.
@@ -81,7 +84,10 @@ type Daemon struct {
 	br      *bridge.Bridge               // the WebSocket bridge, when enabled
 	asks    atomic.Pointer[query.Client] // the companion's queries, told when a bridge body goes
 	acts    *parts.Body                  // the body's actions and the parts they move
-	pan     atomic.Pointer[panel.Panel]  // the front panel, for led actions on the status LED
+	fl      *floor.Floor                 // the room's turn-mode floor, when it runs here
+	ha      *homeassistant.Robot         // the robot as a Home Assistant device, when enabled
+	version string
+	pan     atomic.Pointer[panel.Panel] // the front panel, for led actions on the status LED
 	mu      sync.Mutex
 	closers []func()
 	probes  []namedProbe
@@ -157,7 +163,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Daemon{cfg: cfg, log: log.With("device", cfg.Device.ID), m: metrics.OrNew(opts.Metrics)}, nil
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	return &Daemon{cfg: cfg, log: log.With("device", cfg.Device.ID), m: metrics.OrNew(opts.Metrics), version: version}, nil
 }
 
 // Metrics is the daemon's metric set.
@@ -273,6 +283,9 @@ func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
 			return err
 		}
 		g.Go(func() error { return d.br.Run(ctx) })
+	}
+	if err := d.homeAssistant(ctx, g, l, p); err != nil {
+		return err
 	}
 	if d.cfg.Companion != nil {
 		if err := d.companion(ctx, g, l, p); err != nil {
@@ -431,6 +444,7 @@ func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
 		return err
 	}
 	d.probe("floor", f)
+	d.fl = f
 	g.Go(func() error { return f.Run(ctx) })
 	return d.arbiter(ctx, g, fr, f.Active)
 }
@@ -471,7 +485,7 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 	v := cfg.Hearing.VAD
 	seg := &vad.Segmenter{Detector: vad.NewEnergy(cfg.Drivers.Mic.SampleRate, vad.Mode(*v.Aggressiveness)),
 		PreRoll: v.PreRoll, Hangover: v.Hangover, MinLength: v.MinUtterance, MaxLength: v.MaxUtterance}
-	gate := &ear.Gate{Self: cfg.Identity(), EchoCancelled: cfg.Drivers.Mic.EchoCancelled, Tail: cfg.Hearing.Tail, Muted: p.Muted}
+	gate := &ear.Gate{Self: cfg.Identity(), EchoCancelled: cfg.Drivers.Mic.EchoCancelled, Tail: cfg.Hearing.Tail, Muted: p.Deaf}
 	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg,
 		STT: engine, Gate: gate, Timeout: cfg.Hearing.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Wake.ListenFor})
 	if err != nil {
@@ -616,7 +630,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
-		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: p.Status, Actions: d.actionsOf(body)})
+		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body)})
 	if err != nil {
 		return err
 	}

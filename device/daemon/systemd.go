@@ -100,9 +100,13 @@ var errNotReady = readyError{}
 // Main runs a daemon for cfg the way chorusd does: logs to w as the config
 // says, READY once up, the watchdog fed while the loops turn, STOPPING on
 // the way out.
+// Version is the build's version (chorusd sets it), told to Home
+// Assistant.
+var Version = "dev"
+
 func Main(ctx context.Context, cfg *config.Config, w io.Writer) error {
 	log := cfg.Log.Logger(w)
-	d, err := New(cfg, Options{Log: log})
+	d, err := New(cfg, Options{Log: log, Version: Version})
 	if err != nil {
 		return err
 	}

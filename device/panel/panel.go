@@ -54,7 +54,12 @@ type Panel struct {
 	ID     string         // the companion the panel belongs to
 	Log    *slog.Logger
 
+	// OnMute, if set, is told every mute and unmute (the button's, Home
+	// Assistant's); it must not block.
+	OnMute func(muted bool)
+
 	muted    atomic.Bool
+	micOff   atomic.Bool
 	status   atomic.Value // the companion's status (companion.Status)
 	flashing atomic.Bool  // a Flash shows on the LED
 	flashes  atomic.Int64 // the newest Flash, so that only it restores the status
@@ -120,9 +125,29 @@ func (p *Panel) Run(ctx context.Context) error {
 
 func (p *Panel) toggleMute() {
 	m := !p.muted.Load()
-	p.muted.Store(m)
+	p.SetMuted(m)
 	p.log().Info("button: mute", "muted", m)
 }
+
+// SetMuted mutes or unmutes the companion, as the button's short press
+// does (Home Assistant's mute switch); OnMute is told.
+func (p *Panel) SetMuted(m bool) {
+	p.muted.Store(m)
+	if p.OnMute != nil {
+		p.OnMute(m)
+	}
+}
+
+// MicOff reports whether the microphone alone is switched off (Home
+// Assistant's microphone switch); the mute stops it too.
+func (p *Panel) MicOff() bool { return p.micOff.Load() }
+
+// SetMic switches the microphone on or off.
+func (p *Panel) SetMic(on bool) { p.micOff.Store(!on) }
+
+// Deaf reports whether the ear must not listen: muted, or the microphone
+// off (ear.Gate.Muted).
+func (p *Panel) Deaf() bool { return p.Muted() || p.MicOff() }
 
 func (p *Panel) hold(held bool) {
 	p.log().Info("button: the human holds the floor", "held", held)

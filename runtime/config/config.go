@@ -402,7 +402,7 @@ func (c *Config) Scheme() topic.Scheme {
 	for ch, ms := range c.Room.Realtime.Whisper {
 		s = s.WithWhisper(c.Room.Name, ch, ms)
 	}
-	if h := c.HomeAssistant; h.Enabled {
+	if h := c.HomeAssistant; h.Enabled || h.Configured() {
 		s = s.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
 	}
 	return s

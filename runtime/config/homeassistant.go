@@ -24,7 +24,13 @@ type HomeAssistant struct {
 	User string `yaml:"user"`
 	// Opener is what the "start conversation" button says to the room.
 	Opener string `yaml:"opener"`
+
+	configured bool // the section was in the file: off means taken out of Home Assistant
 }
+
+// Configured reports whether the config has a homeassistant section: a
+// robot with the feature off then takes itself out of Home Assistant.
+func (h HomeAssistant) Configured() bool { return h.configured }
 
 // Home Assistant defaults.
 const (
@@ -37,6 +43,7 @@ var haNode = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (c *Config) haDefaults() {
 	h := &c.HomeAssistant
+	h.configured = h.configured || *h != (HomeAssistant{})
 	def(&h.DiscoveryPrefix, DefaultDiscoveryPrefix)
 	def(&h.User, DefaultHAUser)
 	def(&h.Opener, DefaultOpener)

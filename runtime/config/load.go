@@ -113,8 +113,23 @@ func Parse(r io.Reader) (*Config, Errors, error) {
 			}
 		}
 	}
+	c.HomeAssistant.configured = hasKey(&root, "homeassistant")
 	c.SetDefaults()
 	return &c, typed, nil
+}
+
+// hasKey reports whether the document's top-level mapping has key.
+func hasKey(root *yaml.Node, key string) bool {
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return false
+	}
+	m := root.Content[0].Content
+	for i := 0; i+1 < len(m); i += 2 {
+		if m[i].Value == key {
+			return true
+		}
+	}
+	return false
 }
 
 // Merge lists a config's problems: first those of type, then every other

@@ -70,7 +70,16 @@ func roomsScheme(cfgs []*config.Config) (topic.Scheme, error) {
 	s := topic.Scheme{Prefix: cfgs[0].MQTT.Prefix}
 	floors := map[string]bool{}
 	rosters := map[string]*config.Config{}
+	var ha *config.Config // the house's Home Assistant: one discovery prefix and identity
 	for _, c := range cfgs {
+		if h := c.HomeAssistant; h.Enabled || h.Configured() {
+			if ha != nil && (ha.HomeAssistant.User != h.User || ha.HomeAssistant.DiscoveryPrefix != h.DiscoveryPrefix) {
+				return s, fmt.Errorf("%s and %s name different Home Assistants (user %s/%s, discovery prefix %s/%s): one broker serves one",
+					ha.Path(), c.Path(), ha.HomeAssistant.User, h.User, ha.HomeAssistant.DiscoveryPrefix, h.DiscoveryPrefix)
+			}
+			ha = c
+			s = s.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
+		}
 		if c.MQTT.Prefix != s.Prefix {
 			return s, fmt.Errorf("%s uses topic prefix %q, %s %q: one ACL serves one prefix", c.Path(), c.MQTT.Prefix, cfgs[0].Path(), s.Prefix)
 		}
@@ -108,6 +117,9 @@ func passwordSkeleton(cfgs []*config.Config) string {
 			for _, f := range c.MQTT.FloorIDs {
 				names[f] = "the floor of room " + c.Room.Name + " (mqtt.floor_password_env)"
 			}
+		}
+		if h := c.HomeAssistant; h.Enabled {
+			names[h.User] = "Home Assistant (homeassistant.user): its MQTT integration connects as this user"
 		}
 	}
 	ids := make([]string, 0, len(names))

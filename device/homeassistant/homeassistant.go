@@ -1,0 +1,464 @@
+// Package homeassistant makes a robot a Home Assistant device (DESIGN.md,
+// "Home Assistant"): it publishes one retained device-discovery message
+// under Home Assistant's discovery prefix — the robot's state, whether it
+// speaks, what it and the room last said, its mute and microphone
+// switches, a "say" box, the conversation buttons and its actions — again
+// whenever Home Assistant says online, keeps the entities' states
+// (retained) under the room's prefix, and takes Home Assistant's commands.
+//
+// Availability is the robot's presence and Last Will: Home Assistant reads
+// the retained presence topic, so a robot killed with -9 shows
+// unavailable. Commands come only from the configured Home Assistant
+// identity: the broker's ACL refuses anyone else's publish, and each
+// payload carries "from", checked here too, strictly decoded and bounded;
+// a wrong one is counted (chorus_bad_input_total{source="ha_command"}) and
+// logged once a minute.
+package homeassistant
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// States of the robot, in the words Home Assistant's voice satellites use.
+const (
+	StateIdle      = "idle"
+	StateListening = "listening"
+	StateThinking  = "thinking"
+	StateSpeaking  = "speaking"
+	StateMuted     = "muted"
+)
+
+// Entities (the last segment of their state and command topics).
+const (
+	EntityState       = "state"
+	EntitySpeaking    = "speaking"
+	EntityUtterance   = "utterance"
+	EntityRoomMessage = "room_message"
+	EntityMute        = "mute"
+	EntityMic         = "mic"
+	EntitySay         = "say"
+	EntityStart       = "start"
+	EntityEnd         = "end"
+	EntityTurn        = "turn"
+	actionPrefix      = "action_"
+)
+
+// MaxState is the longest state Home Assistant keeps (255 characters).
+const MaxState = 255
+
+// MaxCommand bounds a command's payload.
+const MaxCommand = 2048
+
+// Robot is one robot as a Home Assistant device.
+type Robot struct {
+	Bus    bus.Bus // the robot's own connection (its identity publishes)
+	Scheme topic.Scheme
+	// Discovery is Home Assistant's prefix, User its identity, Node the
+	// robot's node id.
+	Discovery, User, Node string
+	Identity              string // the robot's (companion's) identity
+	Name, Model, Version  string
+	Room                  string // the room's name
+	Opener                string // what "start conversation" says
+	// Presence is the topic of the robot's retained presence: its
+	// availability.
+	Presence string
+
+	Hears   bool                 // a microphone switch
+	Floor   bool                 // the room's floor runs here: end conversation and the turn sensor
+	Actions []protocol.ActionDef // those without required arguments become buttons
+
+	// What the commands do; each must not block for long (they run on
+	// the robot's own goroutine, never on the bus's).
+	SetMuted func(bool)
+	SetMic   func(bool)
+	Say      func(ctx context.Context, m protocol.Message) error // send m into the room
+	End      func()
+	Act      func(ctx context.Context, name string) error
+
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+
+	out      *bus.Outbox
+	acting   sync.WaitGroup // actions pressed, still running
+	commands chan command
+	mu       sync.Mutex
+	states   map[string]string // the latest of each entity, published again with the discovery
+	recent   map[string]time.Time
+}
+
+type command struct {
+	entity  string
+	payload []byte
+}
+
+// Origin is what Home Assistant is told published the discovery.
+const Origin = "chorus"
+
+// uid is an entity's unique id: stable across restarts (node and entity).
+func (r *Robot) uid(entity string) string { return "chorus_" + r.Node + "_" + entity }
+
+// DiscoveryPayload builds the device discovery payload.
+func (r *Robot) DiscoveryPayload() ([]byte, error) {
+	state := func(e string) string { return r.Scheme.HAState(r.Identity, e) }
+	cmd := func(e string) string { return r.Scheme.HACommand(r.Identity, e) }
+	from := func(extra string) string { return `{"from":` + quote(r.User) + `,` + extra + `}` }
+	cmps := map[string]map[string]any{
+		EntityState: {"p": "sensor", "name": "State", "unique_id": r.uid(EntityState), "state_topic": state(EntityState),
+			"device_class": "enum", "options": []string{StateIdle, StateListening, StateThinking, StateSpeaking, StateMuted}, "icon": "mdi:robot"},
+		EntitySpeaking: {"p": "binary_sensor", "name": "Speaking", "unique_id": r.uid(EntitySpeaking), "state_topic": state(EntitySpeaking),
+			"payload_on": "ON", "payload_off": "OFF", "device_class": "sound"},
+		EntityUtterance: {"p": "sensor", "name": "Last utterance", "unique_id": r.uid(EntityUtterance), "state_topic": state(EntityUtterance), "icon": "mdi:comment-text"},
+		EntityRoomMessage: {"p": "sensor", "name": "Room's last message", "unique_id": r.uid(EntityRoomMessage), "state_topic": state(EntityRoomMessage),
+			"icon": "mdi:forum"},
+		EntityMute: {"p": "switch", "name": "Mute", "unique_id": r.uid(EntityMute), "state_topic": state(EntityMute), "command_topic": cmd(EntityMute),
+			"payload_on": from(`"set":"ON"`), "payload_off": from(`"set":"OFF"`), "state_on": "ON", "state_off": "OFF", "icon": "mdi:volume-off"},
+		EntitySay: {"p": "text", "name": "Say", "unique_id": r.uid(EntitySay), "command_topic": cmd(EntitySay), "max": MaxState, "min": 1,
+			"command_template": `{"from":` + quote(r.User) + `,"text":{{ value | to_json }}}`, "icon": "mdi:message-text"},
+		EntityStart: {"p": "button", "name": "Start conversation", "unique_id": r.uid(EntityStart), "command_topic": cmd(EntityStart),
+			"payload_press": from(`"press":true`), "icon": "mdi:chat-processing"},
+	}
+	if r.Hears {
+		cmps[EntityMic] = map[string]any{"p": "switch", "name": "Microphone", "unique_id": r.uid(EntityMic), "state_topic": state(EntityMic),
+			"command_topic": cmd(EntityMic), "payload_on": from(`"set":"ON"`), "payload_off": from(`"set":"OFF"`), "state_on": "ON", "state_off": "OFF",
+			"icon": "mdi:microphone"}
+	}
+	if r.Floor {
+		cmps[EntityEnd] = map[string]any{"p": "button", "name": "End conversation", "unique_id": r.uid(EntityEnd), "command_topic": cmd(EntityEnd),
+			"payload_press": from(`"press":true`), "icon": "mdi:chat-remove"}
+		cmps[EntityTurn] = map[string]any{"p": "sensor", "name": "Room's turn", "unique_id": r.uid(EntityTurn), "state_topic": state(EntityTurn),
+			"icon": "mdi:account-voice"}
+	}
+	for _, a := range ButtonActions(r.Actions) {
+		e := actionPrefix + a.Name
+		cmps[e] = map[string]any{"p": "button", "name": a.Description, "unique_id": r.uid(e), "command_topic": cmd(e),
+			"payload_press": from(`"press":true`), "icon": "mdi:gesture-tap-button"}
+	}
+	payload := map[string]any{
+		"dev": map[string]any{"ids": []string{"chorus_" + r.Node}, "name": r.Name, "mf": "Chorus", "mdl": r.Model, "sw": r.Version},
+		"o":   map[string]any{"name": Origin, "sw": r.Version, "url": "https://github.com/chorus-robotics/chorus"},
+		"availability": []map[string]any{{"topic": r.Presence,
+			"value_template": "{{ 'online' if value_json.online else 'offline' }}"}},
+		"qos":  1,
+		"cmps": cmps,
+	}
+	return json.Marshal(payload)
+}
+
+// ButtonActions are the actions a button can do: those whose arguments
+// are all optional.
+func ButtonActions(defs []protocol.ActionDef) []protocol.ActionDef {
+	var out []protocol.ActionDef
+	for _, d := range defs {
+		var s struct {
+			Required []string `json:"required"`
+		}
+		if json.Unmarshal(d.Schema, &s) == nil && len(s.Required) == 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func (r *Robot) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+// Run publishes the discovery, subscribes to Home Assistant's status and
+// to the robot's commands, and handles them until ctx ends.
+func (r *Robot) Run(ctx context.Context) error {
+	r.Metrics = metrics.OrNew(r.Metrics)
+	r.init()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer r.acting.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.out.Run(ctx) }()
+	if err := r.announce(); err != nil {
+		return err
+	}
+	online := make(chan struct{}, 1)
+	err := r.Bus.Subscribe(ctx, r.Scheme.HAStatus(), func(_ string, b []byte) {
+		if string(bytes.TrimSpace(b)) == "online" {
+			select {
+			case online <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("homeassistant: %w", err)
+	}
+	err = r.Bus.Subscribe(ctx, r.Scheme.HACommands(r.Identity), func(t string, b []byte) {
+		route, ok := r.Scheme.Parse(t)
+		if !ok || route.Kind != topic.KindHACommand {
+			return
+		}
+		select {
+		case r.commands <- command{entity: route.Entity, payload: b}:
+		default:
+			r.Metrics.QueueDrops.WithLabelValues("homeassistant", "command").Inc()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("homeassistant: %w", err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-online:
+			r.log().Info("Home Assistant is online: the discovery is published again")
+			r.announce()
+		case c := <-r.commands:
+			r.handle(ctx, c)
+		}
+	}
+}
+
+func (r *Robot) init() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.out == nil {
+		r.out = &bus.Outbox{Bus: r.Bus, Size: 64, Log: r.Log, OnDrop: func(string, error) {
+			metrics.OrNew(r.Metrics).PublishDropped.WithLabelValues("homeassistant").Inc()
+		}}
+		r.commands = make(chan command, 16)
+		r.states = map[string]string{}
+		r.recent = map[string]time.Time{}
+	}
+}
+
+// announce publishes the discovery (retained) and the states known.
+func (r *Robot) announce() error {
+	b, err := r.DiscoveryPayload()
+	if err != nil {
+		return fmt.Errorf("homeassistant: discovery: %w", err)
+	}
+	r.out.Send(r.Scheme.HADiscovery(r.Node), b, true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e, v := range r.states {
+		r.out.Send(r.Scheme.HAState(r.Identity, e), []byte(v), true)
+	}
+	return nil
+}
+
+// Set publishes an entity's state (retained), cut to MaxState
+// characters; it never blocks.
+func (r *Robot) Set(entity, value string) {
+	r.init()
+	value = clip(value)
+	r.mu.Lock()
+	same := r.states[entity] == value
+	r.states[entity] = value
+	r.mu.Unlock()
+	if !same {
+		r.out.Send(r.Scheme.HAState(r.Identity, entity), []byte(value), true)
+	}
+}
+
+func clip(s string) string {
+	if !utf8.ValidString(s) {
+		s = string([]rune(s))
+	}
+	if utf8.RuneCountInString(s) <= MaxState {
+		return s
+	}
+	return string([]rune(s)[:MaxState-1]) + "…"
+}
+
+// OnOff is a switch's or binary sensor's state.
+func OnOff(on bool) string {
+	if on {
+		return "ON"
+	}
+	return "OFF"
+}
+
+// commandPayload is what Home Assistant sends (the discovery's payloads
+// and templates): who, and one of set, text, press.
+type commandPayload struct {
+	From  string  `json:"from"`
+	Set   *string `json:"set,omitempty"`
+	Text  *string `json:"text,omitempty"`
+	Press *bool   `json:"press,omitempty"`
+}
+
+// errCommand is a command refused.
+type errCommand struct{ kind, msg string }
+
+func (e *errCommand) Error() string { return e.msg }
+
+// decode reads a command strictly: its sender, and the one field its
+// entity takes.
+func (r *Robot) decode(c command) (commandPayload, error) {
+	var p commandPayload
+	if len(c.payload) > MaxCommand {
+		return p, &errCommand{"oversize", fmt.Sprintf("a command of %d bytes (at most %d)", len(c.payload), MaxCommand)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || dec.More() {
+		return p, &errCommand{"syntax", fmt.Sprintf("command to %s is not the JSON Home Assistant is configured to send: %.80q", c.entity, c.payload)}
+	}
+	if p.From != r.User {
+		return p, &errCommand{"spoofed", fmt.Sprintf("command to %s from %q: only %s commands this robot", c.entity, p.From, r.User)}
+	}
+	return p, nil
+}
+
+// handle does one command.
+func (r *Robot) handle(ctx context.Context, c command) {
+	p, err := r.decode(c)
+	if err == nil {
+		err = r.do(ctx, c.entity, p)
+	}
+	var ec *errCommand
+	switch {
+	case errors.As(err, &ec):
+		r.Metrics.Reject(r.Log, "ha_command", r.User, ec.kind, err)
+	case err != nil:
+		r.log().Warn("homeassistant: a command failed", "entity", c.entity, "err", err)
+	}
+}
+
+func (r *Robot) do(ctx context.Context, entity string, p commandPayload) error {
+	onOff := func() (bool, error) {
+		if p.Set == nil || (*p.Set != "ON" && *p.Set != "OFF") || p.Text != nil || p.Press != nil {
+			return false, &errCommand{"invalid", fmt.Sprintf("command to %s: want set ON or OFF", entity)}
+		}
+		return *p.Set == "ON", nil
+	}
+	press := func() error {
+		if p.Press == nil || !*p.Press || p.Set != nil || p.Text != nil {
+			return &errCommand{"invalid", fmt.Sprintf("command to %s: want press true", entity)}
+		}
+		// A press seen twice within a second (a copy, at least once) acts once.
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if t, ok := r.recent[entity]; ok && time.Since(t) < time.Second {
+			return errDuplicate
+		}
+		r.recent[entity] = time.Now()
+		return nil
+	}
+	switch {
+	case entity == EntityMute && r.SetMuted != nil:
+		on, err := onOff()
+		if err != nil {
+			return err
+		}
+		r.SetMuted(on)
+		r.Set(EntityMute, OnOff(on))
+	case entity == EntityMic && r.Hears && r.SetMic != nil:
+		on, err := onOff()
+		if err != nil {
+			return err
+		}
+		r.SetMic(on)
+		r.Set(EntityMic, OnOff(on))
+	case entity == EntitySay:
+		if p.Text == nil || p.Set != nil || p.Press != nil {
+			return &errCommand{"invalid", "command to say: want text"}
+		}
+		text := *p.Text
+		if n := utf8.RuneCountInString(text); n == 0 || n > MaxState || !utf8.ValidString(text) {
+			return &errCommand{"invalid", fmt.Sprintf("command to say: the text must be 1 to %d characters of UTF-8", MaxState)}
+		}
+		r.mu.Lock()
+		key := "say:" + text
+		t, dup := r.recent[key]
+		if !dup || time.Since(t) >= time.Second {
+			r.recent[key] = time.Now()
+		}
+		r.mu.Unlock()
+		if dup && time.Since(t) < time.Second {
+			return nil // a copy of the same words: one Message
+		}
+		return r.say(ctx, text, []string{r.Identity})
+	case entity == EntityStart:
+		if err := press(); err != nil {
+			return ignoreDuplicate(err)
+		}
+		return r.say(ctx, r.Opener, nil)
+	case entity == EntityEnd && r.Floor && r.End != nil:
+		if err := press(); err != nil {
+			return ignoreDuplicate(err)
+		}
+		r.End()
+		r.log().Info("homeassistant: the conversation was ended")
+	case len(entity) > len(actionPrefix) && entity[:len(actionPrefix)] == actionPrefix && r.Act != nil:
+		name := entity[len(actionPrefix):]
+		known := false
+		for _, a := range ButtonActions(r.Actions) {
+			known = known || a.Name == name
+		}
+		if !known {
+			return &errCommand{"unknown", fmt.Sprintf("command to %.64q: no such button", entity)}
+		}
+		if err := press(); err != nil {
+			return ignoreDuplicate(err)
+		}
+		r.acting.Add(1)
+		go func() { // an action runs beside everything; its result is the body's
+			defer r.acting.Done()
+			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := r.Act(actx, name); err != nil {
+				r.log().Warn("homeassistant: an action failed", "action", name, "err", err)
+			}
+		}()
+	default:
+		return &errCommand{"unknown", fmt.Sprintf("command to %.64q: no such entity", entity)}
+	}
+	return nil
+}
+
+var errDuplicate = errors.New("a copy of a press")
+
+func ignoreDuplicate(err error) error {
+	if errors.Is(err, errDuplicate) {
+		return nil
+	}
+	return err
+}
+
+// say sends text into the room as Home Assistant's user.
+func (r *Robot) say(ctx context.Context, text string, to []string) error {
+	m := protocol.NewMessage(protocol.NewID(), r.User, to, text, "")
+	m.Params.Metadata[protocol.MetaSource] = "homeassistant"
+	if r.Say == nil {
+		return errors.New("homeassistant: no way to speak to the room")
+	}
+	return r.Say(ctx, m)
+}
+
+// Remove takes the robot out of Home Assistant: the empty retained
+// discovery (when it is uninstalled, or the feature turned off).
+func Remove(ctx context.Context, b bus.Bus, s topic.Scheme, node string) error {
+	return b.Publish(ctx, s.HADiscovery(node), nil, true)
+}
