@@ -2,7 +2,7 @@
 // config in, everything wired, signals and the watchdog handled.
 //
 //	chorusd --config /etc/chorus/robot.yaml
-//	chorusd --check-config robot.yaml   # every problem a start would hit, here
+//	chorusd --check-config robot.yaml   # every problem a start would hit, and the body parts missing here
 //	chorusd --list                      # what this build contains
 //	chorusd --doctor [--config FILE]    # check the machine against the config
 package main
@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,8 +43,15 @@ func main() {
 	case *doc:
 		os.Exit(doctorMain(*path, *envFile, os.Stdout))
 	case *check != "":
-		if _, err := daemon.CheckFile(*check); err != nil {
+		cfg, err := daemon.CheckFile(*check)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		// The body's parts that are not here: a start would go on without
+		// them (their actions fail), the check says so.
+		if missing := parts.CheckBody(cfg, parts.Here); len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "config %s: %s\n(chorusd starts without these parts: their actions answer with what is missing)\n", *check, strings.Join(missing, "\n"))
 			os.Exit(1)
 		}
 		fmt.Printf("%s: ok\n", *check)

@@ -48,6 +48,11 @@ type Shower struct {
 	Show func(ctx context.Context, e protocol.Emotion) error
 }
 
+// unnamed is the metrics label of a request whose name is not an action
+// of the body: never the name itself (labels stay bounded), and never an
+// action's name (those start with a letter).
+const unnamed = "(unknown)"
+
 // DefaultCueWait bounds how long an action tied to an utterance waits for
 // that utterance's audio; then it runs anyway.
 const DefaultCueWait = 5 * time.Second
@@ -141,7 +146,7 @@ func (b *Body) count(name, outcome string) {
 func (b *Body) Handle(ctx context.Context, from string, body json.RawMessage) (any, error) {
 	req, err := protocol.DecodeActionRequest(body, 0)
 	if err != nil {
-		b.count("unknown", "bad_request")
+		b.count(unnamed, "bad_request")
 		return nil, err
 	}
 	return b.Do(ctx, req)
@@ -152,7 +157,7 @@ func (b *Body) Handle(ctx context.Context, from string, body json.RawMessage) (a
 func (b *Body) Do(ctx context.Context, req protocol.ActionRequest) (protocol.ActionResult, error) {
 	a, ok := b.actions[req.Name]
 	if !ok {
-		b.count("unknown", "unknown")
+		b.count(unnamed, "unknown")
 		return protocol.ActionResult{}, fmt.Errorf("action: no action %q on this body (it has: %s)", clip(req.Name), strings.Join(b.names(), ", "))
 	}
 	args := req.Args

@@ -101,7 +101,7 @@ func TestBadRequestsNameWhatIsWrong(t *testing.T) {
 
 func counter(m *metrics.Metrics, outcome string) float64 {
 	var n float64
-	for _, name := range []string{"unknown", "look", "nod"} {
+	for _, name := range []string{unnamed, "look", "nod"} {
 		n += testutilValue(m, name, outcome)
 	}
 	return n

@@ -235,3 +235,37 @@ http: {listen: "127.0.0.1:%d"}
 	t.Logf("%s: the nod began %v after the first audio (%d servo writes, %d face writes during %d ms of words)",
 		provider, servo[0].Sub(audioStart), len(servo), len(face), end.DurationMs)
 }
+
+// A robot whose head is not there (no I²C bus) still starts and talks; the
+// head's actions answer with what is missing.
+func TestRobotWithoutItsHeadStarts(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	yaml := fmt.Sprintf(`version: 1
+device: {id: bot}
+room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
+mqtt: {broker: "%s"}
+companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+body:
+  servos: {bus: /dev/i2c-97, joints: [{name: tilt, channel: 1, min: -30, max: 30}]}
+  actions: [{name: nod, description: Nod., driver: servo}]
+http: {listen: "off"}
+`, br.URL())
+	d, cancel, errc := run(t, load(t, yaml))
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	select {
+	case err := <-errc:
+		errc <- err
+		t.Fatalf("the robot did not start without its head: %v", err)
+	default:
+	}
+	_, err := d.acts.Do(context.Background(), protocol.ActionRequest{Name: "nod"})
+	if err == nil || !strings.Contains(err.Error(), "/dev/i2c-97") {
+		t.Fatalf("nod without a head: %v", err)
+	}
+}

@@ -385,7 +385,9 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 	if err != nil {
 		return err
 	}
-	srv := &query.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Log: d.log, Metrics: d.m}
+	// A flood of actions never delays speech: they queue and run apart.
+	srv := &query.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Log: d.log, Metrics: d.m,
+		Lanes: map[string]int{protocol.TypeAction: 4}}
 	l.queries = srv
 	voice := &speak.Speaker{TTS: engine, Out: out, MaxChars: cfg.Drivers.TTS.MaxChars, Log: d.log, Metrics: d.m}
 	srv.Handle(protocol.TypeSpeak, voice.Handle)

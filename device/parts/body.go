@@ -45,9 +45,12 @@ var ActionDrivers = []ActionDriver{
 	{config.DriverCommand, "a program given the arguments as JSON on stdin, with a timeout (command, timeout)"},
 }
 
-// checkBody reports what of c's body cannot be had on this machine (Here):
+// CheckBody reports what of c's body cannot be had on this machine (Here):
 // the I²C buses and SPI ports named, the programs of command actions.
-func checkBody(c *config.Config, m Mode) []string {
+// These are not in Check: a robot without its head still talks (its
+// actions answer with what is missing), so a start only logs them;
+// `chorusd --check-config` reports them as errors.
+func CheckBody(c *config.Config, m Mode) []string {
 	if m != Here {
 		return nil
 	}
@@ -164,11 +167,6 @@ func BuildBody(c *config.Config, env Env, status StatusLight) (*Body, error) {
 			b.close = append(b.close, func() { b.Strip.Close() })
 		}
 	}
-	for part, err := range unavailable {
-		if log != nil {
-			log.Error("a body part is unavailable: its actions will answer with this error", "part", part, "err", err)
-		}
-	}
 	var body *act.Body
 	speech := func() context.Context { return body.Speech() }
 	var acts []act.Action
@@ -179,6 +177,16 @@ func BuildBody(c *config.Config, env Env, status StatusLight) (*Body, error) {
 			return nil, fmt.Errorf("body.actions[%d] (%s): %w", i, a.Name, err)
 		}
 		acts = append(acts, x)
+	}
+	for part, err := range unavailable {
+		if log != nil {
+			log.Error("a body part is unavailable: its actions will answer with this error", "part", part, "err", err)
+		}
+	}
+	for _, p := range CheckBody(c, Here) {
+		if log != nil && strings.Contains(p, ".command") {
+			log.Error("a command action's program is not there: the action will answer with this error", "problem", p)
+		}
 	}
 	body, err := act.New(acts)
 	if err != nil {

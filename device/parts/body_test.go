@@ -36,14 +36,14 @@ func TestCheckBodyHere(t *testing.T) {
     - {name: nod, description: Nod., driver: servo}
     - {name: wave, description: Wave., driver: command, command: [no-such-program-xyz]}
 `)
-	got := strings.Join(checkBody(c, Here), "\n")
+	got := strings.Join(CheckBody(c, Here), "\n")
 	for _, want := range []string{"body.servos.bus: /dev/i2c-97 is not there", "dtparam=i2c_arm=on", "body.face.bus: /dev/i2c-98",
 		"body.strip.port: /dev/spidev9.9", "dtparam=spi=on", `body.actions[1].command[0]: "no-such-program-xyz" is not there`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
-	if out := checkBody(c, Anywhere); len(out) != 0 {
+	if out := CheckBody(c, Anywhere); len(out) != 0 {
 		t.Errorf("checked this machine for another: %v", out)
 	}
 }

@@ -174,7 +174,6 @@ func Check(c *config.Config, m Mode) []string {
 		out = append(out, STT.check(c, m)...)
 		out = append(out, Wakes.check(c, m)...)
 	}
-	out = append(out, checkBody(c, m)...)
 	return out
 }
 

@@ -44,8 +44,12 @@ type Server struct {
 	Device     string
 	MaxBytes   int // cap on query payloads; 0 means protocol.DefaultMaxBytes
 	MaxRunning int
-	Log        *slog.Logger
-	Metrics    *metrics.Metrics
+	// Lanes gives query types a queue, a limit of running queries and a
+	// result queue of their own (type → how many run at once): a flood of
+	// one type (a body's actions) never delays another (speech).
+	Lanes   map[string]int
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
 
 	mu       sync.Mutex
 	handlers map[string]Handler
@@ -95,8 +99,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.Run(ctx) }()
 	}
-	sem := make(chan struct{}, s.MaxRunning)
-	queue := make(chan protocol.Query, queryQueue)
+	main := &lane{queue: make(chan protocol.Query, queryQueue), sem: make(chan struct{}, s.MaxRunning), results: s.results}
+	lanes := map[string]*lane{}
+	for typ, n := range s.Lanes {
+		l := &lane{queue: make(chan protocol.Query, queryQueue), sem: make(chan struct{}, max(1, n)),
+			results: &bus.Outbox{Bus: s.Bus, Size: resultQueue, Log: s.Log, OnDrop: dropped}}
+		lanes[typ] = l
+		wg.Add(1)
+		go func() { defer wg.Done(); l.results.Run(ctx) }()
+	}
 	err := s.Bus.Subscribe(ctx, s.Scheme.Queries(s.Device), func(_ string, b []byte) {
 		q, err := protocol.DecodeQuery(b, s.MaxBytes)
 		if err != nil {
@@ -111,8 +122,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		if q.Method == protocol.MethodQuery && !s.first(q) {
 			return // a copy: running, or answered again from the cache
 		}
+		l := main
+		if q.Method == protocol.MethodQuery && lanes[q.Params.Type] != nil {
+			l = lanes[q.Params.Type]
+		}
 		select {
-		case queue <- q:
+		case l.queue <- q:
 		default:
 			s.forget(q.ID)
 			s.reply(s.rejects, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: "device busy: query queue full"})
@@ -121,25 +136,43 @@ func (s *Server) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("query server %s: %w", s.Device, err)
 	}
+	for _, l := range lanes {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.drain(ctx, l, &wg) }()
+	}
+	s.drain(ctx, main, &wg)
+	return nil
+}
+
+// lane is a queue of queries, how many of them run at once, and where
+// their results go.
+type lane struct {
+	queue   chan protocol.Query
+	sem     chan struct{}
+	results *bus.Outbox
+}
+
+// drain runs l's queries until ctx ends.
+func (s *Server) drain(ctx context.Context, l *lane, wg *sync.WaitGroup) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case q := <-queue:
+			return
+		case q := <-l.queue:
 			if q.Method == protocol.MethodQueryCancel {
 				s.cancel(q)
 				continue
 			}
 			select {
-			case sem <- struct{}{}:
+			case l.sem <- struct{}{}:
 			case <-ctx.Done():
-				return nil
+				return
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
-				s.run(ctx, q)
+				defer func() { <-l.sem }()
+				s.run(ctx, q, l.results)
 			}()
 		}
 	}
@@ -159,7 +192,7 @@ func (s *Server) cancel(q protocol.Query) {
 	}
 }
 
-func (s *Server) run(ctx context.Context, q protocol.Query) {
+func (s *Server) run(ctx context.Context, q protocol.Query, results *bus.Outbox) {
 	s.mu.Lock()
 	h := s.handlers[q.Params.Type]
 	qctx, cancel := context.WithCancel(ctx)
@@ -190,7 +223,7 @@ func (s *Server) run(ctx context.Context, q protocol.Query) {
 			res.Result = &protocol.ResultBody{Success: true, Body: b}
 		}
 	}
-	s.reply(s.results, res)
+	s.reply(results, res)
 }
 
 // seenQuery is what the server remembers of a recent query id.
