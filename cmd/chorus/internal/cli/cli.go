@@ -84,6 +84,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	fast := fs.Bool("fast", false, "do not play the audio in real time (the room runs as fast as it can; no room.wav)")
 	voiceOn := fs.Bool("voice", false, "a person asks aloud (espeak-ng) and the robots hear it through a shared air and pocketsphinx")
+	haOn := fs.Bool("homeassistant", false, "make every robot a Home Assistant device on the demo's broker (with -console it stays up)")
 	consoleOn := fs.Bool("console", false, "serve the room console in a browser and keep the room up until interrupted")
 	consoleAddr := fs.String("console-addr", "127.0.0.1:8080", "-console: where to serve it (loopback only)")
 	if err := fs.Parse(args); err != nil {
@@ -100,7 +101,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		addr = *consoleAddr
 	}
 	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout, Console: addr,
-		Message: *msg, Paced: !*fast, Mode: *mode, Voice: *voiceOn, W: stdout, Log: logger(stderr, *level)})
+		Message: *msg, Paced: !*fast, Mode: *mode, Voice: *voiceOn, HomeAssistant: *haOn, W: stdout, Log: logger(stderr, *level)})
 	if err != nil {
 		return err
 	}

@@ -53,8 +53,12 @@ type Options struct {
 	// the room hears the person once and answers, and room.wav is the air
 	// as it sounded, the person in it. Needs espeak-ng and pocketsphinx.
 	Voice bool
-	W     io.Writer // transcript
-	Log   *slog.Logger
+	// HomeAssistant makes every robot of the demo a Home Assistant device
+	// on the demo's broker (anonymous on loopback: a Home Assistant on this
+	// machine connects as user homeassistant).
+	HomeAssistant bool
+	W             io.Writer // transcript
+	Log           *slog.Logger
 }
 
 // Summary is how a demo run ended.
@@ -101,6 +105,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	cfgs, err := Configs(o.Dir, o.Mode)
 	if err != nil {
 		return Summary{}, err
+	}
+	for _, c := range cfgs {
+		if o.HomeAssistant && c.Companion != nil {
+			c.HomeAssistant.Enabled = true
+		}
 	}
 	var v *voice
 	if o.Voice {

@@ -109,6 +109,11 @@ func Start(ctx context.Context, cfgs []*config.Config, o Options) (*Room, error)
 	first := cfgs[0]
 	r := &Room{Name: first.Room.Name, log: log, errc: make(chan error, len(cfgs)),
 		Scheme: first.Scheme()}
+	for _, c := range cfgs[1:] { // every robot of the room in Home Assistant
+		if h := c.HomeAssistant; h.Enabled {
+			r.Scheme = r.Scheme.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
+		}
+	}
 	r.URL = o.Broker
 	if r.URL == "" {
 		blog := log
