@@ -27,7 +27,7 @@ func (d *Daemon) homeAssistant(ctx context.Context, g *errgroup.Group, l *link, 
 		if h.Configured() && cfg.Companion != nil {
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			if err := homeassistant.Remove(pctx, l.main, l.room.Scheme, h.NodeID); err != nil {
+			if err := homeassistant.Remove(pctx, l.main, l.room.Scheme, h.NodeID, cfg.Identity()); err != nil {
 				d.log.Warn("homeassistant: could not take the robot out of Home Assistant", "err", err)
 			} else {
 				d.log.Info("homeassistant: off; the robot's discovery was removed", "node", h.NodeID)
@@ -147,5 +147,5 @@ func RemoveFromHomeAssistant(ctx context.Context, cfg *config.Config) error {
 	if s.HA == nil { // the section says nothing: the default prefix
 		s = s.WithHomeAssistant(cfg.Room.Name, cfg.HomeAssistant.DiscoveryPrefix, cfg.HomeAssistant.User, cfg.HomeAssistant.NodeID, cfg.Identity())
 	}
-	return homeassistant.Remove(ctx, b, s, cfg.HomeAssistant.NodeID)
+	return homeassistant.Remove(ctx, b, s, cfg.HomeAssistant.NodeID, cfg.Identity())
 }

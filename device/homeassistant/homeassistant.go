@@ -22,9 +22,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -94,9 +98,11 @@ type Robot struct {
 
 	out      *bus.Outbox
 	acting   sync.WaitGroup // actions pressed, still running
-	commands chan command
+	commands chan command   // switches and buttons
+	says     chan command   // the say box, apart: a flood of words never crowds out a mute
 	mu       sync.Mutex
 	states   map[string]string // the latest of each entity, published again with the discovery
+	gone     map[string]string // components of the discovery before this start that this one lacks: their platforms
 	recent   map[string]time.Time
 }
 
@@ -108,8 +114,9 @@ type command struct {
 // Origin is what Home Assistant is told published the discovery.
 const Origin = "chorus"
 
-// uid is an entity's unique id: stable across restarts (node and entity).
-func (r *Robot) uid(entity string) string { return "chorus_" + r.Node + "_" + entity }
+// uid is an entity's unique id: stable across restarts (node and entity,
+// apart by a character neither may hold).
+func (r *Robot) uid(entity string) string { return "chorus:" + r.Node + ":" + entity }
 
 // DiscoveryPayload builds the device discovery payload.
 func (r *Robot) DiscoveryPayload() ([]byte, error) {
@@ -147,6 +154,11 @@ func (r *Robot) DiscoveryPayload() ([]byte, error) {
 		cmps[e] = map[string]any{"p": "button", "name": a.Description, "unique_id": r.uid(e), "command_topic": cmd(e),
 			"payload_press": from(`"press":true`), "icon": "mdi:gesture-tap-button"}
 	}
+	for id, p := range r.gone { // taken away since the last start
+		if _, ok := cmps[id]; !ok {
+			cmps[id] = map[string]any{"p": p}
+		}
+	}
 	payload := map[string]any{
 		"dev": map[string]any{"ids": []string{"chorus_" + r.Node}, "name": r.Name, "mf": "Chorus", "mdl": r.Model, "sw": r.Version},
 		"o":   map[string]any{"name": Origin, "sw": r.Version, "url": "https://github.com/chorus-robotics/chorus"},
@@ -156,6 +168,50 @@ func (r *Robot) DiscoveryPayload() ([]byte, error) {
 		"cmps": cmps,
 	}
 	return json.Marshal(payload)
+}
+
+// previous reads the discovery this robot left retained before (at most a
+// second) and returns its components that this one no longer has, with
+// their platforms: Home Assistant removes a component only when it comes
+// as {"p": platform} alone.
+func (r *Robot) previous(ctx context.Context) map[string]string {
+	got := make(chan []byte, 1)
+	var once sync.Once
+	err := r.Bus.Subscribe(ctx, r.Scheme.HADiscovery(r.Node), func(_ string, b []byte) {
+		once.Do(func() { got <- bytes.Clone(b) })
+	})
+	if err != nil {
+		r.log().Warn("homeassistant: the discovery left before is not readable; removed entities may stay in Home Assistant", "err", err)
+		return nil
+	}
+	var raw []byte
+	select {
+	case raw = <-got:
+	case <-time.After(time.Second): // none retained
+	case <-ctx.Done():
+	}
+	var old struct {
+		Cmps map[string]map[string]any `json:"cmps"`
+	}
+	if len(raw) == 0 || len(raw) > 1<<20 || json.Unmarshal(raw, &old) != nil {
+		return nil
+	}
+	now, err := r.DiscoveryPayload()
+	if err != nil {
+		return nil
+	}
+	var cur struct {
+		Cmps map[string]json.RawMessage `json:"cmps"`
+	}
+	json.Unmarshal(now, &cur)
+	gone := map[string]string{}
+	for id, c := range old.Cmps {
+		p, _ := c["p"].(string)
+		if _, ok := cur.Cmps[id]; !ok && p != "" && len(c) > 1 && len(gone) < 64 { // len 1: removed already
+			gone[id] = p
+		}
+	}
+	return gone
 }
 
 // ButtonActions are the actions a button can do: those whose arguments
@@ -197,6 +253,7 @@ func (r *Robot) Run(ctx context.Context) error {
 	defer r.acting.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); r.out.Run(ctx) }()
+	r.gone = r.previous(ctx)
 	if err := r.announce(); err != nil {
 		return err
 	}
@@ -217,10 +274,14 @@ func (r *Robot) Run(ctx context.Context) error {
 		if !ok || route.Kind != topic.KindHACommand {
 			return
 		}
+		q, kind := r.commands, "command"
+		if route.Entity == EntitySay {
+			q, kind = r.says, "say"
+		}
 		select {
-		case r.commands <- command{entity: route.Entity, payload: b}:
+		case q <- command{entity: route.Entity, payload: b}:
 		default:
-			r.Metrics.QueueDrops.WithLabelValues("homeassistant", "command").Inc()
+			r.Metrics.QueueDrops.WithLabelValues("homeassistant", kind).Inc()
 		}
 	})
 	if err != nil {
@@ -235,6 +296,8 @@ func (r *Robot) Run(ctx context.Context) error {
 			r.announce()
 		case c := <-r.commands:
 			r.handle(ctx, c)
+		case c := <-r.says:
+			r.handle(ctx, c)
 		}
 	}
 }
@@ -247,6 +310,7 @@ func (r *Robot) init() {
 			metrics.OrNew(r.Metrics).PublishDropped.WithLabelValues("homeassistant").Inc()
 		}}
 		r.commands = make(chan command, 16)
+		r.says = make(chan command, 8)
 		r.states = map[string]string{}
 		r.recent = map[string]time.Time{}
 	}
@@ -273,11 +337,16 @@ func (r *Robot) Set(entity, value string) {
 	r.init()
 	value = clip(value)
 	r.mu.Lock()
-	same := r.states[entity] == value
-	r.states[entity] = value
-	r.mu.Unlock()
-	if !same {
-		r.out.Send(r.Scheme.HAState(r.Identity, entity), []byte(value), true)
+	defer r.mu.Unlock()
+	if old, ok := r.states[entity]; ok && old == value {
+		return
+	}
+	// Recorded only once queued: a state a full queue dropped is sent
+	// again with the next change, even to the same value.
+	if r.out.Send(r.Scheme.HAState(r.Identity, entity), []byte(value), true) {
+		r.states[entity] = value
+	} else {
+		delete(r.states, entity)
 	}
 }
 
@@ -320,10 +389,9 @@ func (r *Robot) decode(c command) (commandPayload, error) {
 	if len(c.payload) > MaxCommand {
 		return p, &errCommand{"oversize", fmt.Sprintf("a command of %d bytes (at most %d)", len(c.payload), MaxCommand)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(c.payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil || dec.More() {
-		return p, &errCommand{"syntax", fmt.Sprintf("command to %s is not the JSON Home Assistant is configured to send: %.80q", c.entity, c.payload)}
+	rest, err := segjson.Parse(c.payload, &p, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil || len(bytes.TrimSpace(rest)) > 0 {
+		return p, &errCommand{"syntax", fmt.Sprintf("command to %.64s is not the JSON Home Assistant is configured to send: %.80q", c.entity, c.payload)}
 	}
 	if p.From != r.User {
 		return p, &errCommand{"spoofed", fmt.Sprintf("command to %s from %q: only %s commands this robot", c.entity, p.From, r.User)}
@@ -360,6 +428,7 @@ func (r *Robot) do(ctx context.Context, entity string, p commandPayload) error {
 		// A press seen twice within a second (a copy, at least once) acts once.
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		r.pruneLocked()
 		if t, ok := r.recent[entity]; ok && time.Since(t) < time.Second {
 			return errDuplicate
 		}
@@ -386,10 +455,12 @@ func (r *Robot) do(ctx context.Context, entity string, p commandPayload) error {
 			return &errCommand{"invalid", "command to say: want text"}
 		}
 		text := *p.Text
-		if n := utf8.RuneCountInString(text); n == 0 || n > MaxState || !utf8.ValidString(text) {
-			return &errCommand{"invalid", fmt.Sprintf("command to say: the text must be 1 to %d characters of UTF-8", MaxState)}
+		if n := utf8.RuneCountInString(text); n == 0 || n > MaxState || !utf8.ValidString(text) || strings.TrimSpace(text) == "" ||
+			strings.ContainsFunc(text, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }) {
+			return &errCommand{"invalid", fmt.Sprintf("command to say: the text must be 1 to %d characters of UTF-8 words, no control characters", MaxState)}
 		}
 		r.mu.Lock()
+		r.pruneLocked()
 		key := "say:" + text
 		t, dup := r.recent[key]
 		if !dup || time.Since(t) >= time.Second {
@@ -440,6 +511,29 @@ func (r *Robot) do(ctx context.Context, entity string, p commandPayload) error {
 
 var errDuplicate = errors.New("a copy of a press")
 
+// maxRecent bounds the commands remembered for their copies.
+const maxRecent = 64
+
+// pruneLocked forgets the commands older than their copies' second, and
+// the oldest beyond maxRecent; r.mu is held.
+func (r *Robot) pruneLocked() {
+	for k, t := range r.recent {
+		if time.Since(t) >= time.Second {
+			delete(r.recent, k)
+		}
+	}
+	for len(r.recent) >= maxRecent {
+		var oldest string
+		var at time.Time
+		for k, t := range r.recent {
+			if oldest == "" || t.Before(at) {
+				oldest, at = k, t
+			}
+		}
+		delete(r.recent, oldest)
+	}
+}
+
 func ignoreDuplicate(err error) error {
 	if errors.Is(err, errDuplicate) {
 		return nil
@@ -457,8 +551,20 @@ func (r *Robot) say(ctx context.Context, text string, to []string) error {
 	return r.Say(ctx, m)
 }
 
-// Remove takes the robot out of Home Assistant: the empty retained
-// discovery (when it is uninstalled, or the feature turned off).
-func Remove(ctx context.Context, b bus.Bus, s topic.Scheme, node string) error {
-	return b.Publish(ctx, s.HADiscovery(node), nil, true)
+// StateEntities are the entities whose states the robot keeps retained.
+var StateEntities = []string{EntityState, EntitySpeaking, EntityUtterance, EntityRoomMessage, EntityMute, EntityMic, EntityTurn}
+
+// Remove takes the robot out of Home Assistant (when it is uninstalled,
+// or the feature turned off): the empty retained discovery, and its
+// retained states cleared (they hold what was said in the room).
+func Remove(ctx context.Context, b bus.Bus, s topic.Scheme, node, identity string) error {
+	if err := b.Publish(ctx, s.HADiscovery(node), nil, true); err != nil {
+		return err
+	}
+	for _, e := range StateEntities {
+		if err := b.Publish(ctx, s.HAState(identity, e), nil, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -63,7 +64,7 @@ func TestDiscoveryPayload(t *testing.T) {
 	}
 	for e, p := range want {
 		c := d.Cmps[e]
-		if c["p"] != p || c["unique_id"] != "chorus_kyoko_"+e {
+		if c["p"] != p || c["unique_id"] != "chorus:kyoko:"+e {
 			t.Errorf("%s: %v", e, c)
 		}
 	}
@@ -124,4 +125,21 @@ func FuzzDecodeCommand(f *testing.F) {
 		r.Act = nil // no goroutines: the decoder and the checks only
 		r.handle(context.Background(), command{entity: entity, payload: payload})
 	})
+}
+
+// A state a full queue dropped is sent again with the next change, even
+// to the same value: what Home Assistant shows never stays wrong.
+func TestADroppedStateIsSentAgain(t *testing.T) {
+	r, _, _ := robot()
+	r.out = &bus.Outbox{Size: 1} // never run: the first state fills it
+	r.Set(EntityMute, "ON")
+	r.Set(EntityState, StateMuted) // dropped
+	if _, ok := r.states[EntityState]; ok {
+		t.Fatal("a dropped state was recorded as sent")
+	}
+	r.out = &bus.Outbox{Size: 4}
+	r.Set(EntityState, StateMuted)
+	if r.states[EntityState] != StateMuted {
+		t.Fatal("the same value was not sent again after a drop")
+	}
 }

@@ -4,6 +4,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -52,16 +54,25 @@ func (c *Config) haDefaults() {
 	}
 }
 
-// haNodeOf makes an identity a node id: what discovery topics allow.
+// haNodeOf makes an identity a node id, what discovery topics allow: the
+// identity itself when it is made of [a-zA-Z0-9_-], else its allowed
+// characters and a short hash of it, so that two identities never share
+// a node (キョウコ and サクラコ, kyoko.v2 and kyoko_v2).
 func haNodeOf(id string) string {
+	if haNode.MatchString(id) {
+		return id
+	}
 	var b strings.Builder
 	for _, r := range id {
 		if r < 128 && haNode.MatchString(string(r)) {
 			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
 		}
 	}
+	sum := sha256.Sum256([]byte(id))
+	if b.Len() > 0 {
+		b.WriteByte('_')
+	}
+	b.WriteString(hex.EncodeToString(sum[:4]))
 	return b.String()
 }
 

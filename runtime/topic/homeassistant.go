@@ -118,9 +118,9 @@ func (s Scheme) mayReadHA(user, filter string) (allowed, known bool) {
 	if user == s.HA.User {
 		return true, true
 	}
-	for _, id := range s.HA.Nodes {
-		if id == user {
-			return filter == s.HAStatus(), true
+	for n, id := range s.HA.Nodes {
+		if id == user && (filter == s.HAStatus() || filter == s.HADiscovery(n)) {
+			return true, true
 		}
 	}
 	return false, true
@@ -136,9 +136,11 @@ func (s Scheme) mosquittoHA(byUser map[string][]string, reads map[string][]strin
 		return nil
 	}
 	p := s.Prefix
+	// No %u pattern for the states: Mosquitto puts a username with '/'
+	// into it as it is, and "kyoko/mute" would then write kyoko's mute
+	// commands. Each robot gets its own line.
 	lines := []string{
 		"pattern read " + p + "/ha/#",
-		"pattern write " + p + "/ha/%u/+",
 		"pattern read " + s.HAStatus(),
 	}
 	u := s.HA.User
@@ -151,7 +153,8 @@ func (s Scheme) mosquittoHA(byUser map[string][]string, reads map[string][]strin
 	sort.Strings(nodes)
 	for _, n := range nodes {
 		id := s.HA.Nodes[n]
-		byUser[id] = append(byUser[id], s.HADiscovery(n))
+		byUser[id] = append(byUser[id], s.HADiscovery(n), p+"/ha/"+id+"/+")
+		reads[id] = append(reads[id], s.HADiscovery(n)) // its own, to take away what it no longer has
 	}
 	rooms := make([]string, 0, len(s.HA.Rooms))
 	for r := range s.HA.Rooms {
@@ -164,4 +167,17 @@ func (s Scheme) mosquittoHA(byUser map[string][]string, reads map[string][]strin
 		}
 	}
 	return lines
+}
+
+// isHANode reports whether id is a robot in Home Assistant.
+func (s Scheme) isHANode(id string) bool {
+	if s.HA == nil {
+		return false
+	}
+	for _, n := range s.HA.Nodes {
+		if n == id {
+			return true
+		}
+	}
+	return false
 }

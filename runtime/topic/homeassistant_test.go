@@ -20,6 +20,7 @@ func TestHomeAssistantACL(t *testing.T) {
 		{"kyoko", "homeassistant/status", false},
 		{"kyoko", "homeassistant/sensor/x/config", false},
 		{"kyoko", "chorus/ha/kyoko/state", true},
+		{"dan", "chorus/ha/dan/state", false}, // not a robot in Home Assistant
 		{"hana", "chorus/ha/kyoko/state", false},
 		{"ha", "chorus/ha/kyoko/mute/set", true},
 		{"kyoko", "chorus/ha/kyoko/mute/set", false},
@@ -41,6 +42,8 @@ func TestHomeAssistantACL(t *testing.T) {
 		{"ha", "homeassistant/#", true},
 		{"kyoko", "homeassistant/status", true},
 		{"kyoko", "homeassistant/#", false},
+		{"kyoko", "homeassistant/device/kyoko_node/config", true},
+		{"kyoko", "homeassistant/device/hana/config", false},
 		{"mallory", "homeassistant/status", false},
 		{"ha", "chorus/ha/#", true},
 		{"ha", "chorus/devices/+/results", false}, // camera frames are for the room's members
@@ -51,7 +54,10 @@ func TestHomeAssistantACL(t *testing.T) {
 		}
 	}
 	acl := s.MosquittoACL()
-	for _, want := range []string{"pattern write chorus/ha/%u/+", "\nuser ha\ntopic write homeassistant/status\ntopic write chorus/ha/+/+/set\ntopic read homeassistant/#\n",
+	if strings.Contains(acl, "%u/+") {
+		t.Error("a %u pattern before a wildcard: a username with '/' would write another robot's commands")
+	}
+	for _, want := range []string{"user kyoko\n", "topic write chorus/ha/kyoko/+", "topic read homeassistant/device/kyoko_node/config", "\nuser ha\ntopic write homeassistant/status\ntopic write chorus/ha/+/+/set\ntopic read homeassistant/#\n",
 		"topic write homeassistant/device/kyoko_node/config", "topic write chorus/rooms/lab/messages/ha"} {
 		if !strings.Contains(acl, want) {
 			t.Errorf("the ACL lacks %q:\n%s", want, acl)

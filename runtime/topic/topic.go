@@ -390,7 +390,7 @@ func (s Scheme) MayPublish(user, t string) bool {
 	case KindQuery:
 		return true
 	case KindHAState:
-		return r.Identity == user
+		return r.Identity == user && s.isHANode(user)
 	case KindHACommand:
 		return s.HA != nil && user == s.HA.User
 	}

@@ -22,9 +22,7 @@ room: {name: lab, members: [kyoko], floor: true, vote_timeout: 1s, pause: 10ms}
 mqtt: {broker: "%[1]s"}
 companion: {id: kyoko, name: Kyoko, sample_lines: ["I like tea."], language: en}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
-body:
-  actions:
-    - {name: wave, description: Wave hello, driver: command, command: [sh, -c, "cat > %[2]s"]}
+%[5]s
 homeassistant: {enabled: %[4]t}
 http: {listen: "127.0.0.1:%[3]d"}
 `
@@ -120,8 +118,11 @@ func (h *ha) discovery(node string) discovery {
 	for id, c := range d.Cmps {
 		p, _ := c["p"].(string)
 		need, ok := required[p]
-		if !ok || c["unique_id"] == nil {
+		if !ok || (c["unique_id"] == nil && len(c) > 1) {
 			h.t.Fatalf("component %s: platform %q, unique_id %v", id, p, c["unique_id"])
+		}
+		if len(c) == 1 {
+			continue // {"p": platform}: a component taken away
 		}
 		for _, k := range need {
 			if s, _ := c[k].(string); s == "" {
@@ -135,7 +136,9 @@ func (h *ha) discovery(node string) discovery {
 func uniqueIDs(d discovery) []string {
 	var ids []string
 	for _, c := range d.Cmps {
-		ids = append(ids, c["unique_id"].(string))
+		if id, ok := c["unique_id"].(string); ok {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
 	return ids
@@ -155,8 +158,9 @@ func TestHomeAssistantSeesTheRobot(t *testing.T) {
 	waved := filepath.Join(dir, "waved")
 	httpPort := bustest.FreePort(t)
 	cfg := filepath.Join(dir, "kyoko.yaml")
+	body := fmt.Sprintf("body:\n  actions:\n    - {name: wave, description: Wave hello, driver: command, command: [sh, -c, \"cat > %s\"]}", waved)
 	write := func(broker string, enabled bool) {
-		os.WriteFile(cfg, []byte(fmt.Sprintf(haRobotYAML, broker, waved, httpPort, enabled)), 0o644)
+		os.WriteFile(cfg, []byte(fmt.Sprintf(haRobotYAML, broker, waved, httpPort, enabled, body)), 0o644)
 	}
 	write("tcp://127.0.0.1:1", true)
 	acl, err := exec.Command(chorus, "acl", cfg).Output()
@@ -224,9 +228,9 @@ func TestHomeAssistantSeesTheRobot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
+	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `chorus_bad_input_total{kind="spoofed",source="ha_command"} 1`) {
+	if !strings.Contains(string(got), `chorus_bad_input_total{kind="spoofed",source="ha_command"} 1`) {
 		t.Fatal("the spoofed command is not counted")
 	}
 
@@ -265,6 +269,15 @@ func TestHomeAssistantSeesTheRobot(t *testing.T) {
 		t.Fatalf("unique ids changed across a restart: %v → %v", first, again)
 	}
 
+	// Its wave taken away, the robot takes the button out of Home
+	// Assistant: the component comes as {"p": "button"} alone.
+	p.cmd.Process.Signal(os.Interrupt)
+	<-p.done
+	body = ""
+	write(m.URL(), true)
+	p = start(t, chorusd, cfg, "kyoko")
+	h.until("homeassistant", "homeassistant/device/kyoko/config", func(s string) bool { return strings.Contains(s, `"action_wave":{"p":"button"}`) })
+
 	// Killed with -9: its Last Will makes it unavailable.
 	p.cmd.Process.Kill()
 	<-p.done
@@ -275,4 +288,7 @@ func TestHomeAssistantSeesTheRobot(t *testing.T) {
 	write(m.URL(), false)
 	p = start(t, chorusd, cfg, "kyoko")
 	h.until("homeassistant", "homeassistant/device/kyoko/config", func(s string) bool { return s == "" })
+	if s := h.retained("homeassistant", "chorus/ha/kyoko/utterance"); s != "" {
+		t.Fatalf("out of Home Assistant, the robot's last words stay retained: %q", s)
+	}
 }

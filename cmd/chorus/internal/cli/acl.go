@@ -71,13 +71,20 @@ func roomsScheme(cfgs []*config.Config) (topic.Scheme, error) {
 	floors := map[string]bool{}
 	rosters := map[string]*config.Config{}
 	var ha *config.Config // the house's Home Assistant: one discovery prefix and identity
+	nodes := map[string]*config.Config{}
 	for _, c := range cfgs {
 		if h := c.HomeAssistant; h.Enabled || h.Configured() {
-			if ha != nil && (ha.HomeAssistant.User != h.User || ha.HomeAssistant.DiscoveryPrefix != h.DiscoveryPrefix) {
+			if other, ok := nodes[h.NodeID]; ok && other.Identity() != c.Identity() {
+				return s, fmt.Errorf("%s and %s are both Home Assistant node %q: set homeassistant.node_id apart", other.Path(), c.Path(), h.NodeID)
+			}
+			nodes[h.NodeID] = c
+			if ha != nil && h.Enabled && ha.HomeAssistant.Enabled && (ha.HomeAssistant.User != h.User || ha.HomeAssistant.DiscoveryPrefix != h.DiscoveryPrefix) {
 				return s, fmt.Errorf("%s and %s name different Home Assistants (user %s/%s, discovery prefix %s/%s): one broker serves one",
 					ha.Path(), c.Path(), ha.HomeAssistant.User, h.User, ha.HomeAssistant.DiscoveryPrefix, h.DiscoveryPrefix)
 			}
-			ha = c
+			if ha == nil || h.Enabled {
+				ha = c
+			}
 			s = s.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
 		}
 		if c.MQTT.Prefix != s.Prefix {
