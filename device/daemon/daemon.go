@@ -271,6 +271,9 @@ func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
 	if err != nil {
 		return err
 	}
+	if err := d.homeAssistant(ctx, g, l, p); err != nil {
+		return err
+	}
 	if d.cfg.Hearing.Enabled && d.cfg.Companion != nil {
 		if err := d.hear(ctx, g, l, p); err != nil {
 			return err
@@ -283,9 +286,6 @@ func (d *Daemon) build(ctx context.Context, g *errgroup.Group) error {
 			return err
 		}
 		g.Go(func() error { return d.br.Run(ctx) })
-	}
-	if err := d.homeAssistant(ctx, g, l, p); err != nil {
-		return err
 	}
 	if d.cfg.Companion != nil {
 		if err := d.companion(ctx, g, l, p); err != nil {
@@ -488,7 +488,17 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 	seg := &vad.Segmenter{Detector: vad.NewEnergy(cfg.Drivers.Mic.SampleRate, vad.Mode(*v.Aggressiveness)),
 		PreRoll: v.PreRoll, Hangover: v.Hangover, MinLength: v.MinUtterance, MaxLength: v.MaxUtterance}
 	gate := &ear.Gate{Self: cfg.Identity(), EchoCancelled: cfg.Drivers.Mic.EchoCancelled, Tail: cfg.Hearing.Tail, Muted: p.Deaf}
-	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg,
+	var listening func(bool)
+	if r := d.ha; r != nil { // Home Assistant's "listening"
+		listening = func(on bool) {
+			if on {
+				r.Set(homeassistant.EntityState, homeassistant.StateListening)
+			} else if !p.Muted() {
+				r.Set(homeassistant.EntityState, homeassistant.StateIdle)
+			}
+		}
+	}
+	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg, OnListening: listening,
 		STT: engine, Gate: gate, Timeout: cfg.Hearing.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Wake.ListenFor})
 	if err != nil {
 		return err

@@ -54,6 +54,11 @@ type Config struct {
 	// "stt_error", "busy", "publish_failed", "stopped") with an empty
 	// Text. It must not block.
 	OnHeard func(h protocol.Heard, outcome string)
+	// OnListening, if set, is told when the ear starts streaming a
+	// person's words to speech to text (true) and when that utterance is
+	// over, heard or not (false): Home Assistant's "listening". It must
+	// not block.
+	OnListening func(bool)
 }
 
 // Ear hears a robot's room through its microphone and reports what people
@@ -219,6 +224,9 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		}
 		sess, was := e.sess, e.inUtt
 		e.sess, e.inUtt, e.pending = nil, false, e.pending[:0]
+		if sess != nil {
+			e.listening(false)
+		}
 		if sess == nil {
 			if was && e.cfg.Wake != nil && !e.awake() {
 				e.m.Hearing.WithLabelValues("not_woken").Inc()
@@ -261,6 +269,7 @@ func (e *Ear) start(ctx context.Context) {
 		return
 	}
 	e.sess = sess
+	e.listening(true)
 	e.write(e.pending)
 	e.pending = e.pending[:0]
 }
@@ -292,7 +301,14 @@ func (e *Ear) abort(why string) bool {
 	}
 	e.sess.Abort()
 	e.sess = nil
+	e.listening(false)
 	return true
+}
+
+func (e *Ear) listening(on bool) {
+	if e.cfg.OnListening != nil {
+		e.cfg.OnListening(on)
+	}
 }
 
 // listenWake keeps a wake-word listener open (again after a failure, with

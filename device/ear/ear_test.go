@@ -37,9 +37,10 @@ type earRig struct {
 	wake    wake.Detector
 	started time.Time
 
-	mu      sync.Mutex
-	reports []protocol.Heard
-	handled []string
+	mu        sync.Mutex
+	reports   []protocol.Heard
+	handled   []string
+	listening []bool
 }
 
 // hear runs an ear on samples (played in real time from the microphone,
@@ -70,6 +71,11 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 		OnHeard: func(h protocol.Heard, outcome string) {
 			r.mu.Lock()
 			r.handled = append(r.handled, outcome)
+			r.mu.Unlock()
+		},
+		OnListening: func(on bool) {
+			r.mu.Lock()
+			r.listening = append(r.listening, on)
 			r.mu.Unlock()
 		}})
 	if err != nil {
@@ -125,6 +131,11 @@ func TestEarReportsASpokenSentence(t *testing.T) {
 	if len(reports) != 1 || len(handled) != 1 || handled[0] != "reported" {
 		t.Fatalf("reports %+v, handled %v; want one report", reports, handled)
 	}
+	r.mu.Lock()
+	if fmt.Sprint(r.listening) != "[true false]" { // Home Assistant's "listening", while the person spoke
+		t.Errorf("listening went %v", r.listening)
+	}
+	r.mu.Unlock()
 	h := reports[0]
 	if h.From != "kyoko" || h.Device != "kyoko-body" || h.Text != sentence || h.Confidence != 0.9 {
 		t.Errorf("report = %+v", h)
