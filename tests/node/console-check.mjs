@@ -1,8 +1,8 @@
 // Drives the room console in Debian's Chromium with playwright-core, as a
 // person on a phone would: the page loads and goes live, a message typed
 // in the box is answered by a companion, the vote table for that message
-// fills, the timeline shows the turn, and a device's camera frame comes on
-// request. Usage:
+// fills, the timeline shows the turn, what a robot did with its words
+// shows under them, and a device's camera frame comes on request. Usage:
 //   node console-check.mjs URL SCREENSHOT.png [SECRET ...]
 // Any SECRET found in the page's HTML fails the check.
 import { chromium } from 'playwright-core';
@@ -56,6 +56,16 @@ try {
   const answer = await page.locator(`li.msg[data-id="${id}"] ~ li.msg:not(.user)`).first().textContent();
   step('answered');
 
+  // What a robot did with its words (metadata.actions: the demo's robots
+  // nod when spoken to) is shown under them.
+  let actions = '';
+  if (!realtime) {
+    await page.waitForSelector('li.msg:not(.user) .actions', { timeout: 30000 });
+    actions = await page.locator('li.msg:not(.user) .actions').first().textContent();
+    if (!/^does: nod/.test(actions)) throw new Error('the actions shown: ' + actions);
+    step('actions');
+  }
+
   let bars = 0, frame = 0;
   if (realtime) {
     await page.waitForFunction(() => /ended/.test(document.getElementById('phase').textContent), null, { timeout: 40000 });
@@ -80,7 +90,7 @@ try {
   }
   if (problems.length) throw new Error('page errors: ' + problems.join('; '));
   const phase = await page.locator('#phase').textContent();
-  console.log(JSON.stringify({ ok: true, votes: Math.max(0, votes - 1), grant, answer, bars, frameWidth: frame, phase }));
+  console.log(JSON.stringify({ ok: true, votes: Math.max(0, votes - 1), grant, answer, actions, bars, frameWidth: frame, phase }));
 } finally {
   await browser.close();
 }

@@ -86,18 +86,19 @@ func consoleInABrowser(t *testing.T, mode string) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var res struct {
-		OK     bool   `json:"ok"`
-		Votes  int    `json:"votes"`
-		Grant  string `json:"grant"`
-		Answer string `json:"answer"`
-		Bars   int    `json:"bars"`
-		Phase  string `json:"phase"`
+		OK      bool   `json:"ok"`
+		Votes   int    `json:"votes"`
+		Grant   string `json:"grant"`
+		Answer  string `json:"answer"`
+		Actions string `json:"actions"`
+		Bars    int    `json:"bars"`
+		Phase   string `json:"phase"`
 	}
 	err = json.Unmarshal([]byte(lines[len(lines)-1]), &res)
-	if err != nil || !res.OK || (mode == "turn" && (res.Votes < 1 || res.Bars < 1)) || (mode == "realtime" && !strings.Contains(res.Phase, "ended")) {
+	if err != nil || !res.OK || (mode == "turn" && (res.Votes < 1 || res.Bars < 1 || !strings.HasPrefix(res.Actions, "does: nod"))) || (mode == "realtime" && !strings.Contains(res.Phase, "ended")) {
 		t.Fatalf("console check: %+v %v\n%s", res, err, out)
 	}
-	t.Logf("the page: %d votes, %q, answered %q, %d timeline bars, phase %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Bars, res.Phase, shot)
+	t.Logf("the page: %d votes, %q, answered %q, actions %q, %d timeline bars, phase %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Actions, res.Bars, res.Phase, shot)
 }
 
 // startConsoleDemo runs a demo in the background (run calls onConsole with
