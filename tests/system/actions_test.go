@@ -147,18 +147,7 @@ func TestNodeBodyWavesWithItsWords(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf(bridgeDeviceYAML, mqttPort, httpPort, tokens, model.BaseURL())), 0o644)
 	p := startEnv(t, chorusd, cfg, "box", "CHORUS_TEST_API_KEY="+e2eAPIKey)
 	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		resp, err := http.Get("http://" + base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("chorusd not healthy: %v\n%s", err, p.log.String())
-		}
-	}
+	waitHealthy(t, p, base)
 	node := runNode(t, "action-body.mjs", "CHORUS_BRIDGE_URL=ws://"+base+"/?token="+e2eDeviceToken)
 	if l := node.awaitEvent("declared"); l == nil || l["declared"] != float64(1) {
 		t.Fatalf("the Node body's declaration was not taken: %v", node.printed())

@@ -259,20 +259,7 @@ func TestBridgeNodeBody(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf(bridgeDeviceYAML, mqttPort, httpPort, tokens, model.BaseURL())), 0o644)
 	p := startEnv(t, chorusd, cfg, "box", "CHORUS_TEST_API_KEY="+e2eAPIKey)
 	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get("http://" + base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("chorusd not healthy: %v\n%s", err, p.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitHealthy(t, p, base)
 
 	bodyURL := "ws://" + base + "/?token=" + e2eDeviceToken // the one line a user changes in aikyo's client
 	node := startNode(t, bodyURL, frame)
@@ -383,6 +370,24 @@ func TestBridgeNodeBody(t *testing.T) {
 			if strings.Contains(f, secret) {
 				t.Fatalf("a secret in a frame or the console page: %.300s", f)
 			}
+		}
+	}
+}
+
+// waitHealthy waits up to 15 s for p's /healthz at base (host:port) to
+// answer 200.
+func waitHealthy(t *testing.T, p *proc, base string) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chorusd not healthy: %v\n%s", err, p.log.String())
 		}
 	}
 }
