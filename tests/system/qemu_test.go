@@ -36,7 +36,8 @@ import (
 // qemuRobotYAML is the installed robot: the embedded broker with a users
 // file, the rule brain, the bridge (for a guest's password), the command
 // camera on ffmpeg's test source, espeak-ng, and the command speaker
-// appending its PCM to a file. %[1]d is the broker's port, %[2]d the HTTP
+// appending its PCM to a file, and a nod (a program writing its arguments
+// to a file). %[1]d is the broker's port, %[2]d the HTTP
 // port, %[3]s a folder of this machine for the speaker's output.
 const qemuRobotYAML = `version: 1
 device:
@@ -68,6 +69,9 @@ drivers:
   camera: {kind: command, command: [ffmpeg, -loglevel, error, -re, -f, lavfi, -i, "testsrc=size=320x240:rate=5", -f, mjpeg, -q:v, "5", "-"], fps: 5}
   audio: {kind: command, command: [sh, -c, "cat >> %[3]s/audio.raw"], sample_rate: 16000}
   tts: {kind: espeak-ng, voice: en-us}
+body:
+  actions:
+    - {name: nod, description: Nod., driver: command, command: [sh, -c, "cat > %[3]s/nodded"]}
 http:
   listen: 127.0.0.1:%[2]d
   websocket:
@@ -277,6 +281,17 @@ wait:
 		t.Fatalf("the audio did not grow: %d bytes before the answer, %d after", before, after)
 	}
 	t.Logf("audio grew by %d bytes", after-before)
+	// Spoken to, the robot nods with its words (issue 22): the arm64 build's
+	// actions — the schema check, the body, the program — under qemu.
+	var nodded []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if nodded, err = os.ReadFile(filepath.Join(out, "nodded")); err == nil && len(nodded) > 0 {
+			break
+		}
+	}
+	if string(nodded) != "{}" {
+		t.Fatalf("the arm64 robot did not nod: %q, %v", nodded, err)
+	}
 
 	// --doctor under emulation, against the running robot.
 	// Its secrets come from the unit's environment file, which the doctor
