@@ -125,12 +125,16 @@ func (s *Source) Read(ctx context.Context, buf []int16) (int, error) {
 	if timeout <= 0 {
 		timeout = DefaultReadTimeout
 	}
-	s.out.SetReadDeadline(time.Now().Add(timeout))
-	stop := context.AfterFunc(ctx, func() { s.out.SetReadDeadline(time.Now()) })
+	// The wake-up may run after Read returns and Close clears s.out: it
+	// holds the file itself (a deadline on a closed file is an error,
+	// ignored).
+	out := s.out
+	out.SetReadDeadline(time.Now().Add(timeout))
+	stop := context.AfterFunc(ctx, func() { out.SetReadDeadline(time.Now()) })
 	defer stop()
 	for {
 		k := copy(b, s.odd)
-		n, err := s.out.Read(b[k:])
+		n, err := out.Read(b[k:])
 		n += k
 		s.odd = append(s.odd[:0], b[n&^1:n]...)
 		if samples := n / 2; samples > 0 {

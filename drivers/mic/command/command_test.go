@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,25 @@ func TestEspeak(t *testing.T) {
 	}
 	if rms := math.Sqrt(sum / float64(len(got))); rms < 300 {
 		t.Fatalf("speech rms %.0f", rms)
+	}
+}
+
+// A read whose context has ended, and the source closed at once
+// (mic.Capture stopping): the context's wake-up runs later on its own
+// goroutine and must not touch the fields Close clears (-race found it
+// in CI). One P, and a program already reaped, so Read and Close run
+// without yielding and the wake-up comes after them.
+func TestCloseRightAfterACancelledRead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := &Source{Command: []string{"head", "-c", "640", "/dev/zero"}}
+	buf := make([]int16, 160)
+	for range 20 {
+		open(t, s)
+		time.Sleep(20 * time.Millisecond) // the program writes, exits and is reaped
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		s.Read(ctx, buf)
+		s.Close()
+		time.Sleep(time.Millisecond) // the wake-up runs
 	}
 }
