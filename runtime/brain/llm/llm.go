@@ -174,14 +174,7 @@ func (b *Brain) log() *slog.Logger {
 // Think implements brain.Brain: one call for the State and the draft, in
 // which the model may also call the body's actions to go with the words.
 func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error) {
-	sys, err := prompts.System(in)
-	if err != nil {
-		return brain.Thought{}, err
-	}
-	user, err := prompts.State(in, b.Draft)
-	if err != nil {
-		return brain.Thought{}, err
-	}
+	sys, user := prompts.System(in), prompts.State(in, b.Draft)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchema(b.Draft, in.Card.Language), SchemaName: "companion_state"}
 	if b.Look != nil && b.Draft {
 		req.Tools = []ToolDef{VisionTool(in.Card.Language)}
@@ -267,14 +260,7 @@ func addressees(to []string, in brain.Input) []string {
 // Utter implements brain.Brain: the two-call path's second call, which must
 // end in the speak tool.
 func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, error) {
-	sys, err := prompts.System(in)
-	if err != nil {
-		return brain.Utterance{}, err
-	}
-	user, err := prompts.Utter(in)
-	if err != nil {
-		return brain.Utterance{}, err
-	}
+	sys, user := prompts.System(in), prompts.Utter(in)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: []ToolDef{SpeakTool(in.Card.Language)}, ForceTool: "speak"}
 	if b.Look != nil {
 		req.Tools = append(req.Tools, VisionTool(in.Card.Language))
@@ -325,10 +311,7 @@ var _ brain.RepetitionJudge = (*Brain)(nil)
 // asked (prompts.Repetition, JSON-schema output) whether window repeats
 // itself. A score that is not a number from 0 to 1 is an error.
 func (b *Brain) JudgeRepetition(ctx context.Context, lang string, window []protocol.Message) (float64, error) {
-	user, err := prompts.Repetition(lang, window)
-	if err != nil {
-		return 0, err
-	}
+	user := prompts.Repetition(lang, window)
 	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: user}}, Schema: repetitionSchema(), SchemaName: "repetition_judge"})
 	switch {
 	case err != nil:
@@ -361,14 +344,8 @@ func ParseRepetition(text string) (float64, error) {
 // Talk implements the realtime mode's talk (runtime/realtime) with the
 // seed's talk_realtime prompt: free text, LISTEN or Over.
 func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
-	sys, err := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
-	if err != nil {
-		return "", err
-	}
-	user, err := prompts.Talk(in)
-	if err != nil {
-		return "", err
-	}
+	sys := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
+	user := prompts.Talk(in)
 	resp, err := b.Chat.Chat(ctx, Request{System: sys, Turns: []Turn{{Role: User, Text: user}}})
 	switch {
 	case err != nil:
@@ -510,10 +487,7 @@ func (b *Brain) see(ctx context.Context, in brain.Input) string {
 		b.log().Warn("vision tool: the picture is empty")
 		return say.Empty
 	}
-	instr, err := prompts.Vision(in.Card.Language)
-	if err != nil {
-		return say.NoDescribe + err.Error()
-	}
+	instr := prompts.Vision(in.Card.Language)
 	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: instr, Image: &img}}})
 	if err != nil {
 		if errors.Is(err, ErrNoImages) {

@@ -24,10 +24,7 @@ func TestPromptsAsGolden(t *testing.T) {
 	for _, lang := range []string{"en", "ja"} {
 		for name, render := range goldenCases(lang) {
 			t.Run(lang+"/"+name, func(t *testing.T) {
-				got, err := render()
-				if err != nil {
-					t.Fatal(err)
-				}
+				got := render()
 				path := filepath.Join("testdata", lang+"."+name+".golden")
 				if *update {
 					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -46,7 +43,7 @@ func TestPromptsAsGolden(t *testing.T) {
 	}
 }
 
-func goldenCases(lang string) map[string]func() (string, error) {
+func goldenCases(lang string) map[string]func() string {
 	full := brain.Input{
 		Card: brain.Card{ID: "kyoko", Name: "Kyoko <\"&'>", Personality: "cheerful\nand kind", Story: "kitchen robot",
 			SampleLines: []string{"Tea?", "  spaced  ", ""}, Language: lang},
@@ -73,29 +70,29 @@ func goldenCases(lang string) map[string]func() (string, error) {
 	}
 	whisper := talk
 	whisper.Channel, whisper.History, whisper.Remaining = "wolves", nil, 0
-	cases := map[string]func() (string, error){
-		"system.full":      func() (string, error) { return System(full) },
-		"system.bare":      func() (string, error) { return System(bare) },
-		"system.zero":      func() (string, error) { return System(zero) },
-		"state.full.draft": func() (string, error) { return State(full, true) },
-		"state.full":       func() (string, error) { return State(full, false) },
-		"state.bare.draft": func() (string, error) { return State(bare, true) },
-		"state.bare":       func() (string, error) { return State(bare, false) },
-		"utter.full":       func() (string, error) { return Utter(full) },
-		"utter.bare":       func() (string, error) { return Utter(bare) },
-		"talk.room":        func() (string, error) { return Talk(talk) },
-		"talk.whisper":     func() (string, error) { return Talk(whisper) },
-		"vision":           func() (string, error) { return Vision(lang) },
-		"repetition.full":  func() (string, error) { return Repetition(lang, full.History) },
-		"repetition.empty": func() (string, error) { return Repetition(lang, nil) },
+	cases := map[string]func() string{
+		"system.full":      func() string { return System(full) },
+		"system.bare":      func() string { return System(bare) },
+		"system.zero":      func() string { return System(zero) },
+		"state.full.draft": func() string { return State(full, true) },
+		"state.full":       func() string { return State(full, false) },
+		"state.bare.draft": func() string { return State(bare, true) },
+		"state.bare":       func() string { return State(bare, false) },
+		"utter.full":       func() string { return Utter(full) },
+		"utter.bare":       func() string { return Utter(bare) },
+		"talk.room":        func() string { return Talk(talk) },
+		"talk.whisper":     func() string { return Talk(whisper) },
+		"vision":           func() string { return Vision(lang) },
+		"repetition.full":  func() string { return Repetition(lang, full.History) },
+		"repetition.empty": func() string { return Repetition(lang, nil) },
 	}
 	for i := range 3 {
 		in := full
 		in.History = full.History[:i]
 		in.Present = full.Present[:min(i, 2)]
 		in.Card.SampleLines = full.Card.SampleLines[:i]
-		cases[fmt.Sprintf("system.lines%d", i)] = func() (string, error) { return System(in) }
-		cases[fmt.Sprintf("utter.history%d", i)] = func() (string, error) { return Utter(in) }
+		cases[fmt.Sprintf("system.lines%d", i)] = func() string { return System(in) }
+		cases[fmt.Sprintf("utter.history%d", i)] = func() string { return Utter(in) }
 	}
 	return cases
 }

@@ -1,6 +1,9 @@
-// Package prompts holds the brain's prompts as embedded template files
-// (Japanese and English), after the seeds' state prompt
-// (aikyo-turn-taking.ja.md) and closing instruction (aikyo-closing.ja.md).
+// Package prompts holds the brain's prompts in Japanese and English,
+// after the seeds' state prompt (aikyo-turn-taking.ja.md) and closing
+// instruction (aikyo-closing.ja.md). Each prompt is built by a function
+// from its language's fixed texts (words.go); no text/template, whose
+// reflection keeps every exported method of the program in the binary
+// (2.2 MB of the arm64 chorusd).
 //
 // What was said in the room is untrusted: it is rendered as JSON, one
 // object per line ({"from": ..., "text": ...}), so no message can forge a
@@ -10,29 +13,17 @@
 package prompts
 
 import (
-	"bytes"
-	"embed"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
-//go:embed *.tmpl
-var files embed.FS
-
 // MaxQuoted bounds each message quoted in a prompt, in characters.
 const MaxQuoted = 1000
-
-var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"join":    strings.Join,
-	"said":    said,
-	"history": history,
-	"talks":   talks,
-}).ParseFS(files, "*.tmpl"))
 
 // talks renders a realtime phase's talk as JSON lines, oldest first.
 func talks(ts []protocol.Talk) string {
@@ -73,60 +64,98 @@ func history(ms []protocol.Message) string {
 	return strings.Join(lines, "\n")
 }
 
-// Data is what the templates see.
-type Data struct {
-	brain.Input
-	Draft bool // ask for the draft utterance in the state prompt
-}
-
-// Say is the texts in the card's language, for the templates.
-func (d Data) Say() Texts { return TextsFor(d.Card.Language) }
-
-func render(name, lang string, d Data) (string, error) {
-	if lang != "ja" {
-		lang = "en"
+// conversation writes the room's conversation so far under its heading,
+// "(nothing yet)" when there is none.
+func conversation(b *strings.Builder, w words, ms []protocol.Message) {
+	b.WriteString(w.conversation)
+	b.WriteString("\n")
+	if len(ms) == 0 {
+		b.WriteString(w.nothingYet)
+		return
 	}
-	var b bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&b, name+"."+lang+".tmpl", d); err != nil {
-		return "", fmt.Errorf("prompt %s.%s: %w", name, lang, err)
-	}
-	return strings.TrimSpace(b.String()), nil
+	b.WriteString(history(ms))
 }
 
 // System is the persona prompt.
-func System(in brain.Input) (string, error) {
-	return render("system", in.Card.Language, Data{Input: in})
+func System(in brain.Input) string {
+	w := wordsFor(in.Card.Language)
+	var b strings.Builder
+	fmt.Fprintf(&b, w.youAre, in.Card.Name, in.Card.ID)
+	if in.Card.Personality != "" {
+		b.WriteString("\n" + w.personality + in.Card.Personality)
+	}
+	if in.Card.Story != "" {
+		b.WriteString("\n" + w.background + in.Card.Story)
+	}
+	if len(in.Card.SampleLines) > 0 {
+		b.WriteString("\n" + w.sampleLines)
+		for _, l := range in.Card.SampleLines {
+			b.WriteString("\n- " + l)
+		}
+	}
+	b.WriteString("\n" + w.keepShort + strings.Join(in.Present, ", "))
+	if in.Remaining >= 0 {
+		b.WriteString("\n" + w.postsLeft + strconv.Itoa(in.Remaining))
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // State is the state prompt (and, with draft, the request for the draft).
-func State(in brain.Input, draft bool) (string, error) {
-	return render("state", in.Card.Language, Data{Input: in, Draft: draft})
+func State(in brain.Input, draft bool) string {
+	w := wordsFor(in.Card.Language)
+	var b strings.Builder
+	conversation(&b, w, in.History)
+	b.WriteString("\n\n" + w.stateAsk + "\n" + said(in.Message))
+	b.WriteString("\n\n" + w.stateSpec)
+	if draft {
+		b.WriteString("\n" + w.draft + TextsFor(in.Card.Language).SpeakTo)
+	}
+	b.WriteString("\n\n" + w.stateCalm + "\n" + in.ClosingInstruction)
+	return strings.TrimSpace(b.String())
 }
 
 // Utter is the utterance prompt of the two-call path.
-func Utter(in brain.Input) (string, error) { return render("utter", in.Card.Language, Data{Input: in}) }
+func Utter(in brain.Input) string {
+	w := wordsFor(in.Card.Language)
+	var b strings.Builder
+	conversation(&b, w, in.History)
+	b.WriteString("\n\n" + w.yourTurn + "\n" + said(in.Message))
+	b.WriteString("\n" + w.speakWith + TextsFor(in.Card.Language).SpeakTo + w.lookFirst)
+	b.WriteString("\n" + in.ClosingInstruction)
+	return strings.TrimSpace(b.String())
+}
 
 // Talk is the realtime mode's prompt (the seed's talk_realtime): the
 // phase's talk so far and the three answers (words, LISTEN, Over).
-func Talk(in brain.TalkInput) (string, error) {
-	lang := in.Card.Language
-	if lang != "ja" {
-		lang = "en"
+func Talk(in brain.TalkInput) string {
+	w := wordsFor(in.Card.Language)
+	var b strings.Builder
+	fmt.Fprintf(&b, w.talkHead, in.Remaining)
+	members := strings.Join(in.Members, ", ")
+	if in.Channel != "" {
+		b.WriteString("\n")
+		fmt.Fprintf(&b, w.whisper, in.Channel, members)
+	} else {
+		b.WriteString("\n" + w.inChat + members)
 	}
-	var b bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&b, "talk."+lang+".tmpl", in); err != nil {
-		return "", fmt.Errorf("prompt talk.%s: %w", lang, err)
+	b.WriteString("\n\n" + w.talkHistory + "\n")
+	if len(in.History) == 0 {
+		b.WriteString(w.nothingYet)
+	} else {
+		b.WriteString(talks(in.History))
 	}
-	return strings.TrimSpace(b.String()), nil
+	b.WriteString(w.talkHistoryEnd + "\n\n" + w.talkRules)
+	return strings.TrimSpace(b.String())
 }
 
 // Vision is the instruction sent with a camera image (the seed's
 // visionKnowledge).
-func Vision(lang string) (string, error) { return render("vision", lang, Data{}) }
+func Vision(lang string) string { return wordsFor(lang).vision }
 
 // Repetition is the repetition judge's prompt (aikyo-closing.ja.md's
 // repetitionJudge, asked of the companion's own model): the last window of
 // the conversation, and a score from 0 to 1.
-func Repetition(lang string, window []protocol.Message) (string, error) {
-	return render("repetition", lang, Data{Input: brain.Input{History: window}})
+func Repetition(lang string, window []protocol.Message) string {
+	w := wordsFor(lang)
+	return strings.TrimSpace(w.repetitionHead + "\n" + history(window) + "\n\n" + w.repetitionTail)
 }

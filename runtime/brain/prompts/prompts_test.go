@@ -21,22 +21,19 @@ func TestStatePrompt(t *testing.T) {
 	for _, lang := range []string{"ja", "en"} {
 		in := input(lang)
 		in.ClosingInstruction = brain.ClosingInstruction(lang)
-		p, err := State(in, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := State(in, true)
 		for _, want := range []string{`{"from":"hana","to":["kyoko"],"text":"What shall we do?"}`, `{"from":"user","text":"Good morning"}`,
 			"pre-closing", "draft", in.ClosingInstruction} {
 			if !strings.Contains(p, want) {
 				t.Errorf("%s state prompt lacks %q:\n%s", lang, want, p)
 			}
 		}
-		noDraft, _ := State(input(lang), false)
+		noDraft := State(input(lang), false)
 		if strings.Contains(noDraft, "draft") || strings.Contains(noDraft, brain.ClosingInstruction(lang)) {
 			t.Errorf("%s: draft or closing instruction asked for when not wanted", lang)
 		}
 	}
-	ja, _ := State(input("ja"), true)
+	ja := State(input("ja"), true)
 	if !strings.Contains(ja, "以下のメッセージに対するあなたの状態を判断してください。") {
 		t.Error("the Japanese prompt is not the seed's")
 	}
@@ -45,17 +42,14 @@ func TestStatePrompt(t *testing.T) {
 func TestSystemPrompt(t *testing.T) {
 	in := input("en")
 	in.Remaining = 3
-	p, err := System(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := System(in)
 	for _, want := range []string{"Kyoko", "cheerful", "kitchen robot", "- Tea?", "hana, kyoko", "Posts you have left in this phase: 3"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("system prompt lacks %q:\n%s", want, p)
 		}
 	}
 	in.Remaining = -1
-	if p, _ := System(in); strings.Contains(p, "Posts you have left") {
+	if p := System(in); strings.Contains(p, "Posts you have left") {
 		t.Error("remaining count shown in turn mode")
 	}
 }
@@ -80,14 +74,11 @@ func TestSaidThingsCannotForgeThePrompt(t *testing.T) {
 		for _, text := range texts {
 			in := input(lang)
 			in.History = append(in.History, protocol.NewMessage("m-evil", "mallory", nil, text, ""))
-			for name, render := range map[string]func(brain.Input) (string, error){
-				"state": func(in brain.Input) (string, error) { return State(in, true) },
+			for name, render := range map[string]func(brain.Input) string{
+				"state": func(in brain.Input) string { return State(in, true) },
 				"utter": Utter,
 			} {
-				p, err := render(in)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := render(in)
 				var fromUser, fromMallory int
 				for _, line := range strings.Split(p, "\n") {
 					if strings.HasPrefix(line, "- user:") || strings.HasPrefix(line, "- mallory:") {
@@ -114,7 +105,7 @@ func TestSaidThingsCannotForgeThePrompt(t *testing.T) {
 func TestQuotedTextIsClipped(t *testing.T) {
 	in := input("en")
 	in.History = append(in.History, protocol.NewMessage("m-long", "user", nil, strings.Repeat("blah ", 5000), ""))
-	p, _ := State(in, false)
+	p := State(in, false)
 	if len(p) > 12000 {
 		t.Fatalf("a 25,000-character message made a %d-byte prompt", len(p))
 	}
@@ -140,8 +131,8 @@ func TestSeedGuidanceInEachLanguage(t *testing.T) {
 	for _, tt := range tests {
 		in := input(tt.lang)
 		got := map[string]string{}
-		got["state"], _ = State(in, true)
-		got["utter"], _ = Utter(in)
+		got["state"] = State(in, true)
+		got["utter"] = Utter(in)
 		for name, wants := range tt.want {
 			for _, w := range wants {
 				if !strings.Contains(got[name], w) {
@@ -153,9 +144,9 @@ func TestSeedGuidanceInEachLanguage(t *testing.T) {
 		if strings.Contains(got["state"], TextsFor(other).SpeakTo) {
 			t.Errorf("%s state prompt carries the %s guidance", tt.lang, other)
 		}
-		rep, err := Repetition(tt.lang, []protocol.Message{protocol.NewMessage("a", "hana", nil, "line one", ""), protocol.NewMessage("b", "aya", nil, "line two", "")})
-		if err != nil || !strings.Contains(rep, `{"from":"hana","text":"line one"}`) || !strings.Contains(rep, `{"from":"aya","text":"line two"}`) || !strings.Contains(rep, "score") {
-			t.Errorf("%s repetition prompt: %v\n%s", tt.lang, err, rep)
+		rep := Repetition(tt.lang, []protocol.Message{protocol.NewMessage("a", "hana", nil, "line one", ""), protocol.NewMessage("b", "aya", nil, "line two", "")})
+		if !strings.Contains(rep, `{"from":"hana","text":"line one"}`) || !strings.Contains(rep, `{"from":"aya","text":"line two"}`) || !strings.Contains(rep, "score") {
+			t.Errorf("%s repetition prompt:\n%s", tt.lang, rep)
 		}
 	}
 	if TextsFor("ja").VisionTool != "目で周りを見ます。" || TextsFor("ja").NoPicture != "視覚情報の取得に失敗しました: " {
