@@ -38,6 +38,22 @@ func TestRuntimeImportsNoHardwareLibraries(t *testing.T) {
 	}
 }
 
+// TestRobotLinksNoTemplates keeps text/template and html/template out of
+// chorusd: their method calls by run-time name make the linker keep every
+// exported method of every linked type, 2.2 MB of the arm64 binary
+// (BENCHMARKS.md, "Binary size").
+func TestRobotLinksNoTemplates(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/cmd/chorusd").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "text/template" || dep == "html/template" {
+			t.Errorf("chorusd links %s", dep)
+		}
+	}
+}
+
 // TestPureGoBuild proves the default build needs no C compiler.
 func TestPureGoBuild(t *testing.T) {
 	cmd := exec.Command("go", "build", "-o", t.TempDir(), "github.com/chorus-robotics/chorus/...")
