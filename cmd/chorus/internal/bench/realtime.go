@@ -54,7 +54,7 @@ type RealtimeResult struct {
 	Latencies []time.Duration // each accepted post: its send time → the broadcast at every player
 	First     []time.Duration // the same, to the first player that had it
 	Refused   int             // posts the floor refused (none expected)
-	TimerLate time.Duration   // the silence end seen at a player, minus the last broadcast seen, minus Silence
+	TimerLate time.Duration   // the silence end seen at the first player, minus the last broadcast it saw, minus Silence
 }
 
 // Realtime runs a realtime floor and RealtimePlayers players, each on its
@@ -129,6 +129,7 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 		conns = append(conns, b)
 		r := room.New(b, scheme, RealtimeRoom, nil, nil)
 		r.SetMembers(players)
+		first := id == players[0]
 		if err := r.OnMessage(ctx, func(m protocol.Message) {
 			now := time.Now()
 			if m.Params.From != topic.DefaultFloorID {
@@ -146,13 +147,15 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 				s.first = now
 			}
 			s.last = now
-			if now.After(lastSeen) {
+			// The end is timed at the first player: so is the last
+			// broadcast, on the same connection (another player's
+			// socket may have been served later).
+			if first && now.After(lastSeen) {
 				lastSeen = now
 			}
 		}); err != nil {
 			return res, err
 		}
-		first := id == players[0]
 		if err := r.OnPhase(ctx, "", func(p protocol.Phase) {
 			if !first {
 				return
