@@ -683,7 +683,7 @@ func (d *Daemon) realtimeAgents(ctx context.Context, g *errgroup.Group, l *link,
 	}
 	for _, ch := range channels {
 		a, err := realtime.NewAgent(realtime.AgentConfig{Room: l.room, Channel: ch, Card: *cfg.Companion, Brain: talker,
-			Device: body, Queries: qc, PollInterval: rt.PollInterval, SpeakCooldown: rt.SpeakCooldown,
+			Device: body, Queries: qc, Actions: d.actionsOf(body), PollInterval: rt.PollInterval, SpeakCooldown: rt.SpeakCooldown,
 			ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout, HistorySize: cfg.Room.History, Muted: p.Muted})
 		if err != nil {
 			return err

@@ -126,6 +126,10 @@ type TalkInput struct {
 	Members   []string        // who talks in the phase
 	Channel   string          // "" for the room, else the whisper channel
 	Quiet     time.Duration   // how long nobody has been heard
+	// Actions are what the companion's body can do: an LLM brain offers
+	// them as tools in the call that writes the words (none in a whisper
+	// channel, which is never said aloud).
+	Actions []protocol.ActionDef
 }
 
 // ClosingInstruction returns the seed's repetition instruction

@@ -21,9 +21,10 @@ import (
 
 // Talker is a brain that talks in realtime phases (the rule brain and the
 // LLM brains): it answers with words, protocol.TalkListen or
-// protocol.PostOver.
+// protocol.PostOver as the utterance's Text, and the body's actions to
+// go with the words (Text and Actions are all a realtime room uses).
 type Talker interface {
-	Talk(ctx context.Context, in brain.TalkInput) (string, error)
+	Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, error)
 }
 
 // AgentConfig configures a companion in one space's realtime phases.
@@ -36,6 +37,10 @@ type AgentConfig struct {
 	// text-only companion; never in a whisper channel). Queries asks it.
 	Device  string
 	Queries query.Asker
+	// Actions lists what the device can do now; the brain is offered
+	// them, and the device is asked for those it calls when the floor
+	// broadcasts the words (nil: none).
+	Actions func() []protocol.ActionDef
 
 	PollInterval  time.Duration // ask the brain at least this often, default 500 ms
 	SpeakCooldown time.Duration // never sooner than this after a post, default 3 s
@@ -81,6 +86,7 @@ type agentPhase struct {
 	heard    time.Time // when the phase opened, or someone was last heard
 	lastIdx  int
 	poll     clock.Timer
+	acts     []protocol.ActionRequest // of the post awaiting its broadcast
 }
 
 type agentEvent struct {
@@ -95,7 +101,7 @@ type agentEvent struct {
 
 type thought struct {
 	phase string
-	said  string
+	said  brain.Utterance
 	err   error
 }
 
@@ -324,6 +330,10 @@ func (a *Agent) onMessage(ctx context.Context, m protocol.Message) {
 		p.lastIdx = max(p.lastIdx, t.Idx)
 		if speaker == a.me() && a.cfg.Device != "" {
 			a.speak(ctx, m)
+			a.act(ctx, m.Params.ID, p.acts)
+		}
+		if speaker == a.me() {
+			p.acts = nil
 		}
 	case a.cfg.Room.IsMember(from):
 		return // companions speak through the floor in this mode
@@ -354,6 +364,7 @@ func (a *Agent) onAck(ctx context.Context, ack protocol.PostAck) {
 		p.remain = 0
 	default:
 		a.log.Debug("realtime: post refused", "reason", ack.Reason)
+		p.acts = nil // the words will not be said
 	}
 	if p.remain <= 0 && !p.over {
 		a.post(protocol.PostOver) // nothing more may be said: let the phase end
@@ -373,6 +384,9 @@ func (a *Agent) maybeThink(ctx context.Context) {
 	a.thinking = true
 	in := brain.TalkInput{Card: a.cfg.Card, Remaining: p.remain, History: slices.Clone(p.history), Members: p.members, Channel: a.cfg.Channel,
 		Quiet: a.quiet(p, now)}
+	if a.cfg.Actions != nil && a.cfg.Device != "" {
+		in.Actions = a.cfg.Actions()
+	}
 	id := p.id
 	a.wg.Add(1)
 	go func() {
@@ -398,11 +412,14 @@ func (a *Agent) onThought(ctx context.Context, t thought) {
 		}
 		a.m.BrainFailures.WithLabelValues(reason).Inc()
 		a.log.Warn("realtime: brain failed; listening", "err", t.err)
-	case t.said == protocol.TalkListen:
-	case t.said == protocol.PostOver:
+	case t.said.Text == protocol.TalkListen:
+	case t.said.Text == protocol.PostOver:
 		a.post(protocol.PostOver)
 	default:
-		a.post(t.said)
+		a.post(t.said.Text)
+		if !p.over {
+			p.acts = t.said.Actions // done when the floor broadcasts the words
+		}
 	}
 }
 
@@ -444,6 +461,26 @@ func (a *Agent) speak(ctx context.Context, m protocol.Message) {
 		}
 		a.voice(m.Params.ID, false, started, time.Duration(res.DurationMs)*time.Millisecond)
 	}()
+}
+
+// act asks the device for the actions the brain called with the words
+// it has begun to say (msgID ties them to the words' first audio); each
+// waits on its own goroutine, never on Run's.
+func (a *Agent) act(ctx context.Context, msgID string, acts []protocol.ActionRequest) {
+	for _, r := range acts {
+		r.MessageID = msgID
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			res, err := query.Action(ctx, a.cfg.Queries, a.cfg.Device, r, a.cfg.SpeakTimeout)
+			if err != nil {
+				a.m.QueryErrors.WithLabelValues(protocol.TypeAction, "failed").Inc()
+				a.log.Warn("realtime: the body did not do an action", "action", r.Name, "device", a.cfg.Device, "err", err)
+				return
+			}
+			a.log.Debug("realtime: action done", "action", r.Name, "done", res.Done, "replaced", res.Replaced, "ms", res.DurationMs)
+		}()
+	}
 }
 
 func (a *Agent) voice(msgID string, speaking bool, started time.Time, d time.Duration) {

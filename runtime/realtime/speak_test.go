@@ -20,12 +20,18 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
-// An agent speaks its accepted utterance through its device with the
-// speak body runtime/protocol declares (the device decodes it strictly),
-// and announces the end of its voice. A result the device answered but
-// that does not decode (the agent ignored json.Unmarshal's error before
-// issue 20) still ends the voice, and is counted.
-func TestAgentSpeaksThroughItsDevice(t *testing.T) {
+// spoken is a realtime room on the memory broker: a floor, and ann, a
+// rule-brain agent whose device answers speak and action queries.
+type spoken struct {
+	ctx    context.Context
+	mk     func(id string) *room.Room
+	m      *metrics.Metrics
+	speaks chan protocol.SpeakRequest
+	acts   chan protocol.ActionRequest
+	ended  chan protocol.Speaking // ann's voice ends
+}
+
+func newSpoken(t *testing.T, actions []protocol.ActionDef) *spoken {
 	mem := bustest.NewMemory(t)
 	s := topic.New("").WithRoster("lr", members)
 	m := metrics.New()
@@ -52,36 +58,56 @@ func TestAgentSpeaksThroughItsDevice(t *testing.T) {
 	run(f.Run)
 	id := members[0]
 	rm := mk(id)
-	asked := make(chan protocol.SpeakRequest, 4)
+	r := &spoken{ctx: ctx, mk: mk, m: m, speaks: make(chan protocol.SpeakRequest, 4), acts: make(chan protocol.ActionRequest, 4),
+		ended: make(chan protocol.Speaking, 4)}
 	srv := &query.Server{Bus: rm.Bus, Scheme: s, Device: id}
 	srv.Handle(protocol.TypeSpeak, func(_ context.Context, _ string, b json.RawMessage) (any, error) {
-		r, err := protocol.DecodeSpeakRequest(b, 0)
+		req, err := protocol.DecodeSpeakRequest(b, 0)
 		if err != nil {
 			return nil, err
 		}
-		asked <- r
+		r.speaks <- req
 		return map[string]any{"durationMs": 120, "ok": true}, nil // an unknown field
+	})
+	srv.Handle(protocol.TypeAction, func(_ context.Context, _ string, b json.RawMessage) (any, error) {
+		req, err := protocol.DecodeActionRequest(b, 0)
+		if err != nil {
+			return nil, err
+		}
+		r.acts <- req
+		return protocol.ActionResult{Name: req.Name, Done: true}, nil
 	})
 	run(srv.Serve)
 	a, err := realtime.NewAgent(realtime.AgentConfig{Room: rm, Card: brain.Card{ID: id, Name: id, SampleLines: []string{"I like tea."}, Language: "en"},
 		Brain: rule.New(0, nil), PollInterval: 20 * time.Millisecond, SpeakCooldown: 60 * time.Millisecond,
-		Device: id, Queries: query.NewClient(rm.Bus, s, id, query.ClientOptions{Timeout: 5 * time.Second})})
+		Device: id, Queries: query.NewClient(rm.Bus, s, id, query.ClientOptions{Timeout: 5 * time.Second}),
+		Actions: func() []protocol.ActionDef { return actions }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run(a.Run)
 	obs := mk("observer")
-	ended := make(chan protocol.Speaking, 4)
 	obs.OnSpeaking(ctx, func(e room.SpeakingEvent) {
 		if e.ID == id && !e.Cleared && !e.Speaking.Speaking {
-			ended <- e.Speaking
+			r.ended <- e.Speaking
 		}
 	})
 	mem.Settle()
 	time.Sleep(50 * time.Millisecond)
-	if err := mk("user").SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Good morning!", "")); err != nil {
+	return r
+}
+
+// An agent speaks its accepted utterance through its device with the
+// speak body runtime/protocol declares (the device decodes it strictly),
+// and announces the end of its voice. A result the device answered but
+// that does not decode (the agent ignored json.Unmarshal's error before
+// issue 20) still ends the voice, and is counted.
+func TestAgentSpeaksThroughItsDevice(t *testing.T) {
+	r := newSpoken(t, nil)
+	if err := r.mk("user").SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Good morning!", "")); err != nil {
 		t.Fatal(err)
 	}
+	asked, ended, m := r.speaks, r.ended, r.m
 	var req protocol.SpeakRequest
 	select {
 	case req = <-asked:
@@ -98,5 +124,30 @@ func TestAgentSpeaksThroughItsDevice(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("result", string(protocol.KindUnknownField))); n != 1 {
 		t.Fatalf("bad speak results counted %v, want 1", n)
+	}
+}
+
+// A realtime companion asked a question by name answers and nods (the rule
+// brain's gesture, its body has a nod): the device is asked for the nod
+// tied to the broadcast words it is asked to speak.
+func TestAgentNodsWithItsWords(t *testing.T) {
+	nod := protocol.ActionDef{Name: "nod", Description: "Nod.", Schema: json.RawMessage(`{"type":"object"}`)}
+	r := newSpoken(t, []protocol.ActionDef{nod})
+	if err := r.mk("user").SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "ann, do you like tea?", "")); err != nil {
+		t.Fatal(err)
+	}
+	var said protocol.SpeakRequest
+	select {
+	case said = <-r.speaks:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the device was never asked to speak")
+	}
+	select {
+	case act := <-r.acts:
+		if act.Name != "nod" || act.MessageID == "" || act.MessageID != said.MessageID {
+			t.Fatalf("action %+v with the words %+v", act, said)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no action with the words %q", said.Message)
 	}
 }

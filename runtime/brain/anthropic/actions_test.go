@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -71,5 +72,43 @@ func TestThinkActionAloneIsAnsweredThenTheStateComes(t *testing.T) {
 	}
 	if len(th.Actions) != 1 || th.Draft == "" {
 		t.Fatalf("thought %+v", th)
+	}
+}
+
+// In a realtime room the body's actions are offered in the call that
+// writes the words: the words as text, the gesture as a tool use, in one
+// response; LISTEN takes no action, and a tool use alone is answered and
+// the words asked again.
+func TestTalkTakesAnActionWithItsWords(t *testing.T) {
+	wave := protocol.ActionDef{Name: "wave", Description: "Wave.", Schema: json.RawMessage(`{"type":"object"}`)}
+	s := newServer(t,
+		func(w http.ResponseWriter, req map[string]any) {
+			tools, _ := req["tools"].([]any)
+			if len(tools) != 1 || tools[0].(map[string]any)["name"] != "wave" {
+				t.Errorf("tools offered with the talk: %v", req["tools"])
+			}
+			reply("tool_use", text("やあ、みんな！"), toolUse("toolu_1", "wave", map[string]any{}))(w, req)
+		},
+		reply("tool_use", text("LISTEN"), toolUse("toolu_2", "wave", map[string]any{})),
+		reply("tool_use", toolUse("toolu_3", "wave", map[string]any{})),
+		func(w http.ResponseWriter, req map[string]any) {
+			msgs := req["messages"].([]any)
+			last := msgs[len(msgs)-1].(map[string]any)
+			if res := last["content"].([]any)[0].(map[string]any); res["type"] != "tool_result" || res["tool_use_id"] != "toolu_3" {
+				t.Errorf("tool result turn %v", last)
+			}
+			reply("end_turn", text("こんにちは！"))(w, req)
+		})
+	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "claude-haiku-4-5"})}
+	in := brain.TalkInput{Card: brain.Card{ID: "hana", Name: "Hana", Language: "ja"}, Remaining: 3, Members: []string{"hana", "kyoko"},
+		Actions: []protocol.ActionDef{wave}}
+	for _, want := range []struct {
+		text    string
+		actions int
+	}{{"やあ、みんな！", 1}, {protocol.TalkListen, 0}, {"こんにちは！", 1}} {
+		u, err := b.Talk(context.Background(), in)
+		if err != nil || u.Text != want.text || len(u.Actions) != want.actions || (want.actions == 1 && u.Actions[0].Name != "wave") {
+			t.Fatalf("talk %+v %v, want %q with %d actions", u, err, want.text, want.actions)
+		}
 	}
 }

@@ -262,11 +262,11 @@ func TestTalkRealtimePrompt(t *testing.T) {
 	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "claude-haiku-4-5"})}
 	in := brain.TalkInput{Card: brain.Card{ID: "hana", Name: "Hana", Language: "ja"}, Remaining: 2,
 		History: []protocol.Talk{{Idx: 3, Agent: "kyoko", Text: "ハナ、元気？"}}, Members: []string{"hana", "kyoko"}}
-	if got, err := b.Talk(context.Background(), in); err != nil || got != protocol.PostOver {
-		t.Fatalf("%q %v", got, err)
+	if got, err := b.Talk(context.Background(), in); err != nil || got.Text != protocol.PostOver || got.Actions != nil {
+		t.Fatalf("%+v %v", got, err)
 	}
-	if got, err := b.Talk(context.Background(), in); err != nil || got != "うん、元気だよ！" {
-		t.Fatalf("%q %v", got, err)
+	if got, err := b.Talk(context.Background(), in); err != nil || got.Text != "うん、元気だよ！" {
+		t.Fatalf("%+v %v", got, err)
 	}
 	req := s.reqs[0]
 	if req["tools"] != nil || req["output_format"] != nil {

@@ -342,24 +342,23 @@ func ParseRepetition(text string) (float64, error) {
 }
 
 // Talk implements the realtime mode's talk (runtime/realtime) with the
-// seed's talk_realtime prompt: free text, LISTEN or Over.
-func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
+// seed's talk_realtime prompt: free text, LISTEN or Over. The body's
+// actions are offered as tools in the same call, as in Think; they go
+// with words only.
+func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, error) {
 	sys := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
 	user := prompts.Talk(in)
-	resp, err := b.Chat.Chat(ctx, Request{System: sys, Turns: []Turn{{Role: User, Text: user}}})
-	switch {
-	case err != nil:
-		return "", err
-	case resp.Refusal != "":
-		return "", fmt.Errorf("llm: the model refused: %s", clip(resp.Refusal))
-	case resp.Truncated:
-		return "", errors.New("llm: the answer was cut off at the token limit")
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: ActionTools(in.Actions)}
+	resp, acts, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions}, req)
+	if err != nil {
+		return brain.Utterance{}, err
 	}
 	said, err := ParseTalk(resp.Text, in.Card)
 	if err != nil || said == protocol.TalkListen || said == protocol.PostOver {
-		return said, err
+		return brain.Utterance{Text: said}, err
 	}
-	return b.bound(brain.Utterance{Text: said}, brain.Input{Card: in.Card}).Text, nil
+	u := b.bound(brain.Utterance{Text: said}, brain.Input{Card: in.Card})
+	return brain.Utterance{Text: u.Text, Actions: acts}, nil
 }
 
 // ParseTalk reads a model's realtime answer: LISTEN or Over in any of the

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -162,5 +163,30 @@ func TestUtterTakesActionsWithSpeak(t *testing.T) {
 	}
 	if u.Text != "Yes!" || len(u.Actions) != 1 || u.Actions[0].Name != "nod" {
 		t.Fatalf("utterance %+v", u)
+	}
+}
+
+// In a realtime room the body's actions are offered in the call that
+// writes the words, and taken from the same response; Over takes none.
+func TestTalkTakesAnActionWithItsWords(t *testing.T) {
+	// content and tool_calls in one message, as the API answers
+	both := func(content string, call map[string]any) func(http.ResponseWriter, map[string]any) {
+		return func(w http.ResponseWriter, req map[string]any) {
+			checkTools(t, req, "nod")
+			msg := map[string]any{"role": "assistant", "content": content, "refusal": nil, "tool_calls": []any{call}}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-2", "object": "chat.completion", "model": req["model"],
+				"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "tool_calls"}}})
+		}
+	}
+	s := newServer(t, both("Yes, let's!", scriptedToolCall("c1", "nod", "{}")), both("Over", scriptedToolCall("c2", "nod", "{}")))
+	in := brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en"}, Remaining: 3, Members: []string{"kyoko", "hana"},
+		Actions: []protocol.ActionDef{nodDef}}
+	u, err := brainFor(s, nil, true, nil).Talk(context.Background(), in)
+	if err != nil || u.Text != "Yes, let's!" || len(u.Actions) != 1 || u.Actions[0].Name != "nod" {
+		t.Fatalf("talk %+v %v", u, err)
+	}
+	if u, err := brainFor(s, nil, true, nil).Talk(context.Background(), in); err != nil || u.Text != protocol.PostOver || len(u.Actions) != 0 {
+		t.Fatalf("over %+v %v", u, err)
 	}
 }

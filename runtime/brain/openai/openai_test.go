@@ -431,8 +431,8 @@ func TestTalkRealtimePrompt(t *testing.T) {
 		in := brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: tt.lang}, Remaining: 7, History: history,
 			Members: []string{"kyoko", "hana"}}
 		got, err := brainFor(s, nil, true, nil).Talk(context.Background(), in)
-		if err != nil || got != tt.want {
-			t.Fatalf("%s %q: got %q, %v; want %q", tt.lang, tt.answer, got, err, tt.want)
+		if err != nil || got.Text != tt.want {
+			t.Fatalf("%s %q: got %q, %v; want %q", tt.lang, tt.answer, got.Text, err, tt.want)
 		}
 		req := s.requests()[0]
 		if req["response_format"] != nil || req["tools"] != nil {

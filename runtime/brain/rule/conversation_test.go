@@ -208,10 +208,11 @@ func TestTalkNeverRepeatsALine(t *testing.T) {
 			if over[c.ID] {
 				continue
 			}
-			s, err := b.Talk(context.Background(), brain.TalkInput{Card: c, Remaining: 10, History: slices.Clone(hist), Members: members})
+			u, err := b.Talk(context.Background(), brain.TalkInput{Card: c, Remaining: 10, History: slices.Clone(hist), Members: members})
 			if err != nil {
 				t.Fatal(err)
 			}
+			s := u.Text
 			switch s {
 			case protocol.PostOver:
 				over[c.ID] = true

@@ -554,10 +554,23 @@ const QuietAfter = 2 * time.Second
 const DefaultOverAfter = 3
 
 // Talk implements the realtime mode's talk (runtime/realtime): an
-// utterance, protocol.TalkListen or protocol.PostOver.
-func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
+// utterance, protocol.TalkListen or protocol.PostOver. A companion named
+// in a question nods as it answers, as in turn mode, when its body has a
+// nod.
+func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, error) {
+	said, answered, err := b.talk(ctx, in)
+	u := brain.Utterance{Text: said}
+	if answered {
+		u.Actions = nod(in.Actions)
+	}
+	return u, err
+}
+
+// talk is Talk's words, and whether they answer a question put to the
+// companion by name.
+func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answered bool, err error) {
 	if err := b.think(ctx, in.Card.ID); err != nil {
-		return "", err
+		return "", false, err
 	}
 	c := in.Card
 	ja := c.Language == "ja"
@@ -568,17 +581,17 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
 		}
 	}
 	if mine >= DefaultOverAfter || in.Remaining <= 0 {
-		return protocol.PostOver, nil
+		return protocol.PostOver, false, nil
 	}
 	var last protocol.Talk
 	if n := len(in.History); n > 0 {
 		last = in.History[n-1]
 	}
 	if in.Quiet >= 2*QuietAfter && mine > 0 {
-		return protocol.PostOver, nil // the talk has died down
+		return protocol.PostOver, false, nil // the talk has died down
 	}
 	if last.Agent == c.ID {
-		return protocol.TalkListen, nil // let the others answer
+		return protocol.TalkListen, false, nil // let the others answer
 	}
 	// Named in a question: answer it (an answer names its asker too, but
 	// is no question: no ping-pong).
@@ -636,20 +649,20 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
 			a = fresh(used, c.ID+last.Text, opinions(ja))
 		}
 		if a == "" {
-			return protocol.TalkListen, nil
+			return protocol.TalkListen, false, nil
 		}
-		return strings.TrimSpace(pick(ja, last.Agent+"、"+a, last.Agent+", "+lowerFirst(a))), nil
+		return strings.TrimSpace(pick(ja, last.Agent+"、"+a, last.Agent+", "+lowerFirst(a))), true, nil
 	case len(others) == 0:
-		return protocol.TalkListen, nil
+		return protocol.TalkListen, false, nil
 	case askedOther && mine > 0 && since < 4 && in.Quiet < QuietAfter:
-		return protocol.TalkListen, nil // someone else was asked: let them answer
+		return protocol.TalkListen, false, nil // someone else was asked: let them answer
 	}
 	// Everyone speaks once; and a stalled talk gets a new question. Who
 	// has nothing new left to say says Over.
 	o := others[int(hash(c.ID, fmt.Sprint(len(in.History)), "ask")%uint32(len(others)))]
 	say := choose(statements, "say")
 	if say == "" {
-		return protocol.PostOver, nil
+		return protocol.PostOver, false, nil
 	}
 	ask := fresh(used, c.ID+say, pick2(ja, []string{"%sはどう思う？", "%sはどうかな？", "%sのおすすめは？"},
 		[]string{"What do you think, %s?", "How about you, %s?", "And you, %s, what would you say?"}), o)
@@ -666,5 +679,5 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (string, error) {
 	if ja {
 		sep = ""
 	}
-	return strings.TrimSpace(say + sep + ask), nil
+	return strings.TrimSpace(say + sep + ask), false, nil
 }

@@ -98,11 +98,11 @@ func TestTalk(t *testing.T) {
 	card := brain.Card{ID: "ann", Name: "Ann", SampleLines: []string{"I like tea."}, Language: "en"}
 	talk := func(h ...protocol.Talk) string {
 		t.Helper()
-		s, err := b.Talk(context.Background(), brain.TalkInput{Card: card, Remaining: 10, History: h, Members: []string{"ann", "ben", "cat"}})
+		u, err := b.Talk(context.Background(), brain.TalkInput{Card: card, Remaining: 10, History: h, Members: []string{"ann", "ben", "cat"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return u.Text
 	}
 	if s := talk(protocol.Talk{Idx: 0, Agent: "user", Text: "Good morning!"}); !strings.Contains(s, "What do you think,") {
 		t.Errorf("first words: %q, want a question to another member", s)
@@ -119,9 +119,9 @@ func TestTalk(t *testing.T) {
 	}
 	ja := card
 	ja.Language, ja.SampleLines = "ja", []string{"お茶が好き。"}
-	s, _ := b.Talk(context.Background(), brain.TalkInput{Card: ja, Remaining: 3, History: []protocol.Talk{{Agent: "ben", Text: "annさん、元気？"}}, Members: []string{"ann", "ben"}})
-	if !strings.HasPrefix(s, "ben、") {
-		t.Errorf("ja, named: %q", s)
+	u, _ := b.Talk(context.Background(), brain.TalkInput{Card: ja, Remaining: 3, History: []protocol.Talk{{Agent: "ben", Text: "annさん、元気？"}}, Members: []string{"ann", "ben"}})
+	if !strings.HasPrefix(u.Text, "ben、") {
+		t.Errorf("ja, named: %q", u.Text)
 	}
 }
 
@@ -169,6 +169,35 @@ func TestNodsWhenAddressedIfTheBodyCanNod(t *testing.T) {
 			}
 			if len(th.Actions) != c.want {
 				t.Fatalf("actions %+v, want %d (state %s)", th.Actions, c.want, th.State)
+			}
+		})
+	}
+}
+
+// In a realtime room too, a companion asked a question by name nods as it
+// answers, when its body can; its other words take no action.
+func TestTalkNodsWhenAskedByName(t *testing.T) {
+	nodDef := protocol.ActionDef{Name: "nod", Description: "Nod.", Schema: []byte(`{"type":"object"}`)}
+	card := brain.Card{ID: "ann", Name: "Ann", SampleLines: []string{"I like tea."}, Language: "en"}
+	cases := []struct {
+		name    string
+		last    protocol.Talk
+		actions []protocol.ActionDef
+		want    int
+	}{
+		{"asked by name, can nod", protocol.Talk{Idx: 1, Agent: "ben", Text: "Ann, do you like tea?"}, []protocol.ActionDef{nodDef}, 1},
+		{"asked by name, no nod", protocol.Talk{Idx: 1, Agent: "ben", Text: "Ann, do you like tea?"}, nil, 0},
+		{"not asked", protocol.Talk{Idx: 0, Agent: "user", Text: "Good morning!"}, []protocol.ActionDef{nodDef}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u, err := New(0, nil).Talk(context.Background(), brain.TalkInput{Card: card, Remaining: 10, History: []protocol.Talk{c.last},
+				Members: []string{"ann", "ben", "cat"}, Actions: c.actions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Text == protocol.TalkListen || u.Text == protocol.PostOver || len(u.Actions) != c.want {
+				t.Fatalf("talk %+v, want words and %d actions", u, c.want)
 			}
 		})
 	}
