@@ -65,6 +65,9 @@ type Body struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 	CueWait time.Duration // default DefaultCueWait
+	// LateAfter drops an action that comes this long after its words
+	// ended (default DefaultLateAfter).
+	LateAfter time.Duration
 	// Emotion shows each utterance's emotion while it is spoken (the face,
 	// the light); empty: none.
 	Emotion []Shower
@@ -98,8 +101,14 @@ type run struct {
 type cue struct {
 	started chan struct{}
 	at      time.Time
+	ended   time.Time       // when its audio ended (zero: not yet)
 	parts   map[string]bool // parts whose actions wait for it: the emotion leaves them alone
 }
+
+// DefaultLateAfter is how long after its words have ended an action tied
+// to them is still done: one that comes later (queued behind actions
+// that hang) is dropped, not done with other words or in silence.
+const DefaultLateAfter = 2 * time.Second
 
 // New returns a Body with actions, each schema compiled; a bad one is an
 // error naming the action.
@@ -171,6 +180,15 @@ func (b *Body) Do(ctx context.Context, req protocol.ActionRequest) (protocol.Act
 	if req.MessageID != "" {
 		if err := b.await(ctx, req.MessageID, a.Part); err != nil {
 			return protocol.ActionResult{}, fmt.Errorf("action %s: %w", a.Def.Name, err)
+		}
+		late := b.LateAfter
+		if late <= 0 {
+			late = DefaultLateAfter
+		}
+		if ago := b.endedAgo(req.MessageID); ago > late {
+			b.count(a.Def.Name, "late")
+			b.log().Info("an action came after its words had ended; not done", "action", a.Def.Name, "message", req.MessageID, "ended", ago.Round(time.Millisecond))
+			return protocol.ActionResult{Name: a.Def.Name, Detail: fmt.Sprintf("not done: its words ended %v before it could start", ago.Round(time.Millisecond))}, nil
 		}
 	}
 	start := time.Now()
@@ -271,6 +289,17 @@ func (b *Body) await(ctx context.Context, id, part string) error {
 	}
 }
 
+// endedAgo is how long ago utterance id's audio ended (0: it has not, or
+// is not known).
+func (b *Body) endedAgo(id string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.cues[id]; c != nil && !c.ended.IsZero() {
+		return time.Since(c.ended)
+	}
+	return 0
+}
+
 // cue returns utterance id's cue, made when new (nil when stopping).
 func (b *Body) cue(id string) *cue {
 	b.mu.Lock()
@@ -306,6 +335,11 @@ func (b *Body) Voice(messageID string, e protocol.Emotion, speaking bool) {
 		stop()
 	}
 	if !speaking {
+		b.mu.Lock()
+		if c := b.cues[messageID]; c != nil && messageID != "" && c.ended.IsZero() {
+			c.ended = time.Now()
+		}
+		b.mu.Unlock()
 		return
 	}
 	if e == "" {

@@ -166,6 +166,32 @@ func TestActionTiedToAnUtteranceStartsWithItsAudio(t *testing.T) {
 	}
 }
 
+// An action that comes long after its words have ended (queued behind
+// actions that hang) is not done with other words or in silence: it is
+// answered "not done" and counted late. One that comes just after the
+// words end is still done.
+func TestActionLongAfterItsWordsIsDropped(t *testing.T) {
+	r := &recorder{}
+	b, m := newBody(t, look(r))
+	b.LateAfter = 50 * time.Millisecond
+	b.Voice("m1", protocol.EmotionNeutral, true)
+	b.Voice("m1", protocol.EmotionNeutral, false)
+	if res, err := b.Do(context.Background(), protocol.ActionRequest{Name: "look", Args: json.RawMessage(`{"angle":5}`), MessageID: "m1"}); err != nil || !res.Done {
+		t.Fatalf("just after its words: %+v, %v", res, err)
+	}
+	time.Sleep(80 * time.Millisecond)
+	res, err := b.Do(context.Background(), protocol.ActionRequest{Name: "look", Args: json.RawMessage(`{"angle":6}`), MessageID: "m1"})
+	if err != nil || res.Done || !strings.Contains(res.Detail, "its words ended") {
+		t.Fatalf("long after its words: %+v, %v", res, err)
+	}
+	if r.runs() != 1 {
+		t.Fatalf("the part moved %d times, want once", r.runs())
+	}
+	if n := testutilValue(m, "look", "late"); n != 1 {
+		t.Fatalf("late actions counted %v", n)
+	}
+}
+
 func TestActionRunsAnywayWhenItsUtteranceNeverStarts(t *testing.T) {
 	r := &recorder{}
 	b, _ := newBody(t, look(r))

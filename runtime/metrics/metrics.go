@@ -153,7 +153,7 @@ func New() *Metrics {
 			Help:    "From the end of a person's speech to its report being queued on the device (the VAD's hangover plus the speech-to-text engine).",
 			Buckets: []float64{.1, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 10}})).(prometheus.Histogram),
 		Actions: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_actions_total",
-			Help: "Actions a robot's body was asked to do, by action and outcome (done; replaced: a newer action of the same part ended it; unknown: no such action; bad_args: the arguments failed its schema; failed: the driver failed; sent: handed to a body that does not answer)."},
+			Help: "Actions a robot's body was asked to do, by action and outcome (done; replaced: a newer action of the same part ended it; unknown: no such action; bad_args: the arguments failed its schema; failed: the driver failed; late: it came long after its words had ended, not done; sent: handed to a body that does not answer)."},
 			[]string{"action", "outcome"})).(*prometheus.CounterVec),
 		ActionDuration: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chorus_action_seconds",
 			Help:    "How long a body's actions ran, from their start (with their utterance's first audio, when tied to one) to their end.",

@@ -174,8 +174,8 @@ func (r ActionRequest) Validate() error {
 	switch {
 	case len(a) > MaxActionArgs:
 		c.fail("args", KindOversize, "must be at most %d bytes, got %d", MaxActionArgs, len(a))
-	case len(a) > 0 && !bytes.Equal(a, []byte("null")) && a[0] != '{':
-		c.fail("args", KindInvalid, "must be a JSON object")
+	case len(a) > 0 && !bytes.Equal(a, []byte("null")) && (a[0] != '{' || !json.Valid(a)):
+		c.fail("args", KindInvalid, "must be a JSON object") // a model's call may be anything
 	}
 	if r.MessageID != "" {
 		c.id("messageId", r.MessageID)

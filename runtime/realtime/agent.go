@@ -73,6 +73,8 @@ type Agent struct {
 	// owned by Run
 	phase    *agentPhase
 	thinking bool
+	failures int       // brain calls failed in a row
+	retryAt  time.Time // after failures, no brain call before this
 	voices   map[string]time.Time // members whose voice plays, until when at the latest
 }
 
@@ -377,7 +379,7 @@ func (a *Agent) onAck(ctx context.Context, ack protocol.PostAck) {
 func (a *Agent) maybeThink(ctx context.Context) {
 	p := a.phase
 	now := a.cfg.Clock.Now()
-	if p == nil || p.over || a.thinking || p.remain <= 0 || a.cfg.Muted() ||
+	if p == nil || p.over || a.thinking || p.remain <= 0 || a.cfg.Muted() || now.Before(a.retryAt) ||
 		(!p.lastPost.IsZero() && now.Sub(p.lastPost) < a.cfg.SpeakCooldown) {
 		return
 	}
@@ -398,8 +400,20 @@ func (a *Agent) maybeThink(ctx context.Context) {
 	}()
 }
 
+// MaxRetryWait bounds the wait before the brain is asked again after
+// failures in a row (the wait doubles from the speak cooldown).
+const MaxRetryWait = 30 * time.Second
+
 func (a *Agent) onThought(ctx context.Context, t thought) {
 	a.thinking = false
+	if t.err != nil {
+		// A model that fails (down, refusing, calling tools it was not
+		// offered) is not asked again every poll: the wait doubles.
+		a.failures++
+		a.retryAt = a.cfg.Clock.Now().Add(min(a.cfg.SpeakCooldown<<min(a.failures-1, 16), MaxRetryWait))
+	} else {
+		a.failures, a.retryAt = 0, time.Time{}
+	}
 	p := a.phase
 	if p == nil || p.id != t.phase || p.over {
 		return // the phase ended meanwhile
@@ -411,7 +425,7 @@ func (a *Agent) onThought(ctx context.Context, t thought) {
 			reason = "timeout"
 		}
 		a.m.BrainFailures.WithLabelValues(reason).Inc()
-		a.log.Warn("realtime: brain failed; listening", "err", t.err)
+		a.log.Warn("realtime: brain failed; listening", "err", t.err, "failures", a.failures, "retry_in", a.retryAt.Sub(a.cfg.Clock.Now()).Round(time.Millisecond))
 	case t.said.Text == protocol.TalkListen:
 	case t.said.Text == protocol.PostOver:
 		a.post(protocol.PostOver)

@@ -3,7 +3,9 @@ package realtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +22,9 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
-// spoken is a realtime room on the memory broker: a floor, and ann, a
-// rule-brain agent whose device answers speak and action queries.
+// spoken is a realtime room on the memory broker: a floor, and ann, an
+// agent (the rule brain unless another is given) whose device answers
+// speak and action queries.
 type spoken struct {
 	ctx    context.Context
 	mk     func(id string) *room.Room
@@ -31,7 +34,10 @@ type spoken struct {
 	ended  chan protocol.Speaking // ann's voice ends
 }
 
-func newSpoken(t *testing.T, actions []protocol.ActionDef) *spoken {
+func newSpoken(t *testing.T, talker realtime.Talker, actions []protocol.ActionDef) *spoken {
+	if talker == nil {
+		talker = rule.New(0, nil)
+	}
 	mem := bustest.NewMemory(t)
 	s := topic.New("").WithRoster("lr", members)
 	m := metrics.New()
@@ -79,7 +85,7 @@ func newSpoken(t *testing.T, actions []protocol.ActionDef) *spoken {
 	})
 	run(srv.Serve)
 	a, err := realtime.NewAgent(realtime.AgentConfig{Room: rm, Card: brain.Card{ID: id, Name: id, SampleLines: []string{"I like tea."}, Language: "en"},
-		Brain: rule.New(0, nil), PollInterval: 20 * time.Millisecond, SpeakCooldown: 60 * time.Millisecond,
+		Brain: talker, PollInterval: 20 * time.Millisecond, SpeakCooldown: 60 * time.Millisecond,
 		Device: id, Queries: query.NewClient(rm.Bus, s, id, query.ClientOptions{Timeout: 5 * time.Second}),
 		Actions: func() []protocol.ActionDef { return actions }})
 	if err != nil {
@@ -103,7 +109,7 @@ func newSpoken(t *testing.T, actions []protocol.ActionDef) *spoken {
 // that does not decode (the agent ignored json.Unmarshal's error before
 // issue 20) still ends the voice, and is counted.
 func TestAgentSpeaksThroughItsDevice(t *testing.T) {
-	r := newSpoken(t, nil)
+	r := newSpoken(t, nil, nil)
 	if err := r.mk("user").SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Good morning!", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +138,7 @@ func TestAgentSpeaksThroughItsDevice(t *testing.T) {
 // tied to the broadcast words it is asked to speak.
 func TestAgentNodsWithItsWords(t *testing.T) {
 	nod := protocol.ActionDef{Name: "nod", Description: "Nod.", Schema: json.RawMessage(`{"type":"object"}`)}
-	r := newSpoken(t, []protocol.ActionDef{nod})
+	r := newSpoken(t, nil, []protocol.ActionDef{nod})
 	if err := r.mk("user").SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "ann, do you like tea?", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -149,5 +155,28 @@ func TestAgentNodsWithItsWords(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no action with the words %q", said.Message)
+	}
+}
+
+// failing is a brain whose every call fails, as a model that is down.
+type failing struct{ calls atomic.Int32 }
+
+func (f *failing) Talk(context.Context, brain.TalkInput) (brain.Utterance, error) {
+	f.calls.Add(1)
+	return brain.Utterance{}, errors.New("model down")
+}
+
+// A brain that keeps failing is not asked again every poll: the wait
+// doubles from the speak cooldown (60 ms here: asked at about 0, 60, 180,
+// 420 and 900 ms in a second, against 50 times at the 20 ms poll).
+func TestAgentBacksOffAFailingBrain(t *testing.T) {
+	f := &failing{}
+	r := newSpoken(t, f, nil)
+	if err := r.mk("user").SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Good morning!", "")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if n := f.calls.Load(); n < 2 || n > 8 {
+		t.Fatalf("the failing brain was asked %d times in a second", n)
 	}
 }

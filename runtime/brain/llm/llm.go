@@ -416,9 +416,9 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response,
 		spoke := false
 		for _, c := range resp.ToolCalls {
 			switch {
-			case c.Name == "speak":
+			case c.Name == "speak" && offered["speak"]:
 				spoke = true
-			case c.Name == "vision":
+			case c.Name == "vision" && offered["vision"]:
 				tools = append(tools, c)
 			case offered[c.Name]:
 				tools = append(tools, c)
@@ -459,11 +459,11 @@ func (b *Brain) action(acts []protocol.ActionRequest, c ToolCall) []protocol.Act
 	r := protocol.ActionRequest{Name: c.Name, Args: c.Args}
 	switch err := r.Validate(); {
 	case err != nil:
-		b.log().Warn("the model called an action with arguments that are not an object; not done", "action", c.Name, "err", err)
+		b.log().Warn("the model called an action with bad arguments; not done", "action", c.Name, "err", err)
 		metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("bad_action").Inc()
 		return acts
 	case len(acts) >= MaxTurnActions:
-		b.log().Info("the model called more actions than a turn takes; the rest are dropped", "action", c.Name, "max", MaxTurnActions)
+		b.log().Debug("the model called more actions than a turn takes; the rest are dropped", "action", c.Name, "max", MaxTurnActions)
 		return acts
 	}
 	return append(acts, r)

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -188,5 +190,24 @@ func TestTalkTakesAnActionWithItsWords(t *testing.T) {
 	}
 	if u, err := brainFor(s, nil, true, nil).Talk(context.Background(), in); err != nil || u.Text != protocol.PostOver || len(u.Actions) != 0 {
 		t.Fatalf("over %+v %v", u, err)
+	}
+}
+
+// A tool the call did not offer is not run: in a realtime talk (nothing
+// but the actions offered) a vision call does not take a picture, and a
+// speak call is not taken for words.
+func TestTalkRefusesToolsNotOffered(t *testing.T) {
+	for _, name := range []string{"vision", "speak"} {
+		t.Run(name, func(t *testing.T) {
+			s := newServer(t, completion("", "tool_calls", scriptedToolCall("c1", name, `{"message":"hi","to":[],"emotion":"neutral"}`)))
+			looked := 0
+			look := func(context.Context) (llm.Image, error) { looked++; return llm.Image{}, nil }
+			in := brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en"}, Remaining: 3, Members: []string{"kyoko", "hana"},
+				Actions: []protocol.ActionDef{nodDef}}
+			u, err := brainFor(s, look, true, nil).Talk(context.Background(), in)
+			if err == nil || !strings.Contains(err.Error(), "unknown tool") || looked != 0 || u.Text != "" {
+				t.Fatalf("talk %+v, %v; looked %d times", u, err, looked)
+			}
+		})
 	}
 }
