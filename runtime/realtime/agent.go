@@ -73,8 +73,8 @@ type Agent struct {
 	// owned by Run
 	phase    *agentPhase
 	thinking bool
-	failures int       // brain calls failed in a row
-	retryAt  time.Time // after failures, no brain call before this
+	failures int                  // brain calls failed in a row
+	retryAt  time.Time            // after failures, no brain call before this
 	voices   map[string]time.Time // members whose voice plays, until when at the latest
 }
 
