@@ -454,10 +454,18 @@ func calls(cs []ToolCall, name string) bool {
 
 // action adds the model's call c of a body action to acts: its arguments
 // must be a JSON object (the body checks them against the schema), and a
-// turn takes at most MaxTurnActions.
+// turn takes at most MaxTurnActions. An action called again takes the
+// place of its earlier call: on the body the newer would end the older at
+// once, and the body's queries run side by side, so which came last would
+// be chance; the model's last call wins.
 func (b *Brain) action(acts []protocol.ActionRequest, c ToolCall) []protocol.ActionRequest {
 	r := protocol.ActionRequest{Name: c.Name, Args: c.Args}
-	switch err := r.Validate(); {
+	err := r.Validate()
+	if i := slices.IndexFunc(acts, func(a protocol.ActionRequest) bool { return a.Name == r.Name }); i >= 0 && err == nil {
+		acts[i] = r
+		return acts
+	}
+	switch {
 	case err != nil:
 		b.log().Warn("the model called an action with bad arguments; not done", "action", c.Name, "err", err)
 		metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("bad_action").Inc()

@@ -119,8 +119,10 @@ func TestThinkActionsBadCalls(t *testing.T) {
 		{"args not an object", goodState, []map[string]any{scriptedToolCall("c1", "look", `[20]`)}, false, 0},
 		{"an action not offered", goodState, []map[string]any{scriptedToolCall("c1", "dance", `{}`)}, true, 0},
 		{"listening takes none", listen, []map[string]any{scriptedToolCall("c1", "nod", `{}`)}, false, 0},
-		{"at most four", goodState, []map[string]any{scriptedToolCall("a", "nod", `{}`), scriptedToolCall("b", "nod", `{}`),
-			scriptedToolCall("c", "nod", `{}`), scriptedToolCall("d", "nod", `{}`), scriptedToolCall("e", "nod", `{}`)}, false, 4},
+		{"at most four", goodState, []map[string]any{scriptedToolCall("a", "nod", `{}`), scriptedToolCall("b", "look", `{"angle":1}`),
+			scriptedToolCall("c", "wave", `{}`), scriptedToolCall("d", "shake", `{}`), scriptedToolCall("e", "blink", `{}`)}, false, 4},
+		{"the same action twice: the last call", goodState, []map[string]any{scriptedToolCall("a", "look", `{"angle":-30}`),
+			scriptedToolCall("b", "nod", `{}`), scriptedToolCall("c", "look", `{"angle":30}`)}, false, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -135,12 +137,18 @@ func TestThinkActionsBadCalls(t *testing.T) {
 			})
 			in := input()
 			in.Actions = []protocol.ActionDef{nodDef, lookDef}
+			for _, n := range []string{"wave", "shake", "blink"} {
+				in.Actions = append(in.Actions, protocol.ActionDef{Name: n, Description: n, Schema: nodDef.Schema})
+			}
 			th, err := brainFor(s, nil, true, nil).Think(context.Background(), in)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err %v", err)
 			}
 			if len(th.Actions) != c.want {
 				t.Fatalf("actions %+v, want %d", th.Actions, c.want)
+			}
+			if c.name == "the same action twice: the last call" && (th.Actions[0].Name != "look" || string(th.Actions[0].Args) != `{"angle":30}`) {
+				t.Fatalf("actions %+v, want look 30 first (where look was first called)", th.Actions)
 			}
 		})
 	}
