@@ -11,12 +11,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -78,14 +80,53 @@ func ForEach(t *testing.T, o Options, fn func(t *testing.T, b Broker)) {
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.
+//
+// The port is below the kernel's ephemeral range: a port that range gave
+// (as "127.0.0.1:0" does) may be taken, between its close here and the
+// bind by the process it is meant for, as the local port of any outgoing
+// connection — a chorusd once failed to start on "address already in
+// use" that way in CI. No port is handed out twice by one test binary.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	lo := ephemeralLow()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 200 {
+		port := 10000 + rand.IntN(max(lo-10000, 1))
+		if handedOut[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		handedOut[port] = true
+		return port
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default 32768 where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if lo, err := strconv.Atoi(f[0]); err == nil && lo > 11000 {
+			return lo
+		}
+	}
+	return 32768
 }
 
 // Embedded is the in-process mochi broker.
