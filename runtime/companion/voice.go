@@ -397,21 +397,7 @@ func (c *Companion) act(ctx context.Context, msgID string, acts []protocol.Actio
 	if c.cfg.Device == "" {
 		return
 	}
-	for _, a := range acts {
-		a.MessageID = msgID
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			res, err := query.Action(ctx, c.cfg.Queries, c.cfg.Device, a, c.cfg.SpeakTimeout)
-			switch {
-			case err != nil:
-				c.m.QueryErrors.WithLabelValues(protocol.TypeAction, "failed").Inc()
-				c.log.Warn("the body did not do an action", "action", a.Name, "device", c.cfg.Device, "err", err)
-			default:
-				c.log.Debug("action done", "action", a.Name, "done", res.Done, "replaced", res.Replaced, "ms", res.DurationMs, "detail", res.Detail)
-			}
-		}()
-	}
+	query.Acts(ctx, &c.wg, c.cfg.Queries, c.cfg.Device, msgID, acts, c.cfg.SpeakTimeout, c.m, c.log)
 }
 
 func (c *Companion) say(m protocol.Message) {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -145,4 +148,26 @@ func Action(ctx context.Context, a Asker, device string, r protocol.ActionReques
 		return protocol.ActionResult{}, badResult(device, protocol.TypeAction, err)
 	}
 	return res, nil
+}
+
+// Acts asks device for each of acts, the actions that go with the words
+// msgID (which ties them to the words' first audio): each on its own
+// goroutine counted in wg, so its owner waits for it and no caller waits
+// on the network. A failure is counted in m and logged on log.
+func Acts(ctx context.Context, wg *sync.WaitGroup, a Asker, device, msgID string, acts []protocol.ActionRequest, timeout time.Duration,
+	m *metrics.Metrics, log *slog.Logger) {
+	for _, r := range acts {
+		r.MessageID = msgID
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := Action(ctx, a, device, r, timeout)
+			if err != nil {
+				m.QueryErrors.WithLabelValues(protocol.TypeAction, "failed").Inc()
+				log.Warn("the body did not do an action", "action", r.Name, "device", device, "err", err)
+				return
+			}
+			log.Debug("action done", "action", r.Name, "done", res.Done, "replaced", res.Replaced, "ms", res.DurationMs, "detail", res.Detail)
+		}()
+	}
 }

@@ -332,7 +332,7 @@ func (a *Agent) onMessage(ctx context.Context, m protocol.Message) {
 		p.lastIdx = max(p.lastIdx, t.Idx)
 		if speaker == a.me() && a.cfg.Device != "" {
 			a.speak(ctx, m)
-			a.act(ctx, m.Params.ID, p.acts)
+			query.Acts(ctx, &a.wg, a.cfg.Queries, a.cfg.Device, m.Params.ID, p.acts, a.cfg.SpeakTimeout, a.m, a.log)
 		}
 		if speaker == a.me() {
 			p.acts = nil
@@ -475,26 +475,6 @@ func (a *Agent) speak(ctx context.Context, m protocol.Message) {
 		}
 		a.voice(m.Params.ID, false, started, time.Duration(res.DurationMs)*time.Millisecond)
 	}()
-}
-
-// act asks the device for the actions the brain called with the words
-// it has begun to say (msgID ties them to the words' first audio); each
-// waits on its own goroutine, never on Run's.
-func (a *Agent) act(ctx context.Context, msgID string, acts []protocol.ActionRequest) {
-	for _, r := range acts {
-		r.MessageID = msgID
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			res, err := query.Action(ctx, a.cfg.Queries, a.cfg.Device, r, a.cfg.SpeakTimeout)
-			if err != nil {
-				a.m.QueryErrors.WithLabelValues(protocol.TypeAction, "failed").Inc()
-				a.log.Warn("realtime: the body did not do an action", "action", r.Name, "device", a.cfg.Device, "err", err)
-				return
-			}
-			a.log.Debug("realtime: action done", "action", r.Name, "done", res.Done, "replaced", res.Replaced, "ms", res.DurationMs)
-		}()
-	}
 }
 
 func (a *Agent) voice(msgID string, speaking bool, started time.Time, d time.Duration) {
