@@ -604,12 +604,25 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	// A device is online while its presence says so; a body behind this
 	// device's bridge while its client is connected (its connection is
 	// its presence).
-	online := devices.Online
+	// This device's own body answers in this process: it is online while
+	// the process runs, whatever its retained presence says (the Last Will
+	// a stopping broker sent, read back before the presence that follows
+	// the reconnect, refused the granted companion's speak: issue 27).
+	me := cfg.Device.ID
+	online := func(device string) (bool, bool) {
+		if device == me {
+			return true, true
+		}
+		return devices.Online(device)
+	}
 	var bodyOnline func() bool
 	if d.br != nil && d.br.Serves(body) {
 		online = func(device string) (bool, bool) {
-			if device == body {
+			switch device {
+			case body:
 				return d.br.DeviceOnline(body), true
+			case me:
+				return true, true
 			}
 			return devices.Online(device)
 		}

@@ -336,3 +336,37 @@ func TestLostStateIsSentAgain(t *testing.T) {
 }
 
 var _ = bus.ErrClosed
+
+// Issue 27: the floor rests on a message whose State it never got (lost
+// at a broker restart) and says so in a grant that lacks that vote. The
+// companion keeps sending its State, the floor decides the message again
+// on it, and the companion is granted — the room does not wait for a
+// person to speak again.
+func TestStateIsSentAgainAfterARestThatLacksIt(t *testing.T) {
+	var rested atomic.Bool
+	r := newMemRoom(t, bustest.MemoryOptions{Drop: func(to *bustest.MemConn, tp string, p []byte) bool {
+		if tp == "chorus/rooms/lr/turns" {
+			rested.Store(true)
+			return false
+		}
+		// Every State of hana's is lost until the floor has decided.
+		return to.Name() == "floor" && tp == "chorus/rooms/lr/states/hana" && !rested.Load()
+	}})
+	r.floor(100 * time.Millisecond)
+	r.companion(cards()[1], eager("Hello"))
+	waitFor(t, func() bool { return len(r.mem.Subscriptions()) >= 5 })
+	time.Sleep(50 * time.Millisecond)
+	id := r.userSays("anyone?")
+	if g := r.grantFor(id, 5*time.Second); g.SpeakerID() != "" || len(g.Votes) != 0 {
+		t.Fatalf("first grant %+v: want a rest without hana's lost vote", g)
+	}
+	g := r.grantFor(id, 5*time.Second)
+	if g.SpeakerID() != "hana" || len(g.Votes) != 1 {
+		t.Fatalf("second grant %+v: want hana, on her State sent again", g)
+	}
+	waitFor(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.spoken["hana"] == 1
+	})
+}

@@ -29,8 +29,9 @@
 // same answer again (the floor repeats a grant until it hears the answer,
 // so a lost grant and a lost answer are both recovered), and a grant for a
 // message older than its newest spoken turn is ignored; both are counted.
-// Its State is sent again every ResendEvery until the grant for that
-// message is seen (a lost State), a few times at most.
+// Its State is sent again every ResendEvery until a grant for that
+// message is seen that counts it or names a speaker (a lost State), a few
+// times at most.
 //
 // # Concurrency
 //
@@ -699,14 +700,29 @@ func (c *Companion) resend(ctx context.Context, id string) {
 	v.timer = c.cfg.Clock.AfterFunc(c.cfg.ResendEvery, func() { c.deliver(ctx, event{kind: evResend, id: id}) })
 }
 
+// votedIn reports whether g counts a vote from id.
+func votedIn(g protocol.TurnGrant, id string) bool {
+	for _, v := range g.Votes {
+		if v.From == id {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Companion) ignore(reason string, g protocol.TurnGrant) {
 	c.m.IgnoredGrants.WithLabelValues(reason).Inc()
 	c.log.Debug("grant ignored", "reason", reason, "message", g.MessageID)
 }
 
 func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
-	if c.voted != nil && c.voted.state.Params.MessageID == g.MessageID {
-		c.stopResend() // the floor decided: the State arrived
+	if c.voted != nil && c.voted.state.Params.MessageID == g.MessageID && (g.SpeakerID() != "" || votedIn(g, c.me())) {
+		// The floor decided with our State, or for a speaker: it arrived or
+		// no longer matters. A rest without our vote keeps it coming: the
+		// floor decides a rested message again on a vote it lacked (issue 27:
+		// after a broker restart the floor rests on a message whose votes
+		// are still on their way).
+		c.stopResend()
 	}
 	if g.SpeakerID() != c.me() {
 		return

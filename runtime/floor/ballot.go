@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/clock"
@@ -33,6 +34,24 @@ type ballot struct {
 	participants map[string]bool
 	votes        map[string]protocol.StateParams
 	timer        clock.Timer
+	// left are participants that went offline before they voted. A broker
+	// that stops sends every client's Last Will: the companions "leave"
+	// while they are still thinking, and vote once the broker is back.
+	left map[string]bool
+	// restedAt is when the floor first decided this message for nobody
+	// while votes were owed; zero otherwise (see lateVote).
+	restedAt time.Time
+}
+
+// owes reports whether a vote from voter may still count for b after b
+// was decided for nobody: voter is a member of the room that did not
+// vote and did not write the message. It need not have been a
+// participant: after a broker restart the floor hears the companions'
+// votes before their presence, which the stopping broker had just marked
+// offline with their Last Wills.
+func (f *Floor) owes(b *ballot, voter string) bool {
+	_, voted := b.votes[voter]
+	return !voted && voter != b.msg.Params.From && f.cfg.Room.IsMember(voter)
 }
 
 // lastGrant is the newest grant and the message count when it was made.
@@ -48,8 +67,10 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 		return
 	}
 	// Any new message ends the wait for the last grant's answer: it is the
-	// answer, or newer words that void it.
+	// answer, or newer words that void it; and newer words void the votes
+	// still owed for a message the room rested on.
 	f.stopAwaiting()
+	f.rested = nil
 	f.seq++
 	if len(f.lastSpoke) >= maxLastSpoke {
 		f.lastSpoke = map[string]uint64{}
@@ -61,7 +82,7 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 		f.evictOldest()
 	}
 	now := f.cfg.Clock.Now()
-	b := &ballot{msg: m, arrived: now, seq: f.seq, participants: map[string]bool{}, votes: map[string]protocol.StateParams{}}
+	b := &ballot{msg: m, arrived: now, seq: f.seq, participants: map[string]bool{}, votes: map[string]protocol.StateParams{}, left: map[string]bool{}}
 	for c := range f.present {
 		if c != m.Params.From {
 			b.participants[c] = true
@@ -154,6 +175,25 @@ func (f *Floor) adopt(id string) {
 		Params: protocol.MessageParams{ID: id, To: []string{}}})
 }
 
+// voteSummary is the votes of a grant in one line for the log:
+// "ann=speak/7/selected ben=listen/2".
+func voteSummary(votes []protocol.Vote) string {
+	var sb strings.Builder
+	for i, v := range votes {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprintf(&sb, "%s=%s/%g", v.From, v.State, v.Importance)
+		if v.Selected {
+			sb.WriteString("/selected")
+		}
+		if v.Closing != "" && v.Closing != protocol.ClosingNone {
+			sb.WriteString("/" + string(v.Closing))
+		}
+	}
+	return sb.String()
+}
+
 func (f *Floor) evictOldest() {
 	var oldest *ballot
 	for _, b := range f.pending {
@@ -170,7 +210,9 @@ func (f *Floor) onState(ctx context.Context, s protocol.StateParams) {
 	b, ok := f.pending[s.MessageID]
 	switch {
 	case !ok && f.decided.Has(s.MessageID):
-		f.m.LateStates.Inc()
+		if !f.lateVote(s) {
+			f.m.LateStates.Inc()
+		}
 		return
 	case !ok:
 		f.keepEarly(s)
@@ -193,7 +235,13 @@ func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
 			f.m.Reject(f.log, "presence", p.ID, "too_many", fmt.Errorf("more than %d companions present; %s ignored", MaxPresent, p.ID))
 			return
 		}
+		back := !f.present[p.ID]
 		f.present[p.ID] = true
+		if a := f.awaiting; back && a != nil && a.g.SpeakerID() == p.ID && f.Active() {
+			f.log.Info("floor: the granted speaker is back; its grant is published again", "speaker", p.ID, "message", a.g.MessageID)
+			f.m.Regrants.Inc()
+			f.publish(a.g)
+		}
 		think := min(time.Duration(p.Presence.ThinkMs)*time.Millisecond, f.cfg.VoteCeiling)
 		longer := think > f.think[p.ID]
 		f.think[p.ID] = think
@@ -212,14 +260,18 @@ func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {
 	delete(f.present, p.ID)
 	delete(f.holds, p.ID) // a hold ends with the body that held it
 	if f.awaiting != nil && f.awaiting.g.SpeakerID() == p.ID {
-		f.log.Warn("floor: the granted speaker left before answering", "speaker", p.ID, "message", f.awaiting.g.MessageID)
-		f.stopAwaiting()
+		// Not published again while it is away; again as soon as it is
+		// back, within RegrantFor. A stopping broker sends every Last Will,
+		// and the grant it published meanwhile reached nobody (issue 27).
+		f.log.Warn("floor: the granted speaker left before answering; its grant is published again if it comes back",
+			"speaker", p.ID, "message", f.awaiting.g.MessageID)
 	}
 	// A companion that left cannot vote: stop waiting for it.
 	for _, b := range f.sortedPending() {
 		if b.participants[p.ID] {
 			if _, voted := b.votes[p.ID]; !voted {
 				delete(b.participants, p.ID)
+				b.left[p.ID] = true
 				if len(b.votes) == len(b.participants) {
 					f.decide(b, protocol.DecidedAllVoted)
 				}
@@ -235,6 +287,36 @@ func (f *Floor) sortedPending() []*ballot {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
 	return out
+}
+
+// lateVote takes a State for a message the room rested on without that
+// voter's vote (issue 27): the voter was missing at the deadline, left
+// before it voted — as every companion seems to when a stopping broker
+// sends their Last Wills — or was not known to be present when the
+// message came, and its vote came after all. If nothing newer
+// was said and the decision is at most VoteCeiling old, the ballot opens
+// again: it is decided once every owed vote is in or after a short grace,
+// and a speaker it finds is granted (a rest again is not announced twice).
+// A message granted to a speaker is never decided again.
+func (f *Floor) lateVote(s protocol.StateParams) bool {
+	b := f.rested
+	if b == nil || b.msg.Params.ID != s.MessageID || !f.owes(b, s.From) || f.ended ||
+		f.cfg.Clock.Now().Sub(b.restedAt) > f.cfg.VoteCeiling {
+		return false
+	}
+	f.rested = nil
+	for v := range b.left {
+		b.participants[v] = true
+	}
+	clear(b.left)
+	b.participants[s.From] = true
+	f.pending[s.MessageID] = b
+	f.log.Info("floor: a vote came after the room rested on a message; deciding it again",
+		"message", s.MessageID, "voter", s.From, "rested", f.cfg.Clock.Now().Sub(b.restedAt).Round(time.Millisecond))
+	f.m.Recovered.WithLabelValues("late_vote").Inc()
+	f.setDeadline(b, f.cfg.Clock.Now().Add(reconnectGrace))
+	f.onState(context.Background(), s)
+	return true
 }
 
 func (f *Floor) decide(b *ballot, by string) {
@@ -271,6 +353,20 @@ func (f *Floor) finish(b *ballot, d Decision, by string) {
 		}
 	}
 	sort.Strings(g.Missing)
+	f.log.Debug("floor: decided", "message", id, "speaker", d.Speaker, "reason", d.Reason, "closed_by", by,
+		"votes", voteSummary(g.Votes), "missing", g.Missing, "left", sortedKeys(b.left),
+		"after", f.cfg.Clock.Now().Sub(b.arrived).Round(time.Millisecond), "again", !b.restedAt.IsZero())
+	again := !b.restedAt.IsZero()
+	if d.Speaker == "" && d.Reason == protocol.ReasonRest && (by == protocol.DecidedDeadline || by == protocol.DecidedAllVoted) &&
+		!f.ended && b.seq == f.seq {
+		if b.restedAt.IsZero() {
+			b.restedAt = f.cfg.Clock.Now()
+		}
+		f.rested = b // a vote owed may still come (lateVote)
+	}
+	if again && d.Speaker == "" {
+		return // decided again for nobody: the rest was announced already
+	}
 	if len(g.Votes) == 0 && len(g.Missing) > 0 && by == protocol.DecidedDeadline {
 		announced := time.Duration(0)
 		for _, p := range g.Missing {

@@ -145,6 +145,7 @@ type Floor struct {
 	orphans     map[string]bool          // message ids known only from States, waiting OrphanGrace
 	think       map[string]time.Duration // each present companion's announced think time
 	voices      map[string]time.Time     // who is speaking, until when at the latest
+	rested      *ballot                  // the newest message, rested on while votes were owed (lateVote)
 }
 
 type event struct {
@@ -245,6 +246,7 @@ func (f *Floor) End() { f.ctl.flag(flagEnd) }
 // end is End on the floor's loop.
 func (f *Floor) end() {
 	f.ended = true
+	f.rested = nil
 	for _, b := range f.sortedPending() {
 		f.finish(b, Decision{Reason: protocol.ReasonRest}, protocol.DecidedAllVoted)
 	}

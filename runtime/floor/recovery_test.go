@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -321,3 +323,115 @@ func TestMessageLostToTheFloorIsDecidedFromItsStates(t *testing.T) {
 		t.Fatalf("recovered = %v", n)
 	}
 }
+
+// Issue 27: a stopping broker sends every companion's Last Will while they
+// think, so the floor rests on the message with nobody left to vote; their
+// votes come after the reconnect. The message is decided again on them and
+// granted, once, and every decision is logged at debug with why it closed.
+func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
+	h := newHarness(t)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	h.log = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.join("a")
+	h.join("b")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.activate(f)
+	user := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
+	h.say(user, "user", "m1")
+	f.flush(t, h.mem)
+	h.conns["a"].Kill() // the broker stops: both wills
+	h.conns["b"].Kill()
+	if g := h.grant(); g.MessageID != "m1" || g.SpeakerID() != "" || g.Reason != protocol.ReasonRest {
+		t.Fatalf("grant %+v: want a rest with nobody left to vote", g)
+	}
+	// The broker is back: the companions' votes arrive before their presence.
+	a, b := h.join("a"), h.join("b")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Importance: 2})
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 6})
+	g := h.grant()
+	if g.MessageID != "m1" || g.SpeakerID() != "a" || g.DecidedBy != protocol.DecidedAllVoted || len(g.Votes) != 2 {
+		t.Fatalf("grant %+v: want m1 decided again for a, on both votes", g)
+	}
+	if n := testutil.ToFloat64(h.m.Recovered.WithLabelValues("late_vote")); n != 1 {
+		t.Fatalf("recovered late_vote = %v, want 1", n)
+	}
+	// Granted to a speaker: final. A vote after it changes nothing.
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 10, Selected: true})
+	f.flush(t, h.mem)
+	h.noGrant()
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	for _, want := range []string{`message=m1 speaker="" reason=rest closed_by=all-voted votes="" missing=[] left="[a b]"`,
+		`message=m1 speaker=a reason=speak closed_by=all-voted votes="a=speak/6 b=listen/2"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// A vote owed for a rested message counts only while nothing newer was
+// said, only once per voter, and never from outside the roster.
+func TestLateVotesForARestedMessageAreBounded(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, _, _ := h.startFloor("f1", Config{VoteTimeout: time.Second})
+	h.activate(f)
+	h.say(a, "a", "m1")
+	f.flush(t, h.mem)
+	h.clk.Advance(time.Second) // b never votes in time
+	if g := h.grant(); g.SpeakerID() != "" || g.DecidedBy != protocol.DecidedDeadline {
+		t.Fatalf("grant %+v", g)
+	}
+	// The writer of m1 and strangers never vote on it; a late vote does.
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	stranger := room.New(h.mem.NamedConn("zed", nil, nil), h.s, "lr", nil, nil)
+	h.vote(stranger, protocol.StateParams{From: "zed", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	f.flush(t, h.mem)
+	h.noGrant()
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Importance: 1})
+	f.flush(t, h.mem)
+	h.noGrant() // decided again for nobody: not announced twice
+	// Newer words: a vote still owed for m1 no longer counts.
+	h.say(b, "b", "m2")
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m2", State: protocol.Listen, Importance: 1})
+	if g := h.grant(); g.MessageID != "m2" || g.SpeakerID() != "" {
+		t.Fatalf("grant %+v", g)
+	}
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	f.flush(t, h.mem)
+	h.noGrant()
+}
+
+// A granted speaker that "leaves" (a stopping broker's Last Will) before
+// its grant reached it gets the grant again as soon as it is back.
+func TestGrantIsPublishedAgainWhenTheSpeakerComesBack(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, _, _ := h.startFloor("f1", Config{})
+	h.activate(f)
+	h.say(a, "a", "m1")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
+	if g := h.grant(); g.SpeakerID() != "b" {
+		t.Fatalf("grant %+v", g)
+	}
+	h.conns["b"].Kill()
+	f.flush(t, h.mem)
+	h.clk.Advance(3 * DefaultRegrantEvery) // away: nothing published for it
+	f.flush(t, h.mem)
+	h.noGrant()
+	h.join("b")
+	f.flush(t, h.mem)
+	if g := h.grant(); g.MessageID != "m1" || g.SpeakerID() != "b" {
+		t.Fatalf("grant %+v: want m1's grant to b again", g)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

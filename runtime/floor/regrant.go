@@ -49,6 +49,9 @@ func (f *Floor) regrant() {
 		return
 	}
 	a.timer = f.cfg.Clock.AfterFunc(f.cfg.RegrantEvery, func() { f.ctl.flag(flagRegrant) })
+	if !f.present[a.g.SpeakerID()] {
+		return // away: published again when it is back (onPresence)
+	}
 	if f.someoneSpeaks() {
 		// The granted companion waits for the voice before it answers
 		// (overlapped turns): not an answer missing yet.

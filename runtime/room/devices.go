@@ -19,9 +19,29 @@ type Devices struct {
 }
 
 // FollowDevices subscribes to r's presence and returns the table.
+//
+// When r's connection is lost the table forgets what it knew (issue 27): a
+// broker that stops sends every client's Last Will first, so each device
+// looked offline the moment before the connection went, and queries asked
+// right after the reconnect — before the devices' presence comes back —
+// were refused as "device is offline". Unknown devices are asked (with
+// the query's retries and timeout); the retained presence read again
+// after the reconnect fills the table anew.
 func FollowDevices(ctx context.Context, r *Room) (*Devices, error) {
 	d := &Devices{online: map[string]map[string]bool{}, seen: map[string]bool{}, byID: map[string]string{}}
+	if l, ok := r.Bus.(interface{ OnLost(func()) }); ok {
+		l.OnLost(d.forget)
+	}
 	return d, r.OnPresence(ctx, d.update)
+}
+
+// forget empties the table: nothing is known about any device.
+func (d *Devices) forget() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.online)
+	clear(d.seen)
+	clear(d.byID)
 }
 
 func (d *Devices) update(p PresenceEvent) {

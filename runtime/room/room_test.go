@@ -112,6 +112,32 @@ func TestDevicesFollowsPresence(t *testing.T) {
 	}
 }
 
+// Issue 27: a broker that stops sends every Last Will just before the
+// connection goes. When the observer's connection is lost, what it knew
+// is forgotten: a query after the reconnect is asked, not refused as
+// "offline" on a will the device's return has not yet answered.
+func TestDevicesForgetsWhatItKnewWhenTheConnectionIsLost(t *testing.T) {
+	mem := bustest.NewMemory(t)
+	s := topic.New("")
+	r := room.New(nil, s, "lr", nil, nil)
+	birth, will := r.PresenceMessages("kyoko", "pi5")
+	c := mem.Conn(birth, will)
+	oc := mem.Conn(nil, nil)
+	d, err := room.FollowDevices(context.Background(), room.New(oc, s, "lr", nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kill() // the stopping broker's will
+	mem.Settle()
+	if on, known := d.Online("pi5"); on || !known {
+		t.Fatalf("after its will: online %v known %v", on, known)
+	}
+	oc.Lose()
+	if on, known := d.Online("pi5"); on || known {
+		t.Fatalf("after the connection was lost: online %v known %v, want unknown", on, known)
+	}
+}
+
 // Presence is taken from the roster only, and a presence topic whose last
 // segment is not a valid identity is dropped where it enters (issue 9,
 // defect 5: one odd name made every grant undecodable).

@@ -317,3 +317,42 @@ func (o *outside) pubLines(user, topic string) lines {
 	time.Sleep(100 * time.Millisecond) // connected
 	return lines{in: in}
 }
+
+// Issue 27, item 1: Mosquitto stopped (SIGTERM, no persistence) while the
+// room votes on a person's Message, and started again 2 s later. Whatever
+// the floor decided, or could not hear, while it was away, the Message is
+// answered after the broker is back: the room never waits for a person to
+// speak again.
+func TestOutsideBrokerRestartDuringAVoteNeverStallsTheRoom(t *testing.T) {
+	o := newOutside(t, bustest.Options{})
+	o.brainDelay = "500ms"
+	o.floorLog = "debug"
+	w := o.watch("chorus/rooms/lab/#")
+	procs := o.room(w)
+	defer w.dumpOnFailure(t)
+	// The outage falls at several points of the vote: while the companions
+	// think, as their States leave, as the floor decides.
+	for i, offset := range []time.Duration{150 * time.Millisecond, 450 * time.Millisecond, 550 * time.Millisecond, 650 * time.Millisecond} {
+		id := o.say(fmt.Sprintf("Hello robots, question %d?", i+1))
+		w.waitFor(t, 5*time.Second, "the person's message", func(l line) bool { return strings.Contains(l.payload, id) })
+		time.Sleep(offset)
+		o.mq.Terminate()
+		time.Sleep(2 * time.Second)
+		o.mq.Restart(t)
+		back := time.Now()
+		w.waitFor(t, 15*time.Second, fmt.Sprintf("a companion's answer after the restart (outage %d, %v into the vote)", i+1, offset), func(l line) bool {
+			if l.at.Before(back) || !strings.HasPrefix(l.topic, "chorus/rooms/lab/messages/") {
+				return false
+			}
+			m, err := protocol.DecodeMessage([]byte(l.payload), 0)
+			return err == nil && m.Params.From != "user"
+		})
+		w.terminalAfter(t, 40*time.Second, back)
+	}
+	time.Sleep(300 * time.Millisecond)
+	o.spokeOncePerFloorGrant(w, "floor-box")
+	// Every decision is in the floor's log at debug, with why it closed.
+	if log := procs["floor"].log.String(); !strings.Contains(log, `msg="floor: decided"`) || !strings.Contains(log, "closed_by=") {
+		t.Errorf("the floor logged none of its decisions at debug:\n%s", log)
+	}
+}

@@ -47,6 +47,7 @@ type outside struct {
 	brainDelay      string   // the rule brain's thinking time, "0s" by default
 	members         []string // the room's roster, ann, ben and cat by default
 	roomExtra       string   // more room settings, YAML flow-map entries (", mode: realtime")
+	floorLog        string   // the floor's log level, info by default
 }
 
 func newOutside(t *testing.T, o bustest.Options) *outside {
@@ -90,7 +91,7 @@ room: {name: lab, members: [%[3]s], floor: true, vote_timeout: 3s%[5]s}
 mqtt: {broker: %[2]s, password_env: CHORUS_MQTT_PASSWORD, floor_password_env: CHORUS_FLOOR_PASSWORD}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "127.0.0.1:%[4]d"}
-log: {level: info}
+log: {level: %[6]s}
 `
 
 // companion starts chorusd for companion id on a device of its own name
@@ -135,7 +136,11 @@ func (o *outside) floor(dev string) *proc {
 	cfg := filepath.Join(o.dir, dev+".yaml")
 	port := bustest.FreePort(o.t)
 	o.ports[dev] = port
-	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "), port, o.roomExtra)), 0o644)
+	level := o.floorLog
+	if level == "" {
+		level = "info"
+	}
+	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "), port, o.roomExtra, level)), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, dev, "CHORUS_MQTT_PASSWORD="+password(dev), "CHORUS_FLOOR_PASSWORD="+password("floor"))
 }
 
@@ -372,18 +377,22 @@ func (w *watcher) terminalAfter(t *testing.T, within time.Duration, after time.T
 	return rest
 }
 
-// decisions checks that no message was decided twice — every copy of a
+// decisions checks that no message was granted twice — every copy of a
 // grant for one message names the same speaker — and returns the
-// decisions by message id.
+// decisions by message id. A rest may be followed by a grant to a speaker:
+// the floor decides a message again when a vote it rested without comes
+// after all (issue 27); a grant to a speaker is final.
 func decisions(t *testing.T, gs []protocol.TurnGrant) map[string]protocol.TurnGrant {
 	t.Helper()
 	out := map[string]protocol.TurnGrant{}
 	for _, g := range gs {
-		if first, ok := out[g.MessageID]; ok && (first.SpeakerID() != g.SpeakerID() || first.Reason != g.Reason) {
+		first, ok := out[g.MessageID]
+		switch {
+		case !ok, first.SpeakerID() == "" && first.Reason == protocol.ReasonRest:
+			out[g.MessageID] = g
+		case first.SpeakerID() != g.SpeakerID() || first.Reason != g.Reason:
 			t.Errorf("message %s granted twice: %s (%s), then %s (%s)", g.MessageID, first.SpeakerID(), first.Reason, g.SpeakerID(), g.Reason)
-			continue
 		}
-		out[g.MessageID] = g
 	}
 	return out
 }

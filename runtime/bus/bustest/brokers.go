@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -348,7 +349,13 @@ func (m *Mosquitto) Restart(t testing.TB) {
 	m.start(t)
 }
 
-func (m *Mosquitto) Stop() {
+// Stop kills Mosquitto (SIGKILL): a broker that dies.
+func (m *Mosquitto) Stop() { m.stop(os.Kill) }
+
+// Terminate stops Mosquitto as systemd does (SIGTERM) and waits for it to exit.
+func (m *Mosquitto) Terminate() { m.stop(syscall.SIGTERM) }
+
+func (m *Mosquitto) stop(sig os.Signal) {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
 	m.cmd = nil
@@ -356,8 +363,13 @@ func (m *Mosquitto) Stop() {
 	if cmd == nil {
 		return
 	}
-	cmd.Process.Kill()
-	<-done
+	cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
 }
 
 // RecommendedSettings are the settings of the shipped Mosquitto fragment
