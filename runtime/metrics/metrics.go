@@ -58,6 +58,7 @@ type Metrics struct {
 	Held           *prometheus.GaugeVec   // what: entries a bounded map or queue holds now
 
 	RealtimeAccepted prometheus.Counter     // realtime utterances accepted by the floor
+	RealtimeHeld     prometheus.Counter     // realtime words an agent did not post: the floor was busy
 	RealtimeRejects  *prometheus.CounterVec // reason: realtime posts the floor refused
 
 	BridgeClients prometheus.Gauge       // WebSocket clients connected now
@@ -133,6 +134,8 @@ func New() *Metrics {
 			Help: "Publishes refused by a full outbox or failed, by component."}, []string{"component"})).(*prometheus.CounterVec),
 		RealtimeAccepted: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_realtime_accepted_total",
 			Help: "Realtime utterances the floor accepted and broadcast."})).(prometheus.Counter),
+		RealtimeHeld: f(prometheus.NewCounter(prometheus.CounterOpts{Name: "chorus_realtime_held_total",
+			Help: "Realtime words an agent wrote but did not post, because another robot's accepted words held the floor (overlap false)."})).(prometheus.Counter),
 		RealtimeRejects: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_realtime_rejected_total",
 			Help: "Realtime posts the floor refused, by reason (rate_limited, quota_exhausted, phase_closed, not_member, empty, floor_busy)."},
 			[]string{"reason"})).(*prometheus.CounterVec),

@@ -76,6 +76,7 @@ type Agent struct {
 	failures int                  // brain calls failed in a row
 	retryAt  time.Time            // after failures, no brain call before this
 	voices   map[string]time.Time // members whose voice plays, until when at the latest
+	ended    map[string]string    // per member, the message whose voice ended last
 }
 
 type agentPhase struct {
@@ -89,6 +90,19 @@ type agentPhase struct {
 	lastIdx  int
 	poll     clock.Timer
 	acts     []protocol.ActionRequest // of the post awaiting its broadcast
+	overlap  bool                     // the phase's limits: posts accepted while someone speaks
+	busy     *agentBusy               // an accepted utterance holds the floor (overlap false)
+}
+
+// agentBusy is the agent's view of the floor's hold: an accepted
+// utterance holds a room of voices from its broadcast until its speaker's
+// speaking status ends (at most its announced duration plus a margin, or
+// StartGrace if it never starts), as the floor holds it. The agent neither
+// thinks nor posts meanwhile: the floor would refuse it as floor_busy
+// (issue 27: the realtime demo printed 170 such refusals).
+type agentBusy struct {
+	speaker, msgID string
+	until          time.Time
 }
 
 type agentEvent struct {
@@ -227,6 +241,9 @@ func (a *Agent) handle(ctx context.Context, e agentEvent) {
 		a.onThought(ctx, *e.thought)
 	case e.voice != nil:
 		a.onVoice(*e.voice)
+		if p := a.phase; p != nil && p.busy == nil {
+			a.maybeThink(ctx) // a voice ended: the floor is free
+		}
 	}
 }
 
@@ -238,16 +255,45 @@ func (a *Agent) onVoice(e room.SpeakingEvent) {
 	if a.voices == nil {
 		a.voices = map[string]time.Time{}
 	}
+	if a.ended == nil {
+		a.ended = map[string]string{}
+	}
 	now := a.cfg.Clock.Now()
+	p := a.phase
 	if e.Cleared || !e.Speaking.Speaking {
-		if _, ok := a.voices[e.ID]; ok && a.phase != nil {
-			a.phase.heard = now
+		if _, ok := a.voices[e.ID]; ok && p != nil {
+			p.heard = now
 		}
 		delete(a.voices, e.ID)
+		if len(a.ended) < maxPresentVoices || a.ended[e.ID] != "" {
+			a.ended[e.ID] = e.Speaking.MessageID
+		}
+		if p != nil && p.busy != nil && p.busy.speaker == e.ID {
+			p.busy = nil
+		}
 		return
 	}
 	// A voice whose end never comes counts no longer than it announced.
-	a.voices[e.ID] = e.Speaking.StartedAt.Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + protocol.VoiceMargin)
+	until := e.Speaking.StartedAt.Add(time.Duration(e.Speaking.DurationMs)*time.Millisecond + protocol.VoiceMargin)
+	a.voices[e.ID] = until
+	if p != nil && p.busy != nil && p.busy.speaker == e.ID {
+		p.busy.until = until
+	}
+}
+
+// maxPresentVoices bounds the agent's book of ended voices (one per member).
+const maxPresentVoices = 1024
+
+// busyNow reports whether an accepted utterance holds the floor now.
+func (a *Agent) busyNow(p *agentPhase, now time.Time) bool {
+	if p.overlap || p.busy == nil {
+		return false
+	}
+	if !now.Before(p.busy.until) {
+		p.busy = nil
+		return false
+	}
+	return true
 }
 
 // quiet is how long nobody has been heard: 0 while a voice plays.
@@ -286,7 +332,8 @@ func (a *Agent) onPhase(ctx context.Context, p protocol.Phase) {
 		if !ok {
 			remain = p.Limits.PerAgent
 		}
-		np := &agentPhase{id: p.Phase, members: p.Members, remain: remain, history: slices.Clone(p.History), heard: a.cfg.Clock.Now()}
+		np := &agentPhase{id: p.Phase, members: p.Members, remain: remain, history: slices.Clone(p.History), heard: a.cfg.Clock.Now(),
+			overlap: p.Limits.Overlap}
 		for _, t := range p.History {
 			np.lastIdx = max(np.lastIdx, t.Idx)
 		}
@@ -330,6 +377,14 @@ func (a *Agent) onMessage(ctx context.Context, m protocol.Message) {
 		}
 		t = protocol.Talk{Idx: int(idx), Agent: speaker, Text: m.Params.Message}
 		p.lastIdx = max(p.lastIdx, t.Idx)
+		if !p.overlap && speaker != "" && a.ended[speaker] != m.Params.ID {
+			// The floor holds the room for these words until their voice ends.
+			until := a.cfg.Clock.Now().Add(StartGrace)
+			if v, ok := a.voices[speaker]; ok {
+				until = v
+			}
+			p.busy = &agentBusy{speaker: speaker, msgID: m.Params.ID, until: until}
+		}
 		if speaker == a.me() && a.cfg.Device != "" {
 			a.speak(ctx, m)
 			query.Acts(ctx, &a.wg, a.cfg.Queries, a.cfg.Device, m.Params.ID, p.acts, a.cfg.SpeakTimeout, a.m, a.log)
@@ -380,7 +435,7 @@ func (a *Agent) maybeThink(ctx context.Context) {
 	p := a.phase
 	now := a.cfg.Clock.Now()
 	if p == nil || p.over || a.thinking || p.remain <= 0 || a.cfg.Muted() || now.Before(a.retryAt) ||
-		(!p.lastPost.IsZero() && now.Sub(p.lastPost) < a.cfg.SpeakCooldown) {
+		(!p.lastPost.IsZero() && now.Sub(p.lastPost) < a.cfg.SpeakCooldown) || a.busyNow(p, now) {
 		return
 	}
 	a.thinking = true
@@ -429,6 +484,12 @@ func (a *Agent) onThought(ctx context.Context, t thought) {
 	case t.said.Text == protocol.TalkListen:
 	case t.said.Text == protocol.PostOver:
 		a.post(protocol.PostOver)
+	case a.busyNow(p, a.cfg.Clock.Now()):
+		// Someone's words were accepted while these were written: the
+		// floor would refuse them. They are dropped; the brain is asked
+		// again, with what was said, when the voice ends.
+		a.log.Debug("realtime: the floor is busy; words not posted", "speaker", p.busy.speaker)
+		a.m.RealtimeHeld.Inc()
 	default:
 		a.post(t.said.Text)
 		if !p.over {

@@ -29,7 +29,11 @@ type Event struct {
 
 // Printer writes a room's transcript to W.
 type Printer struct {
-	W      io.Writer
+	W io.Writer
+	// HideRefusals leaves out the realtime posts the floor refused (they
+	// are still passed on to Follow's fn): the demo prints them at
+	// -log debug only.
+	HideRefusals bool
 	start  time.Time
 	mu     sync.Mutex
 	msgs   *seen.Set
@@ -118,6 +122,9 @@ func (p *Printer) ack(to string, a protocol.PostAck) {
 	defer p.mu.Unlock()
 	if a.Accepted {
 		fmt.Fprintf(p.W, "%s   #%d %s's words were cut to the room's max length\n", strings.Repeat(" ", 9), a.Idx, to)
+		return
+	}
+	if p.HideRefusals {
 		return
 	}
 	fmt.Fprintf(p.W, "%s   %s's post refused: %s (%d left)\n", strings.Repeat(" ", 9), to, a.Reason, a.Remaining)

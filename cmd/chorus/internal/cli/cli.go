@@ -79,7 +79,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "", "folder for each utterance's WAV audio, under the current folder (default out/demo, or out/demo-realtime)")
 	mode := fs.String("mode", "turn", "turn (companions vote on who speaks next) or realtime (a free floor with hard limits)")
 	turns := fs.Int("turns", 0, "stop after this many companion turns (0: run until the room reaches terminal)")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
+	timeout := fs.Duration("timeout", 0, "give up after this long (default: a minute, or a realtime phase's phase_timeout + 30 s)")
 	msg := fs.String("message", "", "the user's opening line")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	fast := fs.Bool("fast", false, "do not play the audio in real time (the room runs as fast as it can; no room.wav)")
@@ -108,7 +108,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	how := fmt.Sprintf("stopped after %d turns", sum.Turns)
 	switch {
 	case sum.EndReason != "":
-		how = fmt.Sprintf("phase ended (%s) after %d utterances; posts refused: %v", sum.EndReason, sum.Turns, sum.Refused)
+		how = fmt.Sprintf("phase ended (%s) after %d utterances; %s", sum.EndReason, sum.Turns, refusals(sum.Refused))
 	case sum.Terminal:
 		how = fmt.Sprintf("reached terminal after %d turns", sum.Turns)
 	case sum.Rested:
@@ -225,4 +225,21 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
+}
+
+// refusals says how many realtime posts the floor refused, and why
+// ("posts refused: 3 (floor_busy 2, rate_limited 1)"); at -log debug the
+// transcript shows each.
+func refusals(by map[string]int) string {
+	if len(by) == 0 {
+		return "no post refused"
+	}
+	reasons := make([]string, 0, len(by))
+	n := 0
+	for r, c := range by {
+		reasons = append(reasons, fmt.Sprintf("%s %d", r, c))
+		n += c
+	}
+	sort.Strings(reasons)
+	return fmt.Sprintf("posts refused: %d (%s; -log debug shows each)", n, strings.Join(reasons, ", "))
 }

@@ -90,12 +90,24 @@ func Configs(dir, mode string) ([]*config.Config, error) {
 	return localroom.Load(os.DirFS(dir), "*.yaml")
 }
 
-// Run runs the demo room until it rests, Turns is reached, or Timeout.
+// DefaultTimeout is how long a demo of cfgs may run: a minute, or in a
+// realtime room its longest phase and half a minute more, so a phase that
+// runs its whole phase_timeout ends as the room's own end (issue 27: the
+// realtime demo's 60 s phase always hit the demo's 60 s timeout).
+func DefaultTimeout(cfgs []*config.Config) time.Duration {
+	d := time.Minute
+	for _, c := range cfgs {
+		if c.Room.Mode == config.ModeRealtime {
+			d = max(d, c.Room.Realtime.PhaseTimeout+30*time.Second)
+		}
+	}
+	return d
+}
+
+// Run runs the demo room until it rests, Turns is reached, or Timeout
+// (0: DefaultTimeout).
 func Run(ctx context.Context, o Options) (Summary, error) {
 	start := time.Now()
-	if o.Timeout <= 0 {
-		o.Timeout = 60 * time.Second
-	}
 	if o.Message == "" {
 		o.Message = "Hello everyone! What did you do today?"
 	}
@@ -105,6 +117,9 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	cfgs, err := Configs(o.Dir, o.Mode)
 	if err != nil {
 		return Summary{}, err
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout(cfgs)
 	}
 	for _, c := range cfgs {
 		if o.HomeAssistant && c.Companion != nil {
@@ -178,7 +193,9 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	defer ub.Close()
 	events := make(chan transcript.Event, 256)
-	p := &transcript.Printer{W: o.W}
+	// Refused realtime posts are the floor at work, not the conversation:
+	// printed at -log debug only (issue 27).
+	p := &transcript.Printer{W: o.W, HideRefusals: !o.Log.Enabled(ctx, slog.LevelDebug)}
 	if err := p.Follow(ctx, user, func(e transcript.Event) {
 		select { // a bus handler never blocks
 		case events <- e:
