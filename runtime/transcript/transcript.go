@@ -34,12 +34,12 @@ type Printer struct {
 	// are still passed on to Follow's fn): the demo prints them at
 	// -log debug only.
 	HideRefusals bool
-	start  time.Time
-	mu     sync.Mutex
-	msgs   *seen.Set
-	grants *seen.Set
-	phases *seen.Set
-	acks   *seen.Set
+	start        time.Time
+	mu           sync.Mutex
+	msgs         *seen.Set
+	grants       *seen.Set
+	phases       *seen.Set
+	acks         *seen.Set
 }
 
 // recent bounds the ids a Printer remembers to print each once.
