@@ -31,8 +31,11 @@ import (
 	"strings"
 	"time"
 
+	"periph.io/x/conn/v3/i2c"
+
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/face"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/drivers/stt"
@@ -435,7 +438,7 @@ func (d *doctor) gpio() {
 // servo board, the face), and the pins of gpio actions are there.
 func (d *doctor) body(ctx context.Context) {
 	b := d.c.Body
-	probe := func(name, field, bus, address, what string) {
+	probe := func(name, field, bus, address, what string, answers func(context.Context, i2c.Bus, uint16) error) {
 		name = fmt.Sprintf("%s (%s at %s on %s)", name, what, address, bus)
 		fix := "enable I²C (raspi-config, or dtparam=i2c_arm=on in /boot/firmware/config.txt), check the wiring and the address (i2cdetect -y 1), put the chorus user in the i2c group, or correct " + field
 		addr, err := i2cbus.ParseAddr(address)
@@ -451,17 +454,19 @@ func (d *doctor) body(ctx context.Context) {
 		defer dev.Close()
 		pctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
 		defer cancel()
-		if err := i2cbus.Probe(pctx, dev, addr); err != nil {
+		if err := answers(pctx, dev, addr); err != nil {
 			d.fail(name, fix, err)
 			return
 		}
 		d.ok(name, "answers")
 	}
 	if s := b.Servos; s != nil {
-		probe("servo board", "body.servos", s.Bus, s.Address, "PCA9685")
+		probe("servo board", "body.servos", s.Bus, s.Address, "PCA9685", i2cbus.Probe) // a PCA9685 reads back
 	}
 	if f := b.Face; f != nil {
-		probe("face", "body.face", f.Bus, f.Address, "SSD1306")
+		probe("face", "body.face", f.Bus, f.Address, "SSD1306", func(ctx context.Context, bus i2c.Bus, addr uint16) error {
+			return i2cbus.ProbeWrite(ctx, bus, addr, face.ProbeBytes()) // an SSD1306 may refuse reads
+		})
 	}
 	for i, a := range b.Actions {
 		if a.Driver != config.DriverGPIO {
