@@ -246,7 +246,7 @@ type Hearing struct {
 type Wake struct {
 	Kind      string        `yaml:"kind"`       // none, wyoming
 	URL       string        `yaml:"url"`        // tcp://host:port
-	Names     []string      `yaml:"names"`      // the wake words (the server's model names: ok_nabu, hey_jarvis)
+	Names     []string      `yaml:"names"`      // the wake words (the server's model names: okay_nabu, hey_jarvis); checked against its info
 	ListenFor time.Duration `yaml:"listen_for"` // default 8 s
 }
 
