@@ -142,7 +142,7 @@ func (d *Detector) CheckNames(ctx context.Context) ([]string, error) {
 		return have, fmt.Errorf("wake wyoming: %s offers no wake words (its info lists no wake models), so none of %s: %w",
 			d.Addr, strings.Join(quote(d.Names), ", "), wake.ErrUnknownName)
 	}
-	return have, fmt.Errorf("wake wyoming: %s has no wake word %s (it has: %s): %w",
+	return have, fmt.Errorf("wake wyoming: %s has no wake word %s; it has %s: %w",
 		d.Addr, strings.Join(missing, ", "), strings.Join(have, ", "), wake.ErrUnknownName)
 }
 

@@ -321,7 +321,7 @@ func TestCheckNames(t *testing.T) {
 		{[]string{"okay_nabu", "hey_jarvis", "alexa"}, ""},
 		{[]string{"HEY JARVIS", "hey_jarvis_v0.1"}, ""},
 		{[]string{"ok_nabu"}, `"ok_nabu" (did you mean "okay_nabu"?)`},
-		{[]string{"computer", "alexa"}, `no wake word "computer" (it has: alexa_v0.1, hey_jarvis_v0.1, okay_nabu)`},
+		{[]string{"computer", "alexa"}, `no wake word "computer"; it has alexa_v0.1, hey_jarvis_v0.1, okay_nabu`},
 		{nil, ""},
 	} {
 		d := &Detector{Addr: s.ln.Addr().String(), Names: c.names}
