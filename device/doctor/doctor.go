@@ -350,8 +350,9 @@ func (d *doctor) stt(ctx context.Context, kind string) {
 		detail, err := mc.CheckModel(mctx)
 		cancel()
 		switch {
-		case err != nil:
+		case errors.Is(err, stt.ErrUnknownModel):
 			d.fail(name+": hearing.stt.model", "set hearing.stt.model to a model the server lists, or remove it (the server then uses its own)", err)
+		case err != nil: // the server could not be asked: the line below says so
 		case detail != "":
 			d.ok(name+": hearing.stt.model", "%s", detail)
 		}

@@ -71,8 +71,9 @@ type Warmer interface {
 
 // ModelChecker is an Engine that can ask its server whether it has the
 // model the engine was configured with (hearing.stt.model). CheckModel
-// returns what it found ("" when no model is configured) or an error
-// naming the models the server has.
+// returns what it found ("" when no model is configured), or an error
+// wrapping ErrUnknownModel naming the models the server has (other
+// errors: the server could not be asked).
 type ModelChecker interface {
 	CheckModel(ctx context.Context) (string, error)
 }
@@ -97,6 +98,9 @@ var (
 	ErrRateLimited = errors.New("stt: rate limited")
 	// ErrFinished says Write or Finish came after Finish.
 	ErrFinished = errors.New("stt: session already finished")
+	// ErrUnknownModel says the engine's server does not list the model
+	// the engine was configured with (ModelChecker).
+	ErrUnknownModel = errors.New("stt: the server lists no model of that name")
 )
 
 // Lifecycle is what every Session keeps of its own life: finished once

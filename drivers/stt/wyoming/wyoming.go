@@ -186,8 +186,8 @@ func (e *Engine) learn(info wy.Info) (bool, []string) {
 }
 
 // CheckModel implements stt.ModelChecker: whether the server lists
-// Model, so that it is sent (package doc). "" and no error when no model
-// is configured.
+// Model, so that it is sent (package doc); stt.ErrUnknownModel when it
+// does not. "" and no error when no model is configured.
 func (e *Engine) CheckModel(ctx context.Context) (string, error) {
 	if e.Model == "" {
 		return "", nil
@@ -198,8 +198,8 @@ func (e *Engine) CheckModel(ctx context.Context) (string, error) {
 	}
 	listed, models := e.learn(info)
 	if !listed {
-		return "", fmt.Errorf("stt wyoming: %s lists no model %q (it lists: %s): transcribe goes without it and the server uses its own",
-			e.Addr, e.Model, strings.Join(models, ", "))
+		return "", fmt.Errorf("stt wyoming: %s lists no model %q (it lists: %s): transcribe goes without it and the server uses its own: %w",
+			e.Addr, e.Model, strings.Join(models, ", "), stt.ErrUnknownModel)
 	}
 	return fmt.Sprintf("model %q: the server lists it; sent in transcribe", e.Model), nil
 }
