@@ -454,7 +454,7 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 		skip(ev)
 	})
 	if err != nil {
-		if isTimeout(err) && !heard && wait < s.timeout {
+		if isTimeout(err) && !heard && wait < s.timeout && ctx.Err() == nil {
 			return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: timed out: no answer within %v of audio-stop (%v of audio): the server stopped answering (a Wyoming server whose handler failed leaves the connection open; its log says why): %w",
 				s.e.Addr, wait.Round(time.Millisecond), s.duration(sent).Round(time.Millisecond), err)
 		}
