@@ -5,7 +5,12 @@
 // every utterance while it is spoken.
 //
 // One action runs per part at a time: a newer one replaces the older (the
-// older ends early, its result says replaced). An action tied to an
+// older ends early, its result says replaced). Each part has one lane,
+// whatever drives it (a servo head, a face, a strip, a pin, a program):
+// the newest request cancels every older one, and starts only once the
+// part is free — once the action that held it has returned, however long
+// its driver takes to let go. A request replaced while it waited never
+// runs. An action tied to an
 // utterance (ActionRequest.MessageID) starts when that utterance's first
 // audio plays, so the gesture goes with the words: the speaker tells the
 // body through Voice. Actions never hold speech up: they run on the query
@@ -76,7 +81,7 @@ type Body struct {
 	defs    []protocol.ActionDef
 
 	mu     sync.Mutex
-	parts  map[string]*run    // the action running on each part
+	lanes  map[string]*lane   // each part's lane, made on its first action
 	cues   map[string]*cue    // utterances by message id
 	order  []string           // cues' ids, oldest first
 	voice  context.CancelFunc // ends the emotion shown and Speech's context
@@ -90,10 +95,16 @@ type action struct {
 	schema *schema.Schema
 }
 
-// run is one action running on its part.
+// lane is one part's: one action holds the part at a time, the newest
+// request is the one that gets it next.
+type lane struct {
+	free   chan struct{} // holds a token while no action holds the part
+	newest *run          // the newest request, running or waiting; under Body.mu
+}
+
+// run is one request for a part.
 type run struct {
 	cancel   context.CancelFunc
-	ended    chan struct{}
 	replaced bool // set under Body.mu
 }
 
@@ -113,7 +124,7 @@ const DefaultLateAfter = 2 * time.Second
 // New returns a Body with actions, each schema compiled; a bad one is an
 // error naming the action.
 func New(actions []Action) (*Body, error) {
-	b := &Body{actions: map[string]*action{}, parts: map[string]*run{}, cues: map[string]*cue{}}
+	b := &Body{actions: map[string]*action{}, lanes: map[string]*lane{}, cues: map[string]*cue{}}
 	for _, a := range actions {
 		if err := a.Def.Validate(); err != nil {
 			return nil, fmt.Errorf("action %q: %w", a.Def.Name, err)
@@ -217,40 +228,47 @@ func (b *Body) names() []string {
 	return out
 }
 
-// onPart runs f as part's one action: the running one is ended first
-// (replaced), and f's context ends when a newer one comes.
+// onPart runs f as part's one action, in the part's lane: every older
+// request for the part is cancelled (replaced), and f starts only once
+// the part is free, that is once the action holding it has returned; f's
+// context ends when a newer request comes. A request replaced before the
+// part was free returns replaced without running f.
 func (b *Body) onPart(ctx context.Context, part string, f func(context.Context) (string, error)) (string, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	me := &run{cancel: cancel, ended: make(chan struct{})}
-	defer close(me.ended)
+	me := &run{cancel: cancel}
 	b.mu.Lock()
 	if b.done {
 		b.mu.Unlock()
 		return "", false, errors.New("the body is stopping")
 	}
-	prev := b.parts[part]
-	b.parts[part] = me
-	if prev != nil {
+	ln := b.lanes[part]
+	if ln == nil {
+		ln = &lane{free: make(chan struct{}, 1)}
+		ln.free <- struct{}{}
+		b.lanes[part] = ln
+	}
+	if prev := ln.newest; prev != nil {
 		prev.replaced = true
 		prev.cancel()
 	}
+	ln.newest = me
 	b.mu.Unlock()
-	if prev != nil {
-		select { // the part is free once the older action has let go of it
-		case <-prev.ended:
-		case <-ctx.Done():
-		}
-	}
+
 	var detail string
 	var err error
-	if ctx.Err() == nil {
-		detail, err = f(ctx)
+	select {
+	case <-ln.free: // the part is ours until f returns
+		if ctx.Err() == nil {
+			detail, err = f(ctx)
+		}
+		ln.free <- struct{}{}
+	case <-ctx.Done(): // replaced, or the caller gave up, before the part was free
 	}
 	b.mu.Lock()
 	replaced := me.replaced
-	if b.parts[part] == me {
-		delete(b.parts, part)
+	if ln.newest == me {
+		ln.newest = nil
 	}
 	b.mu.Unlock()
 	if replaced {
@@ -405,8 +423,10 @@ func (b *Body) Speech() context.Context {
 func (b *Body) Close() {
 	b.mu.Lock()
 	b.done = true
-	for _, r := range b.parts {
-		r.cancel()
+	for _, ln := range b.lanes {
+		if ln.newest != nil {
+			ln.newest.cancel()
+		}
 	}
 	stop := b.voice
 	b.voice = nil

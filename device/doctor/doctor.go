@@ -5,8 +5,15 @@
 // does for chorusd. It opens the drivers the config names through the
 // parts registry (device/parts), so it covers every kind of this build: the
 // camera gives a frame within 5 s, the audio output plays a moment of
-// silence, the TTS engine speaks a word, the GPIO pins exist, the broker
-// accepts the credentials, the model server answers, the secrets are set.
+// silence, the TTS engine speaks a word, the GPIO pins exist, the body's
+// I²C devices answer (the face with a write: an SSD1306 may refuse reads),
+// the broker accepts the credentials, the model server answers, the
+// secrets are set. On a robot that hears, the speech-to-text server is
+// warmed first (a server that loads its model on its first utterance,
+// wyoming-faster-whisper, can take longer than hearing.stt.timeout for it;
+// the report says how long it took), its configured model must be one it
+// lists, and the wake-word server must have every wake word
+// hearing.wake.names names.
 //
 // # Usage
 //
@@ -31,8 +38,11 @@ import (
 	"strings"
 	"time"
 
+	"periph.io/x/conn/v3/i2c"
+
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/face"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/drivers/stt"
@@ -54,7 +64,10 @@ type Result struct {
 type Options struct {
 	FrameTimeout time.Duration // the camera's first frame; default 5 s
 	Timeout      time.Duration // every other wait; default 5 s (the model server: brain.timeout)
-	Log          *slog.Logger  // the drivers' logs; default discarded
+	// WarmTimeout bounds the speech-to-text server's first utterance,
+	// which may load its model (stt.Warmer); default 2 min.
+	WarmTimeout time.Duration
+	Log         *slog.Logger // the drivers' logs; default discarded
 	// EnvFile is the unit's EnvironmentFile, read for the variables the
 	// process environment lacks; default /etc/default/chorusd.
 	EnvFile string
@@ -68,6 +81,9 @@ func Run(ctx context.Context, c *config.Config, o Options) []Result {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
+	}
+	if o.WarmTimeout <= 0 {
+		o.WarmTimeout = 2 * time.Minute
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -298,8 +314,10 @@ func (d *doctor) tts(ctx context.Context) {
 }
 
 // hearing (a robot that hears): the microphone gives audio in time, the
-// speech-to-text engine answers a moment of silence, the wake-word
-// detector takes a stream.
+// speech-to-text engine answers a moment of silence (warmed first when
+// its server may load its model on the first utterance; its configured
+// model is one the server has), the wake-word detector takes a stream and
+// its server has the wake words named.
 func (d *doctor) hearing(ctx context.Context) {
 	c := d.c
 	if !c.Hearing.Enabled {
@@ -307,41 +325,96 @@ func (d *doctor) hearing(ctx context.Context) {
 	}
 	d.microphone(ctx)
 	if kind := c.Hearing.STT.Kind; parts.STT.Built(kind) {
-		name := "speech to text (" + kind + ")"
-		fix := "check hearing.stt (the server at its url is up and reachable from here; pocketsphinx and pocketsphinx-en-us installed; the grammar file)"
-		engine, err := parts.STT.Make(c, d.env)
-		if err != nil {
-			d.fail(name, fix, err)
-		} else {
-			ctx, cancel := context.WithTimeout(ctx, 2*d.o.Timeout)
-			start := time.Now()
-			err := silence(ctx, engine, c.Drivers.Mic.SampleRate)
-			cancel()
-			if err != nil && !errors.Is(err, stt.ErrEmpty) {
-				d.fail(name, fix, err)
-			} else {
-				d.ok(name, "%s answered half a second of silence in %v", engine.Name(), time.Since(start).Round(time.Millisecond))
-			}
-		}
+		d.stt(ctx, kind)
 	}
 	if kind := c.Hearing.Wake.Kind; kind != "none" && parts.Wakes.Built(kind) {
-		name := "wake word (" + kind + ")"
-		fix := "check hearing.wake.url: a Wyoming wake-word server (wyoming-openwakeword) listening there"
-		det, err := parts.Wakes.Make(c, d.env)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
-			var l wake.Listener
-			if l, err = det.Listen(ctx, c.Drivers.Mic.SampleRate); err == nil {
-				err = l.Write(make([]int16, c.Drivers.Mic.SampleRate/10))
-				l.Close()
-			}
-			cancel()
+		d.wake(ctx, kind)
+	}
+}
+
+// stt: the engine's model is one its server has; the server is warmed
+// (its first utterance may load its model, longer than an utterance's
+// timeout); then it answers half a second of silence in time.
+func (d *doctor) stt(ctx context.Context, kind string) {
+	c := d.c
+	name := "speech to text (" + kind + ")"
+	fix := "check hearing.stt (the server at its url is up and reachable from here; pocketsphinx and pocketsphinx-en-us installed; the grammar file)"
+	engine, err := parts.STT.Make(c, d.env)
+	if err != nil {
+		d.fail(name, fix, err)
+		return
+	}
+	rate := c.Drivers.Mic.SampleRate
+	if mc, ok := engine.(stt.ModelChecker); ok {
+		mctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
+		detail, err := mc.CheckModel(mctx)
+		cancel()
+		switch {
+		case errors.Is(err, stt.ErrUnknownModel):
+			d.fail(name+": hearing.stt.model", "set hearing.stt.model to a model the server lists, or remove it (the server then uses its own)", err)
+		case err != nil: // the server could not be asked: the line below says so
+		case detail != "":
+			d.ok(name+": hearing.stt.model", "%s", detail)
 		}
+	}
+	warmed := ""
+	if w, ok := engine.(stt.Warmer); ok {
+		wctx, cancel := context.WithTimeout(ctx, d.o.WarmTimeout)
+		start := time.Now()
+		err := w.Warm(wctx, rate)
+		cancel()
+		took := time.Since(start).Round(time.Millisecond)
 		if err != nil {
-			d.fail(name, fix, err)
-		} else {
-			d.ok(name, "%s takes the microphone's stream", det.Name())
+			d.fail(name, fix, fmt.Errorf("warming the model (half a second of silence, waited up to %v): %w", d.o.WarmTimeout, err))
+			return
 		}
+		warmed = fmt.Sprintf("warmed the model: its first utterance took %v", took)
+		if t := c.Hearing.STT.Timeout; t > 0 && took > t {
+			warmed += fmt.Sprintf(", longer than hearing.stt.timeout (%v): unwarmed, the robot's first utterance would have failed", t)
+		}
+		warmed += "; then "
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*d.o.Timeout)
+	start := time.Now()
+	err = silence(sctx, engine, rate)
+	cancel()
+	if err != nil && !errors.Is(err, stt.ErrEmpty) {
+		d.fail(name, fix, err)
+		return
+	}
+	d.ok(name, "%s%s answered half a second of silence in %v", warmed, engine.Name(), time.Since(start).Round(time.Millisecond))
+}
+
+// wake: the detector takes a stream, and its server has the wake words
+// hearing.wake.names names (a name it lacks is a robot that never wakes,
+// or wakes on another word, with no error).
+func (d *doctor) wake(ctx context.Context, kind string) {
+	c := d.c
+	name := "wake word (" + kind + ")"
+	fix := "check hearing.wake.url: a Wyoming wake-word server (wyoming-openwakeword) listening there"
+	det, err := parts.Wakes.Make(c, d.env)
+	var have []string
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
+		var l wake.Listener
+		if l, err = det.Listen(ctx, c.Drivers.Mic.SampleRate); err == nil {
+			err = l.Write(make([]int16, c.Drivers.Mic.SampleRate/10))
+			l.Close()
+		}
+		if nc, ok := det.(wake.NameChecker); ok && err == nil {
+			have, err = nc.CheckNames(ctx)
+		}
+		cancel()
+	}
+	switch {
+	case errors.Is(err, wake.ErrUnknownName):
+		d.fail(name, "set hearing.wake.names to wake words the server has (openWakeWord 2 names okay_nabu, not ok_nabu)", err)
+	case err != nil:
+		d.fail(name, fix, err)
+	case len(have) > 0:
+		d.ok(name, "%s takes the microphone's stream; the server has %s", det.Name(), strings.Join(have, ", "))
+	default:
+		d.ok(name, "%s takes the microphone's stream", det.Name())
 	}
 }
 
@@ -435,7 +508,7 @@ func (d *doctor) gpio() {
 // servo board, the face), and the pins of gpio actions are there.
 func (d *doctor) body(ctx context.Context) {
 	b := d.c.Body
-	probe := func(name, field, bus, address, what string) {
+	probe := func(name, field, bus, address, what string, answers func(context.Context, i2c.Bus, uint16) error) {
 		name = fmt.Sprintf("%s (%s at %s on %s)", name, what, address, bus)
 		fix := "enable I²C (raspi-config, or dtparam=i2c_arm=on in /boot/firmware/config.txt), check the wiring and the address (i2cdetect -y 1), put the chorus user in the i2c group, or correct " + field
 		addr, err := i2cbus.ParseAddr(address)
@@ -451,17 +524,19 @@ func (d *doctor) body(ctx context.Context) {
 		defer dev.Close()
 		pctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
 		defer cancel()
-		if err := i2cbus.Probe(pctx, dev, addr); err != nil {
+		if err := answers(pctx, dev, addr); err != nil {
 			d.fail(name, fix, err)
 			return
 		}
 		d.ok(name, "answers")
 	}
 	if s := b.Servos; s != nil {
-		probe("servo board", "body.servos", s.Bus, s.Address, "PCA9685")
+		probe("servo board", "body.servos", s.Bus, s.Address, "PCA9685", i2cbus.Probe) // a PCA9685 reads back
 	}
 	if f := b.Face; f != nil {
-		probe("face", "body.face", f.Bus, f.Address, "SSD1306")
+		probe("face", "body.face", f.Bus, f.Address, "SSD1306", func(ctx context.Context, bus i2c.Bus, addr uint16) error {
+			return i2cbus.ProbeWrite(ctx, bus, addr, face.ProbeBytes()) // an SSD1306 may refuse reads
+		})
 	}
 	for i, a := range b.Actions {
 		if a.Driver != config.DriverGPIO {

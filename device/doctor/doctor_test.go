@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/drivers/i2cbus/i2cfake"
 	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -212,5 +213,45 @@ func TestReadsTheUnitsEnvironmentFile(t *testing.T) {
 	Write(&out, Run(context.Background(), c, Options{EnvFile: env}))
 	if !strings.Contains(out.String(), "✗ environment "+env+": line 1 is not NAME=value") {
 		t.Errorf("a malformed line is not named:\n%s", &out)
+	}
+}
+
+// The body's I²C devices are probed as each answers: the servo board
+// (a PCA9685) by reading a byte, the face (an SSD1306, which may refuse
+// reads on I²C) by writing a command it ignores. A display that takes
+// writes and refuses reads is there.
+func TestBodyProbesTheFaceWithAWrite(t *testing.T) {
+	b, m := room(t, "sk-right")
+	t.Setenv("DOCTOR_TEST_PW", "right-pw")
+	t.Setenv("DOCTOR_TEST_FLOOR_PW", "floor-pw")
+	t.Setenv("DOCTOR_TEST_KEY", "sk-right")
+	bus := i2cfake.New("doctor-test-i2c", 0x40, 0x3c)
+	bus.RefuseReads(0x3c)
+	if err := bus.Register(); err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Unregister()
+	c := load(t, fmt.Sprintf(good, b, m, t.TempDir())+`body:
+  servos: {bus: doctor-test-i2c, joints: [{name: pan, channel: 0, min: -30, max: 30}]}
+  face: {bus: doctor-test-i2c, address: "0x3c", width: 128, height: 32}
+`)
+	res := Run(context.Background(), c, Options{EnvFile: filepath.Join(t.TempDir(), "none")})
+	var out bytes.Buffer
+	if failed := Write(&out, res); failed != 0 {
+		t.Fatalf("%d failed:\n%s", failed, &out)
+	}
+	for _, want := range []string{"✓ servo board (PCA9685 at 0x40 on doctor-test-i2c): answers", "✓ face (SSD1306 at 0x3c on doctor-test-i2c): answers"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, &out)
+		}
+	}
+	var probe []byte
+	for _, w := range bus.Writes() {
+		if w.Addr == 0x3c {
+			probe = w.Data
+		}
+	}
+	if !bytes.Equal(probe, []byte{0x00, 0xE3}) {
+		t.Errorf("the face was probed with % x, want a command-mode no-op (00 e3)", probe)
 	}
 }

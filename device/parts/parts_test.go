@@ -1,6 +1,7 @@
 package parts
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,6 +180,27 @@ func TestShippedConfigsRunOnThePureGoBuild(t *testing.T) {
 		}
 		if !Cameras.Built(c.Drivers.Camera.Kind) || !Audio.Built(c.Drivers.Audio.Kind) || !TTS.Built(c.Drivers.TTS.Kind) {
 			t.Errorf("%s names camera %q, audio %q, tts %q: not all in the pure-Go build", f, c.Drivers.Camera.Kind, c.Drivers.Audio.Kind, c.Drivers.TTS.Kind)
+		}
+	}
+}
+
+// hearing.stt.after_stop (wyoming) is 0, derived, or within 100ms and
+// hearing.stt.timeout.
+func TestWyomingAfterStopChecked(t *testing.T) {
+	base := "version: 1\ndevice: {id: d}\nroom: {name: lab, members: [k]}\nmqtt: {broker: \"tcp://127.0.0.1:1\"}\ncompanion: {id: k, name: K, language: en}\n" +
+		"drivers: {mic: {kind: command, command: [cat]}}\nhearing: {enabled: true, stt: {kind: wyoming, url: \"tcp://127.0.0.1:10300\", timeout: 10s, after_stop: %s}}\n"
+	for _, c := range []struct{ after, want string }{
+		{"0s", ""}, {"3s", ""}, {"10s", ""},
+		{"50ms", "hearing.stt.after_stop: must be 0 (derived"},
+		{"11s", "hearing.stt.after_stop: must be 0 (derived"},
+	} {
+		cfg, err := config.Decode(strings.NewReader(fmt.Sprintf(base, c.after)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(Check(cfg, Anywhere), "\n")
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("after_stop %s: problems %q, want %q", c.after, got, c.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/stt/openai"
@@ -38,10 +39,15 @@ func init() {
 		}})
 	STT.Add(Part[stt.Engine]{Kind: "wyoming", About: "a Wyoming speech-to-text server (wyoming-faster-whisper, whisper.cpp): hearing.stt.url tcp://host:port",
 		Check: func(c *config.Config, _ Mode) []string {
-			if _, err := wyomingAddr(c.Hearing.STT.URL); err != nil {
-				return []string{"hearing.stt.url: " + err.Error()}
+			s := c.Hearing.STT
+			var out []string
+			if _, err := wyomingAddr(s.URL); err != nil {
+				out = append(out, "hearing.stt.url: "+err.Error())
 			}
-			return nil
+			if a := s.AfterStop; a != 0 && (a < 100*time.Millisecond || a > s.Timeout) {
+				out = append(out, fmt.Sprintf("hearing.stt.after_stop: must be 0 (derived: 5s plus the utterance's length) or from 100ms to hearing.stt.timeout (%v), got %v", s.Timeout, a))
+			}
+			return out
 		},
 		Make: func(c *config.Config, env Env) (stt.Engine, error) {
 			s := c.Hearing.STT
@@ -49,7 +55,8 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return &wyoming.Engine{Addr: addr, Language: or(s.Language, language(c)), Model: s.Model, Timeout: s.Timeout, Log: env.Log}, nil
+			return &wyoming.Engine{Addr: addr, Language: or(s.Language, language(c)), Model: s.Model, Timeout: s.Timeout,
+				AfterStop: s.AfterStop, Log: env.Log}, nil
 		}})
 	STT.Add(Part[stt.Engine]{Kind: "openai", About: "an OpenAI-compatible /audio/transcriptions endpoint (OpenAI, Groq, a whisper.cpp or faster-whisper server)",
 		Check: func(c *config.Config, m Mode) []string {

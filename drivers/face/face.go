@@ -110,17 +110,70 @@ func NewI2C(bus i2c.Bus, addr uint16, w, h int) (*Face, error) {
 	}
 	opts := ssd1306.DefaultOpts
 	opts.W, opts.H = w, h
+	opts.Sequential = sequentialCOM(w, h)
 	dev, err := ssd1306.NewI2C(b, &opts)
 	if err != nil {
 		return nil, fmt.Errorf("face: SSD1306 at 0x%02x on %s: %w", addr, bus, err)
 	}
-	f := New(dev)
+	f := New(&ssd1306Face{bus: b, opts: opts, dev: dev})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.redraw(); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// ProbeBytes is what `chorusd --doctor` writes to see whether an SSD1306
+// answers: control byte 0x00 (a command follows) and command 0xE3, NOP.
+// An SSD1306 on I²C may refuse (NACK) a read, so a one-byte read, as
+// i2cdetect -r does, can miss a display that is there.
+func ProbeBytes() []byte { return []byte{0x00, 0xE3} }
+
+// sequentialCOM says how the panel's rows are wired to the controller's
+// COM pins (the byte after command 0xDA; datasheet §10.1.18, table 10-3):
+// a 128×32 panel sequentially (0x02), a 128×64 or 64×48 one alternately
+// (0x12). With 0x12 a 128×32 panel lights every other row, the face
+// doubled in height and cut off (what Adafruit's and u8g2's drivers set
+// too).
+func sequentialCOM(w, h int) bool { return w == 128 && h == 32 }
+
+// ssd1306Face is periph's SSD1306 driver as the face needs it. periph's Dev
+// keeps its own copy of the screen and sends only what differs from it,
+// so two things went wrong through it alone: after Halt (display off) the
+// same picture sent nothing and the display stayed off, and after a draw
+// that failed half way it took the failed picture as shown. So after
+// either, the next Draw initialises the controller again (the init
+// stream ends with display on) with a fresh Dev, which sends the whole
+// picture. Face.mu serializes its use.
+type ssd1306Face struct {
+	bus   i2c.Bus
+	opts  ssd1306.Opts
+	dev   *ssd1306.Dev
+	stale bool // halted, or a draw failed: initialise and draw whole next time
+}
+
+func (o *ssd1306Face) Bounds() image.Rectangle { return o.dev.Bounds() }
+
+func (o *ssd1306Face) Draw(r image.Rectangle, src image.Image, sp image.Point) error {
+	if o.stale {
+		dev, err := ssd1306.NewI2C(o.bus, &o.opts)
+		if err != nil {
+			return fmt.Errorf("initialise the display again: %w", err)
+		}
+		o.dev, o.stale = dev, false
+	}
+	if err := o.dev.Draw(r, src, sp); err != nil {
+		o.stale = true
+		return err
+	}
+	return nil
+}
+
+// Halt turns the display off (command 0xAE); the next Draw turns it on.
+func (o *ssd1306Face) Halt() error {
+	o.stale = true
+	return o.dev.Halt()
 }
 
 // atAddr sends what periph's ssd1306 driver sends to 0x3c to addr.
@@ -200,7 +253,9 @@ func (f *Face) Frame() *image.Gray {
 }
 
 // Halt turns the display off when it can be (an SSD1306 can); the next
-// Show or Mouth turns it on and draws the whole face again.
+// Show or Mouth turns it on and draws the whole face again, also when it
+// is the face shown before Halt (a Display that keeps its own copy of the
+// screen must draw whole after its Halt, as NewI2C's does).
 func (f *Face) Halt() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -7,7 +7,8 @@
 //	bus, err := i2cbus.Open("/dev/i2c-1") // or "1", "I2C1"; "" is the first bus
 //	if err != nil { ... }
 //	defer bus.Close()
-//	if err := i2cbus.Probe(ctx, bus, 0x40); err != nil { ... }
+//	if err := i2cbus.Probe(ctx, bus, 0x40); err != nil { ... } // a PCA9685: a read
+//	err = i2cbus.ProbeWrite(ctx, bus, 0x3c, face.ProbeBytes()) // an SSD1306: a write
 //
 // host.Init() runs once, on the first Open. On a Raspberry Pi it registers
 // the buses the kernel offers (/dev/i2c-*); elsewhere it registers none and
@@ -90,8 +91,24 @@ func names(refs []*i2creg.Ref) string {
 // Probe tells whether a device answers at addr on bus: it reads one byte
 // from it (as i2cdetect -r does), and an address nobody acknowledges is an
 // error naming it. ctx is checked before the read; the read itself is
-// bounded by the bus driver (the kernel's adapter timeout on Linux).
+// bounded by the bus driver (the kernel's adapter timeout on Linux). A
+// device that may refuse reads (an SSD1306) is probed with ProbeWrite.
 func Probe(ctx context.Context, bus i2c.Bus, addr uint16) error {
+	var b [1]byte
+	return probe(ctx, bus, addr, nil, b[:])
+}
+
+// ProbeWrite tells whether a device answers at addr on bus by writing w
+// to it, which must be harmless to the device (an SSD1306: a command-mode
+// no-op); otherwise as Probe.
+func ProbeWrite(ctx context.Context, bus i2c.Bus, addr uint16, w []byte) error {
+	if len(w) == 0 {
+		return fmt.Errorf("i2cbus: probe 0x%02x: nothing to write", addr)
+	}
+	return probe(ctx, bus, addr, w, nil)
+}
+
+func probe(ctx context.Context, bus i2c.Bus, addr uint16, w, r []byte) error {
 	if addr < MinAddr || addr > MaxAddr {
 		return fmt.Errorf("i2cbus: probe 0x%02x: not a 7-bit device address (0x%02x..0x%02x)", addr, MinAddr, MaxAddr)
 	}
@@ -101,8 +118,7 @@ func Probe(ctx context.Context, bus i2c.Bus, addr uint16) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("i2cbus: probe 0x%02x on %s: %w", addr, bus, err)
 	}
-	var b [1]byte
-	if err := bus.Tx(addr, nil, b[:]); err != nil {
+	if err := bus.Tx(addr, w, r); err != nil {
 		return fmt.Errorf("i2cbus: no device answers at 0x%02x on %s: %w", addr, bus, err)
 	}
 	return nil

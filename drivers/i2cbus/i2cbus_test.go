@@ -20,10 +20,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fakeBus acknowledges the addresses in acks and refuses the others, as a
 // real adapter answers a NACK (Linux: EREMOTEIO).
 type fakeBus struct {
-	mu     sync.Mutex
-	acks   map[uint16]bool
-	reads  []uint16
-	closed bool
+	mu      sync.Mutex
+	acks    map[uint16]bool
+	noReads map[uint16]bool // acknowledge writes, refuse reads (an SSD1306)
+	reads   []uint16
+	written [][]byte
+	closed  bool
 }
 
 func (f *fakeBus) String() string { return "fakebus" }
@@ -38,9 +40,10 @@ func (f *fakeBus) Tx(addr uint16, w, r []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads = append(f.reads, addr)
-	if !f.acks[addr] {
+	if !f.acks[addr] || (len(r) > 0 && f.noReads[addr]) {
 		return errors.New("remote I/O error")
 	}
+	f.written = append(f.written, append([]byte(nil), w...))
 	for i := range r {
 		r[i] = 0xff
 	}
@@ -139,6 +142,27 @@ func TestProbe(t *testing.T) {
 	}
 	if err := Probe(context.Background(), nil, 0x40); err == nil {
 		t.Fatal("probed a nil bus")
+	}
+}
+
+// A display that refuses reads is found by a write, and the write is the
+// bytes given; nothing to write is refused.
+func TestProbeWrite(t *testing.T) {
+	bus := &fakeBus{acks: map[uint16]bool{0x3c: true}, noReads: map[uint16]bool{0x3c: true}}
+	if err := Probe(context.Background(), bus, 0x3c); err == nil {
+		t.Fatal("a read of a device that refuses reads succeeded")
+	}
+	if err := ProbeWrite(context.Background(), bus, 0x3c, []byte{0x00, 0xE3}); err != nil {
+		t.Fatal(err)
+	}
+	if last := bus.written[len(bus.written)-1]; string(last) != "\x00\xe3" {
+		t.Fatalf("wrote % x", last)
+	}
+	if err := ProbeWrite(context.Background(), bus, 0x3d, []byte{0x00, 0xE3}); err == nil || !strings.Contains(err.Error(), "no device answers at 0x3d") {
+		t.Fatalf("nobody at 0x3d: %v", err)
+	}
+	if err := ProbeWrite(context.Background(), bus, 0x3c, nil); err == nil {
+		t.Fatal("a probe writing nothing")
 	}
 }
 

@@ -59,6 +59,25 @@ type Session interface {
 	Abort()
 }
 
+// Warmer is an Engine whose server may load its model on its first
+// utterance, which can take longer than an utterance's timeout
+// (wyoming-faster-whisper loads it then). Warm sends a short silent
+// utterance bounded by ctx alone, so that the model is loaded before a
+// person speaks; nothing recognised is not a failure. `chorusd --doctor`
+// warms the engine and says how long it took.
+type Warmer interface {
+	Warm(ctx context.Context, rate int) error
+}
+
+// ModelChecker is an Engine that can ask its server whether it has the
+// model the engine was configured with (hearing.stt.model). CheckModel
+// returns what it found ("" when no model is configured), or an error
+// wrapping ErrUnknownModel naming the models the server has (other
+// errors: the server could not be asked).
+type ModelChecker interface {
+	CheckModel(ctx context.Context) (string, error)
+}
+
 // Transcript is what an engine heard.
 type Transcript struct {
 	Text       string
@@ -79,6 +98,9 @@ var (
 	ErrRateLimited = errors.New("stt: rate limited")
 	// ErrFinished says Write or Finish came after Finish.
 	ErrFinished = errors.New("stt: session already finished")
+	// ErrUnknownModel says the engine's server does not list the model
+	// the engine was configured with (ModelChecker).
+	ErrUnknownModel = errors.New("stt: the server lists no model of that name")
 )
 
 // Lifecycle is what every Session keeps of its own life: finished once

@@ -15,6 +15,7 @@ package wake
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -44,6 +45,20 @@ type Listener interface {
 
 // Detection is a wake word heard.
 type Detection struct {
-	Name string    // the model's name: "ok_nabu", "hey_jarvis"
+	Name string    // the model's name: "okay_nabu", "hey_jarvis"
 	At   time.Time // when the listener received it
+}
+
+// ErrUnknownName says a detector's server has no wake word of a name it
+// was given: it would never wake on it, or (openWakeWord 2, which renamed
+// ok_nabu to okay_nabu) wake on another word, with no error either way.
+var ErrUnknownName = errors.New("wake: the server has no wake word of that name")
+
+// NameChecker is a Detector that can ask its server which wake words it
+// has (`chorusd --doctor` does).
+type NameChecker interface {
+	// CheckNames returns the wake words the server offers, and an error
+	// wrapping ErrUnknownName naming each configured name it lacks (other
+	// errors: the server could not be asked).
+	CheckNames(ctx context.Context) (have []string, err error)
 }

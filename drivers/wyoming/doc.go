@@ -8,4 +8,11 @@
 // (PCM for audio-chunk). ReadEvent bounds each part (MaxHeader, MaxData,
 // MaxPayload) and refuses what is malformed with ErrProtocol; FuzzReadEvent
 // holds it.
+//
+// A well-formed event of a type the reader does not wait for is not an
+// error: ReadAnswer skips it, as the reference clients and servers skip
+// event types they do not handle (a newer server's transcript-start, a
+// vendor's own events), and only an error event ends the wait early.
+// Describe asks a server what it offers (Info: its asr and wake programs
+// and their models).
 package wyoming

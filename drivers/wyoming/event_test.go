@@ -105,3 +105,26 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal("an event without a type was written")
 	}
 }
+
+// ReadAnswer skips the types it does not wait for, stops at an error
+// event, and bounds how many it reads.
+func TestReadAnswer(t *testing.T) {
+	var skipped []string
+	r := bufio.NewReader(strings.NewReader(`{"type":"x-progress","data":{"p":1}}` + "\n" + `{"type":"transcript-start"}` + "\n" + `{"type":"transcript","data":{"text":"hi"}}` + "\n"))
+	ev, err := ReadAnswer(r, "transcript", 10, func(ev Event) { skipped = append(skipped, ev.Type) })
+	if err != nil || ev.Type != "transcript" || len(skipped) != 2 || skipped[0] != "x-progress" {
+		t.Fatalf("ReadAnswer = %+v, %v; skipped %v", ev, err, skipped)
+	}
+	_, err = ReadAnswer(bufio.NewReader(strings.NewReader(`{"type":"error","data":{"text":"no model","code":"x"}}`+"\n")), "transcript", 10, nil)
+	var se *ServerError
+	if !errors.As(err, &se) || se.Text != "no model" || !strings.Contains(err.Error(), `"no model"`) {
+		t.Fatalf("error event: %v", err)
+	}
+	if _, err := ReadAnswer(bufio.NewReader(strings.NewReader("")), "info", 10, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed: %v", err)
+	}
+	many := strings.Repeat(`{"type":"x"}`+"\n", 5)
+	if _, err := ReadAnswer(bufio.NewReader(strings.NewReader(many)), "info", 3, nil); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("too many: %v", err)
+	}
+}

@@ -246,7 +246,7 @@ type Hearing struct {
 type Wake struct {
 	Kind      string        `yaml:"kind"`       // none, wyoming
 	URL       string        `yaml:"url"`        // tcp://host:port
-	Names     []string      `yaml:"names"`      // the wake words (the server's model names: ok_nabu, hey_jarvis)
+	Names     []string      `yaml:"names"`      // the wake words (the server's model names: okay_nabu, hey_jarvis); checked against its info
 	ListenFor time.Duration `yaml:"listen_for"` // default 8 s
 }
 
@@ -257,7 +257,7 @@ type STT struct {
 	// base URL for openai (https://api.openai.com/v1, a whisper.cpp or
 	// faster-whisper server).
 	URL       string `yaml:"url"`
-	Model     string `yaml:"model"`       // openai: the transcription model (whisper-1)
+	Model     string `yaml:"model"`       // openai: the transcription model (whisper-1); wyoming: sent only when the server lists it
 	Language  string `yaml:"language"`    // a hint: en, ja; default the companion's
 	APIKeyEnv string `yaml:"api_key_env"` // openai: the environment variable holding the key
 	// Binary (pocketsphinx) is the recogniser's program; Grammar a JSGF
@@ -267,6 +267,11 @@ type STT struct {
 	Grammar  string        `yaml:"grammar"`
 	Keywords string        `yaml:"keywords"`
 	Timeout  time.Duration `yaml:"timeout"` // per utterance; default 10 s
+	// AfterStop (wyoming) bounds the wait for the server's first answer
+	// after the audio stopped: a server that stopped answering fails the
+	// utterance then, not at Timeout. 0 derives it: 5 s plus the
+	// utterance's length, never more than Timeout.
+	AfterStop time.Duration `yaml:"after_stop"`
 }
 
 // VAD is the voice activity detector.

@@ -1,8 +1,9 @@
 // Package i2cfake is an I²C bus without hardware, for tests, benchmarks
 // and demos: the devices on it answer as register files (a write sets
 // registers from its first byte on, auto-incrementing, as a PCA9685 does;
-// a read returns them), every other address is refused as a real adapter
-// refuses it (a NACK), and every write is recorded with its time.
+// a read returns them; RefuseReads makes one refuse reads), every other
+// address is refused as a real adapter refuses it (a NACK), and every
+// write is recorded with its time.
 // Register makes it a bus periph knows by name, so a config's
 // body.servos.bus or body.face.bus can name it (drivers/i2cbus.Open).
 package i2cfake
@@ -33,9 +34,10 @@ const MaxWrites = 1 << 16
 type Bus struct {
 	name string
 
-	mu     sync.Mutex
-	regs   map[uint16]*[256]byte
-	writes []Write
+	mu      sync.Mutex
+	regs    map[uint16]*[256]byte
+	noReads map[uint16]bool
+	writes  []Write
 }
 
 var _ i2c.BusCloser = (*Bus)(nil)
@@ -47,6 +49,17 @@ func New(name string, addrs ...uint16) *Bus {
 		b.regs[a] = new([256]byte)
 	}
 	return b
+}
+
+// RefuseReads makes the device at addr take writes and refuse (NACK)
+// every read, as an SSD1306 on I²C may.
+func (b *Bus) RefuseReads(addr uint16) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.noReads == nil {
+		b.noReads = map[uint16]bool{}
+	}
+	b.noReads[addr] = true
 }
 
 // Register makes the bus known to periph as its name, until Unregister.
@@ -72,6 +85,9 @@ func (b *Bus) Tx(addr uint16, w, r []byte) error {
 	regs, ok := b.regs[addr]
 	if !ok {
 		return fmt.Errorf("i2cfake %s: no device at 0x%02x (remote I/O error)", b.name, addr)
+	}
+	if len(r) > 0 && b.noReads[addr] {
+		return fmt.Errorf("i2cfake %s: the device at 0x%02x refuses reads (remote I/O error)", b.name, addr)
 	}
 	if len(w) == 0 {
 		if len(r) > 0 {

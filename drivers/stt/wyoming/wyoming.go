@@ -7,7 +7,37 @@
 // channels} + PCM per Write, audio-stop; the server answers transcript
 // {text, language?} (an error event {text, code?} is a failure). Describe
 // sends describe and reads info, for the doctor. Every event goes through
-// one strict reader and writer (drivers/wyoming).
+// one strict reader and writer (drivers/wyoming). Event types the client
+// does not wait for are skipped (logged at debug), as the reference
+// clients skip them: a newer server's transcript-start and
+// transcript-chunk, a vendor's own.
+//
+// # The model's name
+//
+// Model (hearing.stt.model) is sent as transcribe's name only when the
+// server's info lists a model of exactly that name among its asr
+// programs' models; otherwise transcribe goes without a name and the
+// server uses its own model, and a warning says so once. A name means
+// different things to different servers: wyoming-faster-whisper ignores
+// it, wyoming-vosk loads the model of that name and, given one it lacks,
+// fails inside its handler and leaves the connection open without an
+// answer. The info is asked once, on a connection of its own, before the
+// first utterance that would send a name (again after a failure, at most
+// once a minute; while it is not known, no name is sent). CheckModel says
+// the same for `chorusd --doctor`.
+//
+// # Timeouts
+//
+// Timeout bounds each write and the wait for the transcript after
+// audio-stop. A server that has stopped answering is found sooner:
+// AfterStop bounds the wait for its first event after audio-stop (any
+// event; after it the wait is Timeout's). Zero derives it:
+// DefaultAfterStop plus the utterance's length (a server that recognises
+// slower than real time on top of 5 s is too slow for a conversation),
+// never more than Timeout. A server that loads its model on its first
+// utterance (wyoming-faster-whisper) may need longer than Timeout for it:
+// Warm sends half a second of silence bounded by its ctx alone, which
+// `chorusd --doctor` does and reports.
 //
 // # Usage
 //
@@ -28,7 +58,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -43,22 +72,39 @@ import (
 const (
 	DefaultDialTimeout = 3 * time.Second
 	DefaultTimeout     = 15 * time.Second // from audio-stop to transcript; also bounds each write
+	DefaultAfterStop   = 5 * time.Second  // plus the utterance's length: from audio-stop to the server's first event
 	DefaultMaxQueue    = 256              // chunks (about 5 s of 20 ms frames)
 	maxEvents          = 1000             // events read while waiting for one answer
+	describeTimeout    = 3 * time.Second  // the describe before the first utterance that sends a model's name
+	describeRetry      = time.Minute      // after a describe that failed
+	warmTimeout        = 10 * time.Minute // Warm's bound when its ctx has none
 )
 
 // Engine talks to one Wyoming STT server.
 type Engine struct {
 	Addr        string        // host:port, e.g. "127.0.0.1:10300" (wyoming-faster-whisper's default)
 	Language    string        // sent in transcribe; "" lets the server choose
-	Model       string        // sent as transcribe's name; "" for the server's default
+	Model       string        // sent as transcribe's name when the server lists it (package doc); "" for the server's own
 	DialTimeout time.Duration // default DefaultDialTimeout
 	Timeout     time.Duration // default DefaultTimeout
-	MaxQueue    int           // chunks waiting to be sent; default DefaultMaxQueue
-	Log         *slog.Logger
+	// AfterStop bounds the wait for the server's first event after
+	// audio-stop; 0 derives it (DefaultAfterStop plus the utterance's
+	// length); never more than Timeout.
+	AfterStop time.Duration
+	MaxQueue  int // chunks waiting to be sent; default DefaultMaxQueue
+	Log       *slog.Logger
+
+	mu         sync.Mutex
+	modelKnown bool      // the server's info was read: sendModel holds
+	sendModel  bool      // Model is among the server's models
+	modelTried time.Time // the last describe that failed
 }
 
-var _ stt.Engine = (*Engine)(nil)
+var (
+	_ stt.Engine       = (*Engine)(nil)
+	_ stt.Warmer       = (*Engine)(nil)
+	_ stt.ModelChecker = (*Engine)(nil)
+)
 
 // Name implements stt.Engine.
 func (e *Engine) Name() string { return "wyoming" }
@@ -68,6 +114,94 @@ func (e *Engine) timeout() time.Duration {
 		return e.Timeout
 	}
 	return DefaultTimeout
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Log
+}
+
+// skipped logs an event skipped while waiting for another.
+func (e *Engine) skipped(want string) func(wy.Event) {
+	return func(ev wy.Event) {
+		e.log().Debug("wyoming: skipped an event the client does not wait for", "addr", e.Addr, "type", ev.Type, "waiting_for", want)
+	}
+}
+
+// modelName is transcribe's name: Model when the server lists it, ""
+// otherwise or while that is not known (package doc).
+func (e *Engine) modelName(ctx context.Context) string {
+	if e.Model == "" {
+		return ""
+	}
+	e.mu.Lock()
+	known, send, tried := e.modelKnown, e.sendModel, e.modelTried
+	e.mu.Unlock()
+	if known {
+		return name(send, e.Model)
+	}
+	if !tried.IsZero() && time.Since(tried) < describeRetry {
+		return ""
+	}
+	info, err := e.describe(ctx, min(describeTimeout, e.timeout()))
+	if err != nil {
+		e.mu.Lock()
+		e.modelTried = time.Now()
+		e.mu.Unlock()
+		e.log().Warn("wyoming: the server's models could not be read; transcribe goes without hearing.stt.model's name until they can",
+			"addr", e.Addr, "model", e.Model, "err", err, "retry_in", describeRetry)
+		return ""
+	}
+	send, models := e.learn(info)
+	if !send {
+		e.log().Warn("wyoming: hearing.stt.model is not a model the server lists: it is not sent, the server uses its own",
+			"addr", e.Addr, "model", e.Model, "server_models", strings.Join(models, ", "))
+	}
+	return name(send, e.Model)
+}
+
+func name(send bool, model string) string {
+	if send {
+		return model
+	}
+	return ""
+}
+
+// learn notes whether info lists Model, and returns every model it lists.
+func (e *Engine) learn(info wy.Info) (bool, []string) {
+	var models []string
+	listed := false
+	for _, p := range info.ASR {
+		for _, m := range p.Models {
+			models = append(models, m.Name)
+			listed = listed || m.Name == e.Model
+		}
+	}
+	e.mu.Lock()
+	e.modelKnown, e.sendModel = true, listed
+	e.mu.Unlock()
+	return listed, models
+}
+
+// CheckModel implements stt.ModelChecker: whether the server lists
+// Model, so that it is sent (package doc); stt.ErrUnknownModel when it
+// does not. "" and no error when no model is configured.
+func (e *Engine) CheckModel(ctx context.Context) (string, error) {
+	if e.Model == "" {
+		return "", nil
+	}
+	info, err := e.describe(ctx, e.timeout())
+	if err != nil {
+		return "", err
+	}
+	listed, models := e.learn(info)
+	if !listed {
+		return "", fmt.Errorf("stt wyoming: %s lists no model %q (it lists: %s): transcribe goes without it and the server uses its own: %w",
+			e.Addr, e.Model, strings.Join(models, ", "), stt.ErrUnknownModel)
+	}
+	return fmt.Sprintf("model %q: the server lists it; sent in transcribe", e.Model), nil
 }
 
 func (e *Engine) dial(ctx context.Context) (net.Conn, error) {
@@ -101,9 +235,37 @@ type transcribe struct {
 // Start implements stt.Engine: it connects and sends transcribe and
 // audio-start.
 func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
+	return e.start(ctx, rate, e.timeout(), e.AfterStop)
+}
+
+// Warm implements stt.Warmer: half a second of silence, bounded by ctx
+// alone (10 minutes when it has no deadline), so that a server that loads
+// its model on its first utterance loads it now. Nothing recognised is
+// not a failure.
+func (e *Engine) Warm(ctx context.Context, rate int) error {
+	timeout := warmTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	s, err := e.start(ctx, rate, timeout, timeout)
+	if err != nil {
+		return err
+	}
+	if err := s.Write(make([]int16, rate/2)); err != nil {
+		s.Abort()
+		return err
+	}
+	if _, err := s.Finish(ctx); err != nil && !errors.Is(err, stt.ErrEmpty) {
+		return err
+	}
+	return nil
+}
+
+func (e *Engine) start(ctx context.Context, rate int, timeout, afterStop time.Duration) (*Session, error) {
 	if err := stt.CheckRate(rate); err != nil {
 		return nil, err
 	}
+	model := e.modelName(ctx)
 	conn, err := e.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -113,7 +275,7 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 	for _, ev := range []struct {
 		typ string
 		v   any
-	}{{"transcribe", transcribe{e.Language, e.Model}}, {"audio-start", format}} {
+	}{{"transcribe", transcribe{e.Language, model}}, {"audio-start", format}} {
 		ev, err := wy.NewEvent(ev.typ, ev.v, nil)
 		if err == nil {
 			b, err = wy.AppendEvent(b, ev)
@@ -123,7 +285,7 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 			return nil, fmt.Errorf("stt wyoming: %w", err)
 		}
 	}
-	conn.SetWriteDeadline(time.Now().Add(e.timeout()))
+	conn.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := conn.Write(b); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("stt wyoming: %s: sending transcribe: %w", e.Addr, err)
@@ -132,17 +294,23 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 	if max <= 0 {
 		max = DefaultMaxQueue
 	}
-	s := &Session{e: e, conn: conn, format: format, queue: make(chan []byte, max), done: make(chan struct{})}
+	s := &Session{e: e, conn: conn, format: format, timeout: timeout, afterStop: afterStop,
+		queue: make(chan []byte, max), done: make(chan struct{})}
 	go s.send()
 	return s, nil
 }
 
 // Session is one utterance on one connection.
 type Session struct {
-	e      *Engine
-	conn   net.Conn
-	format audioFormat
-	done   chan struct{} // closed when send returns
+	e         *Engine
+	conn      net.Conn
+	format    audioFormat
+	timeout   time.Duration // each write; the transcript after audio-stop
+	afterStop time.Duration // the first event after audio-stop; 0: derived
+	done      chan struct{} // closed when send returns
+
+	dmu sync.Mutex // guards the read deadline against ctx's cut
+	cut bool       // ctx ended: the deadline stays in the past
 
 	mu       sync.Mutex
 	queue    chan []byte // closed by Finish or Abort, under mu
@@ -168,7 +336,7 @@ func (s *Session) send() {
 		}
 		ev, err := wy.NewEvent("audio-chunk", s.format, payload)
 		if err == nil {
-			s.conn.SetWriteDeadline(time.Now().Add(s.e.timeout()))
+			s.conn.SetWriteDeadline(time.Now().Add(s.timeout))
 			err = wy.WriteEvent(s.conn, ev)
 		}
 		s.mu.Lock()
@@ -225,10 +393,15 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	s.mu.Unlock()
 	defer s.conn.Close()
 
-	// The engine's timeout bounds the wait; ctx ends it sooner through
-	// AfterFunc, after ctx.Err() is set, so the error names ctx.
-	s.conn.SetDeadline(time.Now().Add(s.e.timeout()))
-	stop := context.AfterFunc(ctx, func() { s.conn.SetDeadline(time.Unix(1, 0)) })
+	// The timeouts bound the wait; ctx ends it sooner through AfterFunc,
+	// after ctx.Err() is set, so the error names ctx.
+	s.conn.SetDeadline(time.Now().Add(s.timeout))
+	stop := context.AfterFunc(ctx, func() {
+		s.dmu.Lock()
+		s.cut = true
+		s.conn.SetDeadline(time.Unix(1, 0))
+		s.dmu.Unlock()
+	})
 	defer stop()
 
 	tr, err := s.finish(ctx)
@@ -267,9 +440,25 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: %w", s.e.Addr, timeoutErr(err))
 	}
 	start := time.Now()
-	ev, err := readAnswer(bufio.NewReader(s.conn), "transcript", "transcript-start", "transcript-chunk", "transcript-stop")
+	// The server's first event must come within the after-stop wait;
+	// after it, the transcript within Timeout of audio-stop.
+	wait := s.afterStopWait(sent)
+	s.readDeadline(start.Add(wait))
+	heard := false
+	skip := s.e.skipped("transcript")
+	ev, err := wy.ReadAnswer(bufio.NewReader(s.conn), "transcript", maxEvents, func(ev wy.Event) {
+		if !heard {
+			heard = true
+			s.readDeadline(start.Add(s.timeout))
+		}
+		skip(ev)
+	})
 	if err != nil {
-		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: waiting for the transcript: %w", s.e.Addr, err)
+		if isTimeout(err) && !heard && wait < s.timeout && ctx.Err() == nil {
+			return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: timed out: no answer within %v of audio-stop (%v of audio): the server stopped answering (a Wyoming server whose handler failed leaves the connection open; its log says why): %w",
+				s.e.Addr, wait.Round(time.Millisecond), s.duration(sent).Round(time.Millisecond), err)
+		}
+		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: waiting for the transcript: %w", s.e.Addr, timeoutErr(err))
 	}
 	var t struct {
 		Text     *string `json:"text"`
@@ -292,44 +481,38 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 	return stt.Transcript{Text: text, Confidence: -1, Language: lang}, nil
 }
 
-// readAnswer reads events until one of type want; the other types listed
-// are skipped, an error event is the server's failure, any other type is
-// a protocol error.
-func readAnswer(r *bufio.Reader, want string, skip ...string) (wy.Event, error) {
-	for range maxEvents {
-		ev, err := wy.ReadEvent(r)
-		switch {
-		case errors.Is(err, io.EOF):
-			return wy.Event{}, errors.New("the server closed the connection without answering")
-		case err != nil:
-			return wy.Event{}, timeoutErr(err)
-		}
-		switch {
-		case ev.Type == want:
-			return ev, nil
-		case ev.Type == "error":
-			var e struct {
-				Text string `json:"text"`
-				Code string `json:"code"`
-			}
-			ev.Decode(&e)
-			return wy.Event{}, fmt.Errorf("the server says: %q (code %q)", e.Text, e.Code)
-		}
-		known := false
-		for _, t := range skip {
-			known = known || ev.Type == t
-		}
-		if !known {
-			return wy.Event{}, fmt.Errorf("%w: unexpected %s event while waiting for %s", wy.ErrProtocol, ev.Type, want)
-		}
+// afterStopWait is the wait for the server's first event after
+// audio-stop, for an utterance of sent bytes.
+func (s *Session) afterStopWait(sent int) time.Duration {
+	w := s.afterStop
+	if w <= 0 {
+		w = DefaultAfterStop + s.duration(sent)
 	}
-	return wy.Event{}, fmt.Errorf("%w: %d events without a %s", wy.ErrProtocol, maxEvents, want)
+	return min(w, s.timeout)
+}
+
+// duration is how long sent bytes of the session's audio last.
+func (s *Session) duration(sent int) time.Duration {
+	return time.Duration(sent/2) * time.Second / time.Duration(s.format.Rate)
+}
+
+// readDeadline moves the read deadline, unless ctx has cut it.
+func (s *Session) readDeadline(t time.Time) {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if !s.cut {
+		s.conn.SetReadDeadline(t)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // timeoutErr names a network timeout as one.
 func timeoutErr(err error) error {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if isTimeout(err) {
 		return fmt.Errorf("timed out: %w", err)
 	}
 	return err
@@ -349,51 +532,41 @@ func (s *Session) Abort() {
 	<-s.done // the closed connection ends any write at once
 }
 
-// Info is what a server says it can do (the asr part of its info event).
-type Info struct {
-	ASR []Program `json:"asr"`
-}
+// Info is what a server says it offers (its info event: drivers/wyoming).
+type Info = wy.Info
 
 // Program is one speech recogniser a server offers.
-type Program struct {
-	Name        string  `json:"name"`
-	Description string  `json:"description"`
-	Installed   bool    `json:"installed"`
-	Version     string  `json:"version"`
-	Models      []Model `json:"models"`
-}
+type Program = wy.Program
 
 // Model is one model of a Program.
-type Model struct {
-	Name      string   `json:"name"`
-	Languages []string `json:"languages"`
-	Installed bool     `json:"installed"`
-}
+type Model = wy.Model
 
 // Describe asks the server what it offers (describe → info). An error
 // names the address; a server that offers no speech recogniser is one.
 func (e *Engine) Describe(ctx context.Context) (Info, error) {
+	info, err := e.describe(ctx, e.timeout())
+	if err != nil {
+		return info, err
+	}
+	if len(info.ASR) == 0 {
+		return info, fmt.Errorf("stt wyoming: %s offers no speech recognition (its info has no asr)", e.Addr)
+	}
+	return info, nil
+}
+
+// describe is describe → info on a connection of its own, within timeout.
+func (e *Engine) describe(ctx context.Context, timeout time.Duration) (Info, error) {
 	conn, err := e.dial(ctx)
 	if err != nil {
 		return Info{}, err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(e.timeout()))
+	conn.SetDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if err := wy.WriteEvent(conn, wy.Event{Type: "describe"}); err != nil {
-		return Info{}, fmt.Errorf("stt wyoming: %s: %w", e.Addr, timeoutErr(err))
-	}
-	ev, err := readAnswer(bufio.NewReader(conn), "info")
+	info, err := wy.Describe(conn, maxEvents, e.skipped("info"))
 	if err != nil {
-		return Info{}, fmt.Errorf("stt wyoming: %s: describe: %w", e.Addr, err)
-	}
-	var info Info
-	if err := ev.Decode(&info); err != nil {
-		return Info{}, fmt.Errorf("stt wyoming: %s: %w", e.Addr, err)
-	}
-	if len(info.ASR) == 0 {
-		return info, fmt.Errorf("stt wyoming: %s offers no speech recognition (its info has no asr)", e.Addr)
+		return Info{}, fmt.Errorf("stt wyoming: %s: describe: %w", e.Addr, timeoutErr(err))
 	}
 	return info, nil
 }

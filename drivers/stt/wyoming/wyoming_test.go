@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -212,11 +213,11 @@ func TestFailures(t *testing.T) {
 			c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
 			return nil
 		}, 0, "not a JSON object", wy.ErrProtocol},
-		{"wrong answer", func(r *bufio.Reader, c net.Conn) error {
+		{"an event it does not wait for, then closes", func(r *bufio.Reader, c net.Conn) error {
 			for ev, err := wy.ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = wy.ReadEvent(r) {
 			}
-			return wy.WriteEvent(c, wy.Event{Type: "synthesize"})
-		}, 0, "unexpected synthesize", wy.ErrProtocol},
+			return wy.WriteEvent(c, wy.Event{Type: "synthesize"}) // skipped
+		}, 0, "closed the connection without answering", wy.ErrClosed},
 		{"error event", func(r *bufio.Reader, c net.Conn) error {
 			for ev, err := wy.ReadEvent(r); err == nil && ev.Type != "audio-stop"; ev, err = wy.ReadEvent(r) {
 			}
@@ -289,8 +290,8 @@ func TestContextCancelsFinish(t *testing.T) {
 	s.Write(speech(1600))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := s.Finish(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Finish = %v, want the deadline", err)
+	if _, err := s.Finish(ctx); !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "of audio-stop") {
+		t.Fatalf("Finish = %v, want the deadline (not the server's after-stop wait)", err)
 	}
 }
 
@@ -380,5 +381,266 @@ func TestDescribe(t *testing.T) {
 	})
 	if _, err := (&Engine{Addr: noASR.addr()}).Describe(context.Background()); err == nil || !strings.Contains(err.Error(), "no speech recognition") {
 		t.Fatalf("Describe of a TTS-only server = %v", err)
+	}
+}
+
+// Event types the client does not know are skipped, as the reference
+// clients skip them (a newer server's progress events, a vendor's own):
+// before the transcript and before describe's info.
+func TestUnknownEventsAreSkipped(t *testing.T) {
+	srv := serve(t, func(r *bufio.Reader, c net.Conn) error {
+		ev, err := wy.ReadEvent(r)
+		if err != nil {
+			return err
+		}
+		if ev.Type == "describe" {
+			x, _ := wy.NewEvent("x-vendor-hello", map[string]any{"v": 2}, []byte("abc"))
+			wy.WriteEvent(c, x)
+			info, _ := wy.NewEvent("info", map[string]any{"asr": []any{map[string]any{"name": "faster-whisper", "models": []any{}}}}, nil)
+			return wy.WriteEvent(c, info)
+		}
+		for ev.Type != "audio-stop" {
+			if ev, err = wy.ReadEvent(r); err != nil {
+				return err
+			}
+		}
+		for _, typ := range []string{"x-progress", "transcript-start", "run-pipeline", "transcript-chunk"} {
+			x, _ := wy.NewEvent(typ, map[string]any{"percent": 50, "text": "hel"}, nil)
+			if err := wy.WriteEvent(c, x); err != nil {
+				return err
+			}
+		}
+		tr, _ := wy.NewEvent("transcript", map[string]any{"text": "hello"}, nil)
+		return wy.WriteEvent(c, tr)
+	})
+	e := &Engine{Addr: srv.addr(), Timeout: 5 * time.Second}
+	s, err := e.Start(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(speech(3200))
+	tr, err := s.Finish(context.Background())
+	if err != nil || tr.Text != "hello" {
+		t.Fatalf("Finish = %+v, %v; want hello", tr, err)
+	}
+	if info, err := e.Describe(context.Background()); err != nil || info.ASR[0].Name != "faster-whisper" {
+		t.Fatalf("Describe = %+v, %v", info, err)
+	}
+}
+
+// voskLike answers as wyoming-vosk does: describe lists its models, and a
+// transcribe naming a model it lacks makes its handler fail at the first
+// audio chunk and leave the connection open without an answer. names
+// receives the name of each transcribe.
+func voskLike(models []string, names chan<- string) func(r *bufio.Reader, c net.Conn) error {
+	return func(r *bufio.Reader, c net.Conn) error {
+		ev, err := wy.ReadEvent(r)
+		if err != nil {
+			return err
+		}
+		if ev.Type == "describe" {
+			var ms []any
+			for _, m := range models {
+				ms = append(ms, map[string]any{"name": m, "languages": []string{"en"}, "installed": true})
+			}
+			info, _ := wy.NewEvent("info", map[string]any{"asr": []any{map[string]any{"name": "vosk", "installed": true, "models": ms}}}, nil)
+			return wy.WriteEvent(c, info)
+		}
+		if ev.Type != "transcribe" {
+			return fmt.Errorf("got %s, want transcribe or describe", ev.Type)
+		}
+		var tr struct{ Name string }
+		ev.Decode(&tr)
+		names <- tr.Name
+		known := tr.Name == ""
+		for _, m := range models {
+			known = known || m == tr.Name
+		}
+		if !known {
+			return drain(r) // the handler failed: nobody answers, the socket stays open
+		}
+		for ev.Type != "audio-stop" {
+			if ev, err = wy.ReadEvent(r); err != nil {
+				return err
+			}
+		}
+		ans, _ := wy.NewEvent("transcript", map[string]any{"text": "hello"}, nil)
+		return wy.WriteEvent(c, ans)
+	}
+}
+
+// hearing.stt.model goes to the server only when its info lists it: a
+// name it lacks would leave the robot waiting its whole timeout on
+// wyoming-vosk. The rule is said once in the log.
+func TestModelSentOnlyWhenTheServerListsIt(t *testing.T) {
+	models := []string{"vosk-model-small-en-us-0.15", "vosk-model-en-us-0.22-lgraph"}
+	for _, c := range []struct {
+		model, sent string
+		warns       bool
+	}{
+		{"vosk-model-en-us-0.22-lgraph", "vosk-model-en-us-0.22-lgraph", false},
+		{"vosk-model-en-us-0.42-gigaspeech", "", true}, // not among its models
+		{"", "", false},
+	} {
+		t.Run(c.model, func(t *testing.T) {
+			names := make(chan string, 4)
+			srv := serve(t, voskLike(models, names))
+			var logs syncBuffer
+			e := &Engine{Addr: srv.addr(), Model: c.model, Timeout: 3 * time.Second, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+			for range 2 { // the server's models are asked once
+				s, err := e.Start(context.Background(), 16000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Write(speech(3200))
+				tr, err := s.Finish(context.Background())
+				if err != nil || tr.Text != "hello" {
+					t.Fatalf("Finish = %+v, %v", tr, err)
+				}
+				if got := <-names; got != c.sent {
+					t.Fatalf("transcribe named %q, want %q", got, c.sent)
+				}
+			}
+			warned := strings.Count(logs.String(), "not a model the server lists")
+			if (warned == 1) != c.warns || warned > 1 {
+				t.Fatalf("warned %d times:\n%s", warned, logs.String())
+			}
+			detail, err := e.CheckModel(context.Background())
+			switch {
+			case c.model == "" && (detail != "" || err != nil):
+				t.Fatalf("CheckModel without a model: %q, %v", detail, err)
+			case c.warns && (!errors.Is(err, stt.ErrUnknownModel) || !strings.Contains(err.Error(), "vosk-model-small-en-us-0.15")):
+				t.Fatalf("CheckModel of a model it lacks: %v, want one naming its models", err)
+			case c.model != "" && !c.warns && (err != nil || !strings.Contains(detail, "lists it")):
+				t.Fatalf("CheckModel: %q, %v", detail, err)
+			}
+		})
+	}
+}
+
+// syncBuffer is a log destination the server's and the test's goroutines
+// may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// afterStopServer reads an utterance to its audio-stop, then does what
+// act says.
+func afterStopServer(act func(r *bufio.Reader, c net.Conn) error) func(r *bufio.Reader, c net.Conn) error {
+	return func(r *bufio.Reader, c net.Conn) error {
+		for {
+			ev, err := wy.ReadEvent(r)
+			if err != nil {
+				return err
+			}
+			if ev.Type == "audio-stop" {
+				return act(r, c)
+			}
+		}
+	}
+}
+
+func utterance(t *testing.T, e *Engine, samples int) (time.Duration, stt.Transcript, error) {
+	t.Helper()
+	s, err := e.Start(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(speech(samples)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	tr, err := s.Finish(context.Background())
+	return time.Since(start), tr, err
+}
+
+// A server that stops answering after audio-stop (a handler that failed
+// and left its socket open) fails the utterance after the derived
+// after-stop wait — 5 s plus the utterance's half second — not after the
+// whole timeout of 30 s.
+func TestServerSilentAfterStopFailsSooner(t *testing.T) {
+	srv := serve(t, afterStopServer(func(r *bufio.Reader, c net.Conn) error {
+		return drain(r) // silent, the socket open, until the client goes
+	}))
+	took, _, err := utterance(t, &Engine{Addr: srv.addr(), Timeout: 30 * time.Second}, 8000)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 5.5s of audio-stop") || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("Finish = %v, want no answer within 5.5s of audio-stop", err)
+	}
+	if took < 5*time.Second || took > 20*time.Second {
+		t.Fatalf("Finish took %v: the wait is 5.5 s after audio-stop", took)
+	}
+}
+
+// The after-stop wait is for the server's first event: one that says it
+// works on it (transcript-start) gives it the whole timeout for the
+// transcript. A server silent past an explicit AfterStop fails then.
+func TestAfterStopIsForTheFirstEvent(t *testing.T) {
+	alive := serve(t, afterStopServer(func(r *bufio.Reader, c net.Conn) error {
+		ev, _ := wy.NewEvent("transcript-start", map[string]any{"language": "en"}, nil)
+		if err := wy.WriteEvent(c, ev); err != nil {
+			return err
+		}
+		time.Sleep(600 * time.Millisecond) // past AfterStop, within Timeout
+		ev, _ = wy.NewEvent("transcript", map[string]any{"text": "slow but sure"}, nil)
+		return wy.WriteEvent(c, ev)
+	}))
+	if _, tr, err := utterance(t, &Engine{Addr: alive.addr(), Timeout: 10 * time.Second, AfterStop: 200 * time.Millisecond}, 1600); err != nil || tr.Text != "slow but sure" {
+		t.Fatalf("a server that answered transcript-start: %+v, %v", tr, err)
+	}
+	silent := serve(t, afterStopServer(func(r *bufio.Reader, c net.Conn) error { return drain(r) }))
+	took, _, err := utterance(t, &Engine{Addr: silent.addr(), Timeout: 10 * time.Second, AfterStop: 200 * time.Millisecond}, 1600)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms of audio-stop") {
+		t.Fatalf("a silent server: %v", err)
+	}
+	if took < 200*time.Millisecond || took > 8*time.Second {
+		t.Fatalf("a silent server failed after %v", took)
+	}
+}
+
+// A server that loads its model on its first utterance takes longer for
+// it than the engine's timeout: Warm waits as long as its ctx allows,
+// and the utterances after it are fast.
+func TestWarmLoadsTheModel(t *testing.T) {
+	var mu sync.Mutex
+	loaded := false
+	srv := serve(t, afterStopServer(func(r *bufio.Reader, c net.Conn) error {
+		mu.Lock()
+		first := !loaded
+		loaded = true
+		mu.Unlock()
+		if first {
+			time.Sleep(1500 * time.Millisecond) // loading the model
+		}
+		ev, _ := wy.NewEvent("transcript", map[string]any{"text": ""}, nil)
+		return wy.WriteEvent(c, ev)
+	}))
+	e := &Engine{Addr: srv.addr(), Timeout: 500 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Warm(ctx, 16000); err != nil {
+		t.Fatalf("Warm = %v", err)
+	}
+	if _, _, err := utterance(t, e, 8000); !errors.Is(err, stt.ErrEmpty) {
+		t.Fatalf("after Warm, an utterance: %v, want nothing recognised", err)
+	}
+	// Warm is bounded by its ctx.
+	silent := serve(t, afterStopServer(func(r *bufio.Reader, c net.Conn) error { return drain(r) }))
+	short, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if err := (&Engine{Addr: silent.addr()}).Warm(short, 16000); err == nil {
+		t.Fatal("Warm of a silent server succeeded")
 	}
 }

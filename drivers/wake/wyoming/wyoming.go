@@ -5,13 +5,27 @@
 // listens; the server answers detection {name, timestamp} whenever it
 // hears one (and not-detected after an audio-stop, which a listener that
 // never stops does not send). Every event goes through drivers/wyoming's
-// strict reader and writer.
+// strict reader and writer; event types the listener does not know are
+// skipped (counted, logged at debug), as the reference clients skip them.
+//
+// # Wake-word names
+//
+// A server given a name it lacks says nothing: openWakeWord 2 renamed
+// ok_nabu to okay_nabu, and its server then wakes on another word or on
+// none. So the names are checked against the server's info (its wake
+// programs' models), matched as wyoming-openwakeword matches them: case
+// and underscores aside, with or without a version suffix (hey_jarvis
+// is hey_jarvis_v0.1). The first Listen asks, on a connection of its own
+// beside the stream, and logs a warning naming each name the server
+// lacks (again at a later Listen while the server could not be asked);
+// CheckNames (wake.NameChecker) makes `chorusd --doctor` fail on one.
 //
 // # Concurrency
 //
 // Each Listener owns two goroutines, a writer draining its bounded queue
-// of chunks and a reader of the server's events; both end at Close or
-// when the connection fails.
+// of chunks and a reader of the server's events, and the first one a
+// third that checks the names; all end at Close or when the connection
+// fails (the check within its own timeout).
 package wyoming
 
 import (
@@ -21,6 +35,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,19 +50,189 @@ const (
 	DefaultDialTimeout = 3 * time.Second
 	DefaultMaxQueue    = 50 // chunks (a second of 20 ms frames)
 	writeTimeout       = 5 * time.Second
+	describeTimeout    = 5 * time.Second // describe → info, for the names
 	maxDetections      = 16
+	maxEvents          = 1000 // events read while waiting for info
 )
 
 // Detector is a Wyoming wake-word server.
 type Detector struct {
 	Addr        string   // host:port (wyoming-openwakeword listens on 10400)
-	Names       []string // the wake words to detect; none: the server's
+	Names       []string // the wake words to detect (checked: package doc); none: the server's
 	DialTimeout time.Duration
 	MaxQueue    int
 	Log         *slog.Logger
+
+	mu       sync.Mutex
+	checked  bool // the server's names were read
+	checking bool // a Listener is reading them
 }
 
-var _ wake.Detector = (*Detector)(nil)
+var (
+	_ wake.Detector    = (*Detector)(nil)
+	_ wake.NameChecker = (*Detector)(nil)
+)
+
+func (d *Detector) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+func (d *Detector) dial(ctx context.Context) (net.Conn, error) {
+	if d.Addr == "" {
+		return nil, errors.New("wake wyoming: no server address")
+	}
+	timeout := d.DialTimeout
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", d.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("wake wyoming: %s: %w", d.Addr, err)
+	}
+	return conn, nil
+}
+
+// Describe asks the server what it offers (describe → info) on a
+// connection of its own, within 5 s or ctx.
+func (d *Detector) Describe(ctx context.Context) (wy.Info, error) {
+	conn, err := d.dial(ctx)
+	if err != nil {
+		return wy.Info{}, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(describeTimeout))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	info, err := wy.Describe(conn, maxEvents, nil)
+	if err != nil {
+		return wy.Info{}, fmt.Errorf("wake wyoming: %s: describe: %w", d.Addr, err)
+	}
+	return info, nil
+}
+
+// CheckNames implements wake.NameChecker: the wake words the server's
+// info lists, and an error wrapping wake.ErrUnknownName naming each of
+// Names it lacks.
+func (d *Detector) CheckNames(ctx context.Context) ([]string, error) {
+	info, err := d.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var have []string
+	for _, p := range info.Wake {
+		for _, m := range p.Models {
+			have = append(have, m.Name)
+		}
+	}
+	var missing []string
+	for _, n := range d.Names {
+		if !HasWakeWord(have, n) {
+			missing = append(missing, describeMissing(n, have))
+		}
+	}
+	switch {
+	case len(missing) == 0:
+		return have, nil
+	case len(have) == 0:
+		return have, fmt.Errorf("wake wyoming: %s offers no wake words (its info lists no wake models), so none of %s: %w",
+			d.Addr, strings.Join(quote(d.Names), ", "), wake.ErrUnknownName)
+	}
+	return have, fmt.Errorf("wake wyoming: %s has no wake word %s; it has %s: %w",
+		d.Addr, strings.Join(missing, ", "), strings.Join(have, ", "), wake.ErrUnknownName)
+}
+
+// versioned is a model file's name with a version: hey_jarvis_v0.1.
+var versioned = regexp.MustCompile(`^(.+)_(v[0-9.]+)$`)
+
+// normalize is wyoming-openwakeword's key for a name: lower case,
+// underscores as spaces.
+func normalize(s string) string {
+	return strings.TrimSpace(strings.ReplaceAll(strings.ToLower(s), "_", " "))
+}
+
+// HasWakeWord says whether a server offering models would detect name,
+// as wyoming-openwakeword matches a detect name to its model files: the
+// same key (normalize), with or without the model's version suffix.
+func HasWakeWord(models []string, name string) bool {
+	key := normalize(name)
+	for _, m := range models {
+		if normalize(m) == key {
+			return true
+		}
+		if v := versioned.FindStringSubmatch(m); v != nil && normalize(v[1]) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// describeMissing is name, quoted, with the closest model the server has
+// when one is near (ok_nabu: did you mean okay_nabu?).
+func describeMissing(name string, have []string) string {
+	best, bestD := "", 3
+	for _, m := range have {
+		k := m
+		if v := versioned.FindStringSubmatch(m); v != nil {
+			k = v[1]
+		}
+		if d := edits(normalize(name), normalize(k)); d < bestD {
+			best, bestD = m, d
+		}
+	}
+	if best == "" {
+		return fmt.Sprintf("%q", name)
+	}
+	return fmt.Sprintf("%q (did you mean %q?)", name, best)
+}
+
+// edits is the Levenshtein distance of a and b (short names).
+func edits(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func quote(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
+}
+
+// startCheck says whether this Listen should check the names (once
+// until they were read, one Listener at a time).
+func (d *Detector) startCheck() bool {
+	if len(d.Names) == 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.checked || d.checking {
+		return false
+	}
+	d.checking = true
+	return true
+}
 
 // Name implements wake.Detector.
 func (d *Detector) Name() string { return "wyoming" }
@@ -62,18 +248,9 @@ func (d *Detector) Listen(ctx context.Context, rate int) (wake.Listener, error) 
 	if err := stt.CheckRate(rate); err != nil {
 		return nil, fmt.Errorf("wake wyoming: %w", err)
 	}
-	if d.Addr == "" {
-		return nil, errors.New("wake wyoming: no server address")
-	}
-	timeout := d.DialTimeout
-	if timeout <= 0 {
-		timeout = DefaultDialTimeout
-	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", d.Addr)
+	conn, err := d.dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("wake wyoming: %s: %w", d.Addr, err)
+		return nil, err
 	}
 	f := format{Rate: rate, Width: 2, Channels: 1}
 	var b []byte
@@ -104,7 +281,42 @@ func (d *Detector) Listen(ctx context.Context, rate int) (wake.Listener, error) 
 	l.wg.Add(2)
 	go l.write()
 	go l.read()
+	if d.startCheck() {
+		l.wg.Add(1)
+		go l.checkNames()
+	}
 	return l, nil
+}
+
+// checkNames reads the server's wake words and warns of each name it
+// lacks: a robot that would wake on the wrong word, or never, with no
+// error.
+func (l *Listener) checkNames() {
+	defer l.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	d := l.d
+	have, err := d.CheckNames(ctx)
+	d.mu.Lock()
+	d.checking = false
+	d.checked = err == nil || errors.Is(err, wake.ErrUnknownName)
+	d.mu.Unlock()
+	switch {
+	case errors.Is(err, wake.ErrUnknownName):
+		d.log().Warn("wake words the server lacks: the robot will not wake on them (or wakes on another word); set hearing.wake.names to the server's names",
+			"err", err, "server_has", strings.Join(have, ", "))
+	case err != nil:
+		d.log().Debug("wake wyoming: the server's wake words could not be read; asked again at the next listen", "addr", d.Addr, "err", err)
+	default:
+		d.log().Debug("wake wyoming: the server has every wake word named", "addr", d.Addr, "names", strings.Join(d.Names, ", "))
+	}
 }
 
 // Listener is one open stream.
@@ -121,6 +333,7 @@ type Listener struct {
 	mu      sync.Mutex
 	err     error
 	dropped int
+	skipped int // events of types the listener does not know
 }
 
 var _ wake.Listener = (*Listener)(nil)
@@ -223,11 +436,21 @@ func (l *Listener) read() {
 			ev.Decode(&e)
 			l.fail(fmt.Errorf("wake wyoming: %s says: %q", l.d.Addr, e.Text))
 			return
-		default:
-			l.fail(fmt.Errorf("wake wyoming: %s: unexpected %s event: %w", l.d.Addr, ev.Type, wy.ErrProtocol))
-			return
+		default: // a type this listener does not know: skipped, as the reference clients do
+			l.mu.Lock()
+			l.skipped++
+			l.mu.Unlock()
+			l.d.log().Debug("wake wyoming: skipped an event the listener does not know", "addr", l.d.Addr, "type", ev.Type)
 		}
 	}
+}
+
+// Skipped is how many events of types the listener does not know it has
+// skipped.
+func (l *Listener) Skipped() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.skipped
 }
 
 // Detections implements wake.Listener.

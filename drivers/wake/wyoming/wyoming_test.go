@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/chorus-robotics/chorus/drivers/wake"
 	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
 )
 
@@ -25,13 +27,15 @@ type server struct {
 	t     *testing.T
 	ln    net.Listener
 	after int
-	act   string // "detect", "garbage", "close", "error"
+	act   string // "detect", "garbage", "close", "error", "unknown-then-detect"
 	wg    sync.WaitGroup
 
-	mu       sync.Mutex
-	problems []string
-	names    []string
-	got      int
+	mu        sync.Mutex
+	models    []string // its wake words, as openWakeWord 2's info lists them
+	describes int
+	problems  []string
+	names     []string
+	got       int
 }
 
 func newServer(t *testing.T, after int, act string) *server {
@@ -39,7 +43,7 @@ func newServer(t *testing.T, after int, act string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, ln: ln, after: after, act: act}
+	s := &server{t: t, ln: ln, after: after, act: act, models: []string{"alexa_v0.1", "hey_jarvis_v0.1", "okay_nabu"}}
 	s.wg.Add(1)
 	go s.serve()
 	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
@@ -71,6 +75,18 @@ func (s *server) handle(c net.Conn) {
 	for i := 0; ; i++ {
 		ev, err := wy.ReadEvent(r)
 		if err != nil {
+			return
+		}
+		if i == 0 && ev.Type == "describe" { // on a connection of its own, as wyoming-openwakeword answers it
+			s.mu.Lock()
+			s.describes++
+			var models []any
+			for _, m := range s.models {
+				models = append(models, map[string]any{"name": m, "description": strings.ReplaceAll(m, "_", " "), "installed": true, "languages": []string{}})
+			}
+			s.mu.Unlock()
+			info, _ := wy.NewEvent("info", map[string]any{"wake": []any{map[string]any{"name": "openwakeword", "installed": true, "models": models}}}, nil)
+			wy.WriteEvent(c, info)
 			return
 		}
 		if i < len(want) {
@@ -107,6 +123,13 @@ func (s *server) handle(c net.Conn) {
 		answered = true
 		switch s.act {
 		case "detect":
+			e, _ := wy.NewEvent("detection", map[string]any{"name": "hey_jarvis", "timestamp": 1200}, nil)
+			wy.WriteEvent(c, e)
+		case "unknown-then-detect":
+			for _, typ := range []string{"x-vendor-score", "voice-started", "info"} {
+				e, _ := wy.NewEvent(typ, map[string]any{"score": 0.4}, []byte{1, 2})
+				wy.WriteEvent(c, e)
+			}
 			e, _ := wy.NewEvent("detection", map[string]any{"name": "hey_jarvis", "timestamp": 1200}, nil)
 			wy.WriteEvent(c, e)
 		case "garbage":
@@ -209,5 +232,117 @@ func TestNoServer(t *testing.T) {
 	}
 	if _, err := (&Detector{Addr: addr}).Listen(context.Background(), 100); err == nil {
 		t.Fatal("a rate of 100 Hz was accepted")
+	}
+}
+
+// Event types the listener does not know are skipped, as the reference
+// clients skip them: the stream goes on and the detection after them
+// comes through. (They ended the stream before.)
+func TestUnknownEventsAreSkipped(t *testing.T) {
+	s := newServer(t, 640, "unknown-then-detect")
+	d := &Detector{Addr: s.ln.Addr().String()}
+	wl, err := d.Listen(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := wl.(*Listener)
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go feed(ctx, l)
+	select {
+	case det, ok := <-l.Detections():
+		if !ok || det.Name != "hey_jarvis" {
+			t.Fatalf("detection %+v, %v; the stream ended: %v", det, ok, l.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no detection")
+	}
+	if n := l.Skipped(); n != 3 {
+		t.Errorf("%d events skipped, want 3", n)
+	}
+}
+
+// syncBuffer is a log destination the listener's goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// openWakeWord 2 has okay_nabu, not ok_nabu, and says nothing when asked
+// for ok_nabu: the first Listen reads the server's wake words and warns
+// of the name it lacks (with the one meant), once; a later Listen does
+// not ask again. hey_jarvis is hey_jarvis_v0.1 (versions aside, as the
+// server matches them).
+func TestListenWarnsOfNamesTheServerLacks(t *testing.T) {
+	s := newServer(t, 1<<30, "detect")
+	var logs syncBuffer
+	d := &Detector{Addr: s.ln.Addr().String(), Names: []string{"ok_nabu", "Hey_Jarvis"}, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	for range 2 {
+		l, err := d.Listen(context.Background(), 16000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(logs.String(), "level=WARN") && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		l.Close()
+	}
+	out := logs.String()
+	if strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, `no wake word \"ok_nabu\" (did you mean \"okay_nabu\"?)`) || strings.Contains(out, `\"Hey_Jarvis\"`) {
+		t.Fatalf("want one warning naming ok_nabu and okay_nabu, not hey_jarvis:\n%s", out)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.describes != 1 {
+		t.Fatalf("the server was asked %d times", s.describes)
+	}
+}
+
+func TestCheckNames(t *testing.T) {
+	s := newServer(t, 1<<30, "detect")
+	for _, c := range []struct {
+		names   []string
+		missing string // "" for none
+	}{
+		{[]string{"okay_nabu", "hey_jarvis", "alexa"}, ""},
+		{[]string{"HEY JARVIS", "hey_jarvis_v0.1"}, ""},
+		{[]string{"ok_nabu"}, `"ok_nabu" (did you mean "okay_nabu"?)`},
+		{[]string{"computer", "alexa"}, `no wake word "computer"; it has alexa_v0.1, hey_jarvis_v0.1, okay_nabu`},
+		{nil, ""},
+	} {
+		d := &Detector{Addr: s.ln.Addr().String(), Names: c.names}
+		have, err := d.CheckNames(context.Background())
+		if len(have) != 3 {
+			t.Fatalf("%v: the server has %v", c.names, have)
+		}
+		if c.missing == "" {
+			if err != nil {
+				t.Errorf("%v: %v", c.names, err)
+			}
+			continue
+		}
+		if !errors.Is(err, wake.ErrUnknownName) || !strings.Contains(err.Error(), c.missing) {
+			t.Errorf("%v: %v, want one naming %s", c.names, err, c.missing)
+		}
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := (&Detector{Addr: addr, Names: []string{"alexa"}}).CheckNames(context.Background()); err == nil || errors.Is(err, wake.ErrUnknownName) {
+		t.Fatalf("a server that is down: %v", err)
 	}
 }

@@ -3,7 +3,8 @@
 // checks what a client sends (transcribe, audio-start, audio-chunks of
 // the announced format, audio-stop, in that order) and answers a
 // transcript a fixed Delay after the audio stopped, as a fast server on a
-// LAN box would. It records each utterance it heard.
+// LAN box would (plus Load on its first utterance, as a server that loads
+// its model then). It records each utterance it heard.
 //
 // # Concurrency
 //
@@ -27,11 +28,15 @@ type Server struct {
 	// answers "" (nothing recognised).
 	Text  func(samples, rate int) string
 	Delay time.Duration // from audio-stop to the transcript
+	// Load is added to the first utterance's Delay: a server that loads
+	// its model on its first utterance (wyoming-faster-whisper).
+	Load time.Duration
 
 	ln net.Listener
 	wg sync.WaitGroup
 
 	mu         sync.Mutex
+	loaded     bool
 	problems   []string
 	utterances []Utterance
 }
@@ -144,7 +149,14 @@ func (s *Server) handle(c net.Conn) {
 			if s.Text != nil {
 				text = s.Text(samples, f.Rate)
 			}
-			time.Sleep(s.Delay)
+			s.mu.Lock()
+			delay := s.Delay
+			if !s.loaded {
+				delay += s.Load
+				s.loaded = true
+			}
+			s.mu.Unlock()
+			time.Sleep(delay)
 			tr, _ := wy.NewEvent("transcript", map[string]any{"text": text}, nil)
 			if err := wy.WriteEvent(c, tr); err != nil {
 				return
