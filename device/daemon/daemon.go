@@ -304,7 +304,10 @@ func (d *Daemon) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bc := broker.Config{Addr: e.Listen, Users: users, AllowAnonymous: e.AllowAnonymous, Scheme: d.scheme(), Logger: d.log, Metrics: d.m,
+	// The broker serves every robot of the room, not only this one: the
+	// other members' Home Assistant discovery at their default node ids
+	// (issue 27), as `chorus acl` renders them for Mosquitto.
+	bc := broker.Config{Addr: e.Listen, Users: users, AllowAnonymous: e.AllowAnonymous, Scheme: d.scheme().WithHAMembers(d.cfg.Room.Name), Logger: d.log, Metrics: d.m,
 		MaxPayload: d.cfg.Room.MaxPayload, MaxResult: d.cfg.Query.MaxResult}
 	if bc.TLS, err = d.cfg.ServerTLS(); err != nil {
 		return err

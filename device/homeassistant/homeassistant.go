@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +112,12 @@ type command struct {
 	payload []byte
 }
 
+// SayPattern is the "Say" box's pattern: Home Assistant refuses in its
+// own form what the robot would refuse (issue 27) — blank text and
+// control characters — instead of sending it to be dropped. Python's re
+// (Home Assistant's) reads it as Go's regexp does.
+const SayPattern = `^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$`
+
 // Origin is what Home Assistant is told published the discovery.
 const Origin = "chorus"
 
@@ -134,6 +141,7 @@ func (r *Robot) DiscoveryPayload() ([]byte, error) {
 		EntityMute: {"p": "switch", "name": "Mute", "unique_id": r.uid(EntityMute), "state_topic": state(EntityMute), "command_topic": cmd(EntityMute),
 			"payload_on": from(`"set":"ON"`), "payload_off": from(`"set":"OFF"`), "state_on": "ON", "state_off": "OFF", "icon": "mdi:volume-off"},
 		EntitySay: {"p": "text", "name": "Say", "unique_id": r.uid(EntitySay), "command_topic": cmd(EntitySay), "max": MaxState, "min": 1,
+			"pattern":          SayPattern,
 			"command_template": `{"from":` + quote(r.User) + `,"text":{{ value | to_json }}}`, "icon": "mdi:message-text"},
 		EntityStart: {"p": "button", "name": "Start conversation", "unique_id": r.uid(EntityStart), "command_topic": cmd(EntityStart),
 			"payload_press": from(`"press":true`), "icon": "mdi:chat-processing"},
@@ -173,8 +181,9 @@ func (r *Robot) DiscoveryPayload() ([]byte, error) {
 // previous reads the discovery this robot left retained before (at most a
 // second) and returns its components that this one no longer has, with
 // their platforms: Home Assistant removes a component only when it comes
-// as {"p": platform} alone.
-func (r *Robot) previous(ctx context.Context) map[string]string {
+// as {"p": platform} alone; and their state topics of this robot's, whose
+// retained states are cleared (issue 27: they stayed on the broker).
+func (r *Robot) previous(ctx context.Context) (map[string]string, []string) {
 	got := make(chan []byte, 1)
 	var once sync.Once
 	err := r.Bus.Subscribe(ctx, r.Scheme.HADiscovery(r.Node), func(_ string, b []byte) {
@@ -182,7 +191,7 @@ func (r *Robot) previous(ctx context.Context) map[string]string {
 	})
 	if err != nil {
 		r.log().Warn("homeassistant: the discovery left before is not readable; removed entities may stay in Home Assistant", "err", err)
-		return nil
+		return nil, nil
 	}
 	var raw []byte
 	select {
@@ -194,24 +203,33 @@ func (r *Robot) previous(ctx context.Context) map[string]string {
 		Cmps map[string]map[string]any `json:"cmps"`
 	}
 	if len(raw) == 0 || len(raw) > 1<<20 || json.Unmarshal(raw, &old) != nil {
-		return nil
+		return nil, nil
 	}
 	now, err := r.DiscoveryPayload()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var cur struct {
 		Cmps map[string]json.RawMessage `json:"cmps"`
 	}
 	json.Unmarshal(now, &cur)
 	gone := map[string]string{}
+	var stale []string
 	for id, c := range old.Cmps {
 		p, _ := c["p"].(string)
-		if _, ok := cur.Cmps[id]; !ok && p != "" && len(c) > 1 && len(gone) < 64 { // len 1: removed already
-			gone[id] = p
+		if _, ok := cur.Cmps[id]; !ok && p != "" && len(gone) < 64 {
+			if len(c) > 1 { // len 1: removed already
+				gone[id] = p
+			}
+			// Only this robot's own entity topic, whatever the old payload
+			// named: the ACL lets it clear nothing else.
+			if t, _ := c["state_topic"].(string); t == r.Scheme.HAState(r.Identity, id) {
+				stale = append(stale, t)
+			}
 		}
 	}
-	return gone
+	sort.Strings(stale)
+	return gone, stale
 }
 
 // ButtonActions are the actions a button can do: those whose arguments
@@ -253,9 +271,13 @@ func (r *Robot) Run(ctx context.Context) error {
 	defer r.acting.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); r.out.Run(ctx) }()
-	r.gone = r.previous(ctx)
+	var stale []string
+	r.gone, stale = r.previous(ctx)
 	if err := r.announce(); err != nil {
 		return err
+	}
+	for _, t := range stale { // a component taken away leaves no state behind
+		r.out.Send(t, nil, true)
 	}
 	online := make(chan struct{}, 1)
 	err := r.Bus.Subscribe(ctx, r.Scheme.HAStatus(), func(_ string, b []byte) {

@@ -3,13 +3,16 @@ package homeassistant
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -142,4 +145,69 @@ func TestADroppedStateIsSentAgain(t *testing.T) {
 	if r.states[EntityState] != StateMuted {
 		t.Fatal("the same value was not sent again after a drop")
 	}
+}
+
+// Issue 27: Home Assistant's "Say" box refuses in its own form what the
+// robot refuses — blank text, control characters — by the pattern the
+// discovery gives it; what the pattern lets through, the robot takes.
+func TestSayPatternMatchesWhatTheRobotTakes(t *testing.T) {
+	r, said, _ := robot()
+	var d struct {
+		Cmps map[string]map[string]any `json:"cmps"`
+	}
+	b, _ := r.DiscoveryPayload()
+	json.Unmarshal(b, &d)
+	pat, _ := d.Cmps[EntitySay]["pattern"].(string)
+	re, err := regexp.Compile(pat)
+	if err != nil || pat == "" {
+		t.Fatalf("the say box's pattern %q: %v", pat, err)
+	}
+	for _, text := range []string{"Hello from the kitchen", "  spaced  ", "こんにちは", "tab\there", "bell\a", "\x7f", " ", "", "\n", "new\nline", "c1\u0085"} {
+		payload, _ := json.Marshal(map[string]string{"from": "homeassistant", "text": text})
+		before := len(*said)
+		r.handle(context.Background(), command{entity: EntitySay, payload: payload})
+		if took := len(*said) == before+1; re.MatchString(text) != took {
+			t.Errorf("%q: the pattern says %v, the robot took it: %v", text, re.MatchString(text), took)
+		}
+	}
+}
+
+// Issue 27: a component taken away leaves no retained state behind: the
+// room's turn (the robot no longer hosts the floor) is cleared from the
+// broker with the discovery that takes it out of Home Assistant.
+func TestATakenAwayComponentsStateIsCleared(t *testing.T) {
+	mem := bustest.NewMemory(t)
+	old, _, _ := robot()
+	old.init()
+	b, err := old.DiscoveryPayload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := mem.Conn(nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seed.Publish(ctx, "homeassistant/device/kyoko/config", b, true)
+	seed.Publish(ctx, "chorus/ha/kyoko/turn", []byte("ann"), true)
+	seed.Publish(ctx, "chorus/ha/kyoko/state", []byte("idle"), true)
+	mem.Settle()
+
+	r, _, _ := robot()
+	r.Floor = false // no longer the floor's host: no turn, no end button
+	r.Bus = mem.Conn(nil, nil)
+	r.out.Bus = r.Bus // robot() built the outbox before there was a bus
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	for deadline := time.Now().Add(5 * time.Second); len(mem.Retained("chorus/ha/kyoko/turn")) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the taken-away turn's state stays retained: %q", mem.Retained("chorus/ha/kyoko/turn"))
+		}
+	}
+	if string(mem.Retained("chorus/ha/kyoko/state")) != "idle" {
+		t.Fatalf("a kept entity's state was cleared too: %q", mem.Retained("chorus/ha/kyoko/state"))
+	}
+	if d := string(mem.Retained("homeassistant/device/kyoko/config")); !strings.Contains(d, `"turn":{"p":"sensor"}`) {
+		t.Fatalf("the discovery does not take the turn away: %s", d)
+	}
+	cancel()
+	<-done
 }

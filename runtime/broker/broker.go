@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -246,7 +247,14 @@ func (h *aclHook) OnWill(cl *mqtt.Client, will mqtt.Will) (mqtt.Will, error) {
 func (h *aclHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
 	user := string(pk.Connect.Username)
 	if user == "" {
-		h.log.Warn("broker: connection without a username refused", "client", cl.ID)
+		// An anonymous client, where anonymous clients are allowed (a
+		// loopback listener): as with Mosquitto and the rendered ACL, it
+		// reads the rooms but no device's results and publishes no more
+		// than queries (topic.Scheme's rules for the empty identity).
+		if h.cfg.AllowAnonymous && !pk.Connect.WillFlag {
+			return true
+		}
+		h.log.Warn("broker: connection without a username refused", "client", cl.ID, "anonymous_allowed", h.cfg.AllowAnonymous)
 		return false
 	}
 	if pk.Connect.WillFlag && !h.cfg.OpenACL && !h.cfg.Scheme.MayPublish(user, pk.Connect.WillTopic) {
@@ -268,8 +276,20 @@ func (h *aclHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool
 }
 
 // OnACLCheck answers reads; writes are judged in OnPublish.
+//
+// mochi asks it for a subscription's filter and again for each message's
+// topic as it delivers it. As Mosquitto does with the ACL `chorus acl`
+// renders, a filter with a wildcard is granted and each delivery is
+// judged by its topic: `mosquitto_sub -t 'chorus/#'` by any client gets
+// what that client may read, not a refusal of the whole subscription
+// (issue 27). A filter without a wildcard is judged as the topic it is —
+// refused at once where Mosquitto would grant it and deliver nothing,
+// so a client learns it may not read it (chorus phase says so).
 func (h *aclHook) OnACLCheck(cl *mqtt.Client, t string, write bool) bool {
 	if h.cfg.OpenACL || write {
+		return true
+	}
+	if strings.ContainsAny(t, "+#") {
 		return true
 	}
 	return h.cfg.Scheme.MayRead(string(cl.Properties.Username), t)

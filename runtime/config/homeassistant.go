@@ -4,11 +4,10 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // HomeAssistant makes the robot a Home Assistant device.
@@ -41,7 +40,7 @@ const (
 	DefaultOpener          = "Hello everyone! What shall we talk about?"
 )
 
-var haNode = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var haNode = topic.HANodePattern
 
 func (c *Config) haDefaults() {
 	h := &c.HomeAssistant
@@ -54,27 +53,9 @@ func (c *Config) haDefaults() {
 	}
 }
 
-// haNodeOf makes an identity a node id, what discovery topics allow: the
-// identity itself when it is made of [a-zA-Z0-9_-], else its allowed
-// characters and a short hash of it, so that two identities never share
-// a node (キョウコ and サクラコ, kyoko.v2 and kyoko_v2).
-func haNodeOf(id string) string {
-	if haNode.MatchString(id) {
-		return id
-	}
-	var b strings.Builder
-	for _, r := range id {
-		if r < 128 && haNode.MatchString(string(r)) {
-			b.WriteRune(r)
-		}
-	}
-	sum := sha256.Sum256([]byte(id))
-	if b.Len() > 0 {
-		b.WriteByte('_')
-	}
-	b.WriteString(hex.EncodeToString(sum[:4]))
-	return b.String()
-}
+// haNodeOf is the node id a robot of identity id gets by default
+// (topic.HANodeOf).
+func haNodeOf(id string) string { return topic.HANodeOf(id) }
 
 func (c *Config) validateHA(p *problems) {
 	h := c.HomeAssistant

@@ -1,6 +1,9 @@
 package topic
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -14,6 +17,31 @@ import (
 //	{discovery}/status                     online/offline (Home Assistant)
 //	{prefix}/ha/{identity}/{entity}        an entity's state (retained; that robot)
 //	{prefix}/ha/{identity}/{entity}/set    a command to it (Home Assistant only)
+
+// HANodePattern is what a Home Assistant node id may be made of.
+var HANodePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// HANodeOf makes an identity a node id, what discovery topics allow: the
+// identity itself when it is made of [a-zA-Z0-9_-], else its allowed
+// characters and a short hash of it, so that two identities never share
+// a node (キョウコ and サクラコ, kyoko.v2 and kyoko_v2).
+func HANodeOf(id string) string {
+	if HANodePattern.MatchString(id) {
+		return id
+	}
+	var b strings.Builder
+	for _, r := range id {
+		if r < 128 && HANodePattern.MatchString(string(r)) {
+			b.WriteRune(r)
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	if b.Len() > 0 {
+		b.WriteByte('_')
+	}
+	b.WriteString(hex.EncodeToString(sum[:4]))
+	return b.String()
+}
 
 // HA is what a scheme knows of Home Assistant.
 type HA struct {
@@ -45,6 +73,35 @@ func (s Scheme) WithHomeAssistant(room, discovery, user, node, identity string) 
 	}
 	h.Nodes[node] = identity
 	h.Rooms[room] = true
+	s.HA = &h
+	return s
+}
+
+// WithHAMembers returns a copy of s in which every member of room that
+// has no node yet may publish the discovery of its default node
+// (HANodeOf), unless another robot holds that node. A broker that knows
+// only its own robot's config (the embedded one) serves the room's other
+// robots in Home Assistant as `chorus acl` renders them for Mosquitto
+// (issue 27); a robot with a node_id of its own needs the rendered ACL.
+func (s Scheme) WithHAMembers(room string) Scheme {
+	if s.HA == nil {
+		return s
+	}
+	h := HA{Discovery: s.HA.Discovery, User: s.HA.User, Nodes: map[string]string{}, Rooms: map[string]bool{}}
+	has := map[string]bool{}
+	for k, v := range s.HA.Nodes {
+		h.Nodes[k] = v
+		has[v] = true
+	}
+	for k, v := range s.HA.Rooms {
+		h.Rooms[k] = v
+	}
+	for _, m := range s.Rosters[room] {
+		n := HANodeOf(m)
+		if _, taken := h.Nodes[n]; !has[m] && !taken {
+			h.Nodes[n] = m
+		}
+	}
 	s.HA = &h
 	return s
 }

@@ -352,8 +352,12 @@ func (s Scheme) IsFloor(id string) bool {
 // leader claim by a floor identity only; queries by anyone authenticated;
 // nothing else at all.
 func (s Scheme) MayPublish(user, t string) bool {
-	if user == "" || strings.ContainsAny(t, "+#") {
+	if strings.ContainsAny(t, "+#") {
 		return false
+	}
+	if user == "" { // anonymous: queries only, as the rendered ACL's one pattern without %u
+		r, ok := s.Parse(t)
+		return ok && r.Channel == "" && r.Kind == KindQuery
 	}
 	if allowed, known := s.mayPublishHA(user, t); known {
 		return allowed
@@ -397,7 +401,8 @@ func (s Scheme) MayPublish(user, t string) bool {
 	return false
 }
 
-// MayRead is the read rule: any authenticated client may subscribe under the
+// MayRead is the read rule: any client — logged in, or anonymous ("")
+// where a broker admits anonymous clients — may subscribe under the
 // prefix, nothing outside it, and a filter that could match a device's
 // results (its camera frames) only when the client is a member of a room
 // or the device itself.
@@ -405,7 +410,7 @@ func (s Scheme) MayRead(user, filter string) bool {
 	if allowed, known := s.mayReadHA(user, filter); known && user != "" {
 		return allowed
 	}
-	if user == "" || (filter != s.Prefix+"/#" && !strings.HasPrefix(filter, s.Prefix+"/")) {
+	if filter != s.Prefix+"/#" && !strings.HasPrefix(filter, s.Prefix+"/") {
 		return false
 	}
 	if room, ch, named := s.namesWhisper(filter); named && !s.IsFloor(user) && !s.InWhisper(room, ch, user) {

@@ -72,7 +72,12 @@ func TestMayPublish(t *testing.T) {
 		{"user", s.Speaking("lr", "user"), false}, // a user has no voice in the room's status
 		{"pi4", s.Results("pi5"), false},
 		{"kyoko", s.Queries("pi5"), true},
-		{"", s.Queries("pi5"), false},
+		// Anonymous (a loopback broker that admits it): as Mosquitto with the
+		// rendered ACL, queries only (issue 27).
+		{"", s.Queries("pi5"), true},
+		{"", s.Message("lr", "user"), false},
+		{"", s.Presence("lr", "kyoko"), false},
+		{"", s.Results("pi5"), false},
 		{"kyoko", "chorus/other", false},
 		{"kyoko", "elsewhere/rooms/lr/states/kyoko", false},
 		{"kyoko", "chorus/rooms/+/states/kyoko", false},
@@ -162,7 +167,11 @@ func TestMayRead(t *testing.T) {
 		{"pi5", "chorus/devices/pi5/results", true},
 		{"pi5", "chorus/devices/pi4/results", false},
 		{"user", "other/#", false},
-		{"", "chorus/rooms/lr/#", false},
+		// Anonymous reads the rooms, never a device's results (issue 27).
+		{"", "chorus/rooms/lr/#", true},
+		{"", "chorus/rooms/lr/messages/kyoko", true},
+		{"", "chorus/devices/pi5/results", false},
+		{"", "chorus/#", false},
 	}
 	for _, tt := range tests {
 		if got := s.MayRead(tt.user, tt.filter); got != tt.want {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -291,4 +292,62 @@ func TestHomeAssistantSeesTheRobot(t *testing.T) {
 	if s := h.retained("homeassistant", "chorus/ha/kyoko/utterance"); s != "" {
 		t.Fatalf("out of Home Assistant, the robot's last words stay retained: %q", s)
 	}
+}
+
+const haEmbeddedYAML = `version: 1
+device: {id: %[1]s-pi}
+room: {name: lab, members: [kyoko, aya], floor: %[2]t, vote_timeout: 1s, pause: 10ms}
+mqtt: {broker: "tcp://127.0.0.1:%[3]d"%[4]s}
+companion: {id: %[1]s, name: %[1]s, sample_lines: ["I like tea."], language: en}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+homeassistant: {enabled: true}
+http: {listen: "off"}
+`
+
+// Issue 27, items 3 and 4: two robots of one room, one hosting the
+// embedded broker, both in Home Assistant. The embedded broker serves the
+// other robot as a Mosquitto configured by `chorus acl` does: its
+// discovery and states reach Home Assistant. And as on Mosquitto, a
+// client without a username reads the room with `mosquitto_sub -t
+// 'chorus/#'`.
+func TestHomeAssistantSeesEveryRobotOnTheEmbeddedBroker(t *testing.T) {
+	chorusd, _ := buildBinaries(t)
+	dir := t.TempDir()
+	port := bustest.FreePort(t)
+	embedded := fmt.Sprintf(", embedded: {enabled: true, listen: \"127.0.0.1:%d\", allow_anonymous: true}", port)
+	for _, r := range []struct {
+		id    string
+		floor bool
+		extra string
+	}{{"kyoko", true, embedded}, {"aya", false, ""}} {
+		cfg := filepath.Join(dir, r.id+".yaml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf(haEmbeddedYAML, r.id, r.floor, port, r.extra)), 0o644)
+		start(t, chorusd, cfg, r.id)
+		if r.id == "kyoko" {
+			waitListening(t, port)
+		}
+	}
+	h := &ha{t: t, host: "127.0.0.1", port: fmt.Sprint(port)}
+	for _, node := range []string{"kyoko", "aya"} {
+		d := h.discovery(node)
+		topic := d.Cmps["state"]["state_topic"].(string)
+		h.until("homeassistant", topic, func(s string) bool { return s != "" })
+	}
+	// Anonymous, as `mosquitto_sub -t 'chorus/#'` against a robot.
+	out, _ := exec.Command("mosquitto_sub", "-h", "127.0.0.1", "-p", fmt.Sprint(port), "-t", "chorus/#", "-v", "-W", "3", "-C", "100").CombinedOutput()
+	if !strings.Contains(string(out), "chorus/rooms/lab/presence/") {
+		t.Fatalf("an anonymous mosquitto_sub -t 'chorus/#' read nothing of the room: %s", out)
+	}
+}
+
+// waitListening waits until something accepts connections on port.
+func waitListening(t *testing.T, port int) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on port %d", port)
 }
