@@ -92,16 +92,25 @@ func BenchmarkTurnGap(b *testing.B) {
 	}
 }
 
+// TestTurnGapSmoke keeps the benchmark working and checks what holds on
+// two loaded cores: every gap of the two-call room holds two model calls
+// (at least twice the model's latency), every gap of the one-call room one.
+// Which is faster is the benchmark's figure (BenchmarkTurnGap): compared
+// here, a loaded machine's noise made this test fail by chance (issue 27).
 func TestTurnGapSmoke(t *testing.T) {
-	one, err := TurnGap(context.Background(), 50*time.Millisecond, true, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	two, err := TurnGap(context.Background(), 50*time.Millisecond, false, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if Summarize(one).P50 >= Summarize(two).P50 {
-		t.Fatalf("one-call %v is not faster than two-call %v", Summarize(one).P50, Summarize(two).P50)
+	const latency = 50 * time.Millisecond
+	for _, c := range []struct {
+		draft bool
+		calls time.Duration
+	}{{true, 1}, {false, 2}} {
+		ds, err := TurnGap(context.Background(), latency, c.draft, 2)
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("draft %v: %d gaps, %v", c.draft, len(ds), err)
+		}
+		for _, d := range ds {
+			if d < c.calls*latency {
+				t.Errorf("draft %v: a gap of %v holds fewer than %d model calls of %v", c.draft, d, c.calls, latency)
+			}
+		}
 	}
 }
