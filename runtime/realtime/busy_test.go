@@ -109,7 +109,19 @@ func TestAgentDoesNotPostIntoABusyFloor(t *testing.T) {
 		t.Fatalf("broadcast %+v, want ben's words", b.Params)
 	}
 	ben.QueueSpeaking(out, "ben", protocol.Speaking{MessageID: b.Params.ID, Speaking: true, StartedAt: time.Now(), DurationMs: 10_000})
-	mem.Settle()
+	settle := func() { // everything published, delivered, and handled by ann's loop
+		t.Helper()
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer pcancel()
+		if err := out.Flush(pctx); err != nil {
+			t.Fatal(err)
+		}
+		mem.Settle()
+		if err := a.Ping(pctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle()
 	talker.on.Store(true)
 	time.Sleep(400 * time.Millisecond) // 20 polls of ann's while ben talks
 	if n := talker.calls.Load(); n != 0 {
