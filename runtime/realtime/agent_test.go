@@ -8,35 +8,16 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/rule"
-	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
-	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
-	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // Three rule-brain agents and a floor: a user's message opens the phase,
 // each agent talks (the floor numbers every utterance), and each says
 // Over after its few turns, which ends the phase (issue 12).
 func TestAgentsTalkUntilAllOver(t *testing.T) {
-	mem := bustest.NewMemory(t)
-	s := topic.New("").WithRoster("lr", members)
-	m := metrics.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
-	}
-	mk := func(id string) *room.Room {
-		rm := room.New(nil, s, "lr", nil, m)
-		rm.SetMembers(members)
-		birth, will := rm.PresenceMessages(id, id)
-		rm.Bus = mem.NamedConn(id, birth, will)
-		return rm
-	}
+	rr := newMemRoom(t)
+	mem, ctx, run, mk := rr.mem, rr.ctx, rr.run, rr.mk
 	l := limits
 	l.RateLimit, l.PerAgent, l.PerDay = 50*time.Millisecond, 5, 50
 	f, err := realtime.NewFloor(realtime.FloorConfig{Room: mk("floor"), Members: members, ID: "floor", Limits: l, OpenOnMessage: true})

@@ -2,7 +2,6 @@ package realtime_test
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,12 +10,8 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
-	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
-	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // eagerTalker says words whenever it is asked, once go is set.
@@ -38,23 +33,8 @@ func (e *eagerTalker) Talk(context.Context, brain.TalkInput) (brain.Utterance, e
 // their broadcast until their voice ends — so the floor has nothing to
 // refuse as floor_busy; when the voice ends, it talks.
 func TestAgentDoesNotPostIntoABusyFloor(t *testing.T) {
-	mem := bustest.NewMemory(t)
-	s := topic.New("").WithRoster("lr", members)
-	m := metrics.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
-	}
-	mk := func(id string) *room.Room {
-		rm := room.New(nil, s, "lr", nil, m)
-		rm.SetMembers(members)
-		birth, will := rm.PresenceMessages(id, id)
-		rm.Bus = mem.NamedConn(id, birth, will)
-		return rm
-	}
+	rr := newMemRoom(t)
+	mem, m, ctx, run, mk := rr.mem, rr.m, rr.ctx, rr.run, rr.mk
 	l := limits
 	l.RateLimit, l.PerAgent, l.PerDay, l.Overlap = 10*time.Millisecond, 5, 20, false
 	f, err := realtime.NewFloor(realtime.FloorConfig{Room: mk("floor"), Members: members, ID: "floor", Limits: l, OpenOnMessage: true})

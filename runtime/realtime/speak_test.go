@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,13 +12,11 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/rule"
-	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // spoken is a realtime room on the memory broker: a floor, and ann, an
@@ -38,23 +35,8 @@ func newSpoken(t *testing.T, talker realtime.Talker, actions []protocol.ActionDe
 	if talker == nil {
 		talker = rule.New(0, nil)
 	}
-	mem := bustest.NewMemory(t)
-	s := topic.New("").WithRoster("lr", members)
-	m := metrics.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
-	}
-	mk := func(id string) *room.Room {
-		rm := room.New(nil, s, "lr", nil, m)
-		rm.SetMembers(members)
-		birth, will := rm.PresenceMessages(id, id)
-		rm.Bus = mem.NamedConn(id, birth, will)
-		return rm
-	}
+	rr := newMemRoom(t)
+	mem, s, m, ctx, run, mk := rr.mem, rr.s, rr.m, rr.ctx, rr.run, rr.mk
 	l := limits
 	l.RateLimit, l.PerAgent, l.PerDay = 50*time.Millisecond, 1, 1
 	f, err := realtime.NewFloor(realtime.FloorConfig{Room: mk("floor"), Members: members, ID: "floor", Limits: l, OpenOnMessage: true})
