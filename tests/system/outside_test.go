@@ -291,20 +291,29 @@ func (w *watcher) snapshot() ([]line, chan struct{}) {
 // waitFor waits until a line satisfies ok and returns it.
 func (w *watcher) waitFor(t *testing.T, within time.Duration, what string, ok func(line) bool) line {
 	t.Helper()
+	l, found := w.lookFor(within, ok)
+	if !found {
+		t.Fatalf("no %s within %v", what, within)
+	}
+	return l
+}
+
+// lookFor is waitFor that reports a line not seen within its time.
+func (w *watcher) lookFor(within time.Duration, ok func(line) bool) (line, bool) {
 	deadline := time.After(within)
 	seen := 0
 	for {
 		lines, changed := w.snapshot()
 		for _, l := range lines[seen:] {
 			if ok(l) {
-				return l
+				return l, true
 			}
 		}
 		seen = len(lines)
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatalf("no %s within %v", what, within)
+			return line{}, false
 		}
 	}
 }

@@ -20,6 +20,18 @@ import (
 // ALSA's file plugin stands in for a sound card: capture reads in.raw
 // (its infile), as `arecord` does with the same config. ALSA reads its
 // config when PortAudio initializes, so TestMain writes it first.
+//
+// Unlike a sound card, that device has no clock: its slave, the null
+// PCM, always has a whole buffer ready, so it delivers the file as fast
+// as it is read, and past the file's end the plugin reads nothing into
+// its buffer and hands out the last one (960 samples here) again and
+// again. A test reads it through realTime, which paces it as a
+// microphone is paced.
+//
+// The file is a chirp (200 Hz to 3 kHz in one second), not a steady tone:
+// no stretch of it repeats, so a capture that lost or repeated audio
+// cannot line up with it by chance (a 440 Hz tone at 16 kHz repeats
+// every 400 samples).
 var want []int16
 
 func TestMain(m *testing.M) {
@@ -28,10 +40,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	in := filepath.Join(dir, "in.raw")
-	want = make([]int16, 16000) // one second of 440 Hz
+	want = make([]int16, 16000) // one second
 	b := make([]byte, 2*len(want))
+	const f0, f1 = 200.0, 3000.0
 	for i := range want {
-		want[i] = int16(10000 * math.Sin(2*math.Pi*440*float64(i)/16000))
+		x := float64(i) / 16000
+		want[i] = int16(10000 * math.Sin(2*math.Pi*(f0*x+(f1-f0)*x*x/2)))
 		binary.LittleEndian.PutUint16(b[2*i:], uint16(want[i]))
 	}
 	os.WriteFile(in, b, 0o644)
@@ -48,8 +62,39 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// realTime delivers a Source's samples no sooner than a device with a
+// clock at its rate would.
+type realTime struct {
+	mic.Source
+	start time.Time
+	n     int // samples delivered since Open
+}
+
+func (r *realTime) Open(ctx context.Context) error {
+	r.start, r.n = time.Now(), 0
+	return r.Source.Open(ctx)
+}
+
+func (r *realTime) Read(ctx context.Context, buf []int16) (int, error) {
+	n, err := r.Source.Read(ctx, buf)
+	r.n += n
+	t := time.NewTimer(time.Until(r.start.Add(time.Duration(r.n) * time.Second / time.Duration(r.Rate()))))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return n, err
+}
+
+// The device's first half second arrives whole and in order through
+// mic.Capture. On the unpaced device a test that fell a few milliseconds
+// behind under load found the ring's oldest frames, the file's start,
+// dropped for the stale end ("sample 0 (from 0) is -5877, want 0": the
+// 440 Hz tone at sample 15,040; issue 27). Paced, the test would have to
+// fall the ring's 5 s behind, and a drop is reported as such.
 func TestCapturesFromALSA(t *testing.T) {
-	c := &mic.Capture{Source: &Source{Device: "default"}}
+	c := &mic.Capture{Source: &realTime{Source: &Source{Device: "default"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
@@ -61,6 +106,9 @@ func TestCapturesFromALSA(t *testing.T) {
 		ncancel()
 		if err != nil {
 			t.Fatalf("next: %v (capture: %v)", err, c.Err())
+		}
+		if f.Dropped > 0 {
+			t.Fatalf("the ring dropped %d frames before frame %d: the test fell %v behind a real-time device", f.Dropped, f.Seq, mic.DefaultBuffer)
 		}
 		got = append(got, f.Samples...)
 	}

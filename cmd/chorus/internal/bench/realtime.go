@@ -36,6 +36,9 @@ func realtimeIDs() []string {
 	return ids
 }
 
+// rateLimit is the realtime benchmark floor's rate_limit.
+const rateLimit = 5 * time.Millisecond
+
 // RealtimeCase is one run of the realtime benchmark.
 type RealtimeCase struct {
 	URL   string
@@ -53,8 +56,33 @@ type RealtimeCase struct {
 type RealtimeResult struct {
 	Latencies []time.Duration // each accepted post: its send time → the broadcast at every player
 	First     []time.Duration // the same, to the first player that had it
-	Refused   int             // posts the floor refused (none expected)
-	TimerLate time.Duration   // the silence end seen at the first player, minus the last broadcast it saw, minus Silence
+	// Refused is how many posts the floor refused, Refusals how many for
+	// each reason. On an idle machine none is: at 400 posts a second a
+	// player posts every 32.5 ms, far from the 5 ms rate limit. A stall on
+	// the way to the floor (a loaded machine) can bring two posts of a
+	// player to it closer than that, and the floor refuses the second.
+	Refused  int
+	Refusals map[string]int
+	// Unexplained lists the refusals the floor's limits cannot explain
+	// (none from a correct floor): a reason other than rate_limited, or a
+	// post sent rate_limit or more after its player had the answer to its
+	// previous accepted post (the floor accepted that one before it
+	// answered, and judged this one after it was sent).
+	Unexplained []string
+	// TimerLate is the silence end's arrival at the first player, minus
+	// the last accepted post's send, minus Silence. The floor counts the
+	// silence from its last acceptance, which comes after that send, so
+	// a floor that keeps its silence never gives less than 0: the
+	// figure is how late the end came plus the post's trip to the floor
+	// and the end's trip back (an upper bound of the lateness).
+	TimerLate time.Duration
+	// EndAfterBroadcast is the silence end's arrival at the first player
+	// minus the arrival there of the last broadcast, which the floor
+	// publishes at the acceptance the silence counts from: Silence plus
+	// the lateness and the end's trip, less the broadcast's trip. A
+	// broadcast delivered late makes it less than Silence, so it bounds
+	// the end from above only.
+	EndAfterBroadcast time.Duration
 }
 
 // Realtime runs a realtime floor and RealtimePlayers players, each on its
@@ -86,7 +114,7 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 	fr := room.New(fb, scheme, RealtimeRoom, nil, nil)
 	fr.SetMembers(players)
 	f, err := realtime.NewFloor(realtime.FloorConfig{Room: fr, Members: players, ID: topic.DefaultFloorID,
-		Limits: realtime.Limits{PhaseTimeout: time.Hour, SilenceTimeout: c.Silence, RateLimit: 5 * time.Millisecond,
+		Limits: realtime.Limits{PhaseTimeout: time.Hour, SilenceTimeout: c.Silence, RateLimit: rateLimit,
 			PerAgent: 1 << 30, PerDay: 1 << 30, PerTalk: 200, Overlap: true}})
 	if err != nil {
 		return res, err
@@ -111,10 +139,19 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 	got := map[string]*seen{} // by text: when every player had it
 	var phaseID string
 	var ended time.Time
-	lastSeen := time.Time{}
+	var lastSeen time.Time // the last broadcast at the first player
 	started := make(chan struct{})
 	finished := make(chan struct{})
 	var acks sync.WaitGroup
+	// Each post by its id; each player's posts in the order sent.
+	type post struct {
+		text      string
+		due, sent time.Time // when it was due, when its publish began
+		answered  time.Time
+		ack       protocol.PostAck
+	}
+	posts := map[string]*post{}
+	byPlayer := make([][]*post, len(players))
 	var conns []*bus.MQTT
 	defer func() {
 		for _, b := range conns {
@@ -174,11 +211,14 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 			return res, err
 		}
 		if err := r.OnAcks(ctx, "", id, func(_ string, a protocol.PostAck) {
-			if !a.Accepted {
-				mu.Lock()
-				res.Refused++
-				mu.Unlock()
+			now := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			p := posts[a.PostID]
+			if p == nil || !p.answered.IsZero() {
+				return // not ours, or a copy (QoS 1)
 			}
+			p.answered, p.ack = now, a
 			acks.Done()
 		}); err != nil {
 			return res, err
@@ -209,7 +249,13 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 		go func() {
 			defer wg.Done()
 			for d := range queues[i] {
-				b, _ := json.Marshal(protocol.Post{From: id, Phase: phaseID, ID: protocol.NewID(), Text: d.text})
+				pid := protocol.NewID()
+				b, _ := json.Marshal(protocol.Post{From: id, Phase: phaseID, ID: pid, Text: d.text})
+				mu.Lock()
+				p := &post{text: d.text, due: d.at, sent: time.Now()}
+				posts[pid] = p
+				byPlayer[i] = append(byPlayer[i], p)
+				mu.Unlock()
 				if err := conns[i].Publish(ctx, scheme.PostIn(RealtimeRoom, "", id), b, false); err != nil {
 					errs <- fmt.Errorf("realtime bench: %s posts: %w", id, err)
 					return
@@ -217,7 +263,6 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 			}
 		}()
 	}
-	sent := map[string]time.Time{}
 	every := time.Duration(float64(time.Second) / c.Rate)
 	begin := time.Now()
 	acks.Add(c.Posts)
@@ -225,7 +270,6 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 		at := begin.Add(time.Duration(n) * every)
 		time.Sleep(time.Until(at))
 		text := "post " + strconv.Itoa(n)
-		sent[text] = at
 		queues[n%len(players)] <- due{text: text, at: at}
 	}
 	for _, q := range queues {
@@ -249,20 +293,66 @@ func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 	case <-time.After(c.Silence + 10*time.Second):
 		return res, errors.New("realtime bench: the silence end never arrived")
 	}
+	// The end is timed at the first player; the others may still be
+	// working through their broadcasts: wait until every accepted post
+	// is at every player.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		all := true
+		for _, p := range posts {
+			if s := got[p.text]; p.ack.Accepted && (s == nil || s.count < len(players)) {
+				all = false
+				break
+			}
+		}
+		mu.Unlock()
+		if all || time.Now().After(deadline) {
+			break
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	for text, at := range sent {
-		s := got[text]
+	res.Refusals = map[string]int{}
+	var lastPost time.Time // the last accepted post's send
+	for _, p := range posts {
+		s := got[p.text]
+		if !p.ack.Accepted {
+			if s != nil {
+				return res, fmt.Errorf("realtime bench: %q was refused (%s) and broadcast", p.text, p.ack.Reason)
+			}
+			res.Refused++
+			res.Refusals[p.ack.Reason]++
+			continue
+		}
 		if s == nil {
-			return res, fmt.Errorf("realtime bench: %q reached no player", text)
+			return res, fmt.Errorf("realtime bench: %q reached no player", p.text)
 		}
 		if s.count < len(players) {
-			return res, fmt.Errorf("realtime bench: %q reached %d of %d players", text, s.count, len(players))
+			return res, fmt.Errorf("realtime bench: %q reached %d of %d players", p.text, s.count, len(players))
 		}
-		res.Latencies = append(res.Latencies, s.last.Sub(at))
-		res.First = append(res.First, s.first.Sub(at))
+		if p.sent.After(lastPost) {
+			lastPost = p.sent
+		}
+		res.Latencies = append(res.Latencies, s.last.Sub(p.due))
+		res.First = append(res.First, s.first.Sub(p.due))
 	}
-	res.TimerLate = ended.Sub(lastSeen) - c.Silence
+	for _, ps := range byPlayer {
+		var prev *post // the player's last accepted post
+		for _, p := range ps {
+			switch {
+			case p.ack.Accepted:
+				prev = p
+			case p.ack.Reason != protocol.RejectRateLimited:
+				res.Unexplained = append(res.Unexplained, fmt.Sprintf("%q refused: %s", p.text, p.ack.Reason))
+			case prev == nil:
+				res.Unexplained = append(res.Unexplained, fmt.Sprintf("%q refused as rate limited, no post of its player accepted before it", p.text))
+			case p.sent.Sub(prev.answered) >= rateLimit:
+				res.Unexplained = append(res.Unexplained, fmt.Sprintf("%q refused as rate limited, sent %v after the answer to %q", p.text, p.sent.Sub(prev.answered), prev.text))
+			}
+		}
+	}
+	res.TimerLate = ended.Sub(lastPost) - c.Silence
+	res.EndAfterBroadcast = ended.Sub(lastSeen)
 	return res, nil
 }
 

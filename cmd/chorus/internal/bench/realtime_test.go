@@ -64,20 +64,36 @@ func BenchmarkRealtime(b *testing.B) {
 }
 
 // A short realtime run on each broker, with the client that never reads:
-// every post is accepted and reaches all 13 players, and the silence
-// timer fires within 50 ms of its time.
+// every post is answered, each accepted one reaches all 13 players, and
+// the floor refuses none that its limits cannot explain. The silence
+// timer never ends the phase before silence_timeout has passed since the
+// last accepted post was sent (the floor counts it from its acceptance,
+// later), nor half a silence_timeout late after the last broadcast (a
+// floor that waited a second silence). These are the order and bounds
+// that hold on two loaded cores; how close to its time the end comes is
+// a figure of BenchmarkRealtime and `chorus bench realtime` (timer late),
+// not of this test: asserting it within milliseconds measured the
+// machine's load (issue 27).
 func TestRealtimeSmoke(t *testing.T) {
+	const silence = time.Second
 	bustest.ForEach(t, bustest.Options{ACL: true, Scheme: Scheme()}, func(t *testing.T, br bustest.Broker) {
-		res, err := Realtime(context.Background(), RealtimeCase{URL: br.URL(), Rate: 200, Posts: 200, SlowReader: true, Silence: 500 * time.Millisecond})
+		res, err := Realtime(context.Background(), RealtimeCase{URL: br.URL(), Rate: 200, Posts: 200, SlowReader: true, Silence: silence})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%v (first player %v), timer late %v", Summarize(res.Latencies), Summarize(res.First), res.TimerLate)
-		if len(res.Latencies) != 200 || res.Refused != 0 {
-			t.Fatalf("%d posts timed, %d refused", len(res.Latencies), res.Refused)
+		t.Logf("%v (first player %v), refused %v; the end came %v after the last accepted post's send + silence, %v after the last broadcast",
+			Summarize(res.Latencies), Summarize(res.First), res.Refusals, res.TimerLate, res.EndAfterBroadcast)
+		if len(res.Latencies)+res.Refused != 200 {
+			t.Fatalf("%d posts accepted and timed, %d refused, of 200", len(res.Latencies), res.Refused)
 		}
-		if res.TimerLate < -5*time.Millisecond || res.TimerLate > 50*time.Millisecond {
-			t.Fatalf("the silence timer fired %v off its time", res.TimerLate)
+		for _, u := range res.Unexplained {
+			t.Errorf("a refusal the floor's limits do not explain: %s", u)
+		}
+		if res.TimerLate < 0 {
+			t.Errorf("the silence end came %v after the last accepted post was sent, before silence_timeout (%v)", res.TimerLate+silence, silence)
+		}
+		if res.EndAfterBroadcast > silence+silence/2 {
+			t.Errorf("the silence end came %v after the last broadcast, more than half a silence_timeout (%v) late", res.EndAfterBroadcast, silence)
 		}
 	})
 }

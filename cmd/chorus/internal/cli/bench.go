@@ -272,10 +272,13 @@ func benchRealtime(ctx context.Context, stdout io.Writer, url, name string, post
 					return err
 				}
 				if res.Refused > 0 {
-					return fmt.Errorf("realtime bench: the floor refused %d posts", res.Refused)
+					return fmt.Errorf("realtime bench: the floor refused %d posts %v", res.Refused, res.Refusals)
+				}
+				if res.TimerLate < 0 {
+					return fmt.Errorf("realtime bench: the silence end came %v before its time", -res.TimerLate)
 				}
 				runs[i] = append(runs[i], bench.Summarize(res.Latencies))
-				late = max(late, res.TimerLate, -res.TimerLate)
+				late = max(late, res.TimerLate)
 			}
 		}
 		med := func(ss []bench.Stats, f func(bench.Stats) time.Duration) time.Duration {
@@ -299,7 +302,7 @@ func benchRealtime(ctx context.Context, stdout io.Writer, url, name string, post
 			rate, pairs, ms(med(n, p50)), ms(med(n, p99)), float64(med(n, p50))/float64(rs.P50), float64(med(n, p99))/float64(rs.P99), each(n))
 		fmt.Fprintf(stdout, "  %3.0f/s … one client never reads (median) p50 %-8s p99 %-8s (p99 %+.0f %% against the runs without it; each:%s)\n",
 			rate, ms(med(s, p50)), ms(med(s, p99)), 100*(float64(med(s, p99))/float64(med(n, p99))-1), each(s))
-		fmt.Fprintf(stdout, "  %3.0f/s the silence timer fired at most %s off its time in these %d runs\n", rate, ms(late), 2*pairs)
+		fmt.Fprintf(stdout, "  %3.0f/s the silence end came at most %s after its time in these %d runs (from the last accepted post's send: with its trip to the floor and the end's trip back)\n", rate, ms(late), 2*pairs)
 	}
 	return nil
 }
