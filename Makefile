@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) ./drivers/camera/command/
 	$(GO) test -run XXX -fuzz '^FuzzReadEvent$$' -fuzztime $(FUZZTIME) ./drivers/wyoming/
 	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./drivers/stt/openai/
+	$(GO) test -run XXX -fuzz '^FuzzErrorMessage$$' -fuzztime $(FUZZTIME) ./runtime/modelhttp/
 	$(GO) test -run XXX -fuzz '^FuzzParseOutput$$' -fuzztime $(FUZZTIME) ./drivers/stt/pocketsphinx/
 	for f in FuzzDecodeHello FuzzDecodeFrame FuzzDecodeReply; do \
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./drivers/air/ || exit 1; done

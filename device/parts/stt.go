@@ -79,7 +79,7 @@ func init() {
 				return nil, err
 			}
 			return &openai.Engine{BaseURL: s.URL, APIKey: key, Model: s.Model, Language: or(s.Language, language(c)),
-				Timeout: s.Timeout, Log: env.Log, Metrics: env.Metrics}, nil
+				Timeout: s.Timeout, Log: env.Log, OnRateLimited: env.Metrics.RateLimitedBy("openai-stt")}, nil
 		}})
 }
 

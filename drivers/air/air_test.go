@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // serve runs a server on a loopback port until the test ends.
@@ -294,7 +295,7 @@ func TestMicThatNeverReads(t *testing.T) {
 // A bad hello is refused with a reason; a frame over the bound closes
 // that client only.
 func TestRefusals(t *testing.T) {
-	addr, _ := serve(t, &Server{Log: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	addr, _ := serve(t, &Server{ValidID: protocol.ValidIdentity, Log: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	ctx := t.Context()
 	for _, tc := range []struct{ hello, want string }{
 		{`{"role":"speaker","id":"kyoko","rate":8000}`, "rate must be the air's 16000 Hz"},

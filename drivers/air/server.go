@@ -59,6 +59,11 @@ type Server struct {
 	// as a WAV file written when Run returns (the demo's room.wav, with
 	// the person in it). At most MaxRecord is kept.
 	Record string
+	// ValidID checks a client's id: the room's identity rule
+	// (protocol.ValidIdentity, which the CLI hands in: a driver imports
+	// nothing of the runtime). It says what is wrong, "" when nothing is;
+	// nil takes any id DecodeHello's own bounds take.
+	ValidID func(string) string
 
 	once  sync.Once
 	rec   []int16 // owned by the mixer
@@ -194,7 +199,7 @@ func (s *Server) serve(ctx context.Context, c net.Conn) {
 	line, err := readLine(br)
 	if err == nil {
 		var h Hello
-		if h, err = DecodeHello(line, s.rate()); err == nil {
+		if h, err = DecodeHello(line, s.rate(), s.ValidID); err == nil {
 			c.SetDeadline(time.Time{})
 			if _, err := c.Write(encodeLine(Reply{Rate: s.rate()})); err != nil {
 				return

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // The roles a client says it has in its hello.
@@ -85,9 +83,9 @@ func decodeLine(line []byte, v any) error {
 }
 
 // DecodeHello decodes a hello line (without its newline) strictly and
-// checks it against the air's rate: a known role, a valid identity
-// (protocol.ValidIdentity), the air's rate.
-func DecodeHello(line []byte, rate int) (Hello, error) {
+// checks it against the air's rate: a known role, an id valid by valid
+// (the room's identity rule; nil: any non-empty id), the air's rate.
+func DecodeHello(line []byte, rate int, valid func(string) string) (Hello, error) {
 	var h Hello
 	if err := decodeLine(line, &h); err != nil {
 		return Hello{}, fmt.Errorf("hello: %w", err)
@@ -97,7 +95,14 @@ func DecodeHello(line []byte, rate int) (Hello, error) {
 	default:
 		return Hello{}, fmt.Errorf("hello: role must be speaker, mic or person, got %q", h.Role)
 	}
-	if why := protocol.ValidIdentity(h.ID); why != "" {
+	why := ""
+	switch {
+	case h.ID == "":
+		why = "must not be empty"
+	case valid != nil:
+		why = valid(h.ID)
+	}
+	if why != "" {
 		return Hello{}, fmt.Errorf("hello: id %s (got %q)", why, h.ID)
 	}
 	if h.Rate != rate {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 func TestDecodeHello(t *testing.T) {
@@ -23,7 +25,7 @@ func TestDecodeHello(t *testing.T) {
 		{`not json`, "invalid character"},
 		{`{"role":"mic","id":"` + strings.Repeat("k", 300) + `","rate":16000}`, "more than"},
 	} {
-		_, err := DecodeHello([]byte(tc.line), 16000)
+		_, err := DecodeHello([]byte(tc.line), 16000, protocol.ValidIdentity)
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%s: %v", tc.line, err)
@@ -78,12 +80,12 @@ func FuzzDecodeHello(f *testing.F) {
 	f.Add([]byte(`{"role":"mic","id":"a b","rate":1}`))
 	f.Add([]byte(`{"rate":16000}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := DecodeHello(b, 16000)
+		h, err := DecodeHello(b, 16000, protocol.ValidIdentity)
 		if err != nil {
 			return
 		}
 		// What it accepts, it reads again the same.
-		if h2, err := DecodeHello(bytes.TrimSuffix(encodeLine(h), []byte("\n")), 16000); err != nil || h2 != h {
+		if h2, err := DecodeHello(bytes.TrimSuffix(encodeLine(h), []byte("\n")), 16000, protocol.ValidIdentity); err != nil || h2 != h {
 			t.Fatalf("%q: re-encoded as %+v, %v", b, h2, err)
 		}
 	})

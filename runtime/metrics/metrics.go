@@ -188,6 +188,17 @@ func OrNew(m *Metrics) *Metrics {
 	return m
 }
 
+// RateLimitedBy is a hook for modelhttp.Client.OnRateLimited: it counts a
+// 429 of provider's (chorus_brain_rate_limited_total) and keeps the wait
+// it asked for (chorus_brain_retry_after_seconds). m may be nil.
+func (m *Metrics) RateLimitedBy(provider string) func(wait time.Duration) {
+	m = OrNew(m)
+	return func(wait time.Duration) {
+		m.RateLimited.WithLabelValues(provider).Inc()
+		m.RetryAfter.WithLabelValues(provider).Set(wait.Seconds())
+	}
+}
+
 // Reject counts one rejected input and logs it, at most once per minute for
 // the same source, peer and kind.
 func (m *Metrics) Reject(log *slog.Logger, source, peer, kind string, err error) {

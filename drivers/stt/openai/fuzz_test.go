@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzDecode: any answer body gives a trimmed, non-empty transcript,
-// ErrEmpty or an error, never a panic; errorMessage stays clipped.
+// ErrEmpty or an error, never a panic (the error bodies are
+// runtime/modelhttp's, fuzzed there).
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"text":"Hello robots."}`))
 	f.Add([]byte(`{"text":"  "}`))
@@ -23,9 +24,6 @@ func FuzzDecode(f *testing.F) {
 		}
 		if err != nil && errors.Is(err, stt.ErrEmpty) && tr.Text != "" {
 			t.Fatalf("ErrEmpty with text %q", tr.Text)
-		}
-		if m := errorMessage(b); len(m) > 300+len("…") || m == "" {
-			t.Fatalf("errorMessage of %d bytes", len(m))
 		}
 	})
 }

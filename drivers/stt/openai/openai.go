@@ -9,13 +9,12 @@
 // stt.ErrOverflow) and sent at Finish. An utterance shorter than 0.1 s is
 // stt.ErrEmpty without a request (the API refuses it as too short).
 //
-// 429 and 5xx answers are retried (MaxRetries, default once) if the
-// deadline leaves time for the wait the server asks (Retry-After-Ms,
-// Retry-After) or a short backoff; a 429 is logged and counted in
-// chorus_brain_rate_limited_total with provider "openai-stt". The API key
-// is sent as a bearer token and never logged: a server message that
-// quotes it is redacted. (runtime/brain/llmhttp does the same for JSON,
-// but drivers may not import the brain.)
+// The exchange is runtime/modelhttp's, the brains' too: 429 and 5xx
+// answers are retried (MaxRetries, default once) if the deadline leaves
+// time for the wait the server asks (Retry-After-Ms, Retry-After) or a
+// short backoff; a 429 is logged and reported to OnRateLimited. The API
+// key is sent as a bearer token and never logged: a server message that
+// quotes it is redacted.
 //
 // # Concurrency
 //
@@ -27,20 +26,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime/multipart"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/stt"
-	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/modelhttp"
 )
 
 // Defaults.
@@ -52,7 +49,6 @@ const (
 	DefaultMaxRetries = 1
 	DefaultMaxBody    = 1 << 20
 	minAudio          = 100 * time.Millisecond
-	backoffBase       = 500 * time.Millisecond
 	provider          = "openai-stt"
 )
 
@@ -72,19 +68,13 @@ type Engine struct {
 	MaxBody    int64 // of the answer; default 1 MiB
 	HTTPClient *http.Client
 	Log        *slog.Logger
-	Metrics    *metrics.Metrics
+	// OnRateLimited hears of each 429 and the wait it asks for (the
+	// daemon counts it in chorus_brain_rate_limited_total, provider
+	// "openai-stt"); nil: none.
+	OnRateLimited func(wait time.Duration)
 }
 
 var _ stt.Engine = (*Engine)(nil)
-
-var defaultHTTP = &http.Client{Transport: &http.Transport{
-	Proxy:                 http.ProxyFromEnvironment,
-	DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	TLSHandshakeTimeout:   10 * time.Second,
-	MaxIdleConnsPerHost:   4,
-	IdleConnTimeout:       90 * time.Second,
-	ExpectContinueTimeout: time.Second,
-}}
 
 // Name implements stt.Engine.
 func (e *Engine) Name() string { return "openai" }
@@ -229,106 +219,37 @@ func (e *Engine) form(p audio.PCM) ([]byte, string, error) {
 	return b.Bytes(), w.FormDataContentType(), nil
 }
 
-// StatusError is an answer with a status other than 2xx.
-type StatusError struct {
-	Status  int
-	Message string // the server's message, clipped, the key redacted
-}
+// StatusError is an answer with a status other than 2xx (the server's
+// message clipped, the key redacted).
+type StatusError = modelhttp.StatusError
 
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("stt openai: HTTP %d: %s", e.Status, e.Message)
-}
-
+// post makes the exchange (runtime/modelhttp, the brains' too) and decodes
+// the transcript.
 func (e *Engine) post(ctx context.Context, body []byte, ctype string) (stt.Transcript, error) {
 	retries := e.MaxRetries
 	if retries == 0 {
 		retries = DefaultMaxRetries
 	}
-	retries = max(retries, 0)
-	url := e.URL()
-	for attempt := 0; ; attempt++ {
-		status, b, h, err := e.do(ctx, url, body, ctype)
-		if err != nil {
-			return stt.Transcript{}, err
-		}
-		if status >= 200 && status < 300 {
-			return e.decode(b)
-		}
-		serr := &StatusError{Status: status, Message: e.redact(errorMessage(b))}
-		if !retryable(status) {
-			return stt.Transcript{}, serr
-		}
-		wait, asked := retryAfter(h)
-		if !asked {
-			wait = backoffBase << min(attempt, 6)
-		}
-		limited := status == http.StatusTooManyRequests
-		if limited {
-			m := metrics.OrNew(e.Metrics)
-			m.RateLimited.WithLabelValues(provider).Inc()
-			m.RetryAfter.WithLabelValues(provider).Set(wait.Seconds())
-			if e.Log != nil {
-				e.Log.Warn("transcription server rate-limits (HTTP 429)", "url", url, "retry_after", wait.Round(time.Millisecond),
-					"retry_after_given", asked, "try", attempt+1, "of", retries+1)
-			}
-		}
-		if attempt >= retries {
-			if limited {
-				return stt.Transcript{}, fmt.Errorf("stt openai: %w after %d tries: %w", ErrRateLimited, attempt+1, serr)
-			}
-			return stt.Transcript{}, serr
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			if limited {
-				return stt.Transcript{}, fmt.Errorf("stt openai: %w: the server asks to wait %v, the deadline is in %v: %w", ErrRateLimited,
-					wait.Round(time.Millisecond), time.Until(dl).Round(time.Millisecond), serr)
-			}
-			return stt.Transcript{}, serr
-		}
-		if e.Log != nil && !limited {
-			e.Log.Warn("transcription server failed, retrying", "url", url, "status", status, "wait", wait.Round(time.Millisecond))
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return stt.Transcript{}, fmt.Errorf("stt openai: waiting to retry: %w", ctx.Err())
-		}
+	maxBody := e.MaxBody
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
 	}
-}
-
-func (e *Engine) do(ctx context.Context, url string, body []byte, ctype string) (int, []byte, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("stt openai: %w", err)
-	}
-	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Accept", "application/json")
+	c := &modelhttp.Client{Provider: provider, HTTP: e.HTTPClient, MaxRetries: retries, MaxBody: maxBody, Log: e.Log,
+		OnRateLimited: e.OnRateLimited}
+	header := http.Header{}
 	if e.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+e.APIKey)
+		header.Set("Authorization", "Bearer "+e.APIKey)
 	}
-	hc := e.HTTPClient
-	if hc == nil {
-		hc = defaultHTTP
+	var tr stt.Transcript
+	err := c.Send(ctx, e.URL(), header, ctype, body, func(b []byte) error {
+		var err error
+		tr, err = e.decode(b)
+		return err
+	})
+	if errors.Is(err, modelhttp.ErrRateLimited) {
+		return stt.Transcript{}, fmt.Errorf("stt openai: %w: %w", ErrRateLimited, err)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("stt openai: %w", err)
-	}
-	defer resp.Body.Close()
-	limit := e.MaxBody
-	if limit <= 0 {
-		limit = DefaultMaxBody
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("stt openai: reading the answer: %w", err)
-	}
-	if int64(len(b)) > limit {
-		return 0, nil, nil, fmt.Errorf("stt openai: the answer is larger than %d bytes", limit)
-	}
-	return resp.StatusCode, b, resp.Header, nil
+	return tr, err
 }
 
 // decode reads {"text": "..."}: a JSON object whose text is a string.
@@ -352,60 +273,6 @@ func (e *Engine) decode(b []byte) (stt.Transcript, error) {
 		lang = e.Language
 	}
 	return stt.Transcript{Text: text, Confidence: -1, Language: lang}, nil
-}
-
-func retryable(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
-}
-
-// retryAfter reads how long the server asks to wait: Retry-After-Ms, else
-// Retry-After in seconds or as an HTTP date.
-func retryAfter(h http.Header) (time.Duration, bool) {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 && ms < 3.6e6 {
-		return time.Duration(ms * float64(time.Millisecond)), true
-	}
-	v := h.Get("Retry-After")
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(min(s, 3600) * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
-}
-
-// redact removes the key from a server's message (some quote the key
-// they refused).
-func (e *Engine) redact(msg string) string {
-	if len(e.APIKey) >= 4 {
-		msg = strings.ReplaceAll(msg, e.APIKey, "[redacted]")
-	}
-	return msg
-}
-
-// errorMessage finds the message in {"error": {"message": ...}} or
-// {"error": "..."}, or takes the body, clipped.
-func errorMessage(b []byte) string {
-	msg := strings.TrimSpace(string(b))
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
-		var inner struct {
-			Message string `json:"message"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
-			msg = inner.Message
-		case json.Unmarshal(e.Error, &s) == nil && s != "":
-			msg = s
-		}
-	}
-	if msg == "" {
-		return "(no message)"
-	}
-	return clip(msg)
 }
 
 func clip(s string) string {

@@ -3,7 +3,7 @@
 // answer uses structured outputs (output_config.format, a JSON schema);
 // the vision and speak tools are ordinary tools; images go as base64
 // image blocks. 429, 529 and 5xx answers are retried as
-// runtime/brain/llmhttp says, never past the caller's deadline.
+// runtime/modelhttp says, never past the caller's deadline.
 //
 // Structured outputs accept no numeric bounds (minimum, maximum): the
 // provider moves them into the property's description, where the model
@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
-	"github.com/chorus-robotics/chorus/runtime/brain/llmhttp"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/modelhttp"
 )
 
 // DefaultBaseURL is Anthropic's API; APIVersion the version header sent.
@@ -54,7 +54,7 @@ type Chat struct {
 	cfg    Config
 	url    string
 	header http.Header
-	client *llmhttp.Client
+	client *modelhttp.Client
 }
 
 var _ llm.Chatter = (*Chat)(nil)
@@ -72,7 +72,8 @@ func New(cfg Config) *Chat {
 	h.Set("X-Api-Key", cfg.APIKey)
 	h.Set("Anthropic-Version", APIVersion)
 	return &Chat{cfg: cfg, url: base + "/v1/messages", header: h,
-		client: &llmhttp.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log, Metrics: cfg.Metrics}}
+		client: &modelhttp.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
+			OnRateLimited: cfg.Metrics.RateLimitedBy("anthropic")}}
 }
 
 // The request, as the API defines it (the fields Chorus uses).
@@ -241,7 +242,7 @@ func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 		return err
 	})
 	if err != nil {
-		var se *llmhttp.StatusError
+		var se *modelhttp.StatusError
 		if errors.As(err, &se) && hasImage && se.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(se.Message), "image") {
 			return llm.Response{}, fmt.Errorf("anthropic %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
 		}

@@ -7,7 +7,7 @@
 // mode (response_format json_object, the schema given in the prompt) for
 // servers without schema support. Tools (vision, speak) and image parts
 // (a data: URL) are sent as the API defines them. 429 and 5xx answers are
-// retried as runtime/brain/llmhttp says, never past the caller's deadline.
+// retried as runtime/modelhttp says, never past the caller's deadline.
 //
 // Chorus speaks the API itself rather than through the official SDK: the
 // SDK cost the robot's binary about 30 MB for three endpoints, and retried
@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
-	"github.com/chorus-robotics/chorus/runtime/brain/llmhttp"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/modelhttp"
 )
 
 // DefaultBaseURL is OpenAI's API.
@@ -52,7 +52,7 @@ type Chat struct {
 	cfg    Config
 	url    string
 	header http.Header
-	client *llmhttp.Client
+	client *modelhttp.Client
 }
 
 var _ llm.Chatter = (*Chat)(nil)
@@ -68,7 +68,8 @@ func New(cfg Config) *Chat {
 		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	return &Chat{cfg: cfg, url: base + "/chat/completions", header: h,
-		client: &llmhttp.Client{Provider: "openai", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log, Metrics: cfg.Metrics}}
+		client: &modelhttp.Client{Provider: "openai", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
+			OnRateLimited: cfg.Metrics.RateLimitedBy("openai")}}
 }
 
 // The request, as the API defines it (the fields Chorus uses).
@@ -194,7 +195,7 @@ func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 		return err
 	})
 	if err != nil {
-		var se *llmhttp.StatusError
+		var se *modelhttp.StatusError
 		if errors.As(err, &se) && hasImage && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests {
 			return llm.Response{}, fmt.Errorf("openai %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
 		}

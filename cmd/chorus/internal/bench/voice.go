@@ -86,7 +86,7 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	res := VoiceResult{Hangover: config.DefaultHangover}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &air.Server{Listen: "127.0.0.1:0"}
+	srv := &air.Server{Listen: "127.0.0.1:0", ValidID: protocol.ValidIdentity}
 	airDone := make(chan error, 1)
 	go func() { airDone <- srv.Run(ctx) }()
 	defer func() { cancel(); <-airDone }()

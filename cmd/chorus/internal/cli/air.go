@@ -13,6 +13,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/air"
 	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 func init() {
@@ -50,7 +51,7 @@ func airServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *delay == 0 {
 		*delay = -1 // the server's "none"
 	}
-	s := &air.Server{Listen: *listen, Attenuation: *att, Delay: *delay, Log: logger(stderr, *level)}
+	s := &air.Server{ValidID: protocol.ValidIdentity, Listen: *listen, Attenuation: *att, Delay: *delay, Log: logger(stderr, *level)}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	select {

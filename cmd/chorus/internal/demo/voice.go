@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
 	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // voice is the demo's shared air: the robots speak and hear through it,
@@ -60,7 +61,7 @@ func startVoice(ctx context.Context, out, line string, log *slog.Logger) (*voice
 		}
 		v.record = filepath.Join(abs, "room.wav")
 	}
-	v.srv = &air.Server{Listen: "127.0.0.1:0", Record: v.record, Log: log}
+	v.srv = &air.Server{ValidID: protocol.ValidIdentity, Listen: "127.0.0.1:0", Record: v.record, Log: log}
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	v.cancel = cancel
 	go func() { v.done <- v.srv.Run(actx) }()

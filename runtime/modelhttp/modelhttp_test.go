@@ -1,4 +1,4 @@
-package llmhttp
+package modelhttp
 
 import (
 	"bytes"
@@ -12,10 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/chorus-robotics/chorus/runtime/metrics"
 )
 
 func TestRetryAfterHeaders(t *testing.T) {
@@ -56,8 +52,8 @@ func TestRateLimitNeverSleepsPastTheDeadline(t *testing.T) {
 	}))
 	defer srv.Close()
 	var logs bytes.Buffer
-	m := metrics.New()
-	c := &Client{Provider: "openai", Log: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: m}
+	var waits []time.Duration
+	c := &Client{Provider: "openai", Log: slog.New(slog.NewTextHandler(&logs, nil)), OnRateLimited: func(d time.Duration) { waits = append(waits, d) }}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -79,11 +75,8 @@ func TestRateLimitNeverSleepsPastTheDeadline(t *testing.T) {
 	if strings.Contains(logs.String(), "sk-secret") || strings.Contains(err.Error(), "sk-secret") {
 		t.Error("the API key leaked")
 	}
-	if n := testutil.ToFloat64(m.RateLimited.WithLabelValues("openai")); n != 1 {
-		t.Errorf("rate limits counted %v", n)
-	}
-	if v := testutil.ToFloat64(m.RetryAfter.WithLabelValues("openai")); v != 30 {
-		t.Errorf("retry after gauge %v", v)
+	if len(waits) != 1 || waits[0] != 30*time.Second {
+		t.Errorf("OnRateLimited heard %v, want one 429 asking 30 s", waits)
 	}
 	if calls.Load() != 1 {
 		t.Errorf("%d calls", calls.Load())
@@ -152,4 +145,17 @@ func TestRefusedKeyIsNotRepeatedInTheError(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	}
+}
+
+// FuzzErrorMessage: any error body gives a message, clipped, never a panic.
+func FuzzErrorMessage(f *testing.F) {
+	f.Add([]byte(`{"error":{"message":"x","type":"invalid_request_error"}}`))
+	f.Add([]byte(`{"error":"overloaded"}`))
+	f.Add([]byte(`<html>`))
+	f.Add([]byte(``))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if m := errorMessage(b); len(m) > 300+len("…") || m == "" {
+			t.Fatalf("errorMessage of %d bytes", len(m))
+		}
+	})
 }

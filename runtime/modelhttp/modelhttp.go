@@ -1,18 +1,26 @@
-// Package llmhttp is the HTTP exchange both model providers make (the
-// OpenAI-compatible chat completions and Anthropic's Messages API): a JSON
-// request, a JSON answer read to a bounded size, and retries on 429 and
-// 5xx that say what they do.
+// Package modelhttp is the one HTTP exchange Chorus makes with a model
+// server: the brains' (OpenAI-compatible chat completions, Anthropic's
+// Messages API) and the drivers' (an OpenAI-compatible transcription
+// endpoint). A request (JSON, or any body with its content type), an
+// answer read to a bounded size, and retries on 429 and 5xx that say what
+// they do.
 //
-// A 429 is logged with the Retry-After the server asked for and counted
-// (chorus_brain_rate_limited_total). No wait ever runs past the caller's
+// A 429 is logged with the Retry-After the server asked for and reported
+// to OnRateLimited (the callers count it in
+// chorus_brain_rate_limited_total). No wait ever runs past the caller's
 // deadline: when the server asks for longer than is left, the call fails
 // at once with ErrRateLimited, naming both, so a companion listens instead
-// of sleeping through the vote. No header value (an API key) is logged.
+// of sleeping through the vote. No header value (an API key) is logged,
+// and a server message that quotes one is redacted.
+//
+// It is a leaf: it imports nothing of Chorus, so the brains and the
+// drivers (which import nothing of the conversation runtime) share it
+// (issue 30, item 2).
 //
 // # Concurrency
 //
 // A Client is safe for concurrent use.
-package llmhttp
+package modelhttp
 
 import (
 	"bytes"
@@ -28,8 +36,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/chorus-robotics/chorus/runtime/metrics"
 )
 
 // Defaults.
@@ -55,14 +61,15 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
 }
 
-// Client posts JSON to a model server.
+// Client posts to a model server.
 type Client struct {
-	Provider   string       // "openai" or "anthropic", for logs, errors and metrics
+	Provider   string       // "openai", "anthropic", "openai-stt": for logs and errors
 	HTTP       *http.Client // default: dial and TLS timeouts, no overall timeout (the context has it)
-	MaxRetries int          // on 429 and 5xx; default 2
+	MaxRetries int          // on 429 and 5xx; default 2, negative for none
 	MaxBody    int64        // default 8 MiB
 	Log        *slog.Logger
-	Metrics    *metrics.Metrics
+	// OnRateLimited hears of each 429 and the wait it asks for (nil: none).
+	OnRateLimited func(wait time.Duration)
 }
 
 var defaultHTTP = &http.Client{Transport: &http.Transport{
@@ -75,19 +82,26 @@ var defaultHTTP = &http.Client{Transport: &http.Transport{
 }}
 
 // Post sends body as JSON to url with header and decodes a 2xx answer
-// with decode. 429 and 5xx answers are retried (MaxRetries), waiting what
-// the server asks (Retry-After-Ms, Retry-After) or a short backoff.
+// with decode (Send).
 func (c *Client) Post(ctx context.Context, url string, header http.Header, body any, decode func([]byte) error) error {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("%s: encode the request: %w", c.Provider, err)
 	}
+	return c.Send(ctx, url, header, "application/json", payload, decode)
+}
+
+// Send posts payload of content type ctype to url with header and decodes
+// a 2xx answer with decode. 429 and 5xx answers are retried (MaxRetries),
+// waiting what the server asks (Retry-After-Ms, Retry-After) or a short
+// backoff.
+func (c *Client) Send(ctx context.Context, url string, header http.Header, ctype string, payload []byte, decode func([]byte) error) error {
 	retries := c.MaxRetries
 	if retries == 0 {
 		retries = DefaultMaxRetries
 	}
 	for attempt := 0; ; attempt++ {
-		status, b, h, err := c.do(ctx, url, header, payload)
+		status, b, h, err := c.do(ctx, url, header, ctype, payload)
 		if err != nil {
 			return err
 		}
@@ -118,6 +132,9 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 			}
 			return serr
 		}
+		if status != http.StatusTooManyRequests && c.Log != nil {
+			c.Log.Warn("model server failed; retrying", "provider", c.Provider, "status", status, "wait", wait.Round(time.Millisecond))
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -128,7 +145,7 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 	}
 }
 
-func (c *Client) do(ctx context.Context, url string, header http.Header, payload []byte) (int, []byte, http.Header, error) {
+func (c *Client) do(ctx context.Context, url string, header http.Header, ctype string, payload []byte) (int, []byte, http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%s: %w", c.Provider, err)
@@ -138,7 +155,7 @@ func (c *Client) do(ctx context.Context, url string, header http.Header, payload
 			req.Header.Add(k, v)
 		}
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("Accept", "application/json")
 	hc := c.HTTP
 	if hc == nil {
@@ -164,11 +181,11 @@ func (c *Client) do(ctx context.Context, url string, header http.Header, payload
 }
 
 func (c *Client) rateLimited(wait time.Duration, asked bool, attempt, retries int) {
-	m := metrics.OrNew(c.Metrics)
-	m.RateLimited.WithLabelValues(c.Provider).Inc()
-	m.RetryAfter.WithLabelValues(c.Provider).Set(wait.Seconds())
+	if c.OnRateLimited != nil {
+		c.OnRateLimited(wait)
+	}
 	if c.Log != nil {
-		c.Log.Warn("model server rate-limits the brain (HTTP 429)", "provider", c.Provider, "retry_after", wait.Round(time.Millisecond),
+		c.Log.Warn("model server rate-limits (HTTP 429)", "provider", c.Provider, "retry_after", wait.Round(time.Millisecond),
 			"retry_after_given", asked, "try", attempt+1, "of", retries+1)
 	}
 }
