@@ -73,12 +73,77 @@ type rule struct {
 	Never []string
 }
 
+// parts are the architecture's parts (DESIGN.md, "Architecture: parts,
+// and what never imports what"), each the packages it holds.
+var parts = map[string][]string{
+	"Daemon":    {"cmd/chorusd/...", "device/daemon/...", "device/doctor/...", "device/panel/..."},
+	"CLI":       {"cmd/chorus/...", "runtime/transcript/..."},
+	"Parts":     {"device/parts/..."},
+	"Web":       {"device/bridge/...", "device/console/...", "device/homeassistant/..."},
+	"Body":      {"device/speak/...", "device/vision/...", "device/ear/...", "device/act/...", "device/led/...", "device/button/..."},
+	"Realtime":  {"runtime/realtime/..."},
+	"Floor":     {"runtime/floor/..."},
+	"Companion": {"runtime/companion/..."},
+	"Roles":     {"runtime/election/...", "runtime/hearing/..."},
+	"Config":    {"runtime/config/..."},
+	"Room":      {"runtime/room/..."},
+	"Query":     {"runtime/query/..."},
+	"Brain":     {"runtime/brain/..."},
+	"Transport": {"runtime/bus/...", "runtime/broker/..."},
+	"Drivers":   {"drivers/..."},
+	"Ground": {"runtime/protocol/...", "runtime/topic/...", "runtime/schema/...", "runtime/seen/...", "runtime/clock/...",
+		"runtime/loop/...", "runtime/sentence/...", "runtime/repetition/...", "runtime/metrics/..."},
+}
+
+// nevers are DESIGN.md's nevers, one line each as it writes them: no
+// package of the first part depends, directly or not, on one of the
+// others.
+var nevers = []struct {
+	From  string
+	Never []string
+	Added string // why, for a never this project adds beside DESIGN.md's
+}{
+	{"Ground", []string{"Transport", "Drivers"}, ""},
+	{"Drivers", []string{"Config", "Companion", "Floor", "Transport", "Ground"}, ""},
+	{"Companion", []string{"Drivers", "Body"}, ""},
+	{"Realtime", []string{"Drivers", "Companion", "Floor"}, ""},
+	{"Brain", []string{"Drivers", "Transport"}, ""},
+	{"Floor", []string{"Brain", "Companion"}, ""},
+	{"Roles", []string{"Floor", "Companion"}, ""},
+	{"Body", []string{"Brain", "Companion", "Floor"}, ""},
+	{"Web", []string{"Companion", "Floor"}, ""},
+	{"Room", []string{"Floor", "Companion"}, ""},
+	{"Query", []string{"Room"}, ""},
+	{"Config", []string{"Drivers"}, ""},
+	{"Body", []string{"Room", "Transport"}, "the body reaches the room through the daemon's wiring and queries; " +
+		"DESIGN.md allows the ear alone to publish its heard reports to the room itself (allowed, below)"},
+}
+
+// allowed are the crossings DESIGN.md allows on purpose. Each must exist
+// (an allowance nobody uses any more is deleted, so the never holds).
+var allowed = []violation{
+	{"Body never imports Room", "device/ear", "runtime/room"},
+	{"Body never imports Transport", "device/ear", "runtime/bus"},
+}
+
+// neverRules are nevers as rules, one per pair of parts.
+func neverRules() []rule {
+	var out []rule
+	for _, n := range nevers {
+		for _, to := range n.Never {
+			out = append(out, rule{Name: n.From + " never imports " + to, From: parts[n.From], Never: parts[to]})
+		}
+	}
+	return out
+}
+
 // conversation is what a driver never imports.
 var conversation = []string{"runtime/floor/...", "runtime/companion/...", "runtime/brain/...", "runtime/room/...", "runtime/query/...", "runtime/realtime/..."}
 
-// rules are the README's import rules (issue 20, item 7).
-var rules = []rule{
+// baseRules are the README's import rules (issue 20, item 7).
+var baseRules = []rule{
 	{"protocol and topic import no other Chorus package", []string{"runtime/protocol", "runtime/topic"}, []string{"..."}},
+	{"the model exchange imports no other Chorus package", []string{"runtime/modelhttp"}, []string{"..."}},
 	{"nothing in runtime/ imports device/, drivers/ or cmd/", []string{"runtime/..."}, []string{"device/...", "drivers/...", "cmd/...", "tests/..."}},
 	{"drivers import nothing of the conversation", []string{"drivers/..."}, conversation},
 	{"the floors import no brain", []string{"runtime/floor/..."}, []string{"runtime/brain/..."}},
@@ -88,6 +153,10 @@ var rules = []rule{
 	{"the realtime room imports neither the turn room nor the companion", []string{"runtime/realtime/..."}, []string{"runtime/floor/...", "runtime/companion/..."}},
 	{"the room's hearing arbiter imports no floor, companion or brain", []string{"runtime/hearing/..."}, []string{"runtime/floor/...", "runtime/realtime/...", "runtime/companion/...", "runtime/brain/..."}},
 }
+
+// rules are the README's import rules and DESIGN.md's nevers (issue 30,
+// item 4).
+var rules = append(slices.Clone(baseRules), neverRules()...)
 
 // fileRules hold a part of a package that its package rule cannot: the
 // realtime floor lives in one package with the realtime agent, which
@@ -206,8 +275,13 @@ func TestImportRules(t *testing.T) {
 		got := violations(deps, rules)
 		got = append(got, fileViolations(t, deps, dirs)...)
 		for _, v := range got {
-			if !slices.Contains(knownExceptions, v) {
+			if !slices.Contains(knownExceptions, v) && !slices.Contains(allowed, v) {
 				t.Errorf("tags %q: %v", tags, v)
+			}
+		}
+		for _, a := range allowed {
+			if !slices.Contains(got, a) {
+				t.Errorf("tags %q: the allowed crossing %v is no longer made: delete it from allowed so the never holds", tags, a)
 			}
 		}
 		for _, k := range knownExceptions {
@@ -281,7 +355,7 @@ func TestViolationsFindsWhatBreaksARule(t *testing.T) {
 		"runtime/floor/inner": {"runtime/brain/llm"},
 		"drivers/tts":         {"runtime/metrics"},
 	}
-	got := violations(deps, rules)
+	got := violations(deps, baseRules)
 	want := []violation{
 		{"device/led and device/vision import no companion or brain", "device/led", "runtime/brain"},
 		{"device/led and device/vision import no companion or brain", "device/led", "runtime/companion"},
@@ -396,6 +470,74 @@ func TestListedReadsTheTable(t *testing.T) {
 	} {
 		if got := listed(rows, pkg); got != want {
 			t.Errorf("listed(%s) = %v; want %v", pkg, got, want)
+		}
+	}
+}
+
+// TestNeversMirrorDESIGN: the nevers table is DESIGN.md's, line for line
+// ("Never: Ground → Transport or Drivers; …"), and its parts are
+// DESIGN.md's parts table. DESIGN.md lives in the shared folder beside
+// the checkout (as CI lays it); without it the test says so and skips.
+func TestNeversMirrorDESIGN(t *testing.T) {
+	design, err := os.ReadFile("../../shared/DESIGN.md")
+	if err != nil {
+		t.Skipf("no ../shared/DESIGN.md beside the checkout: %v", err)
+	}
+	_, text, ok := strings.Cut(string(design), "\nNever: ")
+	if !ok {
+		t.Fatal("DESIGN.md has no \"Never: \" line")
+	}
+	text, _, _ = strings.Cut(text, "\nAllowed on purpose")
+	text = strings.Join(strings.Fields(text), " ")
+	want := map[string][]string{}
+	for _, clause := range strings.Split(strings.TrimSuffix(text, "."), ";") {
+		from, to, ok := strings.Cut(clause, "→")
+		if !ok {
+			t.Fatalf("DESIGN.md's never %q has no arrow", clause)
+		}
+		to, _, _ = strings.Cut(to, "(") // "(drivers take plain fields and interfaces)"
+		var names []string
+		for _, n := range strings.FieldsFunc(strings.ReplaceAll(to, " or ", ","), func(r rune) bool { return r == ',' }) {
+			names = append(names, strings.TrimSpace(n))
+		}
+		want[strings.TrimSpace(from)] = append(want[strings.TrimSpace(from)], names...)
+	}
+	got := map[string][]string{}
+	for _, n := range nevers {
+		if n.Added == "" {
+			got[n.From] = append(got[n.From], n.Never...)
+		}
+		for _, p := range append([]string{n.From}, n.Never...) {
+			if _, ok := parts[p]; !ok {
+				t.Errorf("the nevers name %s, which is no part", p)
+			}
+		}
+	}
+	for from, ws := range want {
+		if !slices.Equal(slices.Sorted(slices.Values(ws)), slices.Sorted(slices.Values(got[from]))) {
+			t.Errorf("%s never imports %v in DESIGN.md, %v in the table", from, ws, got[from])
+		}
+	}
+	for from := range got {
+		if _, ok := want[from]; !ok {
+			t.Errorf("the table has nevers of %s that DESIGN.md does not", from)
+		}
+	}
+	// The parts table: "| Daemon | `cmd/chorusd`, `device/daemon`, … |".
+	for name, pkgs := range parts {
+		row := ""
+		for line := range strings.Lines(string(design)) {
+			if strings.HasPrefix(line, "| ") && strings.Contains(line, name) && strings.Contains(line, "`") {
+				row += line
+			}
+		}
+		for _, p := range pkgs {
+			p = strings.TrimSuffix(p, "/...")
+			short := strings.TrimPrefix(p, "runtime/")
+			if !strings.Contains(row, "`"+p+"`") && !strings.Contains(row, "`"+p+"/`") && !strings.Contains(row, " "+short+",") &&
+				!strings.Contains(row, "`"+short+"`") && !strings.HasSuffix(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(row), "|")), short) {
+				t.Errorf("part %s: DESIGN.md's parts table does not name %s", name, p)
+			}
 		}
 	}
 }
