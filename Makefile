@@ -28,6 +28,7 @@ test-tagged:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags bench ./cmd/chorus/...
 	CGO_ENABLED=0 $(GO) build $(PKGS)
 
 # The soak of RELIABILITY.md: 30 minutes of a 5-companion room of chorusd
@@ -48,7 +49,7 @@ bench:
 	$(GO) test -run XXX -bench . ./runtime/protocol/
 	$(GO) test -run XXX -bench RejectMalformed ./runtime/room/
 	$(GO) test -run XXX -bench 'Gap|Realtime' -benchtime 1x -timeout 1h ./cmd/chorus/internal/bench/
-	CGO_ENABLED=0 $(GO) build -o /tmp/chorusd-bench ./cmd/chorusd && $(GO) run ./cmd/chorus bench startup -chorusd /tmp/chorusd-bench
+	CGO_ENABLED=0 $(GO) build -o /tmp/chorusd-bench ./cmd/chorusd && $(GO) run -tags bench ./cmd/chorus bench startup -chorusd /tmp/chorusd-bench
 
 # 60 s per decoder (issue 2: every decoder fuzzed at least a minute).
 FUZZTIME ?= 60s

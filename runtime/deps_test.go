@@ -54,6 +54,30 @@ func TestRobotLinksNoTemplates(t *testing.T) {
 	}
 }
 
+// TestOperatorLinksNoTestFakes: the chorus a user installs holds what a
+// user runs; the benchmarks and their fake servers are built with the tag
+// bench only (issue 30, item 5).
+func TestOperatorLinksNoTestFakes(t *testing.T) {
+	for _, tc := range []struct {
+		tags  string
+		fakes bool
+	}{{"", false}, {"bench", true}} {
+		out, err := exec.Command("go", "list", "-tags", tc.tags, "-deps", module+"/cmd/chorus").CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		var fakes []string
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasSuffix(dep, "test") && strings.HasPrefix(dep, module) || strings.HasSuffix(dep, "/i2cfake") || dep == "net/http/httptest" {
+				fakes = append(fakes, dep)
+			}
+		}
+		if tc.fakes != (len(fakes) > 0) {
+			t.Errorf("chorus with tags %q links %v", tc.tags, fakes)
+		}
+	}
+}
+
 // TestPureGoBuild proves the default build needs no C compiler.
 func TestPureGoBuild(t *testing.T) {
 	cmd := exec.Command("go", "build", "-o", t.TempDir(), "github.com/chorus-robotics/chorus/...")

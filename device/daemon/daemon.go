@@ -105,15 +105,22 @@ func Check(cfg *config.Config) error {
 }
 
 // CheckFile reads the config at path and checks it as Check does, adding
-// the values that could not be read: every problem at once. chorusd's
-// --check-config and its start both use it.
+// the values that could not be read: every problem at once. It is the one
+// config check of every mode of chorusd (a start, --check-config,
+// --doctor, --ha-remove). cfg is nil when the file cannot be read or its
+// own fields are wrong; when only this machine lacks what it names (a
+// part, a file, a secret) cfg is returned beside the error, for the
+// doctor to go on with.
 func CheckFile(path string) (*config.Config, error) {
 	cfg, typed, err := config.ParseFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if all := config.Merge(typed, cfg.Validate(), parts.Check(cfg, parts.Here), checkFiles(cfg)); len(all) > 0 {
+	if all := config.Merge(typed, cfg.Validate()); len(all) > 0 {
 		return nil, fmt.Errorf("config %s: %w", path, all)
+	}
+	if all := config.Merge(nil, parts.Check(cfg, parts.Here), checkFiles(cfg)); len(all) > 0 {
+		return cfg, fmt.Errorf("config %s: %w", path, all)
 	}
 	return cfg, nil
 }

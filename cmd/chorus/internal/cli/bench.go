@@ -1,3 +1,10 @@
+//go:build bench
+
+// chorus bench: every benchmark, with the fake servers they measure
+// against (a paced model server, a Wyoming recogniser, an I²C bus). Built
+// only with the tag bench, so the chorus a user installs links no test
+// fake (issue 30, item 5): go run -tags bench ./cmd/chorus bench ….
+
 package cli
 
 import (

@@ -1,0 +1,51 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A missing config file is said to be missing, not to have wrong fields.
+func TestDoctorSaysTheConfigIsMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chorus.yaml")
+	var out, errs strings.Builder
+	if code := Command(context.Background(), []string{"--doctor", "--config", path, "--env-file", filepath.Join(t.TempDir(), "env")}, "test", &out, &errs); code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if !strings.Contains(out.String(), "fix: the config file "+path+" is missing") || strings.Contains(out.String(), "correct the fields") {
+		t.Errorf("report:\n%s", &out)
+	}
+}
+
+// Issue 30, item 5: the doctor reads the config through the start's one
+// check: a secret the config names and this machine lacks is a ✗ of the
+// config (the doctor's weaker check of old said "valid"), and the doctor
+// goes on with its other checks.
+func TestDoctorChecksTheConfigAsAStartDoes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "robot.yaml")
+	os.WriteFile(path, []byte(`version: 1
+device: {id: pi}
+room: {name: lab, members: [kyoko]}
+mqtt: {broker: "tcp://127.0.0.1:1"}
+companion: {id: kyoko, name: Kyoko, sample_lines: ["Hi."], language: en}
+brain: {provider: openai, model: m, base_url: "http://127.0.0.1:1/v1", api_key_env: CHORUS_TEST_NO_SUCH_KEY}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+`), 0o644)
+	var out, errs strings.Builder
+	start := Command(context.Background(), []string{"--check-config", path}, "test", &out, &errs)
+	if start == 0 {
+		t.Fatalf("--check-config passed a config whose key is not set:\n%s", &out)
+	}
+	out.Reset()
+	if code := Command(context.Background(), []string{"--doctor", "--config", path, "--env-file", filepath.Join(dir, "env")}, "test", &out, &errs); code != 1 {
+		t.Errorf("doctor exit %d, want 1:\n%s", code, &out)
+	}
+	if !strings.Contains(out.String(), "✗ config:") || !strings.Contains(out.String(), "CHORUS_TEST_NO_SUCH_KEY") {
+		t.Errorf("the doctor's config line does not say what the start says:\n%s\n(start: %s)", &out, &errs)
+	}
+}
