@@ -38,13 +38,9 @@ import (
 	"strings"
 	"time"
 
-	"periph.io/x/conn/v3/i2c"
-
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/drivers/audio"
-	"github.com/chorus-robotics/chorus/drivers/face"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
-	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -504,51 +500,16 @@ func (d *doctor) gpio() {
 	}
 }
 
-// body: the I²C devices the body names answer at their addresses (the
-// servo board, the face), and the pins of gpio actions are there.
+// body: what each action driver probes (device/parts.ActionKinds): the
+// I²C devices the body names answer at their addresses (the servo board,
+// the face), the pins of gpio actions are there.
 func (d *doctor) body(ctx context.Context) {
-	b := d.c.Body
-	probe := func(name, field, bus, address, what string, answers func(context.Context, i2c.Bus, uint16) error) {
-		name = fmt.Sprintf("%s (%s at %s on %s)", name, what, address, bus)
-		fix := "enable I²C (raspi-config, or dtparam=i2c_arm=on in /boot/firmware/config.txt), check the wiring and the address (i2cdetect -y 1), put the chorus user in the i2c group, or correct " + field
-		addr, err := i2cbus.ParseAddr(address)
-		if err != nil {
-			d.fail(name, "correct "+field+".address", err)
-			return
-		}
-		dev, err := i2cbus.Open(bus)
-		if err != nil {
-			d.fail(name, fix, err)
-			return
-		}
-		defer dev.Close()
-		pctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
-		defer cancel()
-		if err := answers(pctx, dev, addr); err != nil {
-			d.fail(name, fix, err)
-			return
-		}
-		d.ok(name, "answers")
-	}
-	if s := b.Servos; s != nil {
-		probe("servo board", "body.servos", s.Bus, s.Address, "PCA9685", i2cbus.Probe) // a PCA9685 reads back
-	}
-	if f := b.Face; f != nil {
-		probe("face", "body.face", f.Bus, f.Address, "SSD1306", func(ctx context.Context, bus i2c.Bus, addr uint16) error {
-			return i2cbus.ProbeWrite(ctx, bus, addr, face.ProbeBytes()) // an SSD1306 may refuse reads
-		})
-	}
-	for i, a := range b.Actions {
-		if a.Driver != config.DriverGPIO {
+	for _, p := range parts.ProbeBody(ctx, d.c, d.o.Timeout) {
+		if p.Err != nil {
+			d.fail(p.Name, p.Fix, p.Err)
 			continue
 		}
-		field := fmt.Sprintf("body.actions[%d].pin", i)
-		name := fmt.Sprintf("GPIO %s (action %s)", a.Pin, a.Name)
-		if _, err := gpio.Pin(a.Pin); err != nil {
-			d.fail(name, "name a pin this board has (periph names such as GPIO17), check that the chorus user is in the gpio group, or correct "+field, err)
-			continue
-		}
-		d.ok(name, "there")
+		d.ok(p.Name, "%s", p.Detail)
 	}
 }
 

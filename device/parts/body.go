@@ -8,16 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/i2c"
 
 	"github.com/chorus-robotics/chorus/device/act"
 	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/drivers/face"
-	dgpio "github.com/chorus-robotics/chorus/drivers/gpio"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus"
-	actprogram "github.com/chorus-robotics/chorus/drivers/program"
-	"github.com/chorus-robotics/chorus/drivers/pulse"
 	"github.com/chorus-robotics/chorus/drivers/servo"
 	"github.com/chorus-robotics/chorus/drivers/strip"
 	"github.com/chorus-robotics/chorus/runtime/config"
@@ -29,22 +25,6 @@ import (
 // head, the face and the strip opened once and shared by the actions on
 // them.
 
-// ActionDriver is one driver an action may name.
-type ActionDriver struct {
-	Kind  string
-	About string
-}
-
-// ActionDrivers are the action drivers; every build has them all (periph
-// is pure Go).
-var ActionDrivers = []ActionDriver{
-	{config.DriverServo, "a pose or a joint of a servo head on a PCA9685 over I²C (body.servos)"},
-	{config.DriverLED, "a colour and a pattern on a WS2812/APA102 strip (body.strip) or the status LED"},
-	{config.DriverFace, "eyes per emotion and a talking mouth on an SSD1306 OLED over I²C (body.face)"},
-	{config.DriverGPIO, "a pulse on a pin (pin, pulse)"},
-	{config.DriverCommand, "a program given the arguments as JSON on stdin, with a timeout (command, timeout)"},
-}
-
 // CheckBody reports what of c's body cannot be had on this machine (Here):
 // the I²C buses and SPI ports named, the programs of command actions.
 // These are not in Check: a robot without its head still talks (its
@@ -55,24 +35,9 @@ func CheckBody(c *config.Config, m Mode) []string {
 		return nil
 	}
 	var out []string
-	dev := func(field, path, what string) {
-		if strings.HasPrefix(path, "/dev/") && !fileExists(path) {
-			out = append(out, fmt.Sprintf("%s: %s is not there on this machine: %s", field, path, what))
-		}
-	}
-	b := c.Body
-	if b.Servos != nil {
-		dev("body.servos.bus", b.Servos.Bus, "enable I²C (raspi-config, or dtparam=i2c_arm=on in config.txt) and check the wiring")
-	}
-	if b.Face != nil {
-		dev("body.face.bus", b.Face.Bus, "enable I²C (raspi-config, or dtparam=i2c_arm=on in config.txt) and check the wiring")
-	}
-	if b.Strip != nil {
-		dev("body.strip.port", b.Strip.Port, "enable SPI (raspi-config, or dtparam=spi=on in config.txt)")
-	}
-	for i, a := range b.Actions {
-		if a.Driver == config.DriverCommand {
-			out = append(out, program(fmt.Sprintf("body.actions[%d].command", i), a.Command, "required", m)...)
+	for _, kind := range ActionKinds.Kinds() {
+		if k := ActionKinds.kinds[kind]; k.Needs != nil {
+			out = append(out, k.Needs(c)...)
 		}
 	}
 	return out
@@ -237,102 +202,13 @@ func joints(s *config.Servos) []servo.Joint {
 	return out
 }
 
-// action makes one configured action.
+// action makes one configured action by its driver's kind.
 func (b *Body) action(c *config.Config, a config.Action, unavailable map[string]error, status StatusLight, speech func() context.Context) (act.Action, error) {
-	out := act.Action{Def: a.Def()}
-	fail := func(part string) act.Doer {
-		err := unavailable[part]
-		return func(context.Context, json.RawMessage) (string, error) { return "", err }
+	k, ok := ActionKinds.Get(a.Driver)
+	if !ok {
+		return act.Action{Def: a.Def()}, fmt.Errorf("unknown driver %q", a.Driver)
 	}
-	switch a.Driver {
-	case config.DriverServo:
-		out.Part = "head"
-		if b.Head == nil {
-			out.Do = fail("head")
-			return out, nil
-		}
-		if a.Joint != "" {
-			joint := a.Joint
-			out.Do = func(ctx context.Context, args json.RawMessage) (string, error) {
-				var w struct {
-					Angle float64 `json:"angle"`
-				}
-				if err := json.Unmarshal(args, &w); err != nil {
-					return "", err
-				}
-				if err := b.Head.Move(ctx, servo.Pose{{Angles: map[string]float64{joint: w.Angle}}}); err != nil {
-					return "", err
-				}
-				at, _ := b.Head.Angle(joint)
-				return fmt.Sprintf("%s at %.0f°", joint, at), nil
-			}
-			return out, nil
-		}
-		pose, ok := poses(c.Body.Servos)[a.Pose]
-		if !ok {
-			return out, fmt.Errorf("no pose %q for these joints", a.Pose)
-		}
-		name := a.Pose
-		out.Do = func(ctx context.Context, _ json.RawMessage) (string, error) {
-			return name, b.Head.Move(ctx, pose)
-		}
-	case config.DriverFace:
-		out.Part = "face"
-		if b.Face == nil {
-			out.Do = fail("face")
-			return out, nil
-		}
-		out.Do = func(ctx context.Context, args json.RawMessage) (string, error) {
-			var w struct {
-				Emotion string `json:"emotion"`
-			}
-			if err := json.Unmarshal(args, &w); err != nil {
-				return "", err
-			}
-			if err := b.Face.Show(w.Emotion); err != nil {
-				return "", err
-			}
-			// While the robot speaks, the mouth keeps moving under the new eyes.
-			talk, stop := context.WithCancel(ctx)
-			defer stop()
-			go func() {
-				select {
-				case <-speech().Done():
-					stop()
-				case <-talk.Done():
-				}
-			}()
-			b.Face.Talk(talk)
-			return w.Emotion, nil
-		}
-	case config.DriverLED:
-		return b.light(a, out, unavailable, status)
-	case config.DriverGPIO:
-		out.Part = "gpio:" + a.Pin
-		pin, err := dgpio.Pin(a.Pin)
-		if err != nil {
-			unavailable[out.Part] = fmt.Errorf("pin %s is unavailable: %w", a.Pin, err)
-			out.Do = fail(out.Part)
-			return out, nil
-		}
-		active := gpio.High
-		if a.ActiveLow {
-			active = gpio.Low
-		}
-		d := a.Pulse
-		out.Do = func(ctx context.Context, _ json.RawMessage) (string, error) {
-			return fmt.Sprintf("%s pulsed %v", a.Pin, d), pulse.Pulse(ctx, pin, d, active)
-		}
-	case config.DriverCommand:
-		out.Part = "command:" + a.Name
-		argv, timeout := a.Command, a.Timeout
-		out.Do = func(ctx context.Context, args json.RawMessage) (string, error) {
-			return actprogram.Run(ctx, argv, args, timeout)
-		}
-	default:
-		return out, fmt.Errorf("unknown driver %q", a.Driver)
-	}
-	return out, nil
+	return k.Make(b, c, a, making{unavailable: unavailable, status: status, speech: speech})
 }
 
 // DefaultAnimated is how long an animated light runs when the action

@@ -239,13 +239,7 @@ func List() string {
 	line("microphones (drivers.mic.kind)", Mics.Kinds(), Mics.about)
 	line("speech-to-text engines (hearing.stt.kind)", STT.Kinds(), STT.about)
 	line("wake-word detectors (hearing.wake.kind)", Wakes.Kinds(), Wakes.about)
-	var kinds []string
-	about := map[string]string{}
-	for _, d := range ActionDrivers {
-		kinds = append(kinds, d.Kind)
-		about[d.Kind] = d.About
-	}
-	line("action drivers (body.actions[].driver)", kinds, func(k string) (string, string) { return about[k], "" })
+	line("action drivers (body.actions[].driver)", ActionKinds.Kinds(), func(k string) (string, string) { return ActionKinds.kinds[k].About, "" })
 	return b.String()
 }
 
