@@ -22,8 +22,12 @@ type client struct {
 }
 
 func connect(t *testing.T, url, user, pass string) (*client, error) {
+	return connectAs(t, url, "test-"+user+"-"+time.Now().Format("150405.000000"), user, pass)
+}
+
+func connectAs(t *testing.T, url, id, user, pass string) (*client, error) {
 	t.Helper()
-	o := paho.NewClientOptions().AddBroker(url).SetClientID("test-" + user + "-" + time.Now().Format("150405.000000")).
+	o := paho.NewClientOptions().AddBroker(url).SetClientID(id).
 		SetProtocolVersion(4).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
 	if user != "" {
 		o.SetUsername(user).SetPassword(pass)
@@ -119,5 +123,49 @@ func TestAnonymousRefusedUnlessAllowed(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	if _, err := connect(t, b.URL(), "", ""); err == nil {
 		t.Fatal("an anonymous client connected to a broker that does not admit them")
+	}
+}
+
+// Found by an outside attack (issue 27): with a users file, a name the
+// file lacks is refused even where anonymous clients are admitted (as
+// Mosquitto refuses a name its password_file lacks), and a client of
+// another name cannot take a robot's client id over: an anonymous
+// `mosquitto_sub -i ben` once left the robot connected but deaf.
+func TestNoOneElseTakesARobotsSessionOver(t *testing.T) {
+	s := topic.New("").WithRoster("lab", []string{"ann"})
+	b, err := broker.Start(context.Background(), broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, Scheme: s,
+		Users: map[string]string{"ann": "pw-ann", "bob": "pw-bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := connect(t, b.URL(), "homeassistant", "anything"); err == nil {
+		t.Fatal("a name the users file lacks connected")
+	}
+	ann, err := connectAs(t, b.URL(), "ann", "ann", "pw-ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann.subscribe(t, s.Messages("lab"))
+	for _, who := range []struct{ user, pass string }{{"", ""}, {"bob", "pw-bob"}} {
+		if _, err := connectAs(t, b.URL(), "ann", who.user, who.pass); err == nil {
+			t.Fatalf("%q took ann's client id over", who.user)
+		}
+	}
+	bob, err := connect(t, b.URL(), "bob", "pw-bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := bob.c.Publish(s.Message("lab", "bob"), 1, false, []byte(`{}`)); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	for deadline := time.Now().Add(5 * time.Second); !ann.has(s.Message("lab", "bob")); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("ann no longer hears the room")
+		}
+	}
+	// ann itself, reconnecting, takes its own session over.
+	if _, err := connectAs(t, b.URL(), "ann", "ann", "pw-ann"); err != nil {
+		t.Fatalf("ann could not take its own session over: %v", err)
 	}
 }

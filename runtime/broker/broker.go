@@ -119,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	caps.MaximumClientWritesPending = clientQueue
 	caps.MaximumInflight = clientQueue
 	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "broker"), InlineClient: true, Capabilities: caps})
-	if err := srv.AddHook(&aclHook{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics)}, nil); err != nil {
+	if err := srv.AddHook(&aclHook{srv: srv, cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics)}, nil); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("broker: add ACL hook: %w", err)
 	}
@@ -186,6 +186,7 @@ func (l *netListener) Close(listeners.CloseFn) {
 // another companion offline.
 type aclHook struct {
 	mqtt.HookBase
+	srv *mqtt.Server // its clients, for takeovers
 	cfg Config
 	log *slog.Logger
 	m   *metrics.Metrics
@@ -252,7 +253,7 @@ func (h *aclHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool
 		// reads the rooms but no device's results and publishes no more
 		// than queries (topic.Scheme's rules for the empty identity).
 		if h.cfg.AllowAnonymous && !pk.Connect.WillFlag {
-			return true
+			return h.mayTakeOver(cl, user)
 		}
 		h.log.Warn("broker: connection without a username refused", "client", cl.ID, "anonymous_allowed", h.cfg.AllowAnonymous)
 		return false
@@ -263,15 +264,35 @@ func (h *aclHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool
 	}
 	if want, ok := h.cfg.Users[user]; ok {
 		if subtle.ConstantTimeCompare([]byte(want), pk.Connect.Password) == 1 {
-			return true
+			return h.mayTakeOver(cl, user)
 		}
 		h.log.Warn("broker: bad password", "user", user, "client", cl.ID)
 		return false
 	}
-	if h.cfg.AllowAnonymous {
-		return true
+	// Without a users file (the demo, on loopback) any name connects; with
+	// one, a name it lacks is refused as Mosquitto refuses a name its
+	// password_file lacks, anonymous clients allowed or not (issue 27: with
+	// allow_anonymous, anyone could be homeassistant).
+	if h.cfg.AllowAnonymous && len(h.cfg.Users) == 0 {
+		return h.mayTakeOver(cl, user)
 	}
 	h.log.Warn("broker: unknown user refused", "user", user, "client", cl.ID)
+	return false
+}
+
+// mayTakeOver refuses a connection whose client id a client of another
+// name holds: a robot reconnecting takes its own session over, nobody
+// else does. (Mosquitto lets any client take over any id; here an
+// anonymous mosquitto_sub -i ben left the robot ben connected but deaf —
+// mochi 2.7.9 may drop the new session's subscriptions when the old one
+// is cleaned up at the same moment. Found by an outside attack, issue 27.)
+func (h *aclHook) mayTakeOver(cl *mqtt.Client, user string) bool {
+	old, ok := h.srv.Clients.Get(cl.ID)
+	if !ok || old == cl || old.Closed() || string(old.Properties.Username) == user {
+		return true
+	}
+	h.m.Reject(h.log, "broker", user, "client_id_taken",
+		fmt.Errorf("broker: client id %q is held by %q; refused to %q", cl.ID, old.Properties.Username, user))
 	return false
 }
 

@@ -71,6 +71,11 @@ func (f *Floor) onMessage(ctx context.Context, m protocol.Message) {
 	// still owed for a message the room rested on.
 	f.stopAwaiting()
 	f.rested = nil
+	for _, b := range f.sortedPending() {
+		if !b.restedAt.IsZero() { // decided again on late votes: newer words void them
+			f.finish(b, Decision{Reason: protocol.ReasonRest}, protocol.DecidedDeadline)
+		}
+	}
 	f.seq++
 	if len(f.lastSpoke) >= maxLastSpoke {
 		f.lastSpoke = map[string]uint64{}
@@ -305,16 +310,21 @@ func (f *Floor) lateVote(s protocol.StateParams) bool {
 		return false
 	}
 	f.rested = nil
-	for v := range b.left {
-		b.participants[v] = true
-	}
+	// Every member may vote now, not only those the floor knew were there:
+	// after a restart the votes come in a burst, before the presence, and
+	// the first of them must not decide alone. The ballot closes when the
+	// whole roster has voted, or a State's way (thinkMargin) after this one.
 	clear(b.left)
-	b.participants[s.From] = true
+	for m := range f.cfg.Room.Members {
+		if m != b.msg.Params.From {
+			b.participants[m] = true
+		}
+	}
 	f.pending[s.MessageID] = b
 	f.log.Info("floor: a vote came after the room rested on a message; deciding it again",
 		"message", s.MessageID, "voter", s.From, "rested", f.cfg.Clock.Now().Sub(b.restedAt).Round(time.Millisecond))
 	f.m.Recovered.WithLabelValues("late_vote").Inc()
-	f.setDeadline(b, f.cfg.Clock.Now().Add(reconnectGrace))
+	f.setDeadline(b, f.cfg.Clock.Now().Add(thinkMargin))
 	f.onState(context.Background(), s)
 	return true
 }

@@ -349,12 +349,18 @@ func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
 	if g := h.grant(); g.MessageID != "m1" || g.SpeakerID() != "" || g.Reason != protocol.ReasonRest {
 		t.Fatalf("grant %+v: want a rest with nobody left to vote", g)
 	}
-	// The broker is back: the companions' votes arrive before their presence.
+	// The broker is back: the companions' votes arrive before their
+	// presence, one after the other; the first does not decide alone.
 	a, b := h.join("a"), h.join("b")
-	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Importance: 2})
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 2})
+	f.flush(t, h.mem)
+	h.noGrant()
 	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 6})
+	f.flush(t, h.mem)
+	h.noGrant() // c and latecomer, members too, may still vote
+	h.clk.Advance(thinkMargin)
 	g := h.grant()
-	if g.MessageID != "m1" || g.SpeakerID() != "a" || g.DecidedBy != protocol.DecidedAllVoted || len(g.Votes) != 2 {
+	if g.MessageID != "m1" || g.SpeakerID() != "a" || g.DecidedBy != protocol.DecidedDeadline || len(g.Votes) != 2 {
 		t.Fatalf("grant %+v: want m1 decided again for a, on both votes", g)
 	}
 	if n := testutil.ToFloat64(h.m.Recovered.WithLabelValues("late_vote")); n != 1 {
@@ -368,7 +374,7 @@ func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
 	out := logs.String()
 	mu.Unlock()
 	for _, want := range []string{`message=m1 speaker="" reason=rest closed_by=all-voted votes="" missing=[] left="[a b]"`,
-		`message=m1 speaker=a reason=speak closed_by=all-voted votes="a=speak/6 b=listen/2"`} {
+		`message=m1 speaker=a reason=speak closed_by=deadline votes="a=speak/6 b=speak/2" missing="[c latecomer]"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log lacks %s:\n%s", want, out)
 		}
