@@ -88,7 +88,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 // fields are wrong. What only this machine lacks is a ✗ among the others.
 func doctorMode(ctx context.Context, path, envFile, version string, w io.Writer) int {
 	fmt.Fprintf(w, "chorusd %s --doctor, config %s\n", version, path)
-	cfg, err := CheckFile(path)
+	cfg, err := CheckFile(path) // the fields; what this machine lacks is checked below
 	switch {
 	case cfg == nil && errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(w, "✗ config: %v\n    fix: the config file %s is missing: put the device config there (chorus install does), or name it with --config\n", err, path)
@@ -97,16 +97,20 @@ func doctorMode(ctx context.Context, path, envFile, version string, w io.Writer)
 		fmt.Fprintf(w, "✗ config: %v\n    fix: correct the fields named (chorusd --check-config %s)\n", err, path)
 		return 2
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	// The doctor reads the unit's environment file first, as systemd does
+	// before a start: the config is checked again after it, as a start
+	// would check it.
+	results := doctor.Run(ctx, cfg, doctor.Options{EnvFile: envFile})
 	failed := 0
-	if err != nil {
-		fmt.Fprintf(w, "✗ config: %v\n    fix: what this machine lacks is named; the checks below say more\n", err)
+	if err := Check(cfg); err != nil {
+		fmt.Fprintf(w, "✗ config: config %s: %v\n    fix: what this machine lacks is named; the checks below say more\n", path, err)
 		failed++
 	} else {
 		fmt.Fprintln(w, "✓ config: valid")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if failed+doctor.Write(w, doctor.Run(ctx, cfg, doctor.Options{EnvFile: envFile})) > 0 {
+	if failed+doctor.Write(w, results) > 0 {
 		return 1
 	}
 	return 0

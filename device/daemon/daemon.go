@@ -116,10 +116,12 @@ func CheckFile(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if all := config.Merge(typed, cfg.Validate()); len(all) > 0 {
+	fields := config.Merge(typed, cfg.Validate())
+	all := config.Merge(typed, cfg.Validate(), parts.Check(cfg, parts.Here), checkFiles(cfg)) // every problem at once
+	switch {
+	case len(fields) > 0:
 		return nil, fmt.Errorf("config %s: %w", path, all)
-	}
-	if all := config.Merge(nil, parts.Check(cfg, parts.Here), checkFiles(cfg)); len(all) > 0 {
+	case len(all) > 0:
 		return cfg, fmt.Errorf("config %s: %w", path, all)
 	}
 	return cfg, nil
