@@ -116,8 +116,9 @@ func CheckFile(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	fields := config.Merge(typed, cfg.Validate())
-	all := config.Merge(typed, cfg.Validate(), parts.Check(cfg, parts.Here), checkFiles(cfg)) // every problem at once
+	own := cfg.Validate()
+	fields := config.Merge(typed, own)
+	all := config.Merge(typed, own, parts.Check(cfg, parts.Here), checkFiles(cfg)) // every problem at once
 	switch {
 	case len(fields) > 0:
 		return nil, fmt.Errorf("config %s: %w", path, all)
