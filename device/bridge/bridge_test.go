@@ -13,10 +13,11 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -41,26 +42,9 @@ type rig struct {
 	broker string
 	ws     string // ws:// URL of the bridge
 	m      *metrics.Metrics
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 	scheme topic.Scheme
 	bridge *Bridge
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newRig runs a bridge for room lab (member bot) on the embedded broker
@@ -76,7 +60,7 @@ func newRig(t *testing.T, tune func(*Config)) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	r := &rig{t: t, broker: br.URL(), m: metrics.New(), logs: &syncBuffer{}, scheme: scheme}
+	r := &rig{t: t, broker: br.URL(), m: metrics.New(), logs: &logtest.Buffer{}, scheme: scheme}
 	rm := room.New(dev, scheme, "lab", nil, nil)
 	rm.SetMembers([]string{"bot"})
 	cfg := Config{

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/logtest"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
@@ -330,13 +332,8 @@ func TestMessageLostToTheFloorIsDecidedFromItsStates(t *testing.T) {
 // granted, once, and every decision is logged at debug with why it closed.
 func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
 	h := newHarness(t)
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	h.log = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs logtest.Buffer
+	h.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.join("a")
 	h.join("b")
 	f, _, _ := h.startFloor("f1", Config{})
@@ -370,9 +367,7 @@ func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 10, Selected: true})
 	f.flush(t, h.mem)
 	h.noGrant()
-	mu.Lock()
 	out := logs.String()
-	mu.Unlock()
 	for _, want := range []string{`message=m1 speaker="" reason=rest closed_by=all-voted votes="" missing=[] left="[a b]"`,
 		`message=m1 speaker=a reason=speak closed_by=deadline votes="a=speak/6 b=speak/2" missing="[c latecomer]"`} {
 		if !strings.Contains(out, want) {
@@ -437,7 +432,3 @@ func TestGrantIsPublishedAgainWhenTheSpeakerComesBack(t *testing.T) {
 		t.Fatalf("grant %+v: want m1's grant to b again", g)
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

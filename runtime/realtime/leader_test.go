@@ -1,13 +1,13 @@
 package realtime_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -20,26 +20,9 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // runLeader dials broker url as user and runs a realtime Leader there with
 // short claim checks; it returns the leader, its metrics and its log.
-func runLeader(t *testing.T, url, user, instance string) (*realtime.Leader, *metrics.Metrics, *lockedBuffer) {
+func runLeader(t *testing.T, url, user, instance string) (*realtime.Leader, *metrics.Metrics, *logtest.Buffer) {
 	t.Helper()
 	s := topic.New("").WithRoster("lr", members)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -49,7 +32,7 @@ func runLeader(t *testing.T, url, user, instance string) (*realtime.Leader, *met
 	if err != nil {
 		t.Fatalf("dial %s as %s: %v", url, user, err)
 	}
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	m := metrics.New()
 	r := room.New(b, s, "lr", slog.New(slog.NewTextHandler(logs, nil)), m)
 	r.SetMembers(members)

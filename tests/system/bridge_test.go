@@ -20,6 +20,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -135,7 +136,7 @@ func runNode(t *testing.T, script string, env ...string) *nodeClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr logtest.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -85,7 +86,7 @@ var labRoster = map[string][]string{"lab": {"ann", "ben", "cat"}}
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *logtest.Buffer
 	done chan struct{}
 }
 

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/logtest"
+
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -205,7 +207,7 @@ func (o *outside) spoken(id string) int {
 
 func startEnv(t *testing.T, bin, cfg, name string, env ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(bin, "--config", cfg), log: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: exec.Command(bin, "--config", cfg), log: &logtest.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -459,25 +461,6 @@ func (o *outside) spokeOncePerFloorGrant(w *watcher, floor string) {
 	if float64(played) > granted {
 		o.t.Errorf("the companions played %d utterances, the floor granted %.0f turns", played, granted)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b = append(s.b, p...)
-	return len(p), nil
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return string(s.b)
 }
 
 // dumpOnFailure logs the room's messages and grants with their times when

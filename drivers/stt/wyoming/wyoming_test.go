@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/logtest"
+
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/stt/stttest"
 	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
@@ -485,7 +487,7 @@ func TestModelSentOnlyWhenTheServerListsIt(t *testing.T) {
 		t.Run(c.model, func(t *testing.T) {
 			names := make(chan string, 4)
 			srv := serve(t, voskLike(models, names))
-			var logs syncBuffer
+			var logs logtest.Buffer
 			e := &Engine{Addr: srv.addr(), Model: c.model, Timeout: 3 * time.Second, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 			for range 2 { // the server's models are asked once
 				s, err := e.Start(context.Background(), 16000)
@@ -516,25 +518,6 @@ func TestModelSentOnlyWhenTheServerListsIt(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a log destination the server's and the test's goroutines
-// may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // afterStopServer reads an utterance to its audio-stop, then does what

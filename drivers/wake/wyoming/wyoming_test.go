@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/logtest"
+
 	"go.uber.org/goleak"
 
 	"github.com/chorus-robotics/chorus/drivers/wake"
@@ -263,24 +265,6 @@ func TestUnknownEventsAreSkipped(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the listener's goroutines may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // openWakeWord 2 has okay_nabu, not ok_nabu, and says nothing when asked
 // for ok_nabu: the first Listen reads the server's wake words and warns
 // of the name it lacks (with the one meant), once; a later Listen does
@@ -288,7 +272,7 @@ func (b *syncBuffer) String() string {
 // server matches them).
 func TestListenWarnsOfNamesTheServerLacks(t *testing.T) {
 	s := newServer(t, 1<<30, "detect")
-	var logs syncBuffer
+	var logs logtest.Buffer
 	d := &Detector{Addr: s.ln.Addr().String(), Names: []string{"ok_nabu", "Hey_Jarvis"}, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	for range 2 {
 		l, err := d.Listen(context.Background(), 16000)
