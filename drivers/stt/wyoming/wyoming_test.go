@@ -416,13 +416,7 @@ func TestUnknownEventsAreSkipped(t *testing.T) {
 		return wy.WriteEvent(c, tr)
 	})
 	e := &Engine{Addr: srv.addr(), Timeout: 5 * time.Second}
-	s, err := e.Start(context.Background(), 16000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Write(speech(3200))
-	tr, err := s.Finish(context.Background())
-	if err != nil || tr.Text != "hello" {
+	if _, tr, err := utterance(t, e, 3200); err != nil || tr.Text != "hello" {
 		t.Fatalf("Finish = %+v, %v; want hello", tr, err)
 	}
 	if info, err := e.Describe(context.Background()); err != nil || info.ASR[0].Name != "faster-whisper" {
@@ -490,13 +484,7 @@ func TestModelSentOnlyWhenTheServerListsIt(t *testing.T) {
 			var logs logtest.Buffer
 			e := &Engine{Addr: srv.addr(), Model: c.model, Timeout: 3 * time.Second, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 			for range 2 { // the server's models are asked once
-				s, err := e.Start(context.Background(), 16000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s.Write(speech(3200))
-				tr, err := s.Finish(context.Background())
-				if err != nil || tr.Text != "hello" {
+				if _, tr, err := utterance(t, e, 3200); err != nil || tr.Text != "hello" {
 					t.Fatalf("Finish = %+v, %v", tr, err)
 				}
 				if got := <-names; got != c.sent {
