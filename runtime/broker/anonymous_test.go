@@ -63,13 +63,10 @@ func (cl *client) has(topic string) bool {
 	return cl.got[topic]
 }
 
-// Issue 27, item 4: the embedded broker behaves for clients as Mosquitto
-// with the ACL `chorus acl` renders. On a broker that admits anonymous
-// clients (a loopback listener) a client without a username connects; a
-// subscription to the whole prefix — anonymous, or by a logged-in client
-// that is no member of a room — is granted, and each gets what it may
-// read: the room's words, never a device's results (camera frames).
-func TestAnonymousAndNonMembersSubscribeToEverythingAsOnMosquitto(t *testing.T) {
+// annsRoom starts a broker for room lab (member ann) with users ann and
+// bob, where anonymous clients are admitted.
+func annsRoom(t *testing.T) (topic.Scheme, *broker.Broker) {
+	t.Helper()
 	s := topic.New("").WithRoster("lab", []string{"ann"})
 	b, err := broker.Start(context.Background(), broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, Scheme: s,
 		Users: map[string]string{"ann": "pw-ann", "bob": "pw-bob"}})
@@ -77,6 +74,17 @@ func TestAnonymousAndNonMembersSubscribeToEverythingAsOnMosquitto(t *testing.T) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	return s, b
+}
+
+// Issue 27, item 4: the embedded broker behaves for clients as Mosquitto
+// with the ACL `chorus acl` renders. On a broker that admits anonymous
+// clients (a loopback listener) a client without a username connects; a
+// subscription to the whole prefix — anonymous, or by a logged-in client
+// that is no member of a room — is granted, and each gets what it may
+// read: the room's words, never a device's results (camera frames).
+func TestAnonymousAndNonMembersSubscribeToEverythingAsOnMosquitto(t *testing.T) {
+	s, b := annsRoom(t)
 	anon, err := connect(t, b.URL(), "", "")
 	if err != nil {
 		t.Fatalf("a client without a username was refused on a broker that admits anonymous clients: %v", err)
@@ -132,13 +140,7 @@ func TestAnonymousRefusedUnlessAllowed(t *testing.T) {
 // another name cannot take a robot's client id over: an anonymous
 // `mosquitto_sub -i ben` once left the robot connected but deaf.
 func TestNoOneElseTakesARobotsSessionOver(t *testing.T) {
-	s := topic.New("").WithRoster("lab", []string{"ann"})
-	b, err := broker.Start(context.Background(), broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, Scheme: s,
-		Users: map[string]string{"ann": "pw-ann", "bob": "pw-bob"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	s, b := annsRoom(t)
 	if _, err := connect(t, b.URL(), "homeassistant", "anything"); err == nil {
 		t.Fatal("a name the users file lacks connected")
 	}
