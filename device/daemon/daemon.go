@@ -62,6 +62,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
+	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
@@ -527,7 +528,7 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 // phase start|end [-whisper CHANNEL]`).
 func (d *Daemon) realtimeFloors(ctx context.Context, g *errgroup.Group, l *link, fr *room.Room, fid string) error {
 	cfg := d.cfg
-	limits := realtimeLimits(cfg.Room.Realtime)
+	limits := cfg.Room.Realtime.Limits()
 	leader := &realtime.Leader{Room: fr, Instance: cfg.Room.FloorInstance, ID: fid}
 	g.Go(func() error { return leader.Run(ctx) })
 	floors := map[string]*realtime.Floor{}
@@ -574,11 +575,6 @@ func (d *Daemon) realtimeFloors(ctx context.Context, g *errgroup.Group, l *link,
 		return b, nil
 	})
 	return nil
-}
-
-func realtimeLimits(rt config.Realtime) realtime.Limits {
-	return realtime.Limits{PhaseTimeout: rt.PhaseTimeout, SilenceTimeout: rt.SilenceTimeout, RateLimit: rt.RateLimit,
-		PerAgent: rt.MaxCount.PerAgent, PerDay: rt.MaxCount.PerDay, PerTalk: rt.MaxLength.PerTalk, Overlap: rt.Overlap}
 }
 
 // panel runs the status LED and the button, pins by name; a missing pin
@@ -658,16 +654,16 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	}
 	rep := cfg.Room.Repetition
 	var judge brain.RepetitionJudge
-	if j, ok := b.(brain.RepetitionJudge); ok && rep.Judge == config.JudgeModel {
+	if j, ok := b.(brain.RepetitionJudge); ok && rep.Judge == repetition.JudgeModel {
 		judge = j
 	}
 	c, err := companion.New(companion.Config{Room: l.room, Card: *cfg.Companion, Brain: b, Device: body, Queries: qc,
 		HistorySize: cfg.Room.History, Pause: cfg.Room.Pause, MaxTurn: cfg.Room.MaxTurn,
 		Threshold: rep.Threshold, Window: rep.Window, Judge: judge, JudgeEvery: rep.JudgeEvery,
-		JudgeTimeout: rep.JudgeTimeout, NoRepetition: rep.Judge == config.JudgeOff,
+		JudgeTimeout: rep.JudgeTimeout, NoRepetition: rep.Judge == repetition.JudgeOff,
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
-		Overlap: cfg.Room.Turns == config.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
+		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body)})
 	if err != nil {
 		return err
@@ -723,7 +719,7 @@ func (d *Daemon) realtimeAgents(ctx context.Context, g *errgroup.Group, l *link,
 // expectedThink is the think time a companion announces before it has
 // measured its brain: the rule brain's delay, a model's timeout (the
 // measured latency replaces it after a few calls).
-func expectedThink(b config.Brain) time.Duration {
+func expectedThink(b brain.Settings) time.Duration {
 	if b.Provider == "rule" {
 		return b.Delay + 100*time.Millisecond
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/pulse"
 	"github.com/chorus-robotics/chorus/drivers/servo"
 	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
 // The action drivers (body.actions[].driver) are a group of the registry
@@ -39,6 +40,15 @@ type ActionKind struct {
 	// Probe checks on this machine that the hardware of c's actions of
 	// this kind answers (chorusd --doctor); nil: nothing to probe.
 	Probe func(ctx context.Context, c *config.Config, timeout time.Duration) []Probe
+	// Owns lists the fields of this kind's own that a sets (an action of
+	// another kind may not set them).
+	Owns func(a config.Action) []string
+	// Defaults fills a's unset fields of this kind (b: the body it is on).
+	Defaults func(a *config.Action, b config.Body)
+	// Check reports a's bad fields of this kind to p (the action's view).
+	Check func(p *settings.Problems, a config.Action, c *config.Config)
+	// Schema is the JSON Schema of a's arguments.
+	Schema func(a config.Action) map[string]any
 	// Make makes action a of this kind on body b.
 	Make func(b *Body, c *config.Config, a config.Action, k making) (act.Action, error)
 }
@@ -65,7 +75,10 @@ func (k making) fail(part string) act.Doer {
 }
 
 // actionKinds is the group.
-type actionKinds struct{ kinds map[string]ActionKind }
+type actionKinds struct {
+	kinds map[string]ActionKind
+	order []string // as added: how errors list them
+}
 
 // ActionKinds are the action drivers of this build; every build has them
 // all (periph is pure Go).
@@ -77,6 +90,7 @@ func (g *actionKinds) Add(k ActionKind) {
 		panic("parts: action driver " + k.Kind + " registered twice")
 	}
 	g.kinds[k.Kind] = k
+	g.order = append(g.order, k.Kind)
 }
 
 // Kinds lists the kinds, sorted.
@@ -97,6 +111,7 @@ func (g *actionKinds) Get(kind string) (ActionKind, bool) {
 
 // ProbeBody runs every kind's probe on c (chorusd --doctor).
 func ProbeBody(ctx context.Context, c *config.Config, timeout time.Duration) []Probe {
+	bodyDefaults(c)
 	var out []Probe
 	for _, kind := range ActionKinds.Kinds() {
 		if k := ActionKinds.kinds[kind]; k.Probe != nil {
@@ -161,7 +176,7 @@ func sortedIdx(m map[int]config.Action) []int {
 }
 
 func init() {
-	ActionKinds.Add(ActionKind{Kind: config.DriverServo, About: "a pose or a joint of a servo head on a PCA9685 over I²C (body.servos)",
+	ActionKinds.Add(ActionKind{Kind: DriverServo, About: "a pose or a joint of a servo head on a PCA9685 over I²C (body.servos)",
 		Needs: func(c *config.Config) []string {
 			if s := c.Body.Servos; s != nil {
 				return devThere("body.servos.bus", s.Bus, i2cFix)
@@ -174,18 +189,61 @@ func init() {
 			}
 			return nil
 		},
+		Owns: func(a config.Action) []string { return set("pose", a.Pose != "", "joint", a.Joint != "") },
+		Defaults: func(a *config.Action, _ config.Body) {
+			if a.Pose == "" && a.Joint == "" {
+				a.Pose = a.Name
+			}
+		},
+		Check: checkServoAction,
+		Schema: func(a config.Action) map[string]any {
+			if a.Joint != "" {
+				return object(map[string]any{"angle": map[string]any{"type": "number", "description": "degrees from the joint's centre; the body keeps it within its limits"}}, "angle")
+			}
+			return object(map[string]any{})
+		},
 		Make: makeServo})
-	ActionKinds.Add(ActionKind{Kind: config.DriverLED, About: "a colour and a pattern on a WS2812/APA102 strip (body.strip) or the status LED",
+	ActionKinds.Add(ActionKind{Kind: DriverLED, About: "a colour and a pattern on a WS2812/APA102 strip (body.strip) or the status LED",
 		Needs: func(c *config.Config) []string {
 			if s := c.Body.Strip; s != nil {
 				return devThere("body.strip.port", s.Port, "enable SPI (raspi-config, or dtparam=spi=on in config.txt)")
 			}
 			return nil
 		},
+		Owns: func(a config.Action) []string { return set("target", a.Target != "") },
+		Defaults: func(a *config.Action, b config.Body) {
+			if a.Target == "" {
+				a.Target = "status"
+				if b.Strip != nil {
+					a.Target = "strip"
+				}
+			}
+		},
+		Check: func(p *settings.Problems, a config.Action, c *config.Config) {
+			switch a.Target {
+			case "strip":
+				if c.Body.Strip == nil {
+					p.Add("target", "strip needs body.strip")
+				}
+			case "status":
+				if c.Drivers.GPIO.LED == "" {
+					p.Add("target", "status needs drivers.gpio.led (the status LED's pin)")
+				}
+			default:
+				p.Add("target", "must be strip or status, got %q", a.Target)
+			}
+		},
+		Schema: func(config.Action) map[string]any {
+			return object(map[string]any{
+				"color":   map[string]any{"type": "string", "description": "a colour name (red, green, blue, white, yellow, orange, purple, pink, cyan, off) or #rrggbb"},
+				"pattern": map[string]any{"type": "string", "enum": LEDPatterns},
+				"seconds": map[string]any{"type": "number", "minimum": 0, "maximum": 60, "description": "how long; 0 or absent: until the next light"},
+			})
+		},
 		Make: func(b *Body, _ *config.Config, a config.Action, k making) (act.Action, error) {
-			return b.light(a, act.Action{Def: a.Def()}, k.unavailable, k.status)
+			return b.light(a, act.Action{Def: ActionDef(a)}, k.unavailable, k.status)
 		}})
-	ActionKinds.Add(ActionKind{Kind: config.DriverFace, About: "eyes per emotion and a talking mouth on an SSD1306 OLED over I²C (body.face)",
+	ActionKinds.Add(ActionKind{Kind: DriverFace, About: "eyes per emotion and a talking mouth on an SSD1306 OLED over I²C (body.face)",
 		Needs: func(c *config.Config) []string {
 			if f := c.Body.Face; f != nil {
 				return devThere("body.face.bus", f.Bus, i2cFix)
@@ -200,10 +258,35 @@ func init() {
 			}
 			return nil
 		},
+		Check: func(p *settings.Problems, _ config.Action, c *config.Config) {
+			if c.Body.Face == nil {
+				p.Add("driver", "face needs body.face (the OLED)")
+			}
+		},
+		Schema: func(config.Action) map[string]any {
+			return object(map[string]any{"emotion": map[string]any{"type": "string", "enum": faceEmotions()}}, "emotion")
+		},
 		Make: makeFace})
-	ActionKinds.Add(ActionKind{Kind: config.DriverGPIO, About: "a pulse on a pin (pin, pulse)",
+	ActionKinds.Add(ActionKind{Kind: DriverGPIO, About: "a pulse on a pin (pin, pulse)",
+		Owns: func(a config.Action) []string {
+			return set("pin", a.Pin != "", "pulse", a.Pulse != 0, "active_low", a.ActiveLow)
+		},
+		Defaults: func(a *config.Action, _ config.Body) {
+			if a.Pulse == 0 {
+				a.Pulse = DefaultPulse
+			}
+		},
+		Check: func(p *settings.Problems, a config.Action, _ *config.Config) {
+			if a.Pin == "" {
+				p.Add("pin", "required for driver gpio: the pin pulsed, such as GPIO17")
+			}
+			if a.Pulse < time.Millisecond || a.Pulse > 10*time.Second {
+				p.Add("pulse", "must be from 1ms to 10s, got %v", a.Pulse)
+			}
+		},
+		Schema: func(config.Action) map[string]any { return object(map[string]any{}) },
 		Probe: func(_ context.Context, c *config.Config, _ time.Duration) []Probe {
-			acts := ofKind(c, config.DriverGPIO)
+			acts := ofKind(c, DriverGPIO)
 			var out []Probe
 			for _, i := range sortedIdx(acts) {
 				a := acts[i]
@@ -214,7 +297,7 @@ func init() {
 			return out
 		},
 		Make: func(_ *Body, _ *config.Config, a config.Action, k making) (act.Action, error) {
-			out := act.Action{Def: a.Def(), Part: "gpio:" + a.Pin}
+			out := act.Action{Def: ActionDef(a), Part: "gpio:" + a.Pin}
 			pin, err := dgpio.Pin(a.Pin)
 			if err != nil {
 				k.unavailable[out.Part] = fmt.Errorf("pin %s is unavailable: %w", a.Pin, err)
@@ -231,9 +314,24 @@ func init() {
 			}
 			return out, nil
 		}})
-	ActionKinds.Add(ActionKind{Kind: config.DriverCommand, About: "a program given the arguments as JSON on stdin, with a timeout (command, timeout)",
+	ActionKinds.Add(ActionKind{Kind: DriverCommand, About: "a program given the arguments as JSON on stdin, with a timeout (command, timeout)",
+		Owns: func(a config.Action) []string {
+			return set("command", len(a.Command) > 0, "timeout", a.Timeout != 0, "schema", a.Schema != nil)
+		},
+		Defaults: func(a *config.Action, _ config.Body) {
+			if a.Timeout == 0 {
+				a.Timeout = DefaultActionTime
+			}
+		},
+		Check: checkCommandAction,
+		Schema: func(a config.Action) map[string]any {
+			if a.Schema != nil {
+				return a.Schema
+			}
+			return map[string]any{"type": "object"}
+		},
 		Needs: func(c *config.Config) []string {
-			acts := ofKind(c, config.DriverCommand)
+			acts := ofKind(c, DriverCommand)
 			var out []string
 			for _, i := range sortedIdx(acts) {
 				out = append(out, program(fmt.Sprintf("body.actions[%d].command", i), acts[i].Command, "required", Here)...)
@@ -242,7 +340,7 @@ func init() {
 		},
 		Make: func(_ *Body, _ *config.Config, a config.Action, _ making) (act.Action, error) {
 			argv, timeout := a.Command, a.Timeout
-			return act.Action{Def: a.Def(), Part: "command:" + a.Name, Do: func(ctx context.Context, args json.RawMessage) (string, error) {
+			return act.Action{Def: ActionDef(a), Part: "command:" + a.Name, Do: func(ctx context.Context, args json.RawMessage) (string, error) {
 				return actprogram.Run(ctx, argv, args, timeout)
 			}}, nil
 		}})
@@ -250,7 +348,7 @@ func init() {
 
 // makeServo makes a pose or a joint of the servo head.
 func makeServo(b *Body, c *config.Config, a config.Action, k making) (act.Action, error) {
-	out := act.Action{Def: a.Def(), Part: "head"}
+	out := act.Action{Def: ActionDef(a), Part: "head"}
 	if b.Head == nil {
 		out.Do = k.fail("head")
 		return out, nil
@@ -286,7 +384,7 @@ func makeServo(b *Body, c *config.Config, a config.Action, k making) (act.Action
 // makeFace makes an emotion on the face; while the robot speaks, the
 // mouth keeps moving under the new eyes.
 func makeFace(b *Body, _ *config.Config, a config.Action, k making) (act.Action, error) {
-	out := act.Action{Def: a.Def(), Part: "face"}
+	out := act.Action{Def: ActionDef(a), Part: "face"}
 	if b.Face == nil {
 		out.Do = k.fail("face")
 		return out, nil

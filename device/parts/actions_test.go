@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
-// The action drivers are one group of the registry: the config's drivers
-// and the registry's are the same list, --list names each with what it
-// is, and every action of a valid config is made by its kind.
-func TestActionKindsAreTheConfigsDrivers(t *testing.T) {
-	if got, want := ActionKinds.Kinds(), slices.Sorted(slices.Values(config.ActionDrivers)); !slices.Equal(got, want) {
-		t.Fatalf("registry %v, config %v", got, want)
+// The action drivers are one group of the registry, the only list of
+// them: --list names each with what it is, and a config's error lists
+// them in the order the README gives.
+func TestActionKindsAreTheOneList(t *testing.T) {
+	if got, want := ActionKinds.order, []string{DriverServo, DriverLED, DriverFace, DriverGPIO, DriverCommand}; !slices.Equal(got, want) {
+		t.Fatalf("registry %v, want %v", got, want)
 	}
 	list := List()
 	for _, k := range ActionKinds.Kinds() {
@@ -34,8 +35,20 @@ func TestANewActionKindIsOneRegistration(t *testing.T) {
 		Needs: func(*config.Config) []string { return []string{"body.test: not on this machine"} },
 		Probe: func(context.Context, *config.Config, time.Duration) []Probe {
 			return []Probe{{Name: "test part", Fix: "plug it in", Err: errors.New("no answer")}}
+		},
+		Owns: func(a config.Action) []string { return set("joint", a.Joint != "") },
+		Check: func(p *settings.Problems, a config.Action, _ *config.Config) {
+			if a.Pin != "" {
+				p.Add("pin", "a test part has no pin")
+			}
+		},
+		Schema: func(config.Action) map[string]any {
+			return object(map[string]any{"level": map[string]any{"type": "integer"}}, "level")
 		}})
-	t.Cleanup(func() { delete(ActionKinds.kinds, kind) })
+	t.Cleanup(func() {
+		delete(ActionKinds.kinds, kind)
+		ActionKinds.order = slices.DeleteFunc(ActionKinds.order, func(k string) bool { return k == kind })
+	})
 	c := &config.Config{}
 	if got := CheckBody(c, Here); !slices.Contains(got, "body.test: not on this machine") {
 		t.Errorf("CheckBody = %v", got)
@@ -49,5 +62,18 @@ func TestANewActionKindIsOneRegistration(t *testing.T) {
 	}
 	if !strings.Contains(List(), "a part only this test has") {
 		t.Error("--list lacks the new kind")
+	}
+	// Its fields, checks and arguments are its own: an action of it is
+	// checked by them, and another kind may not set what it owns.
+	c.Body.Actions = []config.Action{{Name: "t", Description: "d", Driver: kind, Pin: "GPIO1"},
+		{Name: "g", Description: "d", Driver: DriverGPIO, Pin: "GPIO2", Joint: "pan"}}
+	got := checkBody(c)
+	for _, want := range []string{"body.actions[0].pin: a test part has no pin", "body.actions[1].joint: is only for driver test-part", "body.actions[1].joint: is only for driver servo"} {
+		if !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, want) }) {
+			t.Errorf("checkBody lacks %q: %q", want, got)
+		}
+	}
+	if def := ActionDef(c.Body.Actions[0]); !strings.Contains(string(def.Schema), `"level"`) {
+		t.Errorf("the new kind's schema: %s", def.Schema)
 	}
 }

@@ -34,6 +34,7 @@ func CheckBody(c *config.Config, m Mode) []string {
 	if m != Here {
 		return nil
 	}
+	bodyDefaults(c)
 	var out []string
 	for _, kind := range ActionKinds.Kinds() {
 		if k := ActionKinds.kinds[kind]; k.Needs != nil {
@@ -70,6 +71,7 @@ func (b *Body) Close() {
 // BuildBody opens c's body parts and makes its actions. status is the
 // status LED, for led actions that target it (nil without one).
 func BuildBody(c *config.Config, env Env, status StatusLight) (*Body, error) {
+	bodyDefaults(c)
 	b := &Body{}
 	log := env.Log
 	buses := map[string]i2c.BusCloser{}
@@ -206,7 +208,7 @@ func joints(s *config.Servos) []servo.Joint {
 func (b *Body) action(c *config.Config, a config.Action, unavailable map[string]error, status StatusLight, speech func() context.Context) (act.Action, error) {
 	k, ok := ActionKinds.Get(a.Driver)
 	if !ok {
-		return act.Action{Def: a.Def()}, fmt.Errorf("unknown driver %q", a.Driver)
+		return act.Action{Def: ActionDef(a)}, fmt.Errorf("unknown driver %q", a.Driver)
 	}
 	return k.Make(b, c, a, making{unavailable: unavailable, status: status, speech: speech})
 }

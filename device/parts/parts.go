@@ -160,7 +160,9 @@ var (
 // checked and built only then.
 func hears(c *config.Config) bool { return c.Hearing.Enabled }
 
-// Check reports every problem of c's parts, each by its field.
+// Check reports every problem of c's parts, each by its field: the kinds
+// it names and their own fields, and the body (its parts and its
+// actions, whose kinds' defaults it fills in c first).
 func Check(c *config.Config, m Mode) []string {
 	var out []string
 	out = append(out, Cameras.check(c, m)...)
@@ -174,7 +176,7 @@ func Check(c *config.Config, m Mode) []string {
 		out = append(out, STT.check(c, m)...)
 		out = append(out, Wakes.check(c, m)...)
 	}
-	return out
+	return append(out, checkBody(c)...)
 }
 
 // InBuild reports, a line per field, the kinds c names that a chorusd

@@ -68,6 +68,13 @@ const TalkFrame = 125 * time.Millisecond
 // ssd1306Addr is where periph's ssd1306 driver talks to the display.
 const ssd1306Addr = 0x3c
 
+// A display's defaults: what NewI2C makes of 0.
+const (
+	DefaultAddress = ssd1306Addr
+	DefaultWidth   = 128
+	DefaultHeight  = 64
+)
+
 // Face is a face on a display.
 type Face struct {
 	d   Display
@@ -93,7 +100,7 @@ func NewI2C(bus i2c.Bus, addr uint16, w, h int) (*Face, error) {
 		return nil, errors.New("face: no I²C bus")
 	}
 	if w == 0 && h == 0 {
-		w, h = 128, 64
+		w, h = DefaultWidth, DefaultHeight
 	}
 	if w < 64 || w > 128 || w%8 != 0 || h < 32 || h > 64 || h%8 != 0 {
 		return nil, fmt.Errorf("face: display of %d×%d: width must be 64..128 and height 32..64, multiples of 8", w, h)

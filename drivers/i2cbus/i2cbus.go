@@ -38,6 +38,9 @@ const (
 	MaxAddr = 0x77
 )
 
+// DefaultBus is the Pi's I²C bus on the header (pins 3 and 5).
+const DefaultBus = "/dev/i2c-1"
+
 // hint is what to check when a bus is missing.
 const hint = "enable I²C with raspi-config (Interface Options → I2C) or dtparam=i2c_arm=on in /boot/firmware/config.txt, reboot, and check that /dev/i2c-* exists and is readable by this user (group i2c)"
 

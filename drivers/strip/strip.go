@@ -71,6 +71,12 @@ const (
 	APA102 = "apa102"
 )
 
+// A strip's defaults: the Pi's first SPI port, at half brightness.
+const (
+	DefaultPort       = "/dev/spidev0.0"
+	DefaultBrightness = 0.5
+)
+
 // Patterns Play takes.
 const (
 	Solid   = "solid"

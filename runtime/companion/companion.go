@@ -66,11 +66,11 @@ import (
 const (
 	DefaultHistory      = 10
 	DefaultPause        = 200 * time.Millisecond // room.pause; see TestPauseDefault
-	DefaultThinkTimeout = 20 * time.Second
+	DefaultThinkTimeout = brain.DefaultThinkTimeout
 	DefaultSpeakTimeout = 30 * time.Second
 	DefaultResendEvery  = time.Second
-	DefaultJudgeEvery   = 4
-	DefaultJudgeTimeout = 10 * time.Second
+	DefaultJudgeEvery   = repetition.DefaultJudgeEvery
+	DefaultJudgeTimeout = repetition.DefaultJudgeTimeout
 	maxResends          = 5
 	maxThinking         = 4
 	maxThoughts         = 32

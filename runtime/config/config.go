@@ -16,9 +16,16 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/broker"
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/floor"
+	"github.com/chorus-robotics/chorus/runtime/hearing"
+	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/realtime"
+	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -27,20 +34,20 @@ const Version = 1
 
 // Config is one device's configuration.
 type Config struct {
-	Version   int         `yaml:"version"`
-	Device    Device      `yaml:"device"`
-	Room      Room        `yaml:"room"`
-	MQTT      MQTT        `yaml:"mqtt"`
-	Companion *brain.Card `yaml:"companion"` // absent on a speaker-only device
-	Brain     Brain       `yaml:"brain"`
-	Drivers   Drivers     `yaml:"drivers"`
-	Hearing   Hearing     `yaml:"hearing"`
-	Body      Body        `yaml:"body"`
+	Version   int              `yaml:"version"`
+	Device    Device           `yaml:"device"`
+	Room      Room             `yaml:"room"`
+	MQTT      MQTT             `yaml:"mqtt"`
+	Companion *brain.Card      `yaml:"companion"` // absent on a speaker-only device
+	Brain     brain.Settings   `yaml:"brain"`
+	Drivers   Drivers          `yaml:"drivers"`
+	Hearing   hearing.Settings `yaml:"hearing"`
+	Body      Body             `yaml:"body"`
 	// HomeAssistant makes the robot a Home Assistant device (off by default).
-	HomeAssistant HomeAssistant `yaml:"homeassistant"`
-	Query         Query         `yaml:"query"`
-	HTTP          HTTP          `yaml:"http"`
-	Log           Log           `yaml:"log"`
+	HomeAssistant HomeAssistant  `yaml:"homeassistant"`
+	Query         query.Settings `yaml:"query"`
+	HTTP          HTTP           `yaml:"http"`
+	Log           Log            `yaml:"log"`
 
 	path string
 }
@@ -59,35 +66,26 @@ type Device struct {
 // Zero and 1), amd64.
 var Arches = []string{"arm64", "armv7", "armv6", "amd64"}
 
-// Room is the conversation this device takes part in.
+// Room is the conversation this device takes part in. Its votes are the
+// floor's settings, its turns the companion's, its repetition judge
+// repetition's and its realtime mode realtime's.
 type Room struct {
 	Name string `yaml:"name"`
 	// Members is the room's roster: the ids of its companions. Only they
 	// are present, vote and take the floor; anyone else who may connect is
 	// a user (DESIGN.md, "Room membership is explicit").
-	Members       []string      `yaml:"members"`
-	Floor         bool          `yaml:"floor"`          // run a floor for the room here
-	FloorInstance string        `yaml:"floor_instance"` // default: the device id
-	VoteTimeout   time.Duration `yaml:"vote_timeout"`   // the shortest vote deadline
-	VoteCeiling   time.Duration `yaml:"vote_ceiling"`   // the longest, whatever companions announce
-	MaxPending    int           `yaml:"max_pending"`
-	Pause         time.Duration `yaml:"pause"` // silence between two robots' voices
-	// Turns is "overlapped" (default: the next robot thinks while one
-	// talks, and starts when it ends plus the pause) or "sequential"
-	// (aikyo's order: a robot's Message goes out once its audio ended).
-	Turns string `yaml:"turns"`
-	// BargeIn is what a user's Message does to a robot that speaks:
-	// "sentence" (default: stop after the sentence), "immediate" or "off".
-	BargeIn    string     `yaml:"barge_in"`
-	History    int        `yaml:"history"`
-	MaxTurn    int        `yaml:"max_turn"`
-	Repetition Repetition `yaml:"repetition"`
-	MaxPayload int        `yaml:"max_payload"` // bytes; 0 means 64 KiB
+	Members                []string `yaml:"members"`
+	Floor                  bool     `yaml:"floor"`          // run a floor for the room here
+	FloorInstance          string   `yaml:"floor_instance"` // default: the device id
+	floor.VoteSettings     `yaml:",inline"`
+	companion.TurnSettings `yaml:",inline"`
+	Repetition             repetition.Settings `yaml:"repetition"`
+	MaxPayload             int                 `yaml:"max_payload"` // bytes; 0 means 64 KiB
 	// Mode is "turn" (default: the floor grants each turn after a vote)
 	// or "realtime" (the aiwolf free floor: anyone posts, the floor
 	// enforces hard limits).
-	Mode     string   `yaml:"mode"`
-	Realtime Realtime `yaml:"realtime"`
+	Mode     string            `yaml:"mode"`
+	Realtime realtime.Settings `yaml:"realtime"`
 }
 
 // Room modes.
@@ -96,96 +94,12 @@ const (
 	ModeRealtime = "realtime"
 )
 
-// Realtime is the realtime mode's limits (the aiwolf realtime design's
-// tuning table). An unset field keeps its default; a zero or negative one
-// is an error naming it, never replaced.
-type Realtime struct {
-	PhaseTimeout   time.Duration `yaml:"phase_timeout"`   // a phase ends after this
-	SilenceTimeout time.Duration `yaml:"silence_timeout"` // ... or this long after the last accepted utterance
-	RateLimit      time.Duration `yaml:"rate_limit"`      // the shortest gap between two accepted posts of one companion
-	MaxCount       struct {
-		PerAgent int `yaml:"per_agent"` // each companion's accepted utterances in one phase
-		PerDay   int `yaml:"per_day"`   // the room's accepted utterances in one phase (one "day" of talk)
-	} `yaml:"max_count"`
-	MaxLength struct {
-		PerTalk int `yaml:"per_talk"` // characters (runes): longer text is cut, and its author told
-	} `yaml:"max_length"`
-	PollInterval  time.Duration `yaml:"poll_interval"`  // a companion asks its brain at least this often
-	SpeakCooldown time.Duration `yaml:"speak_cooldown"` // ... and never sooner than this after its last post
-	// Overlap false (default: a room of voices) accepts a post only while
-	// nobody speaks; true behaves as the seed (text rooms).
-	Overlap bool `yaml:"overlap"`
-	// Whisper lists the room's whisper channels and their members.
-	Whisper map[string][]string `yaml:"whisper"`
-}
-
-// Repetition configures the repetition judge (aikyo-closing.ja.md).
-type Repetition struct {
-	Threshold float64 `yaml:"threshold"`
-	Window    int     `yaml:"window"`
-	// Judge is "model" (default: the companion's model is asked whether
-	// the window repeats, with the local score as fallback; a rule brain
-	// has no model and uses the local score), "local" (the character-bigram
-	// score only) or "off" (no repetition judge: the seed's
-	// enableRepetitionJudge false).
-	Judge string `yaml:"judge"`
-	// JudgeEvery is the fewest messages between two questions to the
-	// model (default 4); JudgeTimeout how long one may take (default 10 s).
-	JudgeEvery   int           `yaml:"judge_every"`
-	JudgeTimeout time.Duration `yaml:"judge_timeout"`
-}
-
-// Repetition judges.
-const (
-	JudgeModel = "model"
-	JudgeLocal = "local"
-	JudgeOff   = "off"
-)
-
-// MQTT is how the device reaches its room's broker.
+// MQTT is how the device reaches its room's broker, and the broker it
+// may run itself.
 type MQTT struct {
-	Broker           string   `yaml:"broker"` // tcp://host:port or ssl://host:port
-	Prefix           string   `yaml:"prefix"`
-	Username         string   `yaml:"username"` // default: the companion id, else the device id
-	PasswordEnv      string   `yaml:"password_env"`
-	PasswordFile     string   `yaml:"password_file"`
-	FloorIDs         []string `yaml:"floor_ids"` // identities allowed to grant turns; default [floor]
-	FloorPasswordEnv string   `yaml:"floor_password_env"`
-	TLS              TLS      `yaml:"tls"` // for an ssl:// broker
-	Embedded         Embedded `yaml:"embedded"`
+	bus.Settings `yaml:",inline"`
+	Embedded     broker.Settings `yaml:"embedded"`
 }
-
-// Embedded runs the room's broker inside this chorusd.
-type Embedded struct {
-	Enabled        bool   `yaml:"enabled"`
-	Listen         string `yaml:"listen"` // host:port
-	AllowAnonymous bool   `yaml:"allow_anonymous"`
-	// UsersFile is a YAML map of username: password, kept out of the config.
-	UsersFile string `yaml:"users_file"`
-	TLSCert   string `yaml:"tls_cert"`
-	TLSKey    string `yaml:"tls_key"`
-	// TLSClientCA, with a TLS listener, makes every client present a
-	// certificate this CA signed.
-	TLSClientCA string `yaml:"tls_client_ca"`
-}
-
-// Brain chooses and configures the companion's mind.
-type Brain struct {
-	Provider     string        `yaml:"provider"` // rule, openai, anthropic
-	Draft        *bool         `yaml:"draft"`    // default true: speak the draft, one model call per turn
-	Timeout      time.Duration `yaml:"timeout"`
-	ClosingAfter int           `yaml:"closing_after"` // rule brain
-	Delay        time.Duration `yaml:"delay"`         // rule brain: simulated thinking time
-	BaseURL      string        `yaml:"base_url"`
-	Model        string        `yaml:"model"`
-	APIKeyEnv    string        `yaml:"api_key_env"`
-	JSONMode     bool          `yaml:"json_mode"` // plain JSON mode instead of JSON schema
-	MaxTokens    int           `yaml:"max_tokens"`
-	MaxUtterance int           `yaml:"max_utterance"` // characters; longer utterances are cut at a sentence boundary
-}
-
-// UseDraft reports whether a granted turn speaks the draft.
-func (b Brain) UseDraft() bool { return b.Draft == nil || *b.Draft }
 
 // Drivers are the body's hardware adapters.
 type Drivers struct {
@@ -217,71 +131,6 @@ type Mic struct {
 	// the other robots' speech gates it, and it may hear a person through
 	// its own voice.
 	EchoCancelled bool `yaml:"echo_cancelled"`
-}
-
-// Hearing is how this robot hears people (DESIGN.md, "Hearing"): its
-// microphone (drivers.mic), a voice activity detector that cuts speech
-// into utterances, a speech-to-text engine, and the gate that keeps it
-// from transcribing robots. On the floor's host, User and Window are the
-// room's: whom a heard utterance is published as, and how long the floor
-// waits for other robots' reports of it.
-type Hearing struct {
-	Enabled bool `yaml:"enabled"`
-	// User is the person's identity in the room (default "user"); not a
-	// companion's.
-	User   string        `yaml:"user"`
-	Window time.Duration `yaml:"window"` // default 150 ms
-	// Tail is how long after any robot's speech ends the room still does
-	// not listen (the room's reverberation); default 300 ms.
-	Tail time.Duration `yaml:"tail"`
-	STT  STT           `yaml:"stt"`
-	VAD  VAD           `yaml:"vad"`
-	Wake Wake          `yaml:"wake"`
-}
-
-// Wake is when the room listens: always ("none", the default: whenever no
-// robot speaks) or for ListenFor after a wake word a Wyoming wake-word
-// server heard ("wyoming": openWakeWord). A wake word heard while a robot
-// speaks barges in on it.
-type Wake struct {
-	Kind      string        `yaml:"kind"`       // none, wyoming
-	URL       string        `yaml:"url"`        // tcp://host:port
-	Names     []string      `yaml:"names"`      // the wake words (the server's model names: okay_nabu, hey_jarvis); checked against its info
-	ListenFor time.Duration `yaml:"listen_for"` // default 8 s
-}
-
-// STT is the speech-to-text engine.
-type STT struct {
-	Kind string `yaml:"kind"` // pocketsphinx, wyoming, openai
-	// URL is the engine's address: tcp://host:port for wyoming, the API's
-	// base URL for openai (https://api.openai.com/v1, a whisper.cpp or
-	// faster-whisper server).
-	URL       string `yaml:"url"`
-	Model     string `yaml:"model"`       // openai: the transcription model (whisper-1); wyoming: sent only when the server lists it
-	Language  string `yaml:"language"`    // a hint: en, ja; default the companion's
-	APIKeyEnv string `yaml:"api_key_env"` // openai: the environment variable holding the key
-	// Binary (pocketsphinx) is the recogniser's program; Grammar a JSGF
-	// grammar file and Keywords a keyword list file, which make an offline
-	// recogniser exact on the phrases a robot expects.
-	Binary   string        `yaml:"binary"`
-	Grammar  string        `yaml:"grammar"`
-	Keywords string        `yaml:"keywords"`
-	Timeout  time.Duration `yaml:"timeout"` // per utterance; default 10 s
-	// AfterStop (wyoming) bounds the wait for the server's first answer
-	// after the audio stopped: a server that stopped answering fails the
-	// utterance then, not at Timeout. 0 derives it: 5 s plus the
-	// utterance's length, never more than Timeout.
-	AfterStop time.Duration `yaml:"after_stop"`
-}
-
-// VAD is the voice activity detector.
-type VAD struct {
-	// Aggressiveness is 0 (hears most as speech) to 3 (least); default 2.
-	Aggressiveness *int          `yaml:"aggressiveness"`
-	PreRoll        time.Duration `yaml:"pre_roll"`      // kept before speech starts; default 300 ms
-	Hangover       time.Duration `yaml:"hangover"`      // silence that ends an utterance; default 500 ms
-	MinUtterance   time.Duration `yaml:"min_utterance"` // shorter bursts are dropped; default 300 ms
-	MaxUtterance   time.Duration `yaml:"max_utterance"` // longer speech is cut here; default 15 s
 }
 
 // Camera driver settings.
@@ -338,13 +187,6 @@ type GPIO struct {
 	Button string `yaml:"button"`
 }
 
-// Query settings.
-type Query struct {
-	Timeout    time.Duration `yaml:"timeout"`
-	MaxPending int           `yaml:"max_pending"`
-	MaxResult  int           `yaml:"max_result"` // bytes
-}
-
 // HTTP serves /healthz and /metrics.
 type HTTP struct {
 	Listen    string    `yaml:"listen"` // default 127.0.0.1:9100; "off" disables
@@ -380,12 +222,6 @@ type Log struct {
 
 // Path is the file the config came from, if any.
 func (c *Config) Path() string { return c.path }
-
-// Turn orders (room.turns).
-const (
-	TurnsOverlapped = "overlapped"
-	TurnsSequential = "sequential"
-)
 
 // Identity is the name the device publishes under: its companion's id, or
 // the device id on a speaker-only device.

@@ -3,11 +3,13 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/repetition"
 )
 
 const minimal = `version: 1
@@ -107,7 +109,7 @@ func TestRepetitionJudgeConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := c.Room.Repetition; r.Judge != JudgeModel || r.JudgeEvery != 4 || r.JudgeTimeout != 10*time.Second {
+	if r := c.Room.Repetition; r.Judge != repetition.JudgeModel || r.JudgeEvery != 4 || r.JudgeTimeout != 10*time.Second {
 		t.Fatalf("defaults: %+v", r)
 	}
 	for _, tt := range []struct{ yaml, field string }{
@@ -349,7 +351,7 @@ func FuzzTokens(f *testing.F) {
 			return
 		}
 		for _, tok := range ts {
-			if len(tok.Token) < 16 || !oneOf(tok.Role, "viewer", "user", "device") {
+			if len(tok.Token) < 16 || !slices.Contains([]string{"viewer", "user", "device"}, tok.Role) {
 				t.Fatalf("accepted %+v", tok)
 			}
 		}

@@ -4,9 +4,11 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/chorus-robotics/chorus/runtime/settings"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -57,46 +59,33 @@ func (c *Config) haDefaults() {
 // (topic.HANodeOf).
 func haNodeOf(id string) string { return topic.HANodeOf(id) }
 
-func (c *Config) validateHA(p *problems) {
+// validateHA checks the section (p is its view).
+func (c *Config) validateHA(p *settings.Problems) {
 	h := c.HomeAssistant
 	if !haNode.MatchString(h.NodeID) {
-		p.add("homeassistant.node_id", "must be 1 to 64 letters, digits, '_' or '-', got %q", h.NodeID)
+		p.Add("node_id", "must be 1 to 64 letters, digits, '_' or '-', got %q", h.NodeID)
 	}
 	if h.DiscoveryPrefix == "" || strings.ContainsAny(h.DiscoveryPrefix, "+#") || strings.HasPrefix(h.DiscoveryPrefix, "/") ||
 		strings.HasSuffix(h.DiscoveryPrefix, "/") || h.DiscoveryPrefix == c.MQTT.Prefix || strings.HasPrefix(h.DiscoveryPrefix, c.MQTT.Prefix+"/") {
-		p.add("homeassistant.discovery_prefix", "must be a topic prefix outside Chorus's (%s), without wildcards, got %q", c.MQTT.Prefix, h.DiscoveryPrefix)
+		p.Add("discovery_prefix", "must be a topic prefix outside Chorus's (%s), without wildcards, got %q", c.MQTT.Prefix, h.DiscoveryPrefix)
 	}
-	p.identity("homeassistant.user", h.User)
+	p.Identity("user", h.User)
 	switch {
 	case c.IsRoomMember(h.User):
-		p.add("homeassistant.user", "%q is a companion of the room; Home Assistant needs an identity of its own", h.User)
+		p.Add("user", "%q is a companion of the room; Home Assistant needs an identity of its own", h.User)
 	case c.IsFloorID(h.User):
-		p.add("homeassistant.user", "%q is a floor identity", h.User)
+		p.Add("user", "%q is a floor identity", h.User)
 	}
 	if strings.TrimSpace(h.Opener) == "" || utf8.RuneCountInString(h.Opener) > 500 {
-		p.add("homeassistant.opener", "must be from 1 to 500 characters")
+		p.Add("opener", "must be from 1 to 500 characters")
 	}
 	if h.Enabled && c.Companion == nil {
-		p.add("homeassistant.enabled", "needs a companion: a speaker-only device is not a Home Assistant robot")
+		p.Add("enabled", "needs a companion: a speaker-only device is not a Home Assistant robot")
 	}
 }
 
 // IsRoomMember reports whether id is one of the room's companions.
-func (c *Config) IsRoomMember(id string) bool {
-	for _, m := range c.Room.Members {
-		if m == id {
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) IsRoomMember(id string) bool { return slices.Contains(c.Room.Members, id) }
 
 // IsFloorID reports whether id is one of the room's floor identities.
-func (c *Config) IsFloorID(id string) bool {
-	for _, f := range c.MQTT.FloorIDs {
-		if f == id {
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) IsFloorID(id string) bool { return slices.Contains(c.MQTT.FloorIDs, id) }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chorus-robotics/chorus/runtime/realtime"
 )
 
 // Load reads, decodes strictly, fills defaults and validates path.
@@ -97,7 +99,7 @@ func Parse(r io.Reader) (*Config, Errors, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Config
-	c.Room.Realtime = DefaultRealtime() // what the file leaves unset keeps its default
+	c.Room.Realtime = realtime.DefaultSettings() // what the file leaves unset keeps its default
 	var typed Errors
 	if err := dec.Decode(&c); err != nil {
 		var te *yaml.TypeError

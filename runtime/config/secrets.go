@@ -1,17 +1,17 @@
-// Secrets: passwords, API keys and bridge tokens, read from the
-// environment or a file, never from the YAML.
+// The bridge's tokens, read from the environment or a file, never from
+// the YAML (the other secrets are their sections' owners': settings.Secret).
 
 package config
 
 import (
-	"bytes"
 	"fmt"
-	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
 // BridgeToken is one entry of the bridge's tokens.
@@ -29,7 +29,7 @@ func (w WebSocket) Tokens() ([]BridgeToken, error) {
 	if w.TokensEnv != "" {
 		field = "http.websocket.tokens_env"
 	}
-	raw, err := secret(field, w.TokensEnv, w.TokensFile)
+	raw, err := settings.Secret(field, w.TokensEnv, w.TokensFile)
 	if err != nil || raw == "" {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func parseTokens(field, raw string) ([]BridgeToken, error) {
 		if len(t.Token) < 16 {
 			return nil, fmt.Errorf("%s: entry %d (%s %s): token must be at least 16 characters", field, i+1, t.Role, t.Name)
 		}
-		if !oneOf(t.Role, "viewer", "user", "device") {
+		if !slices.Contains([]string{"viewer", "user", "device"}, t.Role) {
 			return nil, fmt.Errorf("%s: entry %d: role must be viewer, user or device, got %q", field, i+1, t.Role)
 		}
 		if why := protocol.ValidIdentity(t.Name); t.Role != "viewer" && why != "" {
@@ -61,60 +61,4 @@ func parseTokens(field, raw string) ([]BridgeToken, error) {
 		}
 	}
 	return ts, nil
-}
-
-// secret reads a secret from the variable env or the file path.
-func secret(field, env, path string) (string, error) {
-	switch {
-	case env != "":
-		v, ok := os.LookupEnv(env)
-		if !ok {
-			return "", fmt.Errorf("%s: environment variable %s is not set", field, env)
-		}
-		return v, nil
-	case path != "":
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", field, err)
-		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	return "", nil
-}
-
-// Password returns the MQTT password ("" when none is configured).
-func (m MQTT) Password() (string, error) {
-	return secret("mqtt.password_env", m.PasswordEnv, m.PasswordFile)
-}
-
-// FloorPassword returns the password of the floor's connection ("" when
-// none is configured).
-func (m MQTT) FloorPassword() (string, error) {
-	return secret("mqtt.floor_password_env", m.FloorPasswordEnv, "")
-}
-
-// APIKey returns the brain's API key ("" when none is configured).
-func (b Brain) APIKey() (string, error) { return secret("brain.api_key_env", b.APIKeyEnv, "") }
-
-// APIKey reads the speech-to-text API's key from the environment ("" when
-// none is named: a server on the LAN may need none).
-func (s STT) APIKey() (string, error) { return secret("hearing.stt.api_key_env", s.APIKeyEnv, "") }
-
-// Users reads the embedded broker's users file: a YAML map of name to
-// password.
-func (e Embedded) Users() (map[string]string, error) {
-	if e.UsersFile == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(e.UsersFile)
-	if err != nil {
-		return nil, fmt.Errorf("mqtt.embedded.users_file: %w", err)
-	}
-	var u map[string]string
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&u); err != nil {
-		return nil, fmt.Errorf("mqtt.embedded.users_file %s: %w", e.UsersFile, err)
-	}
-	return u, nil
 }

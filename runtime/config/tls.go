@@ -4,24 +4,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"os"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
 )
 
-// TLS is a connection's TLS material: a CA to verify the other side, and
-// this side's certificate and key.
-type TLS struct {
-	CA   string `yaml:"ca_file"`   // PEM; empty: the system's roots (client) / no client certificates (broker)
-	Cert string `yaml:"cert_file"` // PEM
-	Key  string `yaml:"key_file"`  // PEM
-}
-
-func (t TLS) validate(p *problems, field string) {
-	if (t.Cert == "") != (t.Key == "") {
-		p.add(field+".key_file", "cert_file and key_file go together")
-	}
-}
-
+// readCA is the pool of the CA file at path (relative to the config).
 func (c *Config) readCA(field, path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(c.Resolve(path))
 	if err != nil {
@@ -39,7 +27,7 @@ func (c *Config) readCA(field, path string) (*x509.CertPool, error) {
 // roots when none is given) and the device's client certificate, if any.
 func (c *Config) ClientTLS() (*tls.Config, error) {
 	t := c.MQTT.TLS
-	if t == (TLS{}) && !c.brokerIsTLS() {
+	if t == (bus.TLSFiles{}) && !c.brokerIsTLS() {
 		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -85,17 +73,4 @@ func (c *Config) ServerTLS() (*tls.Config, error) {
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
-}
-
-// Loopback reports whether a listen address (host:port) is on loopback.
-func Loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

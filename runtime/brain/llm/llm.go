@@ -100,9 +100,8 @@ var ErrNoImages = errors.New("the model does not accept images")
 // Looker takes a picture with the companion's own camera (a vision query).
 type Looker func(ctx context.Context) (Image, error)
 
-// DefaultMaxUtterance bounds an utterance (brain.max_utterance): a few
-// spoken sentences.
-const DefaultMaxUtterance = 300
+// DefaultMaxUtterance bounds an utterance (brain.max_utterance).
+const DefaultMaxUtterance = brain.DefaultMaxUtterance
 
 // Brain is a brain.Brain on a Chatter.
 type Brain struct {

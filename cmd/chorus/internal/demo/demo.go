@@ -22,6 +22,7 @@ import (
 	firmwareconfigs "github.com/chorus-robotics/chorus/firmware-configs"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/settings"
 	"github.com/chorus-robotics/chorus/runtime/transcript"
 )
 
@@ -304,7 +305,7 @@ func gapList(gs []time.Duration) string {
 // addr, which must be a loopback address: a visitor without a token speaks
 // as "guest".
 func consoleOn(c *config.Config, addr string) error {
-	if !config.Loopback(addr) {
+	if !settings.Loopback(addr) {
 		return fmt.Errorf("console: %q is not a loopback host:port: the demo's console takes no token, so it listens on loopback only", addr)
 	}
 	if c != nil {

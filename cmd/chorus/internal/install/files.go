@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
@@ -215,7 +216,7 @@ func needed(c *config.Config) []string {
 
 // lacking names the users c needs that the users file at p lacks.
 func lacking(c *config.Config, p string) ([]string, error) {
-	have, err := config.Embedded{UsersFile: p}.Users()
+	have, err := broker.Settings{UsersFile: p}.Users()
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
@@ -154,7 +155,7 @@ func TestGeneratesTheFilesTheConfigNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	usersPath := filepath.Join(root, "etc/chorus/mqtt-users.yaml")
-	users, err := config.Embedded{UsersFile: usersPath}.Users()
+	users, err := broker.Settings{UsersFile: usersPath}.Users()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +433,7 @@ func TestNewUsersFileUpdatesTheEnvironmentFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	users, err := config.Embedded{UsersFile: usersPath}.Users()
+	users, err := broker.Settings{UsersFile: usersPath}.Users()
 	if err != nil {
 		t.Fatal(err)
 	}

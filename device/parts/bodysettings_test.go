@@ -1,15 +1,21 @@
-package config
+package parts
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
-func TestBodyConfig(t *testing.T) {
+// The body's settings are its parts': defaults from its drivers, each
+// action's fields by its kind, every bad field named (they were
+// runtime/config's until issue 30; the cases are the same).
+func TestBodySettings(t *testing.T) {
 	base := "version: 1\ndevice: {id: dev1}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\nroom: {name: lab, members: [k]}\ncompanion: {id: k, name: K, personality: calm, language: en}\n"
 	head := "body:\n  servos: {joints: [{name: pan, channel: 0, min: -60, max: 60}, {name: tilt, channel: 1, min: -20, max: 30}]}\n"
-	c, err := Decode(strings.NewReader(base + "body:\n  servos: {joints: [{name: pan, channel: 0, min: -60, max: 60}, {name: tilt, channel: 1, min: -20, max: 30}], poses: {greet: [{pan: 20, hold: 100ms}, {pan: -20, tilt: 5}]}}\n" + `  face: {}
+	c, err := config.Decode(strings.NewReader(base + "body:\n  servos: {joints: [{name: pan, channel: 0, min: -60, max: 60}, {name: tilt, channel: 1, min: -20, max: 30}], poses: {greet: [{pan: 20, hold: 100ms}, {pan: -20, tilt: 5}]}}\n" + `  face: {}
   strip: {kind: ws2812, count: 12}
   actions:
     - {name: nod, description: Nod., driver: servo}
@@ -23,7 +29,7 @@ func TestBodyConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Validate(); err != nil {
+	if err := checkBody(c); err != nil {
 		t.Fatalf("a good body: %v", err)
 	}
 	b := c.Body
@@ -31,7 +37,7 @@ func TestBodyConfig(t *testing.T) {
 		b.Face.Address != "0x3c" || b.Face.Height != 64 || b.Strip.Port != "/dev/spidev0.0" || b.Strip.Brightness != 0.5 || !b.EmotionShown() {
 		t.Fatalf("defaults: %+v %+v %+v", b.Servos, b.Face, b.Strip)
 	}
-	a := append([]Action(nil), b.Actions...)
+	a := append([]config.Action(nil), b.Actions...)
 	if g := b.Servos.Poses["greet"]; len(g) != 2 || g[0].Angles["pan"] != 20 || g[0].Hold != 100*time.Millisecond || g[1].Angles["tilt"] != 5 {
 		t.Fatalf("pose greet: %+v", g)
 	}
@@ -39,7 +45,10 @@ func TestBodyConfig(t *testing.T) {
 	if a[0].Pose != "nod" || a[3].Target != "strip" || a[4].Pulse != 200*time.Millisecond || a[5].Timeout != 5*time.Second {
 		t.Fatalf("action defaults: %+v", a)
 	}
-	defs := c.ActionDefs()
+	var defs []protocol.ActionDef
+	for _, a := range c.Body.Actions {
+		defs = append(defs, ActionDef(a))
+	}
 	if len(defs) != 7 || !strings.Contains(string(defs[2].Schema), `"angle"`) || !strings.Contains(string(defs[6].Schema), `"hand"`) {
 		t.Fatalf("declarations: %s / %s", defs[2].Schema, defs[6].Schema)
 	}
@@ -80,33 +89,12 @@ func TestBodyConfig(t *testing.T) {
 		{"body: {strip: {kind: apa102, count: 100000}}\n", "body.strip.count"},
 		{"body: {laser: {}}\n", "laser"},
 	} {
-		c, err := Decode(strings.NewReader(base + tt.yaml))
-		if err == nil {
-			err = c.Validate()
+		c, typed, err := config.Parse(strings.NewReader(base + tt.yaml))
+		if all := config.Merge(typed, c.Validate(), checkBody(c)); err == nil && len(all) > 0 {
+			err = all
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("%q: want an error with %q, got %v", tt.yaml, tt.field, err)
 		}
-	}
-}
-
-func TestHomeAssistantNodeIDs(t *testing.T) {
-	for _, tc := range []struct{ id, node string }{
-		{"kyoko", "kyoko"}, {"kyoko-2_b", "kyoko-2_b"},
-	} {
-		if got := haNodeOf(tc.id); got != tc.node {
-			t.Errorf("%s → %s, want %s", tc.id, got, tc.node)
-		}
-	}
-	seen := map[string]string{}
-	for _, id := range []string{"キョウコ", "サクラコ", "kyoko.v2", "kyoko_v2", "kyoko v2"} {
-		n := haNodeOf(id)
-		if !haNode.MatchString(n) {
-			t.Errorf("%s → %q is not a node id", id, n)
-		}
-		if other, dup := seen[n]; dup {
-			t.Errorf("%s and %s share node %s", id, other, n)
-		}
-		seen[n] = id
 	}
 }

@@ -1,0 +1,70 @@
+// The connection's settings: a config's mqtt section (its embedded
+// broker is runtime/broker's).
+
+package bus
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/chorus-robotics/chorus/runtime/settings"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// Settings are how the device reaches its room's broker.
+type Settings struct {
+	Broker           string   `yaml:"broker"` // tcp://host:port or ssl://host:port
+	Prefix           string   `yaml:"prefix"`
+	Username         string   `yaml:"username"` // default: the companion id, else the device id
+	PasswordEnv      string   `yaml:"password_env"`
+	PasswordFile     string   `yaml:"password_file"`
+	FloorIDs         []string `yaml:"floor_ids"` // identities allowed to grant turns; default [floor]
+	FloorPasswordEnv string   `yaml:"floor_password_env"`
+	TLS              TLSFiles `yaml:"tls"` // for an ssl:// broker
+}
+
+// TLSFiles are a TLS connection's PEM files.
+type TLSFiles struct {
+	CA   string `yaml:"ca_file"`   // PEM; empty: the system's roots (client) / no client certificates (broker)
+	Cert string `yaml:"cert_file"` // PEM
+	Key  string `yaml:"key_file"`  // PEM
+}
+
+// Password is the device's MQTT password, from the environment variable
+// or the file the section names ("" when it names neither).
+func (s Settings) Password() (string, error) {
+	return settings.Secret("mqtt.password_env", s.PasswordEnv, s.PasswordFile)
+}
+
+// FloorPassword is the password of the floor's own connection.
+func (s Settings) FloorPassword() (string, error) {
+	return settings.Secret("mqtt.floor_password_env", s.FloorPasswordEnv, "")
+}
+
+// SetDefaults fills the fields that need nothing else of the config.
+func (s *Settings) SetDefaults() {
+	if s.Prefix == "" {
+		s.Prefix = topic.DefaultPrefix
+	}
+	if len(s.FloorIDs) == 0 {
+		s.FloorIDs = []string{topic.DefaultFloorID}
+	}
+}
+
+// Check reports every bad field to p (the section's view).
+func (s Settings) Check(p *settings.Problems) {
+	if !strings.HasPrefix(s.Broker, "tcp://") && !strings.HasPrefix(s.Broker, "ssl://") {
+		p.Add("broker", "must be tcp://host:port or ssl://host:port, got %q", s.Broker)
+	}
+	p.Identity("prefix", s.Prefix)
+	p.Identity("username", s.Username)
+	for i, f := range s.FloorIDs {
+		p.Identity(fmt.Sprintf("floor_ids[%d]", i), f)
+	}
+	if s.PasswordEnv != "" && s.PasswordFile != "" {
+		p.Add("password_file", "set either password_env or password_file, not both")
+	}
+	if (s.TLS.Cert == "") != (s.TLS.Key == "") {
+		p.Add("tls.key_file", "cert_file and key_file go together")
+	}
+}
