@@ -43,6 +43,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/device/panel"
 	"github.com/chorus-robotics/chorus/device/parts"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/device/speak"
 	"github.com/chorus-robotics/chorus/device/vision"
 	"github.com/chorus-robotics/chorus/drivers/camera"
@@ -77,7 +78,7 @@ type Options struct {
 
 // Daemon is one running device.
 type Daemon struct {
-	cfg *config.Config
+	cfg *robot.Config
 	log *slog.Logger
 	m   *metrics.Metrics
 
@@ -98,7 +99,7 @@ type Daemon struct {
 // by its field: the config's own (config.Validate), the parts it names in
 // this build and what they need on this machine (device/parts), and the
 // files and secrets it points to.
-func Check(cfg *config.Config) error {
+func Check(cfg *robot.Config) error {
 	if all := config.Merge(nil, cfg.Validate(), parts.Check(cfg, parts.Here), checkFiles(cfg)); len(all) > 0 {
 		return all
 	}
@@ -112,8 +113,8 @@ func Check(cfg *config.Config) error {
 // own fields are wrong; when only this machine lacks what it names (a
 // part, a file, a secret) cfg is returned beside the error, for the
 // doctor to go on with.
-func CheckFile(path string) (*config.Config, error) {
-	cfg, typed, err := config.ParseFile(path)
+func CheckFile(path string) (*robot.Config, error) {
+	cfg, typed, err := robot.ParseFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func CheckFile(path string) (*config.Config, error) {
 
 // checkFiles opens what the config names outside itself: the broker's
 // users file and TLS files, the secrets in the environment.
-func checkFiles(cfg *config.Config) []string {
+func checkFiles(cfg *robot.Config) []string {
 	var out []string
 	m := cfg.MQTT
 	if m.Embedded.Enabled {
@@ -166,7 +167,7 @@ func checkFiles(cfg *config.Config) []string {
 }
 
 // New checks the config and prepares the daemon; it touches no hardware.
-func New(cfg *config.Config, opts Options) (*Daemon, error) {
+func New(cfg *robot.Config, opts Options) (*Daemon, error) {
 	if err := Check(cfg); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

@@ -16,9 +16,9 @@ import (
 	"periph.io/x/conn/v3/gpio/gpioreg"
 	"periph.io/x/conn/v3/gpio/gpiotest"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -41,9 +41,9 @@ func registerPins(t *testing.T) {
 	})
 }
 
-func load(t *testing.T, yaml string) *config.Config {
+func load(t *testing.T, yaml string) *robot.Config {
 	t.Helper()
-	c, err := config.Decode(strings.NewReader(yaml))
+	c, err := robot.Decode(strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ http: {listen: "127.0.0.1:%d"}
 `, broker, gpioLED, httpPort)
 }
 
-func run(t *testing.T, c *config.Config) (*Daemon, context.CancelFunc, chan error) {
+func run(t *testing.T, c *robot.Config) (*Daemon, context.CancelFunc, chan error) {
 	t.Helper()
 	d, err := New(c, Options{Log: testLog(t)})
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/chorus-robotics/chorus/device/homeassistant"
 	"github.com/chorus-robotics/chorus/device/panel"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/companion"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
@@ -129,7 +129,7 @@ func (d *Daemon) onStatus(p *panel.Panel) func(companion.Status) {
 // empty retained discovery), for `chorusd --ha-remove` before the robot is
 // uninstalled; it connects under the robot's identity without announcing
 // its presence.
-func RemoveFromHomeAssistant(ctx context.Context, cfg *config.Config) error {
+func RemoveFromHomeAssistant(ctx context.Context, cfg *robot.Config) error {
 	d, err := New(cfg, Options{})
 	if err != nil {
 		return err

@@ -9,8 +9,8 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 // Prober is a loop that can prove it is still turning.
@@ -104,7 +104,7 @@ var errNotReady = readyError{}
 // Assistant.
 var Version = "dev"
 
-func Main(ctx context.Context, cfg *config.Config, w io.Writer) error {
+func Main(ctx context.Context, cfg *robot.Config, w io.Writer) error {
 	log := cfg.Log.Logger(w)
 	d, err := New(cfg, Options{Log: log, Version: Version})
 	if err != nil {

@@ -39,12 +39,12 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/device/parts"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -70,8 +70,8 @@ type Options struct {
 }
 
 // Run checks c against this machine. c has been decoded and validated
-// (config.ParseFile and Validate); the rest is checked here.
-func Run(ctx context.Context, c *config.Config, o Options) []Result {
+// (robot.ParseFile and Validate); the rest is checked here.
+func Run(ctx context.Context, c *robot.Config, o Options) []Result {
 	if o.FrameTimeout <= 0 {
 		o.FrameTimeout = 5 * time.Second
 	}
@@ -123,7 +123,7 @@ func Write(w io.Writer, results []Result) int {
 }
 
 type doctor struct {
-	c   *config.Config
+	c   *robot.Config
 	o   Options
 	env parts.Env
 	out []Result

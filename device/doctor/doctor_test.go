@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/device/parts"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus/i2cfake"
 	"github.com/chorus-robotics/chorus/runtime/broker"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -43,8 +43,8 @@ func (gone) Begin(context.Context, string) (audio.Stream, error) {
 func (gone) Close() error { return nil }
 
 func init() {
-	parts.Cameras.Add(parts.Part[camera.Source]{Kind: "test-stalled", Make: func(*config.Config, parts.Env) (camera.Source, error) { return stalled{}, nil }})
-	parts.Audio.Add(parts.Part[audio.Output]{Kind: "test-gone", Make: func(*config.Config, parts.Env) (audio.Output, error) { return gone{}, nil }})
+	parts.Cameras.Add(parts.Part[camera.Source]{Kind: "test-stalled", Make: func(*robot.Config, parts.Env) (camera.Source, error) { return stalled{}, nil }})
+	parts.Audio.Add(parts.Part[audio.Output]{Kind: "test-gone", Make: func(*robot.Config, parts.Env) (audio.Output, error) { return gone{}, nil }})
 }
 
 // room starts an embedded broker with users and a model server that
@@ -72,11 +72,11 @@ func room(t *testing.T, key string) (brokerURL, modelURL string) {
 	return b.URL(), srv.URL + "/v1"
 }
 
-func load(t *testing.T, y string) *config.Config {
+func load(t *testing.T, y string) *robot.Config {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(p, []byte(y), 0o644)
-	c, err := config.Load(p)
+	c, err := robot.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/face"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/drivers/servo"
 	"github.com/chorus-robotics/chorus/drivers/strip"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/schema"
 	"github.com/chorus-robotics/chorus/runtime/settings"
@@ -53,7 +53,7 @@ const DefaultMaxSpeed = 180.0
 
 // bodyDefaults fills the body's unset fields: its parts' from their
 // drivers' defaults, each action's by its kind.
-func bodyDefaults(c *config.Config) {
+func bodyDefaults(c *robot.Config) {
 	b := &c.Body
 	if s := b.Servos; s != nil {
 		def(&s.Bus, i2cbus.DefaultBus)
@@ -104,7 +104,7 @@ func bodyDefaults(c *config.Config) {
 // ActionDef is a's declaration as the brain and the wire see it: its
 // name, description and the JSON Schema of its arguments (its kind's, or
 // a command's own).
-func ActionDef(a config.Action) protocol.ActionDef {
+func ActionDef(a robot.Action) protocol.ActionDef {
 	s := map[string]any{"type": "object"}
 	if k, ok := ActionKinds.Get(a.Driver); ok && k.Schema != nil {
 		s = k.Schema(a)
@@ -130,7 +130,7 @@ func def(v *string, d string) {
 
 // checkBody reports every bad field of c's body: its parts, then each
 // action's common fields and its kind's.
-func checkBody(c *config.Config) []string {
+func checkBody(c *robot.Config) []string {
 	bodyDefaults(c)
 	var all settings.Problems
 	p := all.In("body")
@@ -174,7 +174,7 @@ func checkBody(c *config.Config) []string {
 
 // checkAction checks one action: its description, the fields other
 // kinds own, then its kind's own check.
-func checkAction(p *settings.Problems, c *config.Config, a config.Action) {
+func checkAction(p *settings.Problems, c *robot.Config, a robot.Action) {
 	if strings.TrimSpace(a.Description) == "" {
 		p.Add("description", "required: what the model is told the action does")
 	} else if len(a.Description) > protocol.MaxActionDescription {
@@ -228,7 +228,7 @@ func i2cAddress(p *settings.Problems, field, s string) {
 }
 
 // checkServos checks the servo head (p is body.servos' view).
-func checkServos(p *settings.Problems, s *config.Servos) {
+func checkServos(p *settings.Problems, s *robot.Servos) {
 	i2cAddress(p, "address", s.Address)
 	if s.Tick < time.Millisecond || s.Tick > time.Second {
 		p.Add("tick", "must be from 1ms to 1s, got %v", s.Tick)
@@ -301,7 +301,7 @@ func mapKeys(m map[string]bool) func(func(string) bool) {
 }
 
 // checkServoAction checks a pose or a joint of the head.
-func checkServoAction(p *settings.Problems, a config.Action, c *config.Config) {
+func checkServoAction(p *settings.Problems, a robot.Action, c *robot.Config) {
 	s := c.Body.Servos
 	if s == nil {
 		p.Add("driver", "servo needs body.servos (the PCA9685 and its joints)")
@@ -345,11 +345,11 @@ func builtinFits(pose string, joints map[string]bool) bool {
 
 // checkCommandAction checks a program action: its program, timeout and
 // the schema of its arguments.
-func checkCommandAction(p *settings.Problems, a config.Action, _ *config.Config) {
+func checkCommandAction(p *settings.Problems, a robot.Action, _ *robot.Config) {
 	if len(a.Command) == 0 {
 		p.Add("command", "required for driver command: the program, given the arguments as JSON on stdin")
 	}
-	config.CheckCommand(p, "command", "command", a.Command)
+	robot.CheckCommand(p, "command", "command", a.Command)
 	if a.Timeout < 10*time.Millisecond || a.Timeout > 5*time.Minute {
 		p.Add("timeout", "must be from 10ms to 5m, got %v", a.Timeout)
 	}

@@ -12,13 +12,13 @@ import (
 	"periph.io/x/conn/v3/i2c"
 
 	"github.com/chorus-robotics/chorus/device/act"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/face"
 	dgpio "github.com/chorus-robotics/chorus/drivers/gpio"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	actprogram "github.com/chorus-robotics/chorus/drivers/program"
 	"github.com/chorus-robotics/chorus/drivers/pulse"
 	"github.com/chorus-robotics/chorus/drivers/servo"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
@@ -36,21 +36,21 @@ type ActionKind struct {
 	About string
 	// Needs reports what c's actions of this kind, or the part they move,
 	// lack on this machine ("field: what is missing"); nil: nothing.
-	Needs func(c *config.Config) []string
+	Needs func(c *robot.Config) []string
 	// Probe checks on this machine that the hardware of c's actions of
 	// this kind answers (chorusd --doctor); nil: nothing to probe.
-	Probe func(ctx context.Context, c *config.Config, timeout time.Duration) []Probe
+	Probe func(ctx context.Context, c *robot.Config, timeout time.Duration) []Probe
 	// Owns lists the fields of this kind's own that a sets (an action of
 	// another kind may not set them).
-	Owns func(a config.Action) []string
+	Owns func(a robot.Action) []string
 	// Defaults fills a's unset fields of this kind (b: the body it is on).
-	Defaults func(a *config.Action, b config.Body)
+	Defaults func(a *robot.Action, b robot.Body)
 	// Check reports a's bad fields of this kind to p (the action's view).
-	Check func(p *settings.Problems, a config.Action, c *config.Config)
+	Check func(p *settings.Problems, a robot.Action, c *robot.Config)
 	// Schema is the JSON Schema of a's arguments.
-	Schema func(a config.Action) map[string]any
+	Schema func(a robot.Action) map[string]any
 	// Make makes action a of this kind on body b.
-	Make func(b *Body, c *config.Config, a config.Action, k making) (act.Action, error)
+	Make func(b *Body, c *robot.Config, a robot.Action, k making) (act.Action, error)
 }
 
 // Probe is one thing the doctor checked: Err nil when it answered.
@@ -110,7 +110,7 @@ func (g *actionKinds) Get(kind string) (ActionKind, bool) {
 }
 
 // ProbeBody runs every kind's probe on c (chorusd --doctor).
-func ProbeBody(ctx context.Context, c *config.Config, timeout time.Duration) []Probe {
+func ProbeBody(ctx context.Context, c *robot.Config, timeout time.Duration) []Probe {
 	bodyDefaults(c)
 	var out []Probe
 	for _, kind := range ActionKinds.Kinds() {
@@ -156,8 +156,8 @@ func probeI2C(ctx context.Context, name, field, bus, address, what string, timeo
 }
 
 // ofKind lists c's actions of kind with their indexes.
-func ofKind(c *config.Config, kind string) map[int]config.Action {
-	out := map[int]config.Action{}
+func ofKind(c *robot.Config, kind string) map[int]robot.Action {
+	out := map[int]robot.Action{}
 	for i, a := range c.Body.Actions {
 		if a.Driver == kind {
 			out[i] = a
@@ -166,7 +166,7 @@ func ofKind(c *config.Config, kind string) map[int]config.Action {
 	return out
 }
 
-func sortedIdx(m map[int]config.Action) []int {
+func sortedIdx(m map[int]robot.Action) []int {
 	out := make([]int, 0, len(m))
 	for i := range m {
 		out = append(out, i)
@@ -177,26 +177,26 @@ func sortedIdx(m map[int]config.Action) []int {
 
 func init() {
 	ActionKinds.Add(ActionKind{Kind: DriverServo, About: "a pose or a joint of a servo head on a PCA9685 over I²C (body.servos)",
-		Needs: func(c *config.Config) []string {
+		Needs: func(c *robot.Config) []string {
 			if s := c.Body.Servos; s != nil {
 				return devThere("body.servos.bus", s.Bus, i2cFix)
 			}
 			return nil
 		},
-		Probe: func(ctx context.Context, c *config.Config, timeout time.Duration) []Probe {
+		Probe: func(ctx context.Context, c *robot.Config, timeout time.Duration) []Probe {
 			if s := c.Body.Servos; s != nil { // a PCA9685 reads back
 				return []Probe{probeI2C(ctx, "servo board", "body.servos", s.Bus, s.Address, "PCA9685", timeout, i2cbus.Probe)}
 			}
 			return nil
 		},
-		Owns: func(a config.Action) []string { return set("pose", a.Pose != "", "joint", a.Joint != "") },
-		Defaults: func(a *config.Action, _ config.Body) {
+		Owns: func(a robot.Action) []string { return set("pose", a.Pose != "", "joint", a.Joint != "") },
+		Defaults: func(a *robot.Action, _ robot.Body) {
 			if a.Pose == "" && a.Joint == "" {
 				a.Pose = a.Name
 			}
 		},
 		Check: checkServoAction,
-		Schema: func(a config.Action) map[string]any {
+		Schema: func(a robot.Action) map[string]any {
 			if a.Joint != "" {
 				return object(map[string]any{"angle": map[string]any{"type": "number", "description": "degrees from the joint's centre; the body keeps it within its limits"}}, "angle")
 			}
@@ -204,14 +204,14 @@ func init() {
 		},
 		Make: makeServo})
 	ActionKinds.Add(ActionKind{Kind: DriverLED, About: "a colour and a pattern on a WS2812/APA102 strip (body.strip) or the status LED",
-		Needs: func(c *config.Config) []string {
+		Needs: func(c *robot.Config) []string {
 			if s := c.Body.Strip; s != nil {
 				return devThere("body.strip.port", s.Port, "enable SPI (raspi-config, or dtparam=spi=on in config.txt)")
 			}
 			return nil
 		},
-		Owns: func(a config.Action) []string { return set("target", a.Target != "") },
-		Defaults: func(a *config.Action, b config.Body) {
+		Owns: func(a robot.Action) []string { return set("target", a.Target != "") },
+		Defaults: func(a *robot.Action, b robot.Body) {
 			if a.Target == "" {
 				a.Target = "status"
 				if b.Strip != nil {
@@ -219,7 +219,7 @@ func init() {
 				}
 			}
 		},
-		Check: func(p *settings.Problems, a config.Action, c *config.Config) {
+		Check: func(p *settings.Problems, a robot.Action, c *robot.Config) {
 			switch a.Target {
 			case "strip":
 				if c.Body.Strip == nil {
@@ -233,24 +233,24 @@ func init() {
 				p.Add("target", "must be strip or status, got %q", a.Target)
 			}
 		},
-		Schema: func(config.Action) map[string]any {
+		Schema: func(robot.Action) map[string]any {
 			return object(map[string]any{
 				"color":   map[string]any{"type": "string", "description": "a colour name (red, green, blue, white, yellow, orange, purple, pink, cyan, off) or #rrggbb"},
 				"pattern": map[string]any{"type": "string", "enum": LEDPatterns},
 				"seconds": map[string]any{"type": "number", "minimum": 0, "maximum": 60, "description": "how long; 0 or absent: until the next light"},
 			})
 		},
-		Make: func(b *Body, _ *config.Config, a config.Action, k making) (act.Action, error) {
+		Make: func(b *Body, _ *robot.Config, a robot.Action, k making) (act.Action, error) {
 			return b.light(a, act.Action{Def: ActionDef(a)}, k.unavailable, k.status)
 		}})
 	ActionKinds.Add(ActionKind{Kind: DriverFace, About: "eyes per emotion and a talking mouth on an SSD1306 OLED over I²C (body.face)",
-		Needs: func(c *config.Config) []string {
+		Needs: func(c *robot.Config) []string {
 			if f := c.Body.Face; f != nil {
 				return devThere("body.face.bus", f.Bus, i2cFix)
 			}
 			return nil
 		},
-		Probe: func(ctx context.Context, c *config.Config, timeout time.Duration) []Probe {
+		Probe: func(ctx context.Context, c *robot.Config, timeout time.Duration) []Probe {
 			if f := c.Body.Face; f != nil {
 				return []Probe{probeI2C(ctx, "face", "body.face", f.Bus, f.Address, "SSD1306", timeout, func(ctx context.Context, bus i2c.Bus, addr uint16) error {
 					return i2cbus.ProbeWrite(ctx, bus, addr, face.ProbeBytes()) // an SSD1306 may refuse reads
@@ -258,25 +258,25 @@ func init() {
 			}
 			return nil
 		},
-		Check: func(p *settings.Problems, _ config.Action, c *config.Config) {
+		Check: func(p *settings.Problems, _ robot.Action, c *robot.Config) {
 			if c.Body.Face == nil {
 				p.Add("driver", "face needs body.face (the OLED)")
 			}
 		},
-		Schema: func(config.Action) map[string]any {
+		Schema: func(robot.Action) map[string]any {
 			return object(map[string]any{"emotion": map[string]any{"type": "string", "enum": faceEmotions()}}, "emotion")
 		},
 		Make: makeFace})
 	ActionKinds.Add(ActionKind{Kind: DriverGPIO, About: "a pulse on a pin (pin, pulse)",
-		Owns: func(a config.Action) []string {
+		Owns: func(a robot.Action) []string {
 			return set("pin", a.Pin != "", "pulse", a.Pulse != 0, "active_low", a.ActiveLow)
 		},
-		Defaults: func(a *config.Action, _ config.Body) {
+		Defaults: func(a *robot.Action, _ robot.Body) {
 			if a.Pulse == 0 {
 				a.Pulse = DefaultPulse
 			}
 		},
-		Check: func(p *settings.Problems, a config.Action, _ *config.Config) {
+		Check: func(p *settings.Problems, a robot.Action, _ *robot.Config) {
 			if a.Pin == "" {
 				p.Add("pin", "required for driver gpio: the pin pulsed, such as GPIO17")
 			}
@@ -284,8 +284,8 @@ func init() {
 				p.Add("pulse", "must be from 1ms to 10s, got %v", a.Pulse)
 			}
 		},
-		Schema: func(config.Action) map[string]any { return object(map[string]any{}) },
-		Probe: func(_ context.Context, c *config.Config, _ time.Duration) []Probe {
+		Schema: func(robot.Action) map[string]any { return object(map[string]any{}) },
+		Probe: func(_ context.Context, c *robot.Config, _ time.Duration) []Probe {
 			acts := ofKind(c, DriverGPIO)
 			var out []Probe
 			for _, i := range sortedIdx(acts) {
@@ -296,7 +296,7 @@ func init() {
 			}
 			return out
 		},
-		Make: func(_ *Body, _ *config.Config, a config.Action, k making) (act.Action, error) {
+		Make: func(_ *Body, _ *robot.Config, a robot.Action, k making) (act.Action, error) {
 			out := act.Action{Def: ActionDef(a), Part: "gpio:" + a.Pin}
 			pin, err := dgpio.Pin(a.Pin)
 			if err != nil {
@@ -315,22 +315,22 @@ func init() {
 			return out, nil
 		}})
 	ActionKinds.Add(ActionKind{Kind: DriverCommand, About: "a program given the arguments as JSON on stdin, with a timeout (command, timeout)",
-		Owns: func(a config.Action) []string {
+		Owns: func(a robot.Action) []string {
 			return set("command", len(a.Command) > 0, "timeout", a.Timeout != 0, "schema", a.Schema != nil)
 		},
-		Defaults: func(a *config.Action, _ config.Body) {
+		Defaults: func(a *robot.Action, _ robot.Body) {
 			if a.Timeout == 0 {
 				a.Timeout = DefaultActionTime
 			}
 		},
 		Check: checkCommandAction,
-		Schema: func(a config.Action) map[string]any {
+		Schema: func(a robot.Action) map[string]any {
 			if a.Schema != nil {
 				return a.Schema
 			}
 			return map[string]any{"type": "object"}
 		},
-		Needs: func(c *config.Config) []string {
+		Needs: func(c *robot.Config) []string {
 			acts := ofKind(c, DriverCommand)
 			var out []string
 			for _, i := range sortedIdx(acts) {
@@ -338,7 +338,7 @@ func init() {
 			}
 			return out
 		},
-		Make: func(_ *Body, _ *config.Config, a config.Action, _ making) (act.Action, error) {
+		Make: func(_ *Body, _ *robot.Config, a robot.Action, _ making) (act.Action, error) {
 			argv, timeout := a.Command, a.Timeout
 			return act.Action{Def: ActionDef(a), Part: "command:" + a.Name, Do: func(ctx context.Context, args json.RawMessage) (string, error) {
 				return actprogram.Run(ctx, argv, args, timeout)
@@ -347,7 +347,7 @@ func init() {
 }
 
 // makeServo makes a pose or a joint of the servo head.
-func makeServo(b *Body, c *config.Config, a config.Action, k making) (act.Action, error) {
+func makeServo(b *Body, c *robot.Config, a robot.Action, k making) (act.Action, error) {
 	out := act.Action{Def: ActionDef(a), Part: "head"}
 	if b.Head == nil {
 		out.Do = k.fail("head")
@@ -383,7 +383,7 @@ func makeServo(b *Body, c *config.Config, a config.Action, k making) (act.Action
 
 // makeFace makes an emotion on the face; while the robot speaks, the
 // mouth keeps moving under the new eyes.
-func makeFace(b *Body, _ *config.Config, a config.Action, k making) (act.Action, error) {
+func makeFace(b *Body, _ *robot.Config, a robot.Action, k making) (act.Action, error) {
 	out := act.Action{Def: ActionDef(a), Part: "face"}
 	if b.Face == nil {
 		out.Do = k.fail("face")

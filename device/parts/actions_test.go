@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
@@ -32,24 +32,24 @@ func TestActionKindsAreTheOneList(t *testing.T) {
 func TestANewActionKindIsOneRegistration(t *testing.T) {
 	const kind = "test-part"
 	ActionKinds.Add(ActionKind{Kind: kind, About: "a part only this test has",
-		Needs: func(*config.Config) []string { return []string{"body.test: not on this machine"} },
-		Probe: func(context.Context, *config.Config, time.Duration) []Probe {
+		Needs: func(*robot.Config) []string { return []string{"body.test: not on this machine"} },
+		Probe: func(context.Context, *robot.Config, time.Duration) []Probe {
 			return []Probe{{Name: "test part", Fix: "plug it in", Err: errors.New("no answer")}}
 		},
-		Owns: func(a config.Action) []string { return set("joint", a.Joint != "") },
-		Check: func(p *settings.Problems, a config.Action, _ *config.Config) {
+		Owns: func(a robot.Action) []string { return set("joint", a.Joint != "") },
+		Check: func(p *settings.Problems, a robot.Action, _ *robot.Config) {
 			if a.Pin != "" {
 				p.Add("pin", "a test part has no pin")
 			}
 		},
-		Schema: func(config.Action) map[string]any {
+		Schema: func(robot.Action) map[string]any {
 			return object(map[string]any{"level": map[string]any{"type": "integer"}}, "level")
 		}})
 	t.Cleanup(func() {
 		delete(ActionKinds.kinds, kind)
 		ActionKinds.order = slices.DeleteFunc(ActionKinds.order, func(k string) bool { return k == kind })
 	})
-	c := &config.Config{}
+	c := &robot.Config{}
 	if got := CheckBody(c, Here); !slices.Contains(got, "body.test: not on this machine") {
 		t.Errorf("CheckBody = %v", got)
 	}
@@ -65,7 +65,7 @@ func TestANewActionKindIsOneRegistration(t *testing.T) {
 	}
 	// Its fields, checks and arguments are its own: an action of it is
 	// checked by them, and another kind may not set what it owns.
-	c.Body.Actions = []config.Action{{Name: "t", Description: "d", Driver: kind, Pin: "GPIO1"},
+	c.Body.Actions = []robot.Action{{Name: "t", Description: "d", Driver: kind, Pin: "GPIO1"},
 		{Name: "g", Description: "d", Driver: DriverGPIO, Pin: "GPIO2", Joint: "pan"}}
 	got := checkBody(c)
 	for _, want := range []string{"body.actions[0].pin: a test part has no pin", "body.actions[1].joint: is only for driver test-part", "body.actions[1].joint: is only for driver servo"} {

@@ -5,10 +5,10 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/air"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/mic"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 // The shared acoustic space (drivers/air) of tests and the demo: the
@@ -17,13 +17,13 @@ import (
 // other robots' attenuated.
 func init() {
 	Audio.Add(Part[audio.Output]{Kind: "air", About: "plays into a shared acoustic space, `chorus air serve` (drivers.audio.air: HOST:PORT; tests, demos)",
-		Check: func(c *config.Config, _ Mode) []string { return hostPort("drivers.audio.air", c.Drivers.Audio.Air) },
-		Make: func(c *config.Config, _ Env) (audio.Output, error) {
+		Check: func(c *robot.Config, _ Mode) []string { return hostPort("drivers.audio.air", c.Drivers.Audio.Air) },
+		Make: func(c *robot.Config, _ Env) (audio.Output, error) {
 			return &air.Output{Addr: c.Drivers.Audio.Air, ID: c.Identity()}, nil
 		}})
 	Mics.Add(Part[mic.Source]{Kind: "air", About: "hears a shared acoustic space, `chorus air serve` (drivers.mic.air: HOST:PORT; tests, demos)",
-		Check: func(c *config.Config, _ Mode) []string { return hostPort("drivers.mic.air", c.Drivers.Mic.Air) },
-		Make: func(c *config.Config, _ Env) (mic.Source, error) {
+		Check: func(c *robot.Config, _ Mode) []string { return hostPort("drivers.mic.air", c.Drivers.Mic.Air) },
+		Make: func(c *robot.Config, _ Env) (mic.Source, error) {
 			return &air.Source{Addr: c.Drivers.Mic.Air, ID: c.Identity()}, nil
 		}})
 }

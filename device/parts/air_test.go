@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/air"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 func TestAirKinds(t *testing.T) {
@@ -19,7 +19,7 @@ func TestAirKinds(t *testing.T) {
 		{"127.0.0.1:http", "port from 1 to 65535"},
 		{":7070", "port from 1 to 65535"},
 	} {
-		c, err := config.Decode(strings.NewReader(`version: 1
+		c, err := robot.Decode(strings.NewReader(`version: 1
 device: {id: d}
 room: {name: lab, members: [kyoko]}
 mqtt: {broker: "tcp://127.0.0.1:1"}

@@ -12,11 +12,11 @@ import (
 
 	"github.com/chorus-robotics/chorus/device/act"
 	"github.com/chorus-robotics/chorus/device/led"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/face"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus"
 	"github.com/chorus-robotics/chorus/drivers/servo"
 	"github.com/chorus-robotics/chorus/drivers/strip"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -30,7 +30,7 @@ import (
 // These are not in Check: a robot without its head still talks (its
 // actions answer with what is missing), so a start only logs them;
 // `chorusd --check-config` reports them as errors.
-func CheckBody(c *config.Config, m Mode) []string {
+func CheckBody(c *robot.Config, m Mode) []string {
 	if m != Here {
 		return nil
 	}
@@ -70,7 +70,7 @@ func (b *Body) Close() {
 
 // BuildBody opens c's body parts and makes its actions. status is the
 // status LED, for led actions that target it (nil without one).
-func BuildBody(c *config.Config, env Env, status StatusLight) (*Body, error) {
+func BuildBody(c *robot.Config, env Env, status StatusLight) (*Body, error) {
 	bodyDefaults(c)
 	b := &Body{}
 	log := env.Log
@@ -195,7 +195,7 @@ var emotionColors = map[protocol.Emotion]color.RGBA{
 	protocol.EmotionAngry:   {R: 255, G: 0, B: 0, A: 255},
 }
 
-func joints(s *config.Servos) []servo.Joint {
+func joints(s *robot.Servos) []servo.Joint {
 	var out []servo.Joint
 	for _, j := range s.Joints {
 		out = append(out, servo.Joint{Name: j.Name, Channel: j.Channel, Min: j.Min, Max: j.Max, Center: j.Center,
@@ -205,7 +205,7 @@ func joints(s *config.Servos) []servo.Joint {
 }
 
 // action makes one configured action by its driver's kind.
-func (b *Body) action(c *config.Config, a config.Action, unavailable map[string]error, status StatusLight, speech func() context.Context) (act.Action, error) {
+func (b *Body) action(c *robot.Config, a robot.Action, unavailable map[string]error, status StatusLight, speech func() context.Context) (act.Action, error) {
 	k, ok := ActionKinds.Get(a.Driver)
 	if !ok {
 		return act.Action{Def: ActionDef(a)}, fmt.Errorf("unknown driver %q", a.Driver)
@@ -219,7 +219,7 @@ const DefaultAnimated = 5 * time.Second
 
 // light makes an led action: on the strip (a colour and a pattern) or on
 // the status LED (the pattern alone; it has one colour).
-func (b *Body) light(a config.Action, out act.Action, unavailable map[string]error, status StatusLight) (act.Action, error) {
+func (b *Body) light(a robot.Action, out act.Action, unavailable map[string]error, status StatusLight) (act.Action, error) {
 	type args struct {
 		Color   string  `json:"color"`
 		Pattern string  `json:"pattern"`
@@ -289,7 +289,7 @@ var statusPatterns = map[string]led.Pattern{
 
 // poses are the head's poses: the built-in ones for its joints, and the
 // config's (which win).
-func poses(s *config.Servos) map[string]servo.Pose {
+func poses(s *robot.Servos) map[string]servo.Pose {
 	out := servo.DefaultPoses(joints(s))
 	for name, steps := range s.Poses {
 		var p servo.Pose

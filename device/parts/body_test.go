@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus/i2cfake"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 const bodyBase = "version: 1\ndevice: {id: dev1}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\nroom: {name: lab, members: [k]}\ncompanion: {id: k, name: K, language: en}\n"
 
-func bodyConfig(t *testing.T, yaml string) *config.Config {
+func bodyConfig(t *testing.T, yaml string) *robot.Config {
 	t.Helper()
-	c, err := config.Decode(strings.NewReader(bodyBase + yaml))
+	c, err := robot.Decode(strings.NewReader(bodyBase + yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -15,7 +16,7 @@ import (
 func TestBodySettings(t *testing.T) {
 	base := "version: 1\ndevice: {id: dev1}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\nroom: {name: lab, members: [k]}\ncompanion: {id: k, name: K, personality: calm, language: en}\n"
 	head := "body:\n  servos: {joints: [{name: pan, channel: 0, min: -60, max: 60}, {name: tilt, channel: 1, min: -20, max: 30}]}\n"
-	c, err := config.Decode(strings.NewReader(base + "body:\n  servos: {joints: [{name: pan, channel: 0, min: -60, max: 60}, {name: tilt, channel: 1, min: -20, max: 30}], poses: {greet: [{pan: 20, hold: 100ms}, {pan: -20, tilt: 5}]}}\n" + `  face: {}
+	c, err := robot.Decode(strings.NewReader(base + "body:\n  servos: {joints: [{name: pan, channel: 0, min: -60, max: 60}, {name: tilt, channel: 1, min: -20, max: 30}], poses: {greet: [{pan: 20, hold: 100ms}, {pan: -20, tilt: 5}]}}\n" + `  face: {}
   strip: {kind: ws2812, count: 12}
   actions:
     - {name: nod, description: Nod., driver: servo}
@@ -37,7 +38,7 @@ func TestBodySettings(t *testing.T) {
 		b.Face.Address != "0x3c" || b.Face.Height != 64 || b.Strip.Port != "/dev/spidev0.0" || b.Strip.Brightness != 0.5 || !b.EmotionShown() {
 		t.Fatalf("defaults: %+v %+v %+v", b.Servos, b.Face, b.Strip)
 	}
-	a := append([]config.Action(nil), b.Actions...)
+	a := append([]robot.Action(nil), b.Actions...)
 	if g := b.Servos.Poses["greet"]; len(g) != 2 || g[0].Angles["pan"] != 20 || g[0].Hold != 100*time.Millisecond || g[1].Angles["tilt"] != 5 {
 		t.Fatalf("pose greet: %+v", g)
 	}
@@ -89,7 +90,7 @@ func TestBodySettings(t *testing.T) {
 		{"body: {strip: {kind: apa102, count: 100000}}\n", "body.strip.count"},
 		{"body: {laser: {}}\n", "laser"},
 	} {
-		c, typed, err := config.Parse(strings.NewReader(base + tt.yaml))
+		c, typed, err := robot.Parse(strings.NewReader(base + tt.yaml))
 		if all := config.Merge(typed, c.Validate(), checkBody(c)); err == nil && len(all) > 0 {
 			err = all
 		}

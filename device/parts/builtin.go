@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/audio/null"
 	"github.com/chorus-robotics/chorus/drivers/audio/wav"
@@ -23,7 +24,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/openai"
 	"github.com/chorus-robotics/chorus/runtime/brain/rule"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 // need reports field as required when it is empty.
@@ -49,28 +49,28 @@ func binary(field, bin string, m Mode) []string {
 func init() {
 	Cameras.Add(Part[camera.Source]{Kind: "none", About: "no camera: no vision queries"})
 	Cameras.Add(Part[camera.Source]{Kind: "testpattern", About: "a generated test image (no hardware)",
-		Make: func(c *config.Config, _ Env) (camera.Source, error) {
+		Make: func(c *robot.Config, _ Env) (camera.Source, error) {
 			d := c.Drivers.Camera
 			return &testpattern.Source{Width: d.Width, Height: d.Height, Quality: d.Quality}, nil
 		}})
 	Cameras.Add(Part[camera.Source]{Kind: "image", About: "a still image or a folder of frames (drivers.camera.path)",
-		Check: func(c *config.Config, _ Mode) []string {
+		Check: func(c *robot.Config, _ Mode) []string {
 			return need("drivers.camera.path", c.Drivers.Camera.Path, "required for kind image")
 		},
-		Make: func(c *config.Config, _ Env) (camera.Source, error) {
+		Make: func(c *robot.Config, _ Env) (camera.Source, error) {
 			d := c.Drivers.Camera
 			return &cimage.Source{Path: c.Resolve(d.Path), Width: d.Width, Height: d.Height, Quality: d.Quality}, nil
 		}})
 
 	Audio.Add(Part[audio.Output]{Kind: "null", About: "plays nothing, reports how long it would have played (in real time with paced: true)",
-		Make: func(c *config.Config, _ Env) (audio.Output, error) {
+		Make: func(c *robot.Config, _ Env) (audio.Output, error) {
 			return &null.Output{Paced: c.Drivers.Audio.Paced}, nil
 		}})
 	Audio.Add(Part[audio.Output]{Kind: "wav", About: "writes each utterance to a WAV file in drivers.audio.dir",
-		Check: func(c *config.Config, _ Mode) []string {
+		Check: func(c *robot.Config, _ Mode) []string {
 			return need("drivers.audio.dir", c.Drivers.Audio.Dir, "required for kind wav")
 		},
-		Make: func(c *config.Config, _ Env) (audio.Output, error) {
+		Make: func(c *robot.Config, _ Env) (audio.Output, error) {
 			o, err := wav.New(c.Resolve(c.Drivers.Audio.Dir))
 			if err == nil {
 				o.Paced = c.Drivers.Audio.Paced
@@ -79,7 +79,7 @@ func init() {
 		}})
 
 	TTS.Add(Part[tts.Engine]{Kind: "auto", About: "Open JTalk for Japanese when installed, else espeak-ng, else tone",
-		Make: func(c *config.Config, env Env) (tts.Engine, error) {
+		Make: func(c *robot.Config, env Env) (tts.Engine, error) {
 			lang := language(c)
 			switch {
 			case lang == "ja" && tts.Available("open_jtalk") && fileExists(openjtalk.DefaultVoice):
@@ -93,28 +93,28 @@ func init() {
 			return tone.Engine{}, nil
 		}})
 	TTS.Add(Part[tts.Engine]{Kind: "espeak-ng", About: "espeak-ng, many languages",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			return binary("drivers.tts.binary", or(c.Drivers.TTS.Binary, "espeak-ng"), m)
 		},
-		Make: func(c *config.Config, _ Env) (tts.Engine, error) { return espeakNG(c), nil }})
+		Make: func(c *robot.Config, _ Env) (tts.Engine, error) { return espeakNG(c), nil }})
 	TTS.Add(Part[tts.Engine]{Kind: "open_jtalk", About: "Open JTalk, Japanese (Debian open-jtalk and an HTS voice)",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			return binary("drivers.tts.binary", or(c.Drivers.TTS.Binary, "open_jtalk"), m)
 		},
-		Make: func(c *config.Config, _ Env) (tts.Engine, error) { return openJTalk(c), nil }})
+		Make: func(c *robot.Config, _ Env) (tts.Engine, error) { return openJTalk(c), nil }})
 	TTS.Add(Part[tts.Engine]{Kind: "voicevox", About: "a VOICEVOX engine over HTTP (drivers.tts.url)",
-		Check: func(c *config.Config, _ Mode) []string {
+		Check: func(c *robot.Config, _ Mode) []string {
 			if !strings.HasPrefix(c.Drivers.TTS.URL, "http://") && !strings.HasPrefix(c.Drivers.TTS.URL, "https://") {
 				return []string{"drivers.tts.url: required for kind voicevox: the engine's http:// URL"}
 			}
 			return nil
 		},
-		Make: func(c *config.Config, _ Env) (tts.Engine, error) {
+		Make: func(c *robot.Config, _ Env) (tts.Engine, error) {
 			t := c.Drivers.TTS
 			return &voicevox.Engine{URL: t.URL, Speaker: t.Speaker, Speed: float64(t.Speed) / 100}, nil
 		}})
 	TTS.Add(Part[tts.Engine]{Kind: "piper", About: "a piper binary and voice model the user installed (drivers.tts.binary, model)",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			t := c.Drivers.TTS
 			out := append(need("drivers.tts.binary", t.Binary, "required for kind piper: the path of the piper binary"),
 				need("drivers.tts.model", t.Model, "required for kind piper: the voice model (.onnx)")...)
@@ -126,24 +126,24 @@ func init() {
 			}
 			return out
 		},
-		Make: func(c *config.Config, _ Env) (tts.Engine, error) {
+		Make: func(c *robot.Config, _ Env) (tts.Engine, error) {
 			t := c.Drivers.TTS
 			return &piper.Engine{Binary: c.Resolve(t.Binary), Model: c.Resolve(t.Model), Speed: float64(t.Speed) / 100}, nil
 		}})
 	TTS.Add(Part[tts.Engine]{Kind: "tone", About: "beeps as long as the words (no TTS installed, tests)",
-		Make: func(*config.Config, Env) (tts.Engine, error) { return tone.Engine{}, nil }})
+		Make: func(*robot.Config, Env) (tts.Engine, error) { return tone.Engine{}, nil }})
 	TTS.Add(Part[tts.Engine]{Kind: "none", About: "the same as tone",
-		Make: func(*config.Config, Env) (tts.Engine, error) { return tone.Engine{}, nil }})
+		Make: func(*robot.Config, Env) (tts.Engine, error) { return tone.Engine{}, nil }})
 
 	Brains.Add(Part[brain.Brain]{Kind: "rule", About: "offline rule brain, no model (demo, tests)",
-		Make: func(c *config.Config, env Env) (brain.Brain, error) {
+		Make: func(c *robot.Config, env Env) (brain.Brain, error) {
 			r := rule.New(c.Brain.ClosingAfter, env.Log)
 			r.Delay = c.Brain.Delay
 			return r, nil
 		}})
 	Brains.Add(Part[brain.Brain]{Kind: "openai", About: "an OpenAI-compatible chat completions server: OpenAI, llama.cpp, Ollama, vLLM",
 		Check: modelChecks,
-		Make: func(c *config.Config, env Env) (brain.Brain, error) {
+		Make: func(c *robot.Config, env Env) (brain.Brain, error) {
 			b := c.Brain
 			key, err := b.APIKey()
 			if err != nil {
@@ -154,11 +154,11 @@ func init() {
 			return modelBrain(c, env, chat), nil
 		}})
 	Brains.Add(Part[brain.Brain]{Kind: "anthropic", About: "Anthropic's Messages API",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			return append(modelChecks(c, m), need("brain.api_key_env", c.Brain.APIKeyEnv,
 				"required for provider anthropic (the name of the variable that holds the key)")...)
 		},
-		Make: func(c *config.Config, env Env) (brain.Brain, error) {
+		Make: func(c *robot.Config, env Env) (brain.Brain, error) {
 			b := c.Brain
 			key, err := b.APIKey()
 			if err != nil {
@@ -171,7 +171,7 @@ func init() {
 }
 
 // modelChecks are the fields every language-model brain needs.
-func modelChecks(c *config.Config, m Mode) []string {
+func modelChecks(c *robot.Config, m Mode) []string {
 	b := c.Brain
 	out := need("brain.model", b.Model, "required for provider "+b.Provider)
 	if b.BaseURL != "" && !strings.HasPrefix(b.BaseURL, "http://") && !strings.HasPrefix(b.BaseURL, "https://") {
@@ -185,7 +185,7 @@ func modelChecks(c *config.Config, m Mode) []string {
 	return out
 }
 
-func modelBrain(c *config.Config, env Env, chat llm.Chatter) brain.Brain {
+func modelBrain(c *robot.Config, env Env, chat llm.Chatter) brain.Brain {
 	b := c.Brain
 	if env.Log != nil {
 		env.Log.Info("brain: language model", "provider", b.Provider, "model", b.Model, "base_url", b.BaseURL, "draft", b.UseDraft())
@@ -193,19 +193,19 @@ func modelBrain(c *config.Config, env Env, chat llm.Chatter) brain.Brain {
 	return &llm.Brain{Chat: chat, Look: env.Look, Draft: b.UseDraft(), Log: env.Log, MaxUtterance: b.MaxUtterance, Metrics: env.Metrics}
 }
 
-func language(c *config.Config) string {
+func language(c *robot.Config) string {
 	if c.Companion != nil {
 		return c.Companion.Language
 	}
 	return "en"
 }
 
-func espeakNG(c *config.Config) tts.Engine {
+func espeakNG(c *robot.Config) tts.Engine {
 	t := c.Drivers.TTS
 	return &espeak.Engine{Binary: t.Binary, Voice: or(t.Voice, language(c)), Speed: t.Speed, Pitch: t.Pitch}
 }
 
-func openJTalk(c *config.Config) tts.Engine {
+func openJTalk(c *robot.Config) tts.Engine {
 	t := c.Drivers.TTS
 	return &openjtalk.Engine{Binary: t.Binary, Dict: t.Dict, Voice: t.Voice, Speed: float64(t.Speed) / 100, Pitch: float64(t.Pitch)}
 }

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	acommand "github.com/chorus-robotics/chorus/drivers/audio/command"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	ccommand "github.com/chorus-robotics/chorus/drivers/camera/command"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 // The body drivers that need no C library: a camera program writing MJPEG
@@ -16,7 +16,7 @@ import (
 // pure-Go chorusd is a whole robot.
 func init() {
 	Cameras.Add(Part[camera.Source]{Kind: "command", About: "a program writing MJPEG to stdout: rpicam-vid, ffmpeg (drivers.camera.command)",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			d := c.Drivers.Camera
 			out := program("drivers.camera.command", d.Command, "required for kind command: a program writing MJPEG to stdout, such as [rpicam-vid, -t, \"0\", -n, --codec, mjpeg, -o, \"-\"]", m)
 			// A frame travels base64 in a vision result.
@@ -25,7 +25,7 @@ func init() {
 			}
 			return out
 		},
-		Make: func(c *config.Config, env Env) (camera.Source, error) {
+		Make: func(c *robot.Config, env Env) (camera.Source, error) {
 			d := c.Drivers.Camera
 			s := &ccommand.Source{Command: d.Command, MaxFrame: d.MaxFrame, Log: env.Log}
 			if env.Metrics != nil {
@@ -35,10 +35,10 @@ func init() {
 			return s, nil
 		}})
 	Audio.Add(Part[audio.Output]{Kind: "command", About: "pipes s16le PCM to a player per utterance: aplay, pw-play, paplay (drivers.audio.command, {rate})",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			return program("drivers.audio.command", c.Drivers.Audio.Command, "required for kind command: a player reading PCM from stdin, such as [aplay, -q, -t, raw, -f, S16_LE, -r, \"{rate}\", -c, \"1\"]", m)
 		},
-		Make: func(c *config.Config, env Env) (audio.Output, error) {
+		Make: func(c *robot.Config, env Env) (audio.Output, error) {
 			a := c.Drivers.Audio
 			if env.Log != nil {
 				env.Log.Info("audio: command", slog.Any("command", a.Command), "sample_rate", a.SampleRate)

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/mic"
@@ -30,7 +31,6 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 )
 
@@ -67,20 +67,20 @@ type Part[T any] struct {
 	// target binary's build tags (InBuild).
 	Tag string
 	// Check reports the kind's own field problems ("field: what is wrong").
-	Check func(c *config.Config, m Mode) []string
+	Check func(c *robot.Config, m Mode) []string
 	// Make builds it; it must not touch hardware beyond opening it.
-	Make func(c *config.Config, env Env) (T, error)
+	Make func(c *robot.Config, env Env) (T, error)
 }
 
 // Group is the parts of one kind of thing, chosen by one config field.
 type Group[T any] struct {
 	What  string // "camera source", for messages
 	Field string // the config field naming the kind
-	Kind  func(c *config.Config) string
+	Kind  func(c *robot.Config) string
 	parts map[string]Part[T]
 }
 
-func newGroup[T any](what, field string, kind func(*config.Config) string) *Group[T] {
+func newGroup[T any](what, field string, kind func(*robot.Config) string) *Group[T] {
 	return &Group[T]{What: what, Field: field, Kind: kind, parts: map[string]Part[T]{}}
 }
 
@@ -109,7 +109,7 @@ func (g *Group[T]) Built(kind string) bool {
 }
 
 // check reports the problems of the kind c names.
-func (g *Group[T]) check(c *config.Config, m Mode) []string {
+func (g *Group[T]) check(c *robot.Config, m Mode) []string {
 	kind := g.Kind(c)
 	p, ok := g.parts[kind]
 	if !ok {
@@ -126,7 +126,7 @@ func (g *Group[T]) check(c *config.Config, m Mode) []string {
 }
 
 // Make builds the part c names.
-func (g *Group[T]) Make(c *config.Config, env Env) (T, error) {
+func (g *Group[T]) Make(c *robot.Config, env Env) (T, error) {
 	kind := g.Kind(c)
 	p, ok := g.parts[kind]
 	var zero T
@@ -147,23 +147,23 @@ func (g *Group[T]) Make(c *config.Config, env Env) (T, error) {
 
 // The groups.
 var (
-	Cameras = newGroup[camera.Source]("camera source", "drivers.camera.kind", func(c *config.Config) string { return c.Drivers.Camera.Kind })
-	Audio   = newGroup[audio.Output]("audio output", "drivers.audio.kind", func(c *config.Config) string { return c.Drivers.Audio.Kind })
-	TTS     = newGroup[tts.Engine]("TTS engine", "drivers.tts.kind", func(c *config.Config) string { return c.Drivers.TTS.Kind })
-	Brains  = newGroup[brain.Brain]("brain", "brain.provider", func(c *config.Config) string { return c.Brain.Provider })
-	Mics    = newGroup[mic.Source]("microphone", "drivers.mic.kind", func(c *config.Config) string { return c.Drivers.Mic.Kind })
-	STT     = newGroup[stt.Engine]("speech-to-text engine", "hearing.stt.kind", func(c *config.Config) string { return c.Hearing.STT.Kind })
-	Wakes   = newGroup[wake.Detector]("wake-word detector", "hearing.wake.kind", func(c *config.Config) string { return c.Hearing.Wake.Kind })
+	Cameras = newGroup[camera.Source]("camera source", "drivers.camera.kind", func(c *robot.Config) string { return c.Drivers.Camera.Kind })
+	Audio   = newGroup[audio.Output]("audio output", "drivers.audio.kind", func(c *robot.Config) string { return c.Drivers.Audio.Kind })
+	TTS     = newGroup[tts.Engine]("TTS engine", "drivers.tts.kind", func(c *robot.Config) string { return c.Drivers.TTS.Kind })
+	Brains  = newGroup[brain.Brain]("brain", "brain.provider", func(c *robot.Config) string { return c.Brain.Provider })
+	Mics    = newGroup[mic.Source]("microphone", "drivers.mic.kind", func(c *robot.Config) string { return c.Drivers.Mic.Kind })
+	STT     = newGroup[stt.Engine]("speech-to-text engine", "hearing.stt.kind", func(c *robot.Config) string { return c.Hearing.STT.Kind })
+	Wakes   = newGroup[wake.Detector]("wake-word detector", "hearing.wake.kind", func(c *robot.Config) string { return c.Hearing.Wake.Kind })
 )
 
 // hears reports whether c's robot hears: its speech-to-text engine is
 // checked and built only then.
-func hears(c *config.Config) bool { return c.Hearing.Enabled }
+func hears(c *robot.Config) bool { return c.Hearing.Enabled }
 
 // Check reports every problem of c's parts, each by its field: the kinds
 // it names and their own fields, and the body (its parts and its
 // actions, whose kinds' defaults it fills in c first).
-func Check(c *config.Config, m Mode) []string {
+func Check(c *robot.Config, m Mode) []string {
 	var out []string
 	out = append(out, Cameras.check(c, m)...)
 	out = append(out, Audio.check(c, m)...)
@@ -183,7 +183,7 @@ func Check(c *config.Config, m Mode) []string {
 // built with tags lacks, naming the build that has them. It assumes that
 // chorusd is built from the same source as this program (the installer
 // says when the versions differ).
-func InBuild(c *config.Config, tags []string) []string {
+func InBuild(c *robot.Config, tags []string) []string {
 	has := map[string]bool{}
 	for _, t := range tags {
 		has[t] = true
@@ -215,7 +215,7 @@ func InBuild(c *config.Config, tags []string) []string {
 	return out
 }
 
-func inBuild[T any](g *Group[T], c *config.Config) (string, string, string, Part[struct{}], bool) {
+func inBuild[T any](g *Group[T], c *robot.Config) (string, string, string, Part[struct{}], bool) {
 	kind := g.Kind(c)
 	p, ok := g.parts[kind]
 	return g.Field, g.What, kind, Part[struct{}]{Kind: p.Kind, Tag: p.Tag}, ok

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/device/robot"
 )
 
 // Every shipped config names parts that exist (in some build) with the
@@ -15,7 +15,7 @@ func TestShippedConfigsNameKnownParts(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
 	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
 	for _, f := range append(files, demo...) {
-		c, err := config.Load(f)
+		c, err := robot.Load(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestListNamesEveryKind(t *testing.T) {
 // A kind the config names but no build has is an error naming the field
 // and the kinds there are; a field a kind needs is reported by that kind.
 func TestUnknownKindsAndTheirFields(t *testing.T) {
-	c, err := config.Decode(strings.NewReader(`version: 1
+	c, err := robot.Decode(strings.NewReader(`version: 1
 device: {id: d}
 room: {name: lab, members: [k]}
 mqtt: {broker: "tcp://127.0.0.1:1"}
@@ -87,7 +87,7 @@ func TestTaggedKindsAndInBuild(t *testing.T) {
 			}
 		}
 	}
-	c, err := config.Decode(strings.NewReader(`version: 1
+	c, err := robot.Decode(strings.NewReader(`version: 1
 device: {id: dev1}
 room: {name: lab, members: [k]}
 mqtt: {broker: "tcp://127.0.0.1:1883"}
@@ -137,7 +137,7 @@ mqtt: {broker: "tcp://127.0.0.1:1"}
 			[]string{"drivers.camera.max_frame: 8000000 bytes is 10666668 in base64, more than query.max_result (8388608)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := config.Decode(strings.NewReader(base + "drivers: " + c.drivers + "\n"))
+			cfg, err := robot.Decode(strings.NewReader(base + "drivers: " + c.drivers + "\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ mqtt: {broker: "tcp://127.0.0.1:1"}
 		{`{camera: {kind: command, command: [x], max_frame: 100}}`, "drivers.camera.max_frame: must be from 1024"},
 		{`{camera: {kind: command, command: "rpicam-vid -o -"}}`, "drivers.camera.command:"},
 	} {
-		if _, err := config.Decode(strings.NewReader(base + "drivers: " + c.drivers + "\n")); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := robot.Decode(strings.NewReader(base + "drivers: " + c.drivers + "\n")); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.drivers, err, c.want)
 		}
 	}
@@ -174,7 +174,7 @@ func TestShippedConfigsRunOnThePureGoBuild(t *testing.T) {
 		t.Fatalf("%d configs", len(files))
 	}
 	for _, f := range files {
-		c, err := config.Load(f)
+		c, err := robot.Load(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestWyomingAfterStopChecked(t *testing.T) {
 		{"50ms", "hearing.stt.after_stop: must be 0 (derived"},
 		{"11s", "hearing.stt.after_stop: must be 0 (derived"},
 	} {
-		cfg, err := config.Decode(strings.NewReader(fmt.Sprintf(base, c.after)))
+		cfg, err := robot.Decode(strings.NewReader(fmt.Sprintf(base, c.after)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,20 +6,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/stt/openai"
 	"github.com/chorus-robotics/chorus/drivers/stt/pocketsphinx"
 	"github.com/chorus-robotics/chorus/drivers/stt/wyoming"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	wakewyoming "github.com/chorus-robotics/chorus/drivers/wake/wyoming"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 // The speech-to-text engines (hearing.stt.kind): all pure Go, the offline
 // one a program Debian ships.
 func init() {
 	STT.Add(Part[stt.Engine]{Kind: "pocketsphinx", About: "Debian's offline recogniser (pocketsphinx, pocketsphinx-en-us); exact with hearing.stt.grammar or keywords",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			s := c.Hearing.STT
 			out := binary("hearing.stt.binary", or(s.Binary, pocketsphinx.DefaultBinary), m)
 			if s.Grammar != "" && s.Keywords != "" {
@@ -32,13 +32,13 @@ func init() {
 			}
 			return out
 		},
-		Make: func(c *config.Config, env Env) (stt.Engine, error) {
+		Make: func(c *robot.Config, env Env) (stt.Engine, error) {
 			s := c.Hearing.STT
 			return &pocketsphinx.Engine{Binary: or(s.Binary, pocketsphinx.DefaultBinary), Grammar: c.Resolve(s.Grammar),
 				Keywords: c.Resolve(s.Keywords), Language: or(s.Language, language(c)), Timeout: s.Timeout, Log: env.Log}, nil
 		}})
 	STT.Add(Part[stt.Engine]{Kind: "wyoming", About: "a Wyoming speech-to-text server (wyoming-faster-whisper, whisper.cpp): hearing.stt.url tcp://host:port",
-		Check: func(c *config.Config, _ Mode) []string {
+		Check: func(c *robot.Config, _ Mode) []string {
 			s := c.Hearing.STT
 			var out []string
 			if _, err := wyomingAddr(s.URL); err != nil {
@@ -49,7 +49,7 @@ func init() {
 			}
 			return out
 		},
-		Make: func(c *config.Config, env Env) (stt.Engine, error) {
+		Make: func(c *robot.Config, env Env) (stt.Engine, error) {
 			s := c.Hearing.STT
 			addr, err := wyomingAddr(s.URL)
 			if err != nil {
@@ -59,7 +59,7 @@ func init() {
 				AfterStop: s.AfterStop, Log: env.Log}, nil
 		}})
 	STT.Add(Part[stt.Engine]{Kind: "openai", About: "an OpenAI-compatible /audio/transcriptions endpoint (OpenAI, Groq, a whisper.cpp or faster-whisper server)",
-		Check: func(c *config.Config, m Mode) []string {
+		Check: func(c *robot.Config, m Mode) []string {
 			s := c.Hearing.STT
 			var out []string
 			if s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
@@ -72,7 +72,7 @@ func init() {
 			}
 			return out
 		},
-		Make: func(c *config.Config, env Env) (stt.Engine, error) {
+		Make: func(c *robot.Config, env Env) (stt.Engine, error) {
 			s := c.Hearing.STT
 			key, err := s.APIKey()
 			if err != nil {
@@ -87,13 +87,13 @@ func init() {
 func init() {
 	Wakes.Add(Part[wake.Detector]{Kind: "none", About: "no wake word: the room listens whenever no robot speaks"})
 	Wakes.Add(Part[wake.Detector]{Kind: "wyoming", About: "a Wyoming wake-word server (wyoming-openwakeword): hearing.wake.url tcp://host:port; the room listens for hearing.wake.listen_for after a wake word",
-		Check: func(c *config.Config, _ Mode) []string {
+		Check: func(c *robot.Config, _ Mode) []string {
 			if _, err := wyomingAddr(c.Hearing.Wake.URL); err != nil {
 				return []string{"hearing.wake.url: " + err.Error()}
 			}
 			return nil
 		},
-		Make: func(c *config.Config, env Env) (wake.Detector, error) {
+		Make: func(c *robot.Config, env Env) (wake.Detector, error) {
 			w := c.Hearing.Wake
 			addr, err := wyomingAddr(w.URL)
 			if err != nil {

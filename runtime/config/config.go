@@ -13,9 +13,8 @@
 package config
 
 import (
-	"io"
-	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/broker"
@@ -32,7 +31,9 @@ import (
 // Version is the config format this build reads.
 const Version = 1
 
-// Config is one device's configuration.
+// Config is a device's room settings: the sections of its config file
+// that the conversation runtime reads (a robot's file adds its body's:
+// device/robot inlines this one).
 type Config struct {
 	Version   int              `yaml:"version"`
 	Device    Device           `yaml:"device"`
@@ -40,16 +41,11 @@ type Config struct {
 	MQTT      MQTT             `yaml:"mqtt"`
 	Companion *brain.Card      `yaml:"companion"` // absent on a speaker-only device
 	Brain     brain.Settings   `yaml:"brain"`
-	Drivers   Drivers          `yaml:"drivers"`
 	Hearing   hearing.Settings `yaml:"hearing"`
-	Body      Body             `yaml:"body"`
-	// HomeAssistant makes the robot a Home Assistant device (off by default).
-	HomeAssistant HomeAssistant  `yaml:"homeassistant"`
-	Query         query.Settings `yaml:"query"`
-	HTTP          HTTP           `yaml:"http"`
-	Log           Log            `yaml:"log"`
+	Query     query.Settings   `yaml:"query"`
 
-	path string
+	path     string
+	sections map[string]bool // the file's top-level keys
 }
 
 // Device names the body.
@@ -101,125 +97,6 @@ type MQTT struct {
 	Embedded     broker.Settings `yaml:"embedded"`
 }
 
-// Drivers are the body's hardware adapters.
-type Drivers struct {
-	Camera Camera `yaml:"camera"`
-	Audio  Audio  `yaml:"audio"`
-	TTS    TTS    `yaml:"tts"`
-	Mic    Mic    `yaml:"mic"`
-	GPIO   GPIO   `yaml:"gpio"`
-}
-
-// Mic is the microphone driver (DESIGN.md, "Hearing").
-type Mic struct {
-	Kind string `yaml:"kind"` // none, file, command, portaudio
-	// Path (kind file) is a WAV file heard as if spoken into the room,
-	// paced in real time; Loop plays it again and again.
-	Path string `yaml:"path"`
-	Loop bool   `yaml:"loop"`
-	// Command (kind command) is a program and its arguments that writes
-	// mono s16le PCM to stdout, "{rate}" replaced by the sample rate:
-	// arecord, pw-record (wyoming-satellite's --mic-command).
-	Command    []string `yaml:"command"`
-	Device     string   `yaml:"device"`      // portaudio: an input device by name; default the system's
-	SampleRate int      `yaml:"sample_rate"` // default 16000, what speech-to-text engines take
-	// Air (kind air) is the host:port of a shared acoustic space
-	// (drivers/air, `chorus air serve`): tests and the demo.
-	Air string `yaml:"air"`
-	// EchoCancelled says the OS takes this robot's own playback out of
-	// what its microphone hears (PipeWire's echo-cancel module): then only
-	// the other robots' speech gates it, and it may hear a person through
-	// its own voice.
-	EchoCancelled bool `yaml:"echo_cancelled"`
-}
-
-// Camera driver settings.
-type Camera struct {
-	Kind   string `yaml:"kind"`   // none, testpattern, image, command, gocv
-	Device string `yaml:"device"` // gocv: index ("0"), /dev/videoN, or a video/image-sequence file
-	Path   string `yaml:"path"`   // image: a still image or a folder of frames
-	// Command (kind command) is a program and its arguments that writes an
-	// MJPEG stream to stdout: rpicam-vid, ffmpeg.
-	Command []string `yaml:"command"`
-	// MaxFrame (kind command) caps one JPEG in bytes; default 4 MiB.
-	MaxFrame int `yaml:"max_frame"`
-	Width    int `yaml:"width"`
-	Height   int `yaml:"height"`
-	FPS      int `yaml:"fps"`
-	Quality  int `yaml:"quality"` // JPEG quality
-}
-
-// Audio output driver settings.
-type Audio struct {
-	Kind string `yaml:"kind"` // null, wav, command, portaudio
-	Dir  string `yaml:"dir"`  // wav: where utterances are written
-	// Command (kind command) is a program and its arguments that plays
-	// mono s16le PCM from stdin, "{rate}" replaced by the sample rate:
-	// aplay, pw-play, paplay.
-	Command    []string `yaml:"command"`
-	Device     string   `yaml:"device"`
-	SampleRate int      `yaml:"sample_rate"`
-	// Air (kind air) is the host:port of a shared acoustic space
-	// (drivers/air, `chorus air serve`): tests and the demo.
-	Air string `yaml:"air"`
-	// Paced makes null and wav take as long as the audio plays, as a
-	// speaker does (a room at human speed; measured silences).
-	Paced bool `yaml:"paced"`
-}
-
-// TTS engine settings.
-type TTS struct {
-	Kind     string `yaml:"kind"` // auto, espeak-ng, open_jtalk, voicevox, piper, tone
-	Binary   string `yaml:"binary"`
-	Voice    string `yaml:"voice"`
-	Speed    int    `yaml:"speed"`
-	Pitch    int    `yaml:"pitch"`
-	URL      string `yaml:"url"`     // voicevox engine
-	Speaker  int    `yaml:"speaker"` // voicevox speaker id
-	Model    string `yaml:"model"`   // piper voice model
-	Dict     string `yaml:"dict"`    // open_jtalk dictionary folder
-	MaxChars int    `yaml:"max_chars"`
-}
-
-// GPIO pins by name (periph names, e.g. GPIO17).
-type GPIO struct {
-	LED    string `yaml:"led"`
-	Button string `yaml:"button"`
-}
-
-// HTTP serves /healthz and /metrics.
-type HTTP struct {
-	Listen    string    `yaml:"listen"` // default 127.0.0.1:9100; "off" disables
-	WebSocket WebSocket `yaml:"websocket"`
-}
-
-// WebSocket is the room's WebSocket bridge and console, served at /ws and
-// / on http.listen.
-type WebSocket struct {
-	Enabled bool `yaml:"enabled"`
-	// TokensFile and TokensEnv hold the tokens: a YAML list of
-	// {token, role: viewer|user|device, name, mqtt_password_env}, in a file
-	// or in an environment variable (one line: a flow list).
-	TokensFile string `yaml:"tokens_file"`
-	TokensEnv  string `yaml:"tokens_env"`
-	// Anonymous ("role:name", e.g. user:console) is what a client without
-	// a token may be; only on a loopback listener (someone at the robot
-	// itself, who may also see its camera frames).
-	Anonymous  string `yaml:"anonymous"`
-	MaxClients int    `yaml:"max_clients"` // default 32
-	// MaxFrame is the most bytes a viewer's or a user's frame may have
-	// (default 64 KiB); MaxDeviceFrame a device's, which answers vision
-	// queries with camera frames (default query.max_result, 8 MiB).
-	MaxFrame       int `yaml:"max_frame"`
-	MaxDeviceFrame int `yaml:"max_device_frame"`
-}
-
-// Log settings.
-type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // text, json
-}
-
 // Path is the file the config came from, if any.
 func (c *Config) Path() string { return c.path }
 
@@ -243,24 +120,7 @@ func (c *Config) Scheme() topic.Scheme {
 	for ch, ms := range c.Room.Realtime.Whisper {
 		s = s.WithWhisper(c.Room.Name, ch, ms)
 	}
-	if h := c.HomeAssistant; h.Enabled || h.Configured() {
-		s = s.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
-	}
 	return s
-}
-
-// Logger builds the process logger the log section describes, writing to
-// w; an unknown level is info.
-func (l Log) Logger(w io.Writer) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(l.Level)); err != nil {
-		level = slog.LevelInfo
-	}
-	o := &slog.HandlerOptions{Level: level}
-	if l.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, o))
-	}
-	return slog.New(slog.NewTextHandler(w, o))
 }
 
 // BodyDevice is the device whose speak and vision queries the companion uses:
@@ -280,3 +140,9 @@ func (c *Config) Resolve(p string) string {
 	}
 	return filepath.Join(filepath.Dir(c.path), p)
 }
+
+// IsRoomMember reports whether id is one of the room's companions.
+func (c *Config) IsRoomMember(id string) bool { return slices.Contains(c.Room.Members, id) }
+
+// IsFloorID reports whether id is one of the room's floor identities.
+func (c *Config) IsFloorID(id string) bool { return slices.Contains(c.MQTT.FloorIDs, id) }

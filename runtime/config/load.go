@@ -16,95 +16,107 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/realtime"
 )
 
-// Load reads, decodes strictly, fills defaults and validates path.
-func Load(path string) (*Config, error) {
-	c, typed, err := ParseFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if all := Merge(typed, c.Validate()); len(all) > 0 {
-		return nil, fmt.Errorf("config %s: %w", path, all)
-	}
-	return c, nil
+// Document is the Go shape of a whole config file: Config alone, or a
+// larger type that inlines it (a robot's: device/robot adds the body's
+// sections). Base is its Config.
+type Document interface {
+	Base() *Config
+	SetDefaults()
+	Validate() error
 }
 
-// Decode reads one YAML document, strictly, then fills defaults and
-// validates. Every problem is reported at once, each by its field's path:
-// a value of the wrong type too ("room.vote_timeout: must be a duration
-// such as 3s or 500ms, got "soon""), without hiding the others.
-func Decode(r io.Reader) (*Config, error) {
-	c, typed, err := Parse(r)
+// Base is c itself: a Config is a Document of the room's sections.
+func (c *Config) Base() *Config { return c }
+
+// Load reads the file at path into doc strictly, fills defaults and
+// validates: every problem at once.
+func Load(path string, doc Document) error {
+	typed, err := ParseFile(path, doc)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if all := Merge(typed, c.Validate()); len(all) > 0 {
-		return nil, all
+	if all := Merge(typed, doc.Validate()); len(all) > 0 {
+		return fmt.Errorf("config %s: %w", path, all)
 	}
-	return c, nil
+	return nil
+}
+
+// Decode reads one YAML document into doc, strictly, then fills defaults
+// and validates. Every problem is reported at once, each by its field's
+// path: a value of the wrong type too ("room.vote_timeout: must be a
+// duration such as 3s or 500ms, got "soon""), without hiding the others.
+func Decode(r io.Reader, doc Document) error {
+	typed, err := Parse(r, doc)
+	if err != nil {
+		return err
+	}
+	if all := Merge(typed, doc.Validate()); len(all) > 0 {
+		return all
+	}
+	return nil
 }
 
 // ParseFile is Parse of the file at path; the config remembers its path
 // (Resolve).
-func ParseFile(path string) (*Config, Errors, error) {
+func ParseFile(path string, doc Document) (Errors, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	c, typed, err := Parse(f)
+	typed, err := Parse(f, doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	c.path = path
-	return c, typed, nil
+	doc.Base().path = path
+	return typed, nil
 }
 
 // ParseFS is Parse of the file name in fsys (configs embedded in a
 // binary); the config remembers name.
-func ParseFS(fsys fs.FS, name string) (*Config, Errors, error) {
+func ParseFS(fsys fs.FS, name string, doc Document) (Errors, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	c, typed, err := Parse(f)
+	typed, err := Parse(f, doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config %s: %w", name, err)
+		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
-	c.path = name
-	return c, typed, nil
+	doc.Base().path = name
+	return typed, nil
 }
 
-// Parse reads one YAML document strictly and fills defaults, without
-// validating, so that every later check can add its problems to the same
-// list. A value of the wrong type or an unknown key is a problem returned
-// beside the config, named by its field's path (the field keeps its
-// default); a document that is not YAML, or empty, is an error with no
-// config.
-func Parse(r io.Reader) (*Config, Errors, error) {
+// Parse reads one YAML document into doc strictly and fills defaults,
+// without validating, so that every later check can add its problems to
+// the same list. A value of the wrong type or an unknown key is a problem
+// returned, named by its field's path (the field keeps its default); a
+// document that is not YAML, or empty, is an error.
+func Parse(r io.Reader, doc Document) (Errors, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(data) > 1<<20 {
-		return nil, nil, errors.New("larger than 1 MiB")
+		return nil, errors.New("larger than 1 MiB")
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, nil, fmt.Errorf("not valid YAML: %w", err)
+		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, nil, errors.New("empty file")
+		return nil, errors.New("empty file")
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var c Config
+	c := doc.Base()
 	c.Room.Realtime = realtime.DefaultSettings() // what the file leaves unset keeps its default
 	var typed Errors
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(doc); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return nil, nil, fmt.Errorf("decode: %w", err)
+			return nil, fmt.Errorf("decode: %w", err)
 		}
 		ix := indexFields(&root)
 		for _, msg := range te.Errors {
@@ -115,23 +127,26 @@ func Parse(r io.Reader) (*Config, Errors, error) {
 			}
 		}
 	}
-	c.HomeAssistant.configured = hasKey(&root, "homeassistant")
-	c.SetDefaults()
-	return &c, typed, nil
+	c.sections = topKeys(&root)
+	doc.SetDefaults()
+	return typed, nil
 }
 
-// hasKey reports whether the document's top-level mapping has key.
-func hasKey(root *yaml.Node, key string) bool {
+// InFile reports whether the file had the top-level section key (a
+// section that is there but empty is not the same as none).
+func (c *Config) InFile(key string) bool { return c.sections[key] }
+
+// topKeys are the keys of the document's top-level mapping.
+func topKeys(root *yaml.Node) map[string]bool {
+	out := map[string]bool{}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return false
+		return out
 	}
 	m := root.Content[0].Content
 	for i := 0; i+1 < len(m); i += 2 {
-		if m[i].Value == key {
-			return true
-		}
+		out[m[i].Value] = true
 	}
-	return false
+	return out
 }
 
 // Merge lists a config's problems: first those of type, then every other

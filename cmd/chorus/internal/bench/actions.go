@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/i2cbus/i2cfake"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -68,11 +68,11 @@ func Actions(ctx context.Context, turns, queries int) (ActionsResult, error) {
 		return res, err
 	}
 	defer bus.Unregister()
-	cfg, err := config.Decode(strings.NewReader(actionsRobot))
+	cfg, err := robot.Decode(strings.NewReader(actionsRobot))
 	if err != nil {
 		return res, err
 	}
-	r, err := localroom.Start(ctx, []*config.Config{cfg}, localroom.Options{Quiet: true})
+	r, err := localroom.Start(ctx, []*robot.Config{cfg}, localroom.Options{Quiet: true})
 	if err != nil {
 		return res, err
 	}

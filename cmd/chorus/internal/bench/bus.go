@@ -12,8 +12,8 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -168,11 +168,11 @@ func FloorLatency(ctx context.Context, url string, n, rounds int) ([]time.Durati
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	voters := voterIDs(n)
-	c, err := config.Decode(strings.NewReader(fmt.Sprintf(floorDevice, strings.Join(voters, ", "))))
+	c, err := robot.Decode(strings.NewReader(fmt.Sprintf(floorDevice, strings.Join(voters, ", "))))
 	if err != nil {
 		return nil, err
 	}
-	lr, err := localroom.Start(ctx, []*config.Config{c}, localroom.Options{Broker: url})
+	lr, err := localroom.Start(ctx, []*robot.Config{c}, localroom.Options{Broker: url})
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/timeline"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -77,12 +77,12 @@ func Gap(ctx context.Context, c GapCase) (GapResult, error) {
 	defer fake.Close()
 	fake.Latency, fake.ClosingAfter = c.Latency, 1<<30
 	fake.Line = func(me string, turn int) string { return gapLines[lang][turn%3] }
-	var cfgs []*config.Config
+	var cfgs []*robot.Config
 	for _, y := range []string{gapRoomFloor,
 		fmt.Sprintf(gapCompanion, "ann", fake.BaseURL(), c.TTS, c.Turns, lang),
 		fmt.Sprintf(gapCompanion, "ben", fake.BaseURL(), c.TTS, c.Turns, lang),
 		fmt.Sprintf(gapCompanion, "cat", fake.BaseURL(), c.TTS, c.Turns, lang)} {
-		cfg, err := config.Decode(strings.NewReader(y))
+		cfg, err := robot.Decode(strings.NewReader(y))
 		if err != nil {
 			return GapResult{}, err
 		}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -41,10 +41,10 @@ func TurnGap(ctx context.Context, latency time.Duration, draft bool, rounds int)
 	fake := llmtest.New()
 	defer fake.Close()
 	fake.Latency, fake.OnlyUsers, fake.ClosingAfter = latency, true, 1<<30
-	var cfgs []*config.Config
+	var cfgs []*robot.Config
 	for _, y := range []string{gapFloor, fmt.Sprintf(gapDevice, "ann", fake.BaseURL(), draft),
 		fmt.Sprintf(gapDevice, "ben", fake.BaseURL(), draft), fmt.Sprintf(gapDevice, "cat", fake.BaseURL(), draft)} {
-		c, err := config.Decode(strings.NewReader(y))
+		c, err := robot.Decode(strings.NewReader(y))
 		if err != nil {
 			return nil, err
 		}

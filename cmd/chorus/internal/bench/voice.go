@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/air"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/stt"
@@ -18,7 +19,6 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/hearing"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -126,12 +126,12 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	} else if res.STT, err = pocketsphinxTimes(ctx, gram, pcm, 3); err != nil {
 		return res, err
 	}
-	cfgs := []*config.Config{}
+	cfgs := []*robot.Config{}
 	for i, y := range []string{voiceFloor,
 		fmt.Sprintf(voiceCompanion, "ann", fake.BaseURL(), srv.Addr(), c.Mics >= 1, sttConf),
 		fmt.Sprintf(voiceCompanion, "ben", fake.BaseURL(), srv.Addr(), c.Mics >= 2, sttConf),
 		fmt.Sprintf(voiceCompanion, "cat", fake.BaseURL(), srv.Addr(), c.Mics >= 3, sttConf)} {
-		cfg, err := config.Decode(strings.NewReader(y))
+		cfg, err := robot.Decode(strings.NewReader(y))
 		if err != nil {
 			return res, fmt.Errorf("config %d: %w", i, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -32,9 +32,9 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() == 0 {
 		return errors.New("usage: chorus acl [-acl FILE] [-passwd FILE] CONFIG.yaml...")
 	}
-	var cfgs []*config.Config
+	var cfgs []*robot.Config
 	for _, f := range fs.Args() {
-		c, err := config.Load(f)
+		c, err := robot.Load(f)
 		if err != nil {
 			return err
 		}
@@ -66,12 +66,12 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // roomsScheme is the topic scheme of the configs' rooms: one prefix, every
 // floor identity, and each room's roster (its configs must agree on it).
-func roomsScheme(cfgs []*config.Config) (topic.Scheme, error) {
+func roomsScheme(cfgs []*robot.Config) (topic.Scheme, error) {
 	s := topic.Scheme{Prefix: cfgs[0].MQTT.Prefix}
 	floors := map[string]bool{}
-	rosters := map[string]*config.Config{}
-	var ha *config.Config // the house's Home Assistant: one discovery prefix and identity
-	nodes := map[string]*config.Config{}
+	rosters := map[string]*robot.Config{}
+	var ha *robot.Config // the house's Home Assistant: one discovery prefix and identity
+	nodes := map[string]*robot.Config{}
 	for _, c := range cfgs {
 		if h := c.HomeAssistant; h.Enabled || h.Configured() {
 			if other, ok := nodes[h.NodeID]; ok && other.Identity() != c.Identity() {
@@ -113,7 +113,7 @@ func roomsScheme(cfgs []*config.Config) (topic.Scheme, error) {
 
 // passwordSkeleton lists every identity the configs connect as, one
 // "name:CHANGE-ME" line each, for mosquitto_passwd -U.
-func passwordSkeleton(cfgs []*config.Config) string {
+func passwordSkeleton(cfgs []*robot.Config) string {
 	names := map[string]string{}
 	for _, c := range cfgs {
 		names[c.MQTT.Username] = "the device " + c.Device.ID + " (" + c.Path() + ")"

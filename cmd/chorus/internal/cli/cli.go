@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/demo"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -69,7 +70,7 @@ func usage(w io.Writer) {
 }
 
 func logger(w io.Writer, level string) *slog.Logger {
-	return config.Log{Level: level, Format: "text"}.Logger(w)
+	return robot.Log{Level: level, Format: "text"}.Logger(w)
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/device/daemon"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
@@ -46,7 +46,7 @@ func TestUsageAndUnknownCommand(t *testing.T) {
 // the CLI: vision to a file, speak, an unknown type, say.
 func TestSayQueryAgainstADevice(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
-	c, err := config.Decode(strings.NewReader(fmt.Sprintf(`version: 1
+	c, err := robot.Decode(strings.NewReader(fmt.Sprintf(`version: 1
 device: {id: bot}
 room: {name: lab, members: [bot], floor: true}
 mqtt: {broker: "%s"}
@@ -143,7 +143,7 @@ func TestACLForTheLivingRoom(t *testing.T) {
 func TestPhaseStartEnd(t *testing.T) {
 	scheme := topic.New("").WithWhisper("lab", "pair", []string{"bot"})
 	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Scheme: scheme, Rosters: map[string][]string{"lab": {"bot"}}})
-	c, err := config.Decode(strings.NewReader(fmt.Sprintf(`version: 1
+	c, err := robot.Decode(strings.NewReader(fmt.Sprintf(`version: 1
 device: {id: box}
 room: {name: lab, members: [bot], floor: true, mode: realtime, realtime: {whisper: {pair: [bot]}}}
 mqtt: {broker: "%s"}
@@ -211,7 +211,7 @@ http: {listen: "off"}
 
 // runDaemon runs a device until the test ends and returns once it is
 // ready; the context ends with the test.
-func runDaemon(t *testing.T, c *config.Config) context.Context {
+func runDaemon(t *testing.T, c *robot.Config) context.Context {
 	t.Helper()
 	d, err := daemon.New(c, daemon.Options{})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/timeline"
+	"github.com/chorus-robotics/chorus/device/robot"
 	firmwareconfigs "github.com/chorus-robotics/chorus/firmware-configs"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -81,7 +82,7 @@ type Summary struct {
 
 // Configs loads the room: from dir, or the demo room of mode in the
 // binary.
-func Configs(dir, mode string) ([]*config.Config, error) {
+func Configs(dir, mode string) ([]*robot.Config, error) {
 	if dir == "" && mode == config.ModeRealtime {
 		return localroom.Load(firmwareconfigs.Demo, "demo-realtime/*.yaml")
 	}
@@ -95,7 +96,7 @@ func Configs(dir, mode string) ([]*config.Config, error) {
 // realtime room its longest phase and half a minute more, so a phase that
 // runs its whole phase_timeout ends as the room's own end (issue 27: the
 // realtime demo's 60 s phase always hit the demo's 60 s timeout).
-func DefaultTimeout(cfgs []*config.Config) time.Duration {
+func DefaultTimeout(cfgs []*robot.Config) time.Duration {
 	d := time.Minute
 	for _, c := range cfgs {
 		if c.Room.Mode == config.ModeRealtime {
@@ -149,7 +150,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			return Summary{}, err
 		}
 	}
-	r, err := localroom.Start(serve, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *config.Config) {
+	r, err := localroom.Start(serve, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *robot.Config) {
 		if o.Console != "" && c == cfgs[0] {
 			consoleOn(c, o.Console)
 		}
@@ -304,13 +305,13 @@ func gapList(gs []time.Duration) string {
 // consoleOn makes c (if not nil) serve the console and the bridge on
 // addr, which must be a loopback address: a visitor without a token speaks
 // as "guest".
-func consoleOn(c *config.Config, addr string) error {
+func consoleOn(c *robot.Config, addr string) error {
 	if !settings.Loopback(addr) {
 		return fmt.Errorf("console: %q is not a loopback host:port: the demo's console takes no token, so it listens on loopback only", addr)
 	}
 	if c != nil {
 		c.HTTP.Listen = addr
-		c.HTTP.WebSocket = config.WebSocket{Enabled: true, Anonymous: "user:guest"}
+		c.HTTP.WebSocket = robot.WebSocket{Enabled: true, Anonymous: "user:guest"}
 	}
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/air"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
-	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -85,9 +85,9 @@ func words(line string) string {
 }
 
 // prepare makes a companion speak and hear through the air.
-func (v *voice) prepare(c *config.Config) {
+func (v *voice) prepare(c *robot.Config) {
 	addr := v.srv.Addr()
-	c.Drivers.Audio = config.Audio{Kind: "air", Air: addr, SampleRate: c.Drivers.Audio.SampleRate}
+	c.Drivers.Audio = robot.Audio{Kind: "air", Air: addr, SampleRate: c.Drivers.Audio.SampleRate}
 	c.Drivers.Mic.Kind, c.Drivers.Mic.Air = "air", addr
 	c.Hearing.Enabled = true
 	c.Hearing.STT.Kind, c.Hearing.STT.Grammar = "pocketsphinx", v.grammar

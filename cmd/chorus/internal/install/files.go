@@ -16,8 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/broker"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 // GuestPasswordEnv holds the MQTT password of the bridge's generated user
@@ -52,7 +52,7 @@ type generated struct {
 // folder is made, and everything else (TLS material, a password file, an
 // image, a TTS model) must already be in the root. The paths must be
 // absolute: chorusd reads some of them from its working directory.
-func plan(root string, c *config.Config) (*generated, error) {
+func plan(root string, c *robot.Config) (*generated, error) {
 	g := &generated{secrets: map[string][]Secret{}}
 	var problems []string
 	// in is p's path inside the root. A relative path is resolved as
@@ -176,7 +176,7 @@ func writable(rel string) bool {
 // users generates the embedded broker's users: this robot's user and
 // device identity (one password, its mqtt.password_env), the floor
 // identities when it runs the floor, and each other member of the room.
-func (g *generated) users(c *config.Config, rel string) map[string]string {
+func (g *generated) users(c *robot.Config, rel string) map[string]string {
 	m := c.MQTT
 	pw := strongSecret()
 	u := map[string]string{m.Username: pw, c.Device.ID: pw}
@@ -206,7 +206,7 @@ func (g *generated) users(c *config.Config, rel string) map[string]string {
 // needed are the users the embedded broker must have for c: this robot's
 // user and device, the floor identities when it runs the floor, and the
 // room's members.
-func needed(c *config.Config) []string {
+func needed(c *robot.Config) []string {
 	u := []string{c.MQTT.Username, c.Device.ID}
 	if c.Room.Floor {
 		u = append(u, c.MQTT.FloorIDs...)
@@ -215,7 +215,7 @@ func needed(c *config.Config) []string {
 }
 
 // lacking names the users c needs that the users file at p lacks.
-func lacking(c *config.Config, p string) ([]string, error) {
+func lacking(c *robot.Config, p string) ([]string, error) {
 	have, err := broker.Settings{UsersFile: p}.Users()
 	if err != nil {
 		return nil, err
@@ -234,7 +234,7 @@ func lacking(c *config.Config, p string) ([]string, error) {
 // tokens generates the bridge's tokens: a viewer and a user ("guest");
 // with generated broker users, the guest gets an MQTT password too.
 func (g *generated) tokens(rel string, users map[string]string) error {
-	ts := []config.BridgeToken{
+	ts := []robot.BridgeToken{
 		{Token: strongSecret(), Role: "viewer", Name: "viewer"},
 		{Token: strongSecret(), Role: "user", Name: "guest"},
 	}
@@ -363,7 +363,7 @@ func lookupUser(root, name string) (uid, gid int, ok bool) {
 
 // Variables lists the environment variables c needs, and whether env (the
 // environment file's contents) sets them.
-func Variables(c *config.Config, env []byte) []Variable {
+func Variables(c *robot.Config, env []byte) []Variable {
 	var out []Variable
 	add := func(name, field string) {
 		if name == "" {

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/chorus-robotics/chorus/device/parts"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/systemd"
 )
@@ -88,7 +89,7 @@ func Run(o Options) (Report, error) {
 	// Checked as any build on any machine would: the robot's own files are
 	// not here (chorusd --check-config and --doctor check those on the
 	// robot); the binary's drivers are checked below from its build info.
-	c, typed, err := config.ParseFile(o.Config)
+	c, typed, err := robot.ParseFile(o.Config)
 	if err == nil {
 		if all := config.Merge(typed, c.Validate(), parts.Check(c, parts.Anywhere)); len(all) > 0 {
 			err = all
@@ -224,7 +225,7 @@ func (r Report) Next(root string) string {
 // checkBinary refuses a binary that cannot run c on its board: not a Go
 // binary, not chorusd, not for Linux or the board's arch, or lacking a
 // driver c names.
-func checkBinary(name string, bin []byte, c *config.Config) (Target, error) {
+func checkBinary(name string, bin []byte, c *robot.Config) (Target, error) {
 	t, err := ReadTarget(name, bytes.NewReader(bin))
 	if err != nil {
 		return t, err

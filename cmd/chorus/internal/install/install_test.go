@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/broker"
-	"github.com/chorus-robotics/chorus/runtime/config"
 )
 
 var (
@@ -56,10 +56,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// robot is an installable robot config: an embedded broker with a users
+// robotYAML is an installable robot config: an embedded broker with a users
 // file, the bridge with a tokens file, pure-Go drivers. extra lines are
 // added to the device section; replace swaps text.
-func robot(t *testing.T, replace ...string) string {
+func robotYAML(t *testing.T, replace ...string) string {
 	t.Helper()
 	y := `version: 1
 device:
@@ -109,7 +109,7 @@ http:
 }
 
 func TestInstallIsIdempotent(t *testing.T) {
-	root, bin, cfg := t.TempDir(), chorusd(t), robot(t)
+	root, bin, cfg := t.TempDir(), chorusd(t), robotYAML(t)
 	rep, err := Run(Options{Root: root, Config: cfg, Binary: bin})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestInstallIsIdempotent(t *testing.T) {
 // fresh environment file holds this robot's own passwords, so the
 // installed tree starts; an existing file is never overwritten.
 func TestGeneratesTheFilesTheConfigNames(t *testing.T) {
-	root, cfg := t.TempDir(), robot(t)
+	root, cfg := t.TempDir(), robotYAML(t)
 	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestGeneratesTheFilesTheConfigNames(t *testing.T) {
 	if users["kyoko"] != users["pi-kyoko"] || users["kyoko"] == users["floor"] || users["kyoko"] == users["hana"] {
 		t.Errorf("passwords: the robot's user and device share one, the floor and others have their own: %v", users)
 	}
-	tokens, err := config.WebSocket{TokensFile: filepath.Join(root, "etc/chorus/bridge-tokens.yaml")}.Tokens()
+	tokens, err := robot.WebSocket{TokensFile: filepath.Join(root, "etc/chorus/bridge-tokens.yaml")}.Tokens()
 	if err != nil || len(tokens) != 2 || tokens[0].Token == tokens[1].Token {
 		t.Fatalf("tokens %v, %v", tokens, err)
 	}
@@ -239,22 +239,22 @@ func TestRefusesWhatCannotStart(t *testing.T) {
 		binary  string
 		wantErr []string
 	}{
-		{"not a Go binary (C)", robot(t), "/bin/true", []string{"/bin/true is not a Go binary"}},
-		{"not a Go binary (script)", robot(t), script, []string{"is not a Go binary"}},
-		{"a Go binary, not chorusd", robot(t), self, []string{"not chorusd"}},
-		{"another board", robot(t, "model: test robot", "model: test robot\n  arch: "+otherArch()), chorusd(t),
+		{"not a Go binary (C)", robotYAML(t), "/bin/true", []string{"/bin/true is not a Go binary"}},
+		{"not a Go binary (script)", robotYAML(t), script, []string{"is not a Go binary"}},
+		{"a Go binary, not chorusd", robotYAML(t), self, []string{"not chorusd"}},
+		{"another board", robotYAML(t, "model: test robot", "model: test robot\n  arch: "+otherArch()), chorusd(t),
 			[]string{"built for linux/" + runtime.GOARCH, "the board is " + otherArch() + " (device.arch)"}},
-		{"driver not built in", robot(t, "{kind: testpattern,", "{kind: gocv, device: \"0\","), chorusd(t),
+		{"driver not built in", robotYAML(t, "{kind: testpattern,", "{kind: gocv, device: \"0\","), chorusd(t),
 			[]string{`drivers.camera.kind: camera source "gocv" is not in this chorusd`, "build it with -tags gocv"}},
-		{"two drivers not built in", robot(t, "{kind: testpattern,", "{kind: gocv, device: \"0\",", "{kind: wav, dir: /var/lib/chorus/out}", "{kind: portaudio}"), chorusd(t),
+		{"two drivers not built in", robotYAML(t, "{kind: testpattern,", "{kind: gocv, device: \"0\",", "{kind: wav, dir: /var/lib/chorus/out}", "{kind: portaudio}"), chorusd(t),
 			[]string{"-tags gocv", `drivers.audio.kind: audio output "portaudio" is not in this chorusd`, "-tags portaudio"}},
-		{"a TLS file not in the root", robot(t, "    users_file:", "    tls_cert: /etc/chorus/broker.pem\n    tls_key: /etc/chorus/broker.key\n    users_file:"), chorusd(t),
+		{"a TLS file not in the root", robotYAML(t, "    users_file:", "    tls_cert: /etc/chorus/broker.pem\n    tls_key: /etc/chorus/broker.key\n    users_file:"), chorusd(t),
 			[]string{"mqtt.embedded.tls_cert: /etc/chorus/broker.pem is not in the root", "mqtt.embedded.tls_key"}},
-		{"a relative users file", robot(t, "users_file: /etc/chorus/mqtt-users.yaml", "users_file: mqtt-users.yaml"), chorusd(t),
+		{"a relative users file", robotYAML(t, "users_file: /etc/chorus/mqtt-users.yaml", "users_file: mqtt-users.yaml"), chorusd(t),
 			[]string{`mqtt.embedded.users_file: "mqtt-users.yaml" must be an absolute path`}},
-		{"a wav folder chorusd may not write", robot(t, "dir: /var/lib/chorus/out", "dir: /opt/out"), chorusd(t),
+		{"a wav folder chorusd may not write", robotYAML(t, "dir: /var/lib/chorus/out", "dir: /opt/out"), chorusd(t),
 			[]string{"drivers.audio.dir: chorusd.service may write only under /var/lib/chorus"}},
-		{"a password file nobody lays down", robot(t, "users_file: /etc/chorus/mqtt-users.yaml", "allow_anonymous: false\n    users_file: /etc/chorus/mqtt-users.yaml\n  password_file: /etc/chorus/pw", "password_env: CHORUS_MQTT_PASSWORD", ""),
+		{"a password file nobody lays down", robotYAML(t, "users_file: /etc/chorus/mqtt-users.yaml", "allow_anonymous: false\n    users_file: /etc/chorus/mqtt-users.yaml\n  password_file: /etc/chorus/pw", "password_env: CHORUS_MQTT_PASSWORD", ""),
 			chorusd(t), nil}, // generated with the users file: no refusal
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,7 +344,7 @@ func TestUnitVerifies(t *testing.T) {
 	sa := analyze(t)
 	root := t.TempDir()
 	bin := chorusd(t)
-	if _, err := Run(Options{Root: root, Config: robot(t), Binary: bin}); err != nil {
+	if _, err := Run(Options{Root: root, Config: robotYAML(t), Binary: bin}); err != nil {
 		t.Fatal(err)
 	}
 	unit, _ := os.ReadFile(filepath.Join(root, UnitPath))
@@ -391,7 +391,7 @@ func TestSecretFilesOwnedByTheServiceUser(t *testing.T) {
 			root := t.TempDir()
 			os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 			os.WriteFile(filepath.Join(root, "etc/passwd"), []byte(tc.passwd), 0o644)
-			rep, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)})
+			rep, err := Run(Options{Root: root, Config: robotYAML(t), Binary: chorusd(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -420,7 +420,7 @@ func TestSecretFilesOwnedByTheServiceUser(t *testing.T) {
 // of the old ones, keeping its other lines, so the robot still logs in to
 // its own broker.
 func TestNewUsersFileUpdatesTheEnvironmentFile(t *testing.T) {
-	root, cfg := t.TempDir(), robot(t)
+	root, cfg := t.TempDir(), robotYAML(t)
 	if _, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)}); err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestRefusesAUsersFileLackingTheRobotsUsers(t *testing.T) {
 		{"kyoko: a\npi-kyoko: a\nhana: h\n", "floor"},
 		{"kyoko: a\nfloor: f\nhana: h\n", "pi-kyoko"},
 	} {
-		root, cfg := t.TempDir(), robot(t)
+		root, cfg := t.TempDir(), robotYAML(t)
 		os.MkdirAll(filepath.Join(root, "etc/chorus"), 0o755)
 		os.WriteFile(filepath.Join(root, "etc/chorus/mqtt-users.yaml"), []byte(tc.users), 0o600)
 		_, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
@@ -480,7 +480,7 @@ func TestRefusesAUsersFileLackingTheRobotsUsers(t *testing.T) {
 // names what must be set first.
 func TestNextNamesTheMissingSecret(t *testing.T) {
 	root := t.TempDir()
-	cfg := robot(t, "  provider: rule\n", "  provider: openai\n  base_url: http://192.168.1.20:8080/v1\n  model: qwen\n  api_key_env: CHORUS_LLM_API_KEY\n")
+	cfg := robotYAML(t, "  provider: rule\n", "  provider: openai\n  base_url: http://192.168.1.20:8080/v1\n  model: qwen\n  api_key_env: CHORUS_LLM_API_KEY\n")
 	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -508,7 +508,7 @@ func TestShippedLANConfigsNeedNoKey(t *testing.T) {
 		t.Fatal("no shipped configs found")
 	}
 	for _, f := range files {
-		c, err := config.Load(f)
+		c, err := robot.Load(f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
@@ -549,7 +549,7 @@ func TestRefusesLinksOutOfTheRoot(t *testing.T) {
 			if err := os.Symlink(strings.ReplaceAll(tc.target, "OUTSIDE", outside), link); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)})
+			_, err := Run(Options{Root: root, Config: robotYAML(t), Binary: chorusd(t)})
 			want := strings.NewReplacer("ROOT", root, "OUTSIDE", outside).Replace(tc.want)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("err %v, want it to say %q", err, want)
@@ -567,7 +567,7 @@ func TestRefusesLinksOutOfTheRoot(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "real/default"), 0o755)
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 	os.Symlink("../real/default", filepath.Join(root, "etc/default"))
-	if _, err := Run(Options{Root: root, Config: robot(t), Binary: chorusd(t)}); err != nil {
+	if _, err := Run(Options{Root: root, Config: robotYAML(t), Binary: chorusd(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(filepath.Join(root, "real/default/chorusd")) {

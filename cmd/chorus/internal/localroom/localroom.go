@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/device/daemon"
+	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/runtime/broker"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/config"
@@ -32,7 +33,7 @@ import (
 
 // Load reads every config matching pattern in fsys (an os.DirFS or configs
 // embedded in the binary); they must all be of one room.
-func Load(fsys fs.FS, pattern string) ([]*config.Config, error) {
+func Load(fsys fs.FS, pattern string) ([]*robot.Config, error) {
 	names, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, err
@@ -41,10 +42,10 @@ func Load(fsys fs.FS, pattern string) ([]*config.Config, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("localroom: no device configs match %s", pattern)
 	}
-	var out []*config.Config
+	var out []*robot.Config
 	var errs []error
 	for _, n := range names {
-		c, typed, err := config.ParseFS(fsys, n)
+		c, typed, err := robot.ParseFS(fsys, n)
 		if err == nil {
 			if all := config.Merge(typed, c.Validate()); len(all) > 0 {
 				err = fmt.Errorf("config %s: %w", n, all)
@@ -72,7 +73,7 @@ type Options struct {
 	Log *slog.Logger
 	// Prepare, if set, changes each config before its device starts (the
 	// demo writes each companion's audio under ./out/demo/).
-	Prepare func(*config.Config)
+	Prepare func(*robot.Config)
 	// Quiet keeps the embedded broker's log to errors (it logs every
 	// client's disconnect as a warning).
 	Quiet bool
@@ -98,7 +99,7 @@ type Room struct {
 // Start starts the broker and every device, and returns once every device
 // is ready, every companion is present and the floor (if a device runs one)
 // has claimed the room.
-func Start(ctx context.Context, cfgs []*config.Config, o Options) (*Room, error) {
+func Start(ctx context.Context, cfgs []*robot.Config, o Options) (*Room, error) {
 	if len(cfgs) == 0 {
 		return nil, errors.New("localroom: no devices")
 	}

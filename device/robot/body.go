@@ -1,7 +1,7 @@
 // The body's actions (DESIGN.md, "Body actions"): the parts the robot
 // moves and shows, and the actions its brain may call on them.
 
-package config
+package robot
 
 import (
 	"time"

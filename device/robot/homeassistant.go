@@ -1,10 +1,9 @@
 // Home Assistant (DESIGN.md, "Home Assistant"): a robot that describes
 // itself to Home Assistant by MQTT discovery and takes its commands.
 
-package config
+package robot
 
 import (
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -46,7 +45,7 @@ var haNode = topic.HANodePattern
 
 func (c *Config) haDefaults() {
 	h := &c.HomeAssistant
-	h.configured = h.configured || *h != (HomeAssistant{})
+	h.configured = c.InFile("homeassistant") || *h != (HomeAssistant{})
 	def(&h.DiscoveryPrefix, DefaultDiscoveryPrefix)
 	def(&h.User, DefaultHAUser)
 	def(&h.Opener, DefaultOpener)
@@ -83,9 +82,3 @@ func (c *Config) validateHA(p *settings.Problems) {
 		p.Add("enabled", "needs a companion: a speaker-only device is not a Home Assistant robot")
 	}
 }
-
-// IsRoomMember reports whether id is one of the room's companions.
-func (c *Config) IsRoomMember(id string) bool { return slices.Contains(c.Room.Members, id) }
-
-// IsFloorID reports whether id is one of the room's floor identities.
-func (c *Config) IsFloorID(id string) bool { return slices.Contains(c.MQTT.FloorIDs, id) }
