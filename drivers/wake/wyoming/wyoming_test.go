@@ -103,9 +103,9 @@ func (s *server) handle(c net.Conn) {
 				s.mu.Unlock()
 			}
 			if ev.Type == "audio-start" {
-				var f format
+				var f wy.Audio
 				ev.Decode(&f)
-				if f != (format{16000, 2, 1}) {
+				if f != wy.Mono16(16000) {
 					s.problem("audio format " + strings.TrimSpace(string(ev.Data["rate"])))
 				}
 			}
