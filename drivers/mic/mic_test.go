@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/drivers/internal/pause"
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
@@ -46,7 +47,7 @@ func (f *fake) Open(ctx context.Context) error {
 }
 
 func (f *fake) Read(ctx context.Context, buf []int16) (int, error) {
-	if f.every > 0 && !sleep(ctx, f.every) {
+	if f.every > 0 && pause.Sleep(ctx, f.every) != nil {
 		return 0, ctx.Err()
 	}
 	if err := ctx.Err(); err != nil {
