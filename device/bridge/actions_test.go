@@ -276,15 +276,7 @@ func TestQueryDeliveryActionIsAQuery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	qc := r.asker(ctx)
-	type answer struct {
-		raw json.RawMessage
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		raw, err := qc.Ask(ctx, "web-bot", protocol.TypeAction, protocol.ActionRequest{Name: "wave", Args: json.RawMessage(`{"hand":"right"}`)}, 5*time.Second)
-		done <- answer{raw, err}
-	}()
+	done := askAsync(ctx, qc, protocol.TypeAction, protocol.ActionRequest{Name: "wave", Args: json.RawMessage(`{"hand":"right"}`)})
 	q := next(t, d, "the action query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })
 	p, _ := q["params"].(map[string]any)
 	body, _ := json.Marshal(p["body"])

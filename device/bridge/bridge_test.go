@@ -104,8 +104,22 @@ func (r *rig) dial(token string) *websocket.Conn {
 	return c
 }
 
-// next reads frames until one satisfies ok.
+// next reads frames until one satisfies ok; each must be JSON.
 func next(t *testing.T, c *websocket.Conn, what string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var f map[string]any
+	nextRaw(t, c, what, func(b []byte) bool {
+		f = nil
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("a frame that is not JSON: %q", b)
+		}
+		return ok(f)
+	})
+	return f
+}
+
+// nextRaw reads frames, as they come, until one satisfies ok.
+func nextRaw(t *testing.T, c *websocket.Conn, what string, ok func([]byte) bool) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -114,12 +128,8 @@ func next(t *testing.T, c *websocket.Conn, what string, ok func(map[string]any) 
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
-		var f map[string]any
-		if err := json.Unmarshal(b, &f); err != nil {
-			t.Fatalf("a frame that is not JSON: %q", b)
-		}
-		if ok(f) {
-			return f
+		if ok(b) {
+			return b
 		}
 	}
 }
@@ -233,20 +243,29 @@ func TestUserSpeaksToTheRoom(t *testing.T) {
 
 // A device client gets the queries addressed to its device id and
 // answers them; an answer to a query addressed elsewhere is refused.
+// answer is what a query's asker got.
+type answer struct {
+	raw json.RawMessage
+	err error
+}
+
+// askAsync asks device web-bot a query of type typ (5 s timeout) in a
+// goroutine; the answer comes on the channel.
+func askAsync(ctx context.Context, qc *query.Client, typ string, body any) <-chan answer {
+	done := make(chan answer, 1)
+	go func() {
+		raw, err := qc.Ask(ctx, "web-bot", typ, body, 5*time.Second)
+		done <- answer{raw, err}
+	}()
+	return done
+}
+
 func TestDeviceAnswersQueries(t *testing.T) {
 	r := newRig(t, nil)
 	c := r.dial(deviceToken)
 	ctx := context.Background()
 	qc := r.asker(ctx)
-	type answer struct {
-		raw json.RawMessage
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		raw, err := qc.Ask(ctx, "web-bot", "vision", nil, 5*time.Second)
-		done <- answer{raw, err}
-	}()
+	done := askAsync(ctx, qc, "vision", nil)
 	q := next(t, c, "the query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })
 	send(t, c, `{"jsonrpc":"2.0","id":"not-asked-0001","result":{"success":true,"body":{}}}`)
 	next(t, c, "the refusal", isError("was not addressed to device web-bot"))
@@ -757,17 +776,7 @@ func TestFramesAsAikyoClientsWantThem(t *testing.T) {
 	c := r.dial(viewerToken)
 	raw := func(id string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for {
-			_, b, err := c.Read(ctx)
-			if err != nil {
-				t.Fatalf("waiting for %s: %v", id, err)
-			}
-			if bytes.Contains(b, []byte(`"id":"`+id+`"`)) {
-				return string(b)
-			}
-		}
+		return string(nextRaw(t, c, id, func(b []byte) bool { return bytes.Contains(b, []byte(`"id":"`+id+`"`)) }))
 	}
 	r.publishAs("carol", r.scheme.Message("lab", "carol"), json.RawMessage(`{"jsonrpc":"2.0","method":"message.send","params":{"id":"no-to-1","from":"carol","message":"hi"}}`))
 	if f := raw("no-to-1"); !strings.Contains(f, `"to":[]`) {

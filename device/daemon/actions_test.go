@@ -15,11 +15,9 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/i2cbus/i2cfake"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
-	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // anthropicFake answers the Messages API as a model with a body does: the
@@ -154,17 +152,9 @@ body:
 http: {listen: "127.0.0.1:%d"}
 `, br.URL(), brainYAML, provider, provider, port)
 	ctx := context.Background()
-	watch, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "watch", Username: "watch"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	obs := room.New(watch, topic.New(""), "lab", nil, nil)
-	msgs := make(chan protocol.Message, 16)
+	obs, msgs, closeWatch := watchLab(t, br.URL())
+	defer closeWatch()
 	ended := make(chan protocol.Speaking, 16)
-	if err := obs.OnMessage(ctx, func(m protocol.Message) { msgs <- m }); err != nil {
-		t.Fatal(err)
-	}
 	if err := obs.OnSpeaking(ctx, func(e room.SpeakingEvent) {
 		if e.ID == "bot" && !e.Speaking.Speaking && !e.Cleared {
 			ended <- e.Speaking
@@ -172,13 +162,8 @@ http: {listen: "127.0.0.1:%d"}
 	}); err != nil {
 		t.Fatal(err)
 	}
-	_, cancel, errc := run(t, load(t, yaml))
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	_, stop, _ := start(t, load(t, yaml))
+	defer stop()
 	before := len(i2c.Writes()) // the head at its centre, the face's first picture
 	if err := obs.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", []string{"bot"}, "Bot, can you hear me?", "")); err != nil {
 		t.Fatal(err)
@@ -251,13 +236,8 @@ body:
   actions: [{name: nod, description: Nod., driver: servo}]
 http: {listen: "off"}
 `, br.URL())
-	d, cancel, errc := run(t, load(t, yaml))
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	d, stop, errc := start(t, load(t, yaml))
+	defer stop()
 	select {
 	case err := <-errc:
 		errc <- err

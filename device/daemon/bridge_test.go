@@ -17,7 +17,7 @@ import (
 func TestBridgeClientsLeaveNoCloser(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
 	port := bustest.FreePort(t)
-	d, cancel, errc := run(t, load(t, fmt.Sprintf(`version: 1
+	d, stop, _ := start(t, load(t, fmt.Sprintf(`version: 1
 device: {id: bot}
 room: {name: lab, members: [bot], floor: true}
 mqtt: {broker: "%s"}
@@ -25,12 +25,7 @@ companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "127.0.0.1:%d", websocket: {enabled: true, anonymous: "user:guest"}}
 `, br.URL(), port)))
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	defer stop()
 	closers := func() int {
 		d.mu.Lock()
 		defer d.mu.Unlock()

@@ -45,13 +45,8 @@ drivers:
   tts: {kind: tone}
 http: {listen: "127.0.0.1:%d"}
 `, br.URL(), pcm, port)
-	_, cancel, errc := run(t, load(t, yaml))
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	_, stop, _ := start(t, load(t, yaml))
+	defer stop()
 	ctx := context.Background()
 	cb, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "asker", Username: "asker"})
 	if err != nil {

@@ -87,6 +87,59 @@ func run(t *testing.T, c *robot.Config) (*Daemon, context.CancelFunc, chan error
 	return d, cancel, errc
 }
 
+// start is run for a test that stops the daemon when it is done: stop
+// cancels it and fails the test if Run returned an error.
+func start(t *testing.T, c *config.Config) (d *Daemon, stop func(), errc chan error) {
+	t.Helper()
+	d, cancel, errc := run(t, c)
+	return d, func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}, errc
+}
+
+// userInLab dials the broker o names as "user" and joins room lab; said
+// has what bot says there (up to n waiting; more are dropped). closeUser
+// closes the connection.
+func userInLab(t *testing.T, o bus.Options, n int) (user *room.Room, said <-chan protocol.Message, closeUser func()) {
+	t.Helper()
+	o.ClientID, o.Username = "user-"+protocol.NewID()[:8], "user"
+	ub, err := bus.Dial(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user = room.New(ub, topic.New(""), "lab", nil, nil)
+	c := make(chan protocol.Message, n)
+	user.OnMessage(context.Background(), func(m protocol.Message) {
+		if m.Params.From == "bot" {
+			select {
+			case c <- m:
+			default:
+			}
+		}
+	})
+	return user, c, func() { ub.Close() }
+}
+
+// watchLab dials broker as "watch" and observes room lab; msgs has every
+// message said there (16 may wait). closeWatch closes the connection.
+func watchLab(t *testing.T, broker string) (obs *room.Room, msgs <-chan protocol.Message, closeWatch func()) {
+	t.Helper()
+	watch, err := bus.Dial(context.Background(), bus.Options{Broker: broker, ClientID: "watch", Username: "watch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs = room.New(watch, topic.New(""), "lab", nil, nil)
+	c := make(chan protocol.Message, 16)
+	if err := obs.OnMessage(context.Background(), func(m protocol.Message) { c <- m }); err != nil {
+		watch.Close()
+		t.Fatal(err)
+	}
+	return obs, c, func() { watch.Close() }
+}
+
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)

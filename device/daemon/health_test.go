@@ -9,8 +9,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
-	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // A device whose device id equals its companion id (the default MQTT
@@ -22,7 +20,7 @@ import (
 func TestHealthyAfterEachUtteranceWhenDeviceAndCompanionShareAnID(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
 	port := bustest.FreePort(t)
-	_, cancel, errc := run(t, load(t, fmt.Sprintf(`version: 1
+	_, stop, _ := start(t, load(t, fmt.Sprintf(`version: 1
 device: {id: bot}
 room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
 mqtt: {broker: "%s"}
@@ -30,27 +28,9 @@ companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
 drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "127.0.0.1:%d"}
 `, br.URL(), port)))
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
-	ub, err := bus.Dial(context.Background(), bus.Options{Broker: br.URL(), ClientID: "user-" + protocol.NewID()[:8], Username: "user"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ub.Close()
-	user := room.New(ub, topic.New(""), "lab", nil, nil)
-	said := make(chan protocol.Message, 16)
-	user.OnMessage(context.Background(), func(m protocol.Message) {
-		if m.Params.From == "bot" {
-			select {
-			case said <- m:
-			default:
-			}
-		}
-	})
+	defer stop()
+	user, said, closeUser := userInLab(t, bus.Options{Broker: br.URL()}, 16)
+	defer closeUser()
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
 	for i := range 2 {
 		if err := user.SendMessage(context.Background(), protocol.NewMessage(protocol.NewID(), "user", []string{"bot"}, "Bot, what do you think?", "")); err != nil {

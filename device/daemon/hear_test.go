@@ -13,11 +13,8 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
 	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
-	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
-	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 const robotsGrammar = `#JSGF V1.0;
@@ -86,29 +83,16 @@ hearing:
 http: {listen: "off"}
 `, br.URL(), wav, sttConf(gram))
 	ctx := context.Background()
-	watch, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "watch", Username: "watch"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	obs := room.New(watch, topic.New(""), "lab", nil, nil)
-	msgs := make(chan protocol.Message, 16)
-	if err := obs.OnMessage(ctx, func(m protocol.Message) { msgs <- m }); err != nil {
-		t.Fatal(err)
-	}
+	obs, msgs, closeWatch := watchLab(t, br.URL())
+	defer closeWatch()
 	if err := obs.OnGrant(ctx, func(g protocol.TurnGrant) { t.Logf("grant %+v", g) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := obs.OnState(ctx, func(s protocol.State) { t.Logf("state %+v", s.Params) }); err != nil {
 		t.Fatal(err)
 	}
-	_, cancel, errc := run(t, load(t, yaml))
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	_, stop, _ := start(t, load(t, yaml))
+	defer stop()
 	var heard protocol.Message
 	deadline := time.After(20 * time.Second)
 	for heard.Params.ID == "" {

@@ -11,8 +11,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
-	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // A room over TLS with client certificates, from config alone (issue 10):
@@ -55,22 +53,8 @@ http: {listen: "off"}
 	_, stopBot, botErr := run(t, bot)
 	defer func() { stopBot(); <-botErr }()
 
-	ub, err := bus.Dial(context.Background(), bus.Options{Broker: url, ClientID: "user-" + protocol.NewID()[:8], Username: "user",
-		Password: "pw-user", TLS: pki.ClientTLS(t, true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ub.Close()
-	user := room.New(ub, topic.New(""), "lab", nil, nil)
-	said := make(chan protocol.Message, 4)
-	user.OnMessage(context.Background(), func(m protocol.Message) {
-		if m.Params.From == "bot" {
-			select {
-			case said <- m:
-			default:
-			}
-		}
-	})
+	user, said, closeUser := userInLab(t, bus.Options{Broker: url, Password: "pw-user", TLS: pki.ClientTLS(t, true)}, 4)
+	defer closeUser()
 	time.Sleep(time.Second) // the floor claims the room
 	user.SendMessage(context.Background(), protocol.NewMessage(protocol.NewID(), "user", []string{"bot"}, "Bot, are you there?", ""))
 	select {

@@ -199,6 +199,23 @@ func (d *doctor) secrets() {
 	d.ok("secrets", "%s: set and readable", strings.Join(set, ", "))
 }
 
+// makePart builds the part of g the configuration names (kind) for the
+// check called name. It is false when the kind is not compiled in
+// (reported under drivers) or the part failed to build (reported here,
+// with fix).
+func makePart[T any](d *doctor, g *parts.Group[T], kind, name, fix string) (T, bool) {
+	var zero T
+	if !g.Built(kind) {
+		return zero, false
+	}
+	p, err := g.Make(d.c, d.env)
+	if err != nil {
+		d.fail(name, fix, err)
+		return zero, false
+	}
+	return p, true
+}
+
 // camera: the configured source opens and gives a frame in time.
 func (d *doctor) camera(ctx context.Context) {
 	kind := d.c.Drivers.Camera.Kind
@@ -207,13 +224,9 @@ func (d *doctor) camera(ctx context.Context) {
 		d.ok(name, "no camera configured: no vision queries")
 		return
 	}
-	if !parts.Cameras.Built(kind) {
-		return // reported under drivers
-	}
 	fix := "check drivers.camera (the program or device it names, its cable; run it by hand) and that the chorus user is in the video group; a Raspberry Pi camera serves one process at a time, so stop chorusd first (systemctl stop chorusd) when it is running"
-	src, err := parts.Cameras.Make(d.c, d.env)
-	if err != nil {
-		d.fail(name, fix, err)
+	src, ok := makePart(d, parts.Cameras, kind, name, fix)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.o.FrameTimeout)
@@ -244,13 +257,9 @@ func (d *doctor) camera(ctx context.Context) {
 func (d *doctor) audio(ctx context.Context) {
 	kind := d.c.Drivers.Audio.Kind
 	name := "audio output (" + kind + ")"
-	if !parts.Audio.Built(kind) {
-		return
-	}
 	fix := "check drivers.audio (the device or program it names; aplay -l lists the sound cards) and that the chorus user is in the audio group"
-	out, err := parts.Audio.Make(d.c, d.env)
-	if err != nil {
-		d.fail(name, fix, err)
+	out, ok := makePart(d, parts.Audio, kind, name, fix)
+	if !ok {
 		return
 	}
 	defer out.Close()
@@ -282,13 +291,9 @@ func (d *doctor) audio(ctx context.Context) {
 func (d *doctor) tts(ctx context.Context) {
 	kind := d.c.Drivers.TTS.Kind
 	name := "TTS (" + kind + ")"
-	if !parts.TTS.Built(kind) {
-		return
-	}
 	fix := "install the engine drivers.tts names (espeak-ng, open-jtalk with a voice, a VOICEVOX engine at drivers.tts.url, piper and its model)"
-	engine, err := parts.TTS.Make(d.c, d.env)
-	if err != nil {
-		d.fail(name, fix, err)
+	engine, ok := makePart(d, parts.TTS, kind, name, fix)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*d.o.Timeout)
@@ -419,16 +424,13 @@ func (d *doctor) wake(ctx context.Context, kind string) {
 func (d *doctor) microphone(ctx context.Context) {
 	kind := d.c.Drivers.Mic.Kind
 	name := "microphone (" + kind + ")"
-	if !parts.Mics.Built(kind) {
+	fix := "check drivers.mic (the program or device it names; arecord -l lists the capture devices) and that the chorus user is in the audio group"
+	src, ok := makePart(d, parts.Mics, kind, name, fix)
+	if !ok {
 		return
 	}
-	fix := "check drivers.mic (the program or device it names; arecord -l lists the capture devices) and that the chorus user is in the audio group"
-	src, err := parts.Mics.Make(d.c, d.env)
-	if err != nil || src == nil {
-		if err == nil {
-			err = errors.New("no microphone configured, and hearing is enabled")
-		}
-		d.fail(name, fix, err)
+	if src == nil {
+		d.fail(name, fix, errors.New("no microphone configured, and hearing is enabled"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.o.FrameTimeout)

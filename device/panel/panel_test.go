@@ -1,31 +1,15 @@
 package panel
 
 import (
-	"context"
-	"sync"
 	"testing"
-	"time"
 
 	"periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/gpio/gpiotest"
 
 	"github.com/chorus-robotics/chorus/device/led"
+	"github.com/chorus-robotics/chorus/device/led/ledtest"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 )
-
-// toggles samples the pin for d and counts level changes.
-func toggles(p *gpiotest.Pin, d time.Duration) (n int, last gpio.Level) {
-	prev := p.Read()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if l := p.Read(); l != prev {
-			n++
-			prev = l
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return n, prev
-}
 
 // TestStatusPatterns: the panel's LED is steady while the companion
 // listens, blinks slowly while it thinks and fast while it speaks, and is
@@ -33,26 +17,13 @@ func toggles(p *gpiotest.Pin, d time.Duration) (n int, last gpio.Level) {
 func TestStatusPatterns(t *testing.T) {
 	pin := &gpiotest.Pin{N: "GPIO17"}
 	p := &Panel{LED: led.New(pin)}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); p.Run(ctx) }()
-	time.Sleep(20 * time.Millisecond)
-	if n, lvl := toggles(pin, 300*time.Millisecond); n != 0 || lvl != gpio.High {
-		t.Fatalf("listening: %d toggles, level %v; want steady on", n, lvl)
-	}
-	p.Status(companion.Thinking)
-	slow, _ := toggles(pin, 1100*time.Millisecond)
-	p.Status(companion.Speaking)
-	fast, _ := toggles(pin, 1100*time.Millisecond)
-	if slow < 3 || fast < 2*slow {
-		t.Fatalf("thinking toggled %d times, speaking %d: want a slow and a fast blink", slow, fast)
-	}
-	cancel()
-	wg.Wait()
-	if pin.Read() != gpio.Low {
-		t.Fatal("LED left on after stop")
-	}
+	stop := ledtest.Start(p.Run)
+	ledtest.Steady(t, pin, "listening", gpio.High)
+	ledtest.Blinks(t, pin,
+		"thinking", func() { p.Status(companion.Thinking) },
+		"speaking", func() { p.Status(companion.Speaking) })
+	stop()
+	ledtest.Off(t, pin)
 }
 
 // TestEveryStatusHasAPattern: each status the companion reports has its own

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/internal/pause"
 )
 
 // DefaultPaceBuffer is how much audio a paced stream takes ahead of
@@ -41,7 +43,7 @@ func (p *Pacer) Write(ctx context.Context, d time.Duration) error {
 		wait = time.Until(p.until.Add(-buf))
 	}
 	p.mu.Unlock()
-	if err := sleep(ctx, wait); err != nil {
+	if err := pause.Sleep(ctx, wait); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -67,7 +69,7 @@ func (p *Pacer) Drain(ctx context.Context) (time.Duration, error) {
 		wait = time.Until(p.until)
 	}
 	p.mu.Unlock()
-	if err := sleep(ctx, wait); err != nil {
+	if err := pause.Sleep(ctx, wait); err != nil {
 		return 0, err
 	}
 	p.mu.Lock()
@@ -97,18 +99,4 @@ func (p *Pacer) StartedAt() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.start
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

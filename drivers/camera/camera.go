@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/internal/pause"
 )
 
 // Frame is one encoded picture.
@@ -116,7 +118,7 @@ func (c *Capture) Run(ctx context.Context) error {
 		if err := c.Source.Open(ctx); err != nil {
 			c.setErr(err)
 			log.Warn("camera: open failed; retrying", "source", c.Source.Name(), "in", backoff, "err", err)
-			if !sleep(ctx, backoff) {
+			if pause.Sleep(ctx, backoff) != nil {
 				return nil
 			}
 			backoff = min(backoff*2, maxBackoff)
@@ -132,7 +134,7 @@ func (c *Capture) Run(ctx context.Context) error {
 		}
 		c.setErr(err)
 		log.Warn("camera: lost; reopening", "source", c.Source.Name(), "err", err)
-		if !sleep(ctx, backoff) {
+		if pause.Sleep(ctx, backoff) != nil {
 			return nil
 		}
 		backoff = min(backoff*2, maxBackoff)
@@ -157,23 +159,12 @@ func (c *Capture) grab(ctx context.Context) error {
 		if c.Interval > 0 {
 			next = next.Add(c.Interval)
 			if d := time.Until(next); d > 0 {
-				if !sleep(ctx, d) {
+				if pause.Sleep(ctx, d) != nil {
 					return ctx.Err()
 				}
 			} else {
 				next = time.Now()
 			}
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

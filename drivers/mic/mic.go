@@ -32,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/internal/pause"
 )
 
 // Defaults.
@@ -183,7 +185,7 @@ func (c *Capture) Run(ctx context.Context) error {
 				failing = err.Error()
 				log.Warn("mic: open failed; retrying with backoff", "err", err)
 			}
-			if !sleep(ctx, backoff) {
+			if pause.Sleep(ctx, backoff) != nil {
 				return nil
 			}
 			backoff = min(backoff*2, maxBackoff)
@@ -205,7 +207,7 @@ func (c *Capture) Run(ctx context.Context) error {
 			failing = err.Error()
 			log.Warn("mic: lost; reopening with backoff", "err", err)
 		}
-		if !sleep(ctx, backoff) {
+		if pause.Sleep(ctx, backoff) != nil {
 			return nil
 		}
 		backoff = min(backoff*2, maxBackoff)
@@ -312,16 +314,5 @@ func (c *Capture) Next(ctx context.Context) (Frame, error) {
 		case <-ctx.Done():
 			return Frame{}, ctx.Err()
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

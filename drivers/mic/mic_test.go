@@ -1,7 +1,6 @@
 package mic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/internal/pause"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
 // fake is a Source as unkind as a real one: it can refuse to open, fail
@@ -45,7 +47,7 @@ func (f *fake) Open(ctx context.Context) error {
 }
 
 func (f *fake) Read(ctx context.Context, buf []int16) (int, error) {
-	if f.every > 0 && !sleep(ctx, f.every) {
+	if f.every > 0 && pause.Sleep(ctx, f.every) != nil {
 		return 0, ctx.Err()
 	}
 	if err := ctx.Err(); err != nil {
@@ -84,23 +86,6 @@ func (f *fake) Close() error {
 }
 
 var _ Source = (*fake)(nil)
-
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func run(t *testing.T, c *Capture) (stop func()) {
 	t.Helper()
@@ -236,7 +221,7 @@ func TestStalledConsumerMemoryIsBounded(t *testing.T) {
 // A source that fails to open, or fails mid-stream, is reopened with
 // backoff; each failure is logged once and kept in Err until frames flow.
 func TestReopensWithBackoff(t *testing.T) {
-	var log logBuf
+	var log logtest.Buffer
 	unplugged := errors.New("no such device")
 	src := &fake{openErrs: []error{unplugged, unplugged, unplugged}, failAfter: 3200, every: time.Millisecond, burst: 320}
 	c := &Capture{Source: src, MaxBackoff: 100 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&log, nil))}

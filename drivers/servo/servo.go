@@ -47,6 +47,8 @@ import (
 	"periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/i2c"
 	"periph.io/x/devices/v3/pca9685"
+
+	"github.com/chorus-robotics/chorus/drivers/internal/pause"
 )
 
 // Defaults and limits.
@@ -353,7 +355,7 @@ func (h *Head) Move(ctx context.Context, p Pose) error {
 			return err
 		}
 		if hold := p[s].Hold; hold > 0 {
-			if err := sleep(ctx, hold); err != nil {
+			if err := pause.Sleep(ctx, hold); err != nil {
 				return err
 			}
 		}
@@ -381,7 +383,7 @@ func (h *Head) step(ctx context.Context, ts []target) error {
 	}
 	h.mu.Unlock()
 	for k := 1; len(ms) > 0; k++ {
-		if err := sleep(ctx, time.Until(h.last.Add(h.tick))); err != nil {
+		if err := pause.Sleep(ctx, time.Until(h.last.Add(h.tick))); err != nil {
 			return err
 		}
 		moving := ms[:0]
@@ -408,22 +410,4 @@ func (h *Head) step(ctx context.Context, ts []target) error {
 		h.last = time.Now()
 	}
 	return nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -39,18 +39,25 @@ func TestRetryAfterHeaders(t *testing.T) {
 	}
 }
 
+// rateLimited is a server that answers every request 429 with the
+// header retry set to after, and body; calls counts the requests.
+func rateLimited(t *testing.T, retry, after, body string) (srv *httptest.Server, calls *atomic.Int32) {
+	calls = new(atomic.Int32)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set(retry, after)
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, calls
+}
+
 // A 429 whose Retry-After is longer than what is left of the caller's
 // deadline fails at once, saying so, logged and counted — instead of
 // sleeping until the deadline (issue 15, defect 4).
 func TestRateLimitNeverSleepsPastTheDeadline(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Retry-After", "30")
-		w.WriteHeader(http.StatusTooManyRequests)
-		io.WriteString(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`)
-	}))
-	defer srv.Close()
+	srv, calls := rateLimited(t, "Retry-After", "30", `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`)
 	var logs bytes.Buffer
 	var waits []time.Duration
 	c := &Client{Provider: "openai", Log: slog.New(slog.NewTextHandler(&logs, nil)), OnRateLimited: func(d time.Duration) { waits = append(waits, d) }}
@@ -86,13 +93,7 @@ func TestRateLimitNeverSleepsPastTheDeadline(t *testing.T) {
 // A short Retry-After is waited out and the call retried; after the
 // retries it fails naming the rate limit.
 func TestShortRateLimitIsRetriedThenGivenUp(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Retry-After-Ms", "20")
-		w.WriteHeader(http.StatusTooManyRequests)
-	}))
-	defer srv.Close()
+	srv, calls := rateLimited(t, "Retry-After-Ms", "20", "")
 	c := &Client{Provider: "anthropic", MaxRetries: 2}
 	err := c.Post(context.Background(), srv.URL, nil, map[string]any{}, func([]byte) error { return nil })
 	if !errors.Is(err, ErrRateLimited) || calls.Load() != 3 {

@@ -24,18 +24,8 @@ import (
 // found the queue full is dropped and counted.
 func TestControlEventsSurviveAFloodOfPosts(t *testing.T) {
 	members := []string{"ann", "ben", "cat"}
-	mem := bustest.NewMemory(t, bustest.MemoryOptions{QueueLimit: 10000})
-	s := topic.New("").WithRoster("lr", members)
-	m := metrics.New()
-	r := room.New(mem.NamedConn("floor", nil, nil), s, "lr", nil, m)
-	r.SetMembers(members)
-	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	f, err := NewFloor(FloorConfig{Room: r, Members: members, ID: "floor", Clock: clk, Leader: &Leader{},
-		Limits: Limits{PhaseTimeout: time.Minute, SilenceTimeout: 15 * time.Second, RateLimit: time.Second,
-			PerAgent: 3, PerDay: 6, PerTalk: 200}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fr := newFloodRig(t, members, &Leader{}, 15*time.Second)
+	f, clk, m := fr.f, fr.clk, fr.m
 	left := protocol.Phase{From: "floor", Phase: "talk-1-dead", Event: protocol.PhaseStart, Kind: protocol.PhaseTalk}
 	now := clk.Now()
 	online := func(id string, on bool) room.PresenceEvent {
@@ -54,26 +44,7 @@ func TestControlEventsSurviveAFloodOfPosts(t *testing.T) {
 	f.ctl.voice(room.SpeakingEvent{ID: "ben", Speaking: protocol.Speaking{MessageID: "m1", Speaking: true, StartedAt: now, DurationMs: 2000}})
 	f.ctl.leader(true)
 
-	ends := make(chan protocol.Phase, 4)
-	obs := room.New(mem.NamedConn("observer", nil, nil), s, "lr", nil, m)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	if err := obs.OnPhase(ctx, "", func(p protocol.Phase) {
-		if p.Event == protocol.PhaseEnd {
-			ends <- p
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); f.Run(ctx) }()
-	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer pcancel()
-	if err := f.Flush(pctx); err != nil {
-		t.Fatal(err)
-	}
-	mem.Settle()
+	ends, pctx := fr.run()
 	select {
 	case e := <-ends:
 		if e.Phase != left.Phase || e.Reason != EndFloorChanged {
@@ -102,19 +73,8 @@ func TestControlEventsSurviveAFloodOfPosts(t *testing.T) {
 // A phase's timers are not lost in a flood either: the phase timeout
 // that fires while posts fill the queue still ends the phase.
 func TestPhaseTimeoutSurvivesAFloodOfPosts(t *testing.T) {
-	members := []string{"ann", "ben"}
-	mem := bustest.NewMemory(t, bustest.MemoryOptions{QueueLimit: 10000})
-	s := topic.New("").WithRoster("lr", members)
-	m := metrics.New()
-	r := room.New(mem.NamedConn("floor", nil, nil), s, "lr", nil, m)
-	r.SetMembers(members)
-	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
-	f, err := NewFloor(FloorConfig{Room: r, Members: members, ID: "floor", Clock: clk,
-		Limits: Limits{PhaseTimeout: time.Minute, SilenceTimeout: time.Hour, RateLimit: time.Second,
-			PerAgent: 3, PerDay: 6, PerTalk: 200}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fr := newFloodRig(t, []string{"ann", "ben"}, nil, time.Hour)
+	f, clk, m := fr.f, fr.clk, fr.m
 	f.open(nil) // the loop is not running yet: the test owns the floor
 	id := f.phase.id
 	for len(f.events.C) < cap(f.events.C) {
@@ -122,26 +82,7 @@ func TestPhaseTimeoutSurvivesAFloodOfPosts(t *testing.T) {
 	}
 	clk.Advance(time.Minute) // the phase timeout fires into the full queue
 
-	ends := make(chan protocol.Phase, 4)
-	obs := room.New(mem.NamedConn("observer", nil, nil), s, "lr", nil, m)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	if err := obs.OnPhase(ctx, "", func(p protocol.Phase) {
-		if p.Event == protocol.PhaseEnd {
-			ends <- p
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); f.Run(ctx) }()
-	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer pcancel()
-	if err := f.Flush(pctx); err != nil {
-		t.Fatal(err)
-	}
-	mem.Settle()
+	ends, _ := fr.run()
 	select {
 	case e := <-ends:
 		if e.Phase != id || e.Reason != protocol.EndPhaseTimeout {
@@ -153,4 +94,63 @@ func TestPhaseTimeoutSurvivesAFloodOfPosts(t *testing.T) {
 	if n := testutil.ToFloat64(m.QueueDrops.WithLabelValues("realtime", "timer")); n != 0 {
 		t.Fatalf("timers dropped = %v", n)
 	}
+}
+
+// floodRig is a realtime floor on a memory bus whose event queue a test
+// fills before the floor's loop runs.
+type floodRig struct {
+	t   *testing.T
+	mem *bustest.Memory
+	s   topic.Scheme
+	m   *metrics.Metrics
+	clk *clock.Fake
+	f   *Floor
+}
+
+// newFloodRig builds the floor for members (leader may be nil) with the
+// given silence timeout; the loop is not running yet.
+func newFloodRig(t *testing.T, members []string, leader *Leader, silence time.Duration) *floodRig {
+	t.Helper()
+	mem := bustest.NewMemory(t, bustest.MemoryOptions{QueueLimit: 10000})
+	s := topic.New("").WithRoster("lr", members)
+	m := metrics.New()
+	r := room.New(mem.NamedConn("floor", nil, nil), s, "lr", nil, m)
+	r.SetMembers(members)
+	clk := clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	f, err := NewFloor(FloorConfig{Room: r, Members: members, ID: "floor", Clock: clk, Leader: leader,
+		Limits: Limits{PhaseTimeout: time.Minute, SilenceTimeout: silence, RateLimit: time.Second,
+			PerAgent: 3, PerDay: 6, PerTalk: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &floodRig{t: t, mem: mem, s: s, m: m, clk: clk, f: f}
+}
+
+// run has an observer report the phase ends, starts the floor's loop
+// (stopped at cleanup) and waits until it has drained the queue. The
+// context it returns bounds the test's further calls to the floor.
+func (fr *floodRig) run() (<-chan protocol.Phase, context.Context) {
+	t := fr.t
+	t.Helper()
+	ends := make(chan protocol.Phase, 4)
+	obs := room.New(fr.mem.NamedConn("observer", nil, nil), fr.s, "lr", nil, fr.m)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	if err := obs.OnPhase(ctx, "", func(p protocol.Phase) {
+		if p.Event == protocol.PhaseEnd {
+			ends <- p
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); fr.f.Run(ctx) }()
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	t.Cleanup(pcancel)
+	if err := fr.f.Flush(pctx); err != nil {
+		t.Fatal(err)
+	}
+	fr.mem.Settle()
+	return ends, pctx
 }

@@ -124,16 +124,25 @@ func needHearing(t *testing.T) {
 	mictest.Need(t, "espeak-ng", "pocketsphinx_continuous")
 }
 
+// hearingOutside is a hearing test's outside: a broker whose room lab
+// hears the user's voice, and a watcher of what the room says and hears
+// (shown when the test fails).
+func hearingOutside(t *testing.T) (*outside, *watcher) {
+	t.Helper()
+	needHearing(t)
+	o := newOutside(t, bustest.Options{Scheme: topic.New("").WithVoice("lab", "user")})
+	w := o.watch("chorus/rooms/lab/messages/+", "chorus/rooms/lab/turns", "chorus/rooms/lab/presence/+",
+		"chorus/rooms/lab/floor/leader", "chorus/rooms/lab/heard/+", "chorus/rooms/lab/speaking/+")
+	t.Cleanup(func() { w.dumpOnFailure(t) })
+	return o, w
+}
+
 // A person speaks once to three robots that all hear it: the room gets
 // exactly one Message; then the robots talk among themselves, in the same
 // air, for many turns, and none of their utterances ever becomes a
 // Message; the person speaks while a robot speaks: gated, nothing heard.
 func TestHearingOneSentenceOneMessage(t *testing.T) {
-	needHearing(t)
-	o := newOutside(t, bustest.Options{Scheme: topic.New("").WithVoice("lab", "user")})
-	w := o.watch("chorus/rooms/lab/messages/+", "chorus/rooms/lab/turns", "chorus/rooms/lab/presence/+",
-		"chorus/rooms/lab/floor/leader", "chorus/rooms/lab/heard/+", "chorus/rooms/lab/speaking/+")
-	defer w.dumpOnFailure(t)
+	o, w := hearingOutside(t)
 	airAddr := o.air()
 	o.hearingRoom(w, airAddr, "{kind: none}")
 
@@ -287,11 +296,7 @@ func (s *wakeServer) detect() {
 // the wake word said while a robot speaks barges in (the robot stops), and
 // the person's next sentence is heard.
 func TestHearingWakeWordBargesIn(t *testing.T) {
-	needHearing(t)
-	o := newOutside(t, bustest.Options{Scheme: topic.New("").WithVoice("lab", "user")})
-	w := o.watch("chorus/rooms/lab/messages/+", "chorus/rooms/lab/turns", "chorus/rooms/lab/presence/+",
-		"chorus/rooms/lab/floor/leader", "chorus/rooms/lab/heard/+", "chorus/rooms/lab/speaking/+")
-	defer w.dumpOnFailure(t)
+	o, w := hearingOutside(t)
 	airAddr := o.air()
 	ws := startWakeServer(t)
 	o.hearingRoom(w, airAddr, `{kind: wyoming, url: "tcp://`+ws.ln.Addr().String()+`", listen_for: 6s}`)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -189,28 +190,11 @@ func TestEmulatedArm64RobotFromAnInstalledTree(t *testing.T) {
 		}
 	}()
 
-	var logs strings.Builder
 	d := exec.Command(installed[0], installed[1:]...)
 	d.Env = append(env, "NOTIFY_SOCKET="+sock)
-	d.Stdout, d.Stderr = &syncWriter{w: &logs}, &syncWriter{w: &logs}
 	start := time.Now()
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- d.Wait() }()
-	defer func() {
-		d.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			d.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("chorusd under qemu:\n%s", logs.String())
-		}
-	}()
+	exited, stop := startChorusd(t, d)
+	defer stop()
 	ready := time.After(90 * time.Second)
 wait:
 	for {
@@ -312,16 +296,31 @@ wait:
 	}
 }
 
-// syncWriter serialises the writes of a process's stdout and stderr.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
+// startChorusd starts d, chorusd under qemu, with its stdout and stderr
+// in one log; exited has Wait's error when it exits. stop interrupts it
+// (and kills it if it has not exited within 15 s), and logs its output
+// when the test has failed.
+func startChorusd(t *testing.T, d *exec.Cmd) (exited chan error, stop func()) {
+	t.Helper()
+	logs := &logtest.Buffer{}
+	d.Stdout, d.Stderr = logs, logs
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- d.Wait() }()
+	return exited, func() {
+		d.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			d.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("chorusd under qemu:\n%s", logs.String())
+		}
+	}
 }
 
 // qemuHearingYAML is a robot that hears, for the emulated arm64 build: it
@@ -359,25 +358,8 @@ func TestEmulatedArm64RobotHears(t *testing.T) {
 	cfg := filepath.Join(o.dir, "robot.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(qemuHearingYAML, port, airAddr, gram)), 0o644)
 	d := exec.Command(q, bin, "--config", cfg)
-	var logs strings.Builder
-	d.Stdout, d.Stderr = &syncWriter{w: &logs}, &syncWriter{w: &logs}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- d.Wait() }()
-	defer func() {
-		d.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			d.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("chorusd under qemu:\n%s", logs.String())
-		}
-	}()
+	exited, stop := startChorusd(t, d)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var watch bus.Bus

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
 // counts is an OnBad that counts by kind.
@@ -39,24 +40,6 @@ func (c *counts) get(kind string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[kind]
-}
-
-// logBuf is a logger whose output a test reads.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func writeFrame(t *testing.T, w, h int) string {
@@ -160,7 +143,7 @@ func TestBadPrograms(t *testing.T) {
 	})
 	t.Run("floods frames over the cap", func(t *testing.T) {
 		var n counts
-		var log logBuf
+		var log logtest.Buffer
 		s := &Source{Command: []string{"sh", "-c", "while :; do cat " + big + " " + big + " " + frame + "; done"},
 			MaxFrame: 100000, OnBad: n.bad, Log: slog.New(slog.NewTextHandler(&log, nil))}
 		c := capture(t, s)
@@ -183,7 +166,7 @@ func TestBadPrograms(t *testing.T) {
 	})
 	t.Run("exits and is restarted", func(t *testing.T) {
 		starts := filepath.Join(t.TempDir(), "starts")
-		var log logBuf
+		var log logtest.Buffer
 		s := &Source{Command: []string{"sh", "-c", "echo x >> " + starts + "; cat " + frame + "; echo 'camera unplugged' >&2; exit 3"},
 			Log: slog.New(slog.NewTextHandler(&log, nil))}
 		c := capture(t, s)

@@ -212,19 +212,11 @@ func (e *Engine) dial(ctx context.Context) (net.Conn, error) {
 	if dt <= 0 {
 		dt = DefaultDialTimeout
 	}
-	d := net.Dialer{Timeout: dt}
-	c, err := d.DialContext(ctx, "tcp", e.Addr)
+	c, err := wy.Dial(ctx, e.Addr, dt)
 	if err != nil {
 		return nil, fmt.Errorf("stt wyoming: connect to %s: %w", e.Addr, err)
 	}
 	return c, nil
-}
-
-// audioFormat is the data of audio-start and audio-chunk.
-type audioFormat struct {
-	Rate     int `json:"rate"`
-	Width    int `json:"width"`
-	Channels int `json:"channels"`
 }
 
 type transcribe struct {
@@ -270,20 +262,11 @@ func (e *Engine) start(ctx context.Context, rate int, timeout, afterStop time.Du
 	if err != nil {
 		return nil, err
 	}
-	format := audioFormat{Rate: rate, Width: 2, Channels: 1}
-	var b []byte
-	for _, ev := range []struct {
-		typ string
-		v   any
-	}{{"transcribe", transcribe{e.Language, model}}, {"audio-start", format}} {
-		ev, err := wy.NewEvent(ev.typ, ev.v, nil)
-		if err == nil {
-			b, err = wy.AppendEvent(b, ev)
-		}
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("stt wyoming: %w", err)
-		}
+	format := wy.Mono16(rate)
+	b, err := wy.Begin("transcribe", transcribe{e.Language, model}, format)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("stt wyoming: %w", err)
 	}
 	conn.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := conn.Write(b); err != nil {
@@ -304,7 +287,7 @@ func (e *Engine) start(ctx context.Context, rate int, timeout, afterStop time.Du
 type Session struct {
 	e         *Engine
 	conn      net.Conn
-	format    audioFormat
+	format    wy.Audio
 	timeout   time.Duration // each write; the transcript after audio-stop
 	afterStop time.Duration // the first event after audio-stop; 0: derived
 	done      chan struct{} // closed when send returns
@@ -334,11 +317,7 @@ func (s *Session) send() {
 		if failed {
 			continue // drain
 		}
-		ev, err := wy.NewEvent("audio-chunk", s.format, payload)
-		if err == nil {
-			s.conn.SetWriteDeadline(time.Now().Add(s.timeout))
-			err = wy.WriteEvent(s.conn, ev)
-		}
+		err := wy.WriteChunk(s.conn, s.format, payload, s.timeout)
 		s.mu.Lock()
 		if err != nil {
 			s.sendErr = err

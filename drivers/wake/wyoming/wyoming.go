@@ -88,9 +88,7 @@ func (d *Detector) dial(ctx context.Context) (net.Conn, error) {
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", d.Addr)
+	conn, err := wy.Dial(ctx, d.Addr, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("wake wyoming: %s: %w", d.Addr, err)
 	}
@@ -237,12 +235,6 @@ func (d *Detector) startCheck() bool {
 // Name implements wake.Detector.
 func (d *Detector) Name() string { return "wyoming" }
 
-type format struct {
-	Rate     int `json:"rate"`
-	Width    int `json:"width"`
-	Channels int `json:"channels"`
-}
-
 // Listen implements wake.Detector.
 func (d *Detector) Listen(ctx context.Context, rate int) (wake.Listener, error) {
 	if err := stt.CheckRate(rate); err != nil {
@@ -252,20 +244,11 @@ func (d *Detector) Listen(ctx context.Context, rate int) (wake.Listener, error) 
 	if err != nil {
 		return nil, err
 	}
-	f := format{Rate: rate, Width: 2, Channels: 1}
-	var b []byte
-	for _, ev := range []struct {
-		typ string
-		v   any
-	}{{"detect", map[string]any{"names": d.Names}}, {"audio-start", f}} {
-		e, err := wy.NewEvent(ev.typ, ev.v, nil)
-		if err == nil {
-			b, err = wy.AppendEvent(b, e)
-		}
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("wake wyoming: %w", err)
-		}
+	f := wy.Mono16(rate)
+	b, err := wy.Begin("detect", map[string]any{"names": d.Names}, f)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("wake wyoming: %w", err)
 	}
 	conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := conn.Write(b); err != nil {
@@ -323,7 +306,7 @@ func (l *Listener) checkNames() {
 type Listener struct {
 	d      *Detector
 	conn   net.Conn
-	format format
+	format wy.Audio
 	queue  chan []int16
 	det    chan wake.Detection
 	stop   chan struct{}
@@ -388,12 +371,7 @@ func (l *Listener) write() {
 		case <-l.stop:
 			return
 		case pcm := <-l.queue:
-			e, err := wy.NewEvent("audio-chunk", l.format, stt.AppendLE16(nil, pcm))
-			if err == nil {
-				l.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-				err = wy.WriteEvent(l.conn, e)
-			}
-			if err != nil {
+			if err := wy.WriteChunk(l.conn, l.format, stt.AppendLE16(nil, pcm), writeTimeout); err != nil {
 				l.fail(fmt.Errorf("wake wyoming: %s: send audio: %w", l.d.Addr, err))
 				return
 			}

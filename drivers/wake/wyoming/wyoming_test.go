@@ -103,9 +103,9 @@ func (s *server) handle(c net.Conn) {
 				s.mu.Unlock()
 			}
 			if ev.Type == "audio-start" {
-				var f format
+				var f wy.Audio
 				ev.Decode(&f)
-				if f != (format{16000, 2, 1}) {
+				if f != wy.Mono16(16000) {
 					s.problem("audio format " + strings.TrimSpace(string(ev.Data["rate"])))
 				}
 			}
@@ -156,18 +156,26 @@ func feed(ctx context.Context, l *Listener) {
 	}
 }
 
-func TestDetection(t *testing.T) {
-	s := newServer(t, 16000, "detect") // after half a second of audio
-	d := &Detector{Addr: s.ln.Addr().String(), Names: []string{"hey_jarvis"}}
+// listenFed has d listen at 16 kHz and feeds it until stopFeed or the
+// end of the test, which closes the listener.
+func listenFed(t *testing.T, d *Detector) (l *Listener, stopFeed func()) {
+	t.Helper()
 	wl, err := d.Listen(context.Background(), 16000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := wl.(*Listener)
-	defer l.Close()
+	l = wl.(*Listener)
+	t.Cleanup(func() { l.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go feed(ctx, l)
+	return l, cancel
+}
+
+func TestDetection(t *testing.T) {
+	s := newServer(t, 16000, "detect") // after half a second of audio
+	d := &Detector{Addr: s.ln.Addr().String(), Names: []string{"hey_jarvis"}}
+	l, stopFeed := listenFed(t, d)
 	select {
 	case det := <-l.Detections():
 		if det.Name != "hey_jarvis" || time.Since(det.At) > time.Second {
@@ -176,7 +184,7 @@ func TestDetection(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no detection")
 	}
-	cancel()
+	stopFeed()
 	l.Close()
 	l.Close() // idempotent
 	s.mu.Lock()
@@ -243,15 +251,7 @@ func TestNoServer(t *testing.T) {
 func TestUnknownEventsAreSkipped(t *testing.T) {
 	s := newServer(t, 640, "unknown-then-detect")
 	d := &Detector{Addr: s.ln.Addr().String()}
-	wl, err := d.Listen(context.Background(), 16000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := wl.(*Listener)
-	defer l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go feed(ctx, l)
+	l, _ := listenFed(t, d)
 	select {
 	case det, ok := <-l.Detections():
 		if !ok || det.Name != "hey_jarvis" {

@@ -41,8 +41,8 @@ func TestThinkTakesAnActionInTheDraftingResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.reqs) != 1 {
-		t.Fatalf("%d calls, want one", len(s.reqs))
+	if len(s.Reqs) != 1 {
+		t.Fatalf("%d calls, want one", len(s.Reqs))
 	}
 	if th.Draft != "赤いコップが見えるよ！" || len(th.Actions) != 1 || th.Actions[0].Name != "wave" || string(th.Actions[0].Args) != `{"hand":"left"}` {
 		t.Fatalf("thought %+v", th)

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -22,76 +20,34 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
-type server struct {
-	mu      sync.Mutex
-	reqs    []map[string]any
-	headers []http.Header
-	refused []string // images the server refused, as the real API would
-	*httptest.Server
-}
+type server = llmtest.Scripted
 
 // imageProblem finds an image block the real API refuses: a source that
 // is not base64, no or a wrong media_type, bad base64, bytes not of the
 // type named.
 func imageProblem(req map[string]any) string {
-	msgs, _ := req["messages"].([]any)
-	for _, m := range msgs {
-		blocks, _ := m.(map[string]any)["content"].([]any)
-		for _, b := range blocks {
-			bm, _ := b.(map[string]any)
-			if bm["type"] != "image" {
-				continue
-			}
-			src, _ := bm["source"].(map[string]any)
-			mt, _ := src["media_type"].(string)
-			data, _ := src["data"].(string)
-			if src["type"] != "base64" {
-				return "image.source.type: Input should be 'base64'"
-			}
-			if len(data) > 5<<20 { // measured on the base64 text
-				return fmt.Sprintf("image.source.base64: image exceeds 5 MB maximum: %d bytes > %d bytes", len(data), 5<<20)
-			}
-			if why := llmtest.ImageProblem(mt, data); why != "" {
-				return "image.source: " + why
-			}
+	for _, bm := range llmtest.Parts(req, "image") {
+		src, _ := bm["source"].(map[string]any)
+		mt, _ := src["media_type"].(string)
+		data, _ := src["data"].(string)
+		if src["type"] != "base64" {
+			return "image.source.type: Input should be 'base64'"
+		}
+		if len(data) > 5<<20 { // measured on the base64 text
+			return fmt.Sprintf("image.source.base64: image exceeds 5 MB maximum: %d bytes > %d bytes", len(data), 5<<20)
+		}
+		if why := llmtest.ImageProblem(mt, data); why != "" {
+			return "image.source: " + why
 		}
 	}
 	return ""
 }
 
 // newServer answers POST /v1/messages with the scripted replies, in order.
-func newServer(t *testing.T, replies ...func(http.ResponseWriter, map[string]any)) *server {
-	s := &server{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/messages" || r.Method != http.MethodPost {
-			t.Errorf("%s %s", r.Method, r.URL.Path)
-		}
-		b, _ := io.ReadAll(r.Body)
-		var req map[string]any
-		json.Unmarshal(b, &req)
-		s.mu.Lock()
-		s.reqs = append(s.reqs, req)
-		s.headers = append(s.headers, r.Header.Clone())
-		i := len(s.reqs) - 1
-		s.mu.Unlock()
-		if why := imageProblem(req); why != "" { // as the real API refuses it
-			s.mu.Lock()
-			s.refused = append(s.refused, why)
-			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": why}})
-			return
-		}
-		if i >= len(replies) {
-			t.Errorf("unexpected request %d", i+1)
-			http.Error(w, "no more replies", 500)
-			return
-		}
-		replies[i](w, req)
-	}))
-	t.Cleanup(s.Close)
-	return s
+func newServer(t *testing.T, replies ...llmtest.Reply) *server {
+	return llmtest.NewScripted(t, "/v1/messages", imageProblem, func(w http.ResponseWriter, why string) {
+		json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": why}})
+	}, replies...)
 }
 
 func reply(stop string, content ...map[string]any) func(http.ResponseWriter, map[string]any) {
@@ -148,14 +104,14 @@ func TestThinkWithStructuredOutputAndVision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.Draft != "赤いコップが見えるよ！" || !th.Selected || len(s.refused) > 0 {
+	if th.Draft != "赤いコップが見えるよ！" || !th.Selected || len(s.Refused) > 0 {
 		t.Fatalf("thought %+v", th)
 	}
-	h := s.headers[0]
+	h := s.Headers[0]
 	if h.Get("X-Api-Key") != "sk-ant-test" || h.Get("Anthropic-Version") == "" {
 		t.Errorf("headers: key %q version %q", h.Get("X-Api-Key"), h.Get("Anthropic-Version"))
 	}
-	req := s.reqs[0]
+	req := s.Reqs[0]
 	if req["model"] != "claude-haiku-4-5" || req["max_tokens"] != 1024.0 {
 		t.Errorf("model %v max_tokens %v", req["model"], req["max_tokens"])
 	}
@@ -191,8 +147,8 @@ func TestServerRefusesABadImage(t *testing.T) {
 		if _, err := b.Think(context.Background(), input()); err != nil {
 			t.Fatal(err)
 		}
-		if len(s.refused) != 1 {
-			t.Fatalf("%q %q: refused %v, want once", img.MIME, img.Base64, s.refused)
+		if len(s.Refused) != 1 {
+			t.Fatalf("%q %q: refused %v, want once", img.MIME, img.Base64, s.Refused)
 		}
 	}
 }
@@ -204,7 +160,7 @@ func TestUtterForcesSpeak(t *testing.T) {
 	if err != nil || u.Text != "またね！" {
 		t.Fatalf("%+v %v", u, err)
 	}
-	tc := s.reqs[0]["tool_choice"].(map[string]any)
+	tc := s.Reqs[0]["tool_choice"].(map[string]any)
 	if tc["type"] != "tool" || tc["name"] != "speak" {
 		t.Errorf("tool_choice %v", tc)
 	}
@@ -212,12 +168,12 @@ func TestUtterForcesSpeak(t *testing.T) {
 
 func TestRefusalTruncationAndOverload(t *testing.T) {
 	for name, tc := range map[string]struct {
-		replies []func(http.ResponseWriter, map[string]any)
+		replies []llmtest.Reply
 		want    string
 	}{
-		"refusal":   {[]func(http.ResponseWriter, map[string]any){reply("refusal", text("I can't continue this."))}, "refused"},
-		"truncated": {[]func(http.ResponseWriter, map[string]any){reply("max_tokens", text(`{"state":"spe`))}, "cut off"},
-		"overloaded then ok": {[]func(http.ResponseWriter, map[string]any){
+		"refusal":   {[]llmtest.Reply{reply("refusal", text("I can't continue this."))}, "refused"},
+		"truncated": {[]llmtest.Reply{reply("max_tokens", text(`{"state":"spe`))}, "cut off"},
+		"overloaded then ok": {[]llmtest.Reply{
 			func(w http.ResponseWriter, _ map[string]any) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Retry-After-Ms", "10")
@@ -245,7 +201,7 @@ func TestSchemaBoundsMoveIntoTheDescription(t *testing.T) {
 	if _, err := b.Think(context.Background(), input()); err != nil {
 		t.Fatal(err)
 	}
-	imp := s.reqs[0]["output_config"].(map[string]any)["format"].(map[string]any)["schema"].(map[string]any)["properties"].(map[string]any)["importance"].(map[string]any)
+	imp := s.Reqs[0]["output_config"].(map[string]any)["format"].(map[string]any)["schema"].(map[string]any)["properties"].(map[string]any)["importance"].(map[string]any)
 	if _, ok := imp["minimum"]; ok {
 		t.Fatalf("importance %v still has minimum", imp)
 	}
@@ -268,7 +224,7 @@ func TestTalkRealtimePrompt(t *testing.T) {
 	if got, err := b.Talk(context.Background(), in); err != nil || got.Text != "うん、元気だよ！" {
 		t.Fatalf("%+v %v", got, err)
 	}
-	req := s.reqs[0]
+	req := s.Reqs[0]
 	if req["tools"] != nil || req["output_format"] != nil {
 		t.Errorf("structure asked for: %v", req)
 	}
@@ -334,8 +290,8 @@ func TestImageOver5MBIsNotSent(t *testing.T) {
 	if _, err := b.Think(context.Background(), input()); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.refused) > 0 || len(s.reqs) != 2 {
-		t.Fatalf("requests %d, refused %v: the image was sent", len(s.reqs), s.refused)
+	if len(s.Refused) > 0 || len(s.Reqs) != 2 {
+		t.Fatalf("requests %d, refused %v: the image was sent", len(s.Reqs), s.Refused)
 	}
 	if !strings.Contains(toolText, fmt.Sprint(len(img))) || !strings.Contains(toolText, fmt.Sprint(MaxImageBytes)) {
 		t.Errorf("the vision tool answered %q: want the size and the limit", toolText)

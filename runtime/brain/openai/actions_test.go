@@ -71,8 +71,8 @@ func TestThinkOffersActionsAndTakesThemWithTheDraft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.requests()) != 1 {
-		t.Fatalf("%d model calls, want the one that drafts", len(s.requests()))
+	if len(s.Requests()) != 1 {
+		t.Fatalf("%d model calls, want the one that drafts", len(s.Requests()))
 	}
 	if th.Draft != "I see a red cup on the table!" || len(th.Actions) != 2 || th.Actions[0].Name != "nod" ||
 		th.Actions[1].Name != "look" || string(th.Actions[1].Args) != `{"angle":20}` {

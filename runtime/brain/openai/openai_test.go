@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -26,82 +24,28 @@ import (
 
 // server is an OpenAI-compatible endpoint that answers /chat/completions
 // with scripted replies and keeps every request for the test to check.
-type server struct {
-	t       *testing.T
-	mu      sync.Mutex
-	reqs    []map[string]any
-	headers []http.Header
-	replies []func(w http.ResponseWriter, req map[string]any)
-	refused []string // images the server refused, as the real API would
-	*httptest.Server
-}
+type server = llmtest.Scripted
 
 // imageProblem finds an image_url part the real API refuses (no or a
 // wrong media type, bad base64, bytes not of the type named).
 func imageProblem(req map[string]any) string {
-	msgs, _ := req["messages"].([]any)
-	for _, m := range msgs {
-		parts, _ := m.(map[string]any)["content"].([]any)
-		for _, p := range parts {
-			pm, _ := p.(map[string]any)
-			if pm["type"] != "image_url" {
-				continue
-			}
-			iu, _ := pm["image_url"].(map[string]any)
-			url, _ := iu["url"].(string)
-			if why := llmtest.DataURLProblem(url); why != "" {
-				return why
-			}
-			if _, data, _ := strings.Cut(url, ","); len(data)/4*3 > 20<<20 { // 20 MB per image (llm.NewImage refuses more)
-				return "image too large: over 20 MB"
-			}
+	for _, pm := range llmtest.Parts(req, "image_url") {
+		iu, _ := pm["image_url"].(map[string]any)
+		url, _ := iu["url"].(string)
+		if why := llmtest.DataURLProblem(url); why != "" {
+			return why
+		}
+		if _, data, _ := strings.Cut(url, ","); len(data)/4*3 > 20<<20 { // 20 MB per image (llm.NewImage refuses more)
+			return "image too large: over 20 MB"
 		}
 	}
 	return ""
 }
 
-func newServer(t *testing.T, replies ...func(w http.ResponseWriter, req map[string]any)) *server {
-	s := &server{t: t, replies: replies}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
-			t.Errorf("%s %s", r.Method, r.URL.Path)
-			http.NotFound(w, r)
-			return
-		}
-		b, _ := io.ReadAll(r.Body)
-		var req map[string]any
-		if err := json.Unmarshal(b, &req); err != nil {
-			t.Errorf("request is not JSON: %v", err)
-		}
-		s.mu.Lock()
-		s.reqs = append(s.reqs, req)
-		s.headers = append(s.headers, r.Header.Clone())
-		i := len(s.reqs) - 1
-		s.mu.Unlock()
-		if why := imageProblem(req); why != "" { // as the real API refuses it
-			s.mu.Lock()
-			s.refused = append(s.refused, why)
-			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": why, "type": "invalid_request_error", "param": nil, "code": nil}})
-			return
-		}
-		if i >= len(s.replies) {
-			t.Errorf("unexpected request %d", i+1)
-			http.Error(w, "no more replies", 500)
-			return
-		}
-		s.replies[i](w, req)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *server) requests() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reqs
+func newServer(t *testing.T, replies ...llmtest.Reply) *server {
+	return llmtest.NewScripted(t, "/v1/chat/completions", imageProblem, func(w http.ResponseWriter, why string) {
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": why, "type": "invalid_request_error", "param": nil, "code": nil}})
+	}, replies...)
 }
 
 // completion writes a chat.completion the way OpenAI and llama.cpp do.
@@ -149,11 +93,11 @@ func TestThinkOneCallWithSchema(t *testing.T) {
 	if th.State != protocol.Speak || th.Importance != 8 || !th.Selected || th.Draft != "I see a red cup on the table!" || th.Emotion != protocol.EmotionHappy {
 		t.Fatalf("thought %+v", th)
 	}
-	req := s.requests()[0]
+	req := s.Requests()[0]
 	if req["model"] != "qwen2.5-7b-instruct" {
 		t.Errorf("model %v", req["model"])
 	}
-	if h := s.headers[0].Get("Authorization"); h != "Bearer sk-test-123" {
+	if h := s.Headers[0].Get("Authorization"); h != "Bearer sk-test-123" {
 		t.Errorf("Authorization %q", h)
 	}
 	rf := req["response_format"].(map[string]any)
@@ -211,10 +155,10 @@ func TestVisionToolSendsTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sawImage != "data:image/jpeg;base64,/9j/4AAQ" || th.Draft == "" || len(s.refused) > 0 {
+	if sawImage != "data:image/jpeg;base64,/9j/4AAQ" || th.Draft == "" || len(s.Refused) > 0 {
 		t.Fatalf("image part %q, thought %+v", sawImage, th)
 	}
-	tools := s.requests()[0]["tools"].([]any)
+	tools := s.Requests()[0]["tools"].([]any)
 	if tools[0].(map[string]any)["function"].(map[string]any)["name"] != "vision" {
 		t.Errorf("tools %v", tools)
 	}
@@ -259,7 +203,7 @@ func TestRetriesA429ThenSucceeds(t *testing.T) {
 	if _, err := brainFor(s, nil, true, nil).Think(context.Background(), input()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(s.requests()); n != 2 {
+	if n := len(s.Requests()); n != 2 {
 		t.Fatalf("%d requests", n)
 	}
 }
@@ -283,7 +227,7 @@ func TestBadAnswersAreErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			replies := []func(http.ResponseWriter, map[string]any){tt.reply, tt.reply, tt.reply}
+			replies := []llmtest.Reply{tt.reply, tt.reply, tt.reply}
 			s := newServer(t, replies...)
 			_, err := brainFor(s, nil, true, nil).Think(context.Background(), input())
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -315,7 +259,7 @@ func TestUtterTwoCallPathUsesSpeak(t *testing.T) {
 	if u.Text != "Hello, Hana!" || u.Emotion != protocol.EmotionHappy || len(u.To) != 1 {
 		t.Fatalf("utterance %+v", u)
 	}
-	req := s.requests()[0]
+	req := s.Requests()[0]
 	tc := req["tool_choice"].(map[string]any)
 	if tc["type"] != "function" || tc["function"].(map[string]any)["name"] != "speak" {
 		t.Errorf("tool_choice %v", tc)
@@ -332,7 +276,7 @@ func TestJSONModeFallback(t *testing.T) {
 	if _, err := b.Think(context.Background(), input()); err != nil {
 		t.Fatal(err)
 	}
-	req := s.requests()[0]
+	req := s.Requests()[0]
 	if req["response_format"].(map[string]any)["type"] != "json_object" {
 		t.Errorf("response_format %v", req["response_format"])
 	}
@@ -404,7 +348,7 @@ func TestAddresseesKeptToTheRoomAndImportanceBounded(t *testing.T) {
 	if strings.Join(th.To, ",") != "hana,user" {
 		t.Fatalf("to = %v, want hana and the user who spoke (not mallory, not itself, once each)", th.To)
 	}
-	imp := s.requests()[0]["response_format"].(map[string]any)["json_schema"].(map[string]any)["schema"].(map[string]any)["properties"].(map[string]any)["importance"].(map[string]any)
+	imp := s.Requests()[0]["response_format"].(map[string]any)["json_schema"].(map[string]any)["schema"].(map[string]any)["properties"].(map[string]any)["importance"].(map[string]any)
 	if imp["minimum"] != 0.0 || imp["maximum"] != 10.0 {
 		t.Fatalf("importance schema %v, want minimum 0 and maximum 10", imp)
 	}
@@ -434,7 +378,7 @@ func TestTalkRealtimePrompt(t *testing.T) {
 		if err != nil || got.Text != tt.want {
 			t.Fatalf("%s %q: got %q, %v; want %q", tt.lang, tt.answer, got.Text, err, tt.want)
 		}
-		req := s.requests()[0]
+		req := s.Requests()[0]
 		if req["response_format"] != nil || req["tools"] != nil {
 			t.Errorf("a realtime talk asked for structure: %v %v", req["response_format"], req["tools"])
 		}
@@ -465,8 +409,8 @@ func TestServerRefusesAnUntypedImage(t *testing.T) {
 		if _, err := brainFor(s, look, true, nil).Think(context.Background(), input()); err != nil {
 			t.Fatal(err)
 		}
-		if len(s.refused) != 1 {
-			t.Fatalf("%s %q: refused %v, want once", img.MIME, img.Base64, s.refused)
+		if len(s.Refused) != 1 {
+			t.Fatalf("%s %q: refused %v, want once", img.MIME, img.Base64, s.Refused)
 		}
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
 // Memory is a process's resident set, in kB: anonymous (its heap and
@@ -38,7 +39,7 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	defer conn.Close()
 	cmd := exec.CommandContext(ctx, chorusd, "--config", config)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
-	logs := &lockedBuilder{}
+	logs := &logtest.Buffer{}
 	cmd.Stderr = logs
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -70,25 +71,6 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	time.Sleep(settle)
 	mem, err = memory(cmd.Process.Pid)
 	return ready, mem, err
-}
-
-// lockedBuilder is chorusd's stderr: written by exec's copying goroutine
-// while the process runs, read on an error.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // memory reads a process's resident set from /proc/PID/status.

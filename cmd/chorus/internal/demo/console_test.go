@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,11 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
 // The room console in a real browser (issue 14): `chorus demo -console`'s
@@ -50,7 +49,7 @@ func consoleInABrowser(t *testing.T, mode string) {
 	addr := fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	transcript := &syncWriter{w: &bytes.Buffer{}}
+	transcript := &logtest.Buffer{}
 	url, stop, err := startConsoleDemo(ctx, func(ctx context.Context, onConsole func(string)) error {
 		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: onConsole, Paced: mode == "turn", W: transcript})
 		return err
@@ -186,22 +185,4 @@ func TestStartConsoleDemoFailsPromptly(t *testing.T) {
 	if err := stop(); !errors.Is(err, busy) {
 		t.Fatalf("stop: %v; want the demo's error", err)
 	}
-}
-
-// syncWriter serializes writes from the demo's goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }

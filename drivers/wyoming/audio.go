@@ -1,0 +1,53 @@
+package wyoming
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// Audio is the data of audio-start and audio-chunk: the PCM's format.
+type Audio struct {
+	Rate     int `json:"rate"`
+	Width    int `json:"width"`
+	Channels int `json:"channels"`
+}
+
+// Mono16 is 16-bit mono PCM at rate, the one format Chorus sends.
+func Mono16(rate int) Audio { return Audio{Rate: rate, Width: 2, Channels: 1} }
+
+// Dial connects to a server at addr (host:port) within timeout or ctx.
+func Dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// Begin is the bytes that open an audio stream, for one write: the event
+// typ with data v (transcribe, detect), then audio-start in format f.
+func Begin(typ string, v any, f Audio) ([]byte, error) {
+	var b []byte
+	for _, ev := range []struct {
+		typ string
+		v   any
+	}{{typ, v}, {"audio-start", f}} {
+		e, err := NewEvent(ev.typ, ev.v, nil)
+		if err == nil {
+			b, err = AppendEvent(b, e)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// WriteChunk writes payload (little-endian PCM in format f) to conn as one
+// audio-chunk, within timeout.
+func WriteChunk(conn net.Conn, f Audio, payload []byte, timeout time.Duration) error {
+	e, err := NewEvent("audio-chunk", f, payload)
+	if err != nil {
+		return err
+	}
+	conn.SetWriteDeadline(time.Now().Add(timeout))
+	return WriteEvent(conn, e)
+}
