@@ -89,7 +89,7 @@ func run(t *testing.T, c *robot.Config) (*Daemon, context.CancelFunc, chan error
 
 // start is run for a test that stops the daemon when it is done: stop
 // cancels it and fails the test if Run returned an error.
-func start(t *testing.T, c *config.Config) (d *Daemon, stop func(), errc chan error) {
+func start(t *testing.T, c *robot.Config) (d *Daemon, stop func(), errc chan error) {
 	t.Helper()
 	d, cancel, errc := run(t, c)
 	return d, func() {
