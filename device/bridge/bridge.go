@@ -187,6 +187,18 @@ type Bridge struct {
 // presences and statuses of non-members before they get here).
 const maxLatest = 1024
 
+// The bridge's defaults: frames queued per client (1,024 frames of the
+// largest a room carries would be 64 MiB, hence the byte cap too), the
+// largest frame a viewer or a user may send, and the socket's write
+// timeout and ping.
+const (
+	DefaultQueue        = 1024
+	DefaultQueueBytes   = 4 << 20
+	DefaultMaxFrame     = 64 << 10
+	DefaultWriteTimeout = 5 * time.Second
+	DefaultPingEvery    = 20 * time.Second
+)
+
 // New checks cfg and returns a Bridge; Run starts its room subscriptions.
 func New(cfg Config) (*Bridge, error) {
 	if cfg.Room == nil || cfg.Dial == nil {
@@ -209,21 +221,21 @@ func New(cfg Config) (*Bridge, error) {
 		}
 	}
 	def(&cfg.MaxClients, 32)
-	def(&cfg.Queue, 1024)
-	if cfg.QueueBytes <= 0 { // 1,024 frames of the largest a room carries would be 64 MiB
-		cfg.QueueBytes = 4 << 20
+	def(&cfg.Queue, DefaultQueue)
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
 	}
 	if cfg.MaxFrame <= 0 {
-		cfg.MaxFrame = 64 << 10
+		cfg.MaxFrame = DefaultMaxFrame
 	}
 	if cfg.MaxDeviceFrame <= 0 {
 		cfg.MaxDeviceFrame = protocol.DefaultMaxResultBytes
 	}
 	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = 5 * time.Second
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if cfg.PingEvery <= 0 {
-		cfg.PingEvery = 20 * time.Second
+		cfg.PingEvery = DefaultPingEvery
 	}
 	if cfg.RatePerSec <= 0 {
 		cfg.RatePerSec = 20

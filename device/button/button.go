@@ -23,9 +23,12 @@ type Button struct {
 	// OnLong is called with true once a press has lasted LongPress, and
 	// with false at its release.
 	OnLong func(held bool)
-	// Debounce ignores edges closer than this (default 20 ms).
+	// Debounce ignores edges closer than this (default DefaultDebounce).
 	Debounce time.Duration
 }
+
+// DefaultDebounce ignores edges closer than this.
+const DefaultDebounce = 20 * time.Millisecond
 
 // Run watches until ctx ends.
 func (b *Button) Run(ctx context.Context) error {
@@ -35,7 +38,7 @@ func (b *Button) Run(ctx context.Context) error {
 	}
 	debounce := b.Debounce
 	if debounce <= 0 {
-		debounce = 20 * time.Millisecond
+		debounce = DefaultDebounce
 	}
 	if err := b.Pin.In(gpio.PullUp, gpio.BothEdges); err != nil {
 		return err

@@ -42,6 +42,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/drivers/mic"
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -69,17 +70,25 @@ type Options struct {
 	EnvFile string
 }
 
+// The doctor's defaults: a camera's first frame, one check, and the
+// warm-up of a speech-to-text model.
+const (
+	DefaultFrameTimeout = 5 * time.Second
+	DefaultTimeout      = 5 * time.Second
+	DefaultWarmTimeout  = 2 * time.Minute
+)
+
 // Run checks c against this machine. c has been decoded and validated
 // (robot.ParseFile and Validate); the rest is checked here.
 func Run(ctx context.Context, c *robot.Config, o Options) []Result {
 	if o.FrameTimeout <= 0 {
-		o.FrameTimeout = 5 * time.Second
+		o.FrameTimeout = DefaultFrameTimeout
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
+		o.Timeout = DefaultTimeout
 	}
 	if o.WarmTimeout <= 0 {
-		o.WarmTimeout = 2 * time.Minute
+		o.WarmTimeout = DefaultWarmTimeout
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -272,7 +281,7 @@ func (d *doctor) audio(ctx context.Context) {
 	}
 	rate := d.c.Drivers.Audio.SampleRate
 	if rate <= 0 {
-		rate = 16000
+		rate = mic.DefaultRate // the rate speech is made at here
 	}
 	if err := st.Write(ctx, audio.PCM{Rate: rate, Samples: make([]int16, rate/10)}); err != nil {
 		st.Abort()

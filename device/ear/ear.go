@@ -30,6 +30,16 @@ type Frames interface {
 // works on the last sentence is heard; a flood is not.
 const DefaultInFlight = 2
 
+// The ear's defaults: how long one transcript may take after the person
+// stopped, how long a wake word opens the room's ears, and how long
+// after any robot's voice the gate stays closed (the room's
+// reverberation).
+const (
+	DefaultTimeout   = stt.DefaultTimeout
+	DefaultListenFor = 8 * time.Second
+	DefaultTail      = 300 * time.Millisecond
+)
+
 // Config configures an Ear.
 type Config struct {
 	Room   *room.Room // the room the robot reports to, with its roster
@@ -45,7 +55,7 @@ type Config struct {
 	// text only then), and reports each wake word heard — also while a
 	// robot speaks, which barges in on it (DESIGN.md, "Hearing").
 	Wake      wake.Detector
-	ListenFor time.Duration // default 8 s
+	ListenFor time.Duration // default DefaultListenFor
 	// Timeout bounds one transcript after the person stopped.
 	Timeout  time.Duration
 	InFlight int // default DefaultInFlight
@@ -113,13 +123,13 @@ func New(cfg Config) (*Ear, error) {
 		cfg.Device = cfg.ID
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.InFlight <= 0 {
 		cfg.InFlight = DefaultInFlight
 	}
 	if cfg.ListenFor <= 0 {
-		cfg.ListenFor = 8 * time.Second
+		cfg.ListenFor = DefaultListenFor
 	}
 	log := cfg.Room.Log.With("hearing", cfg.ID, "stt", cfg.STT.Name())
 	m := cfg.Room.Metrics

@@ -8,26 +8,25 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chorus-robotics/chorus/drivers/camera/command"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
 // The drivers', the bridge's and the log's defaults.
 const (
-	DefaultCamera         = "none"
-	DefaultCameraWidth    = 640
-	DefaultCameraHeight   = 480
-	DefaultCameraFPS      = 10
-	DefaultCameraQuality  = 80
-	DefaultMaxFrame       = 4 << 20 // one JPEG of a command camera
-	DefaultAudio          = "null"
-	DefaultTTS            = "auto"
-	DefaultTTSMaxChars    = 2000
-	DefaultMic            = "none"
-	DefaultMicRate        = 16000 // what speech-to-text engines take
-	DefaultHTTPListen     = "127.0.0.1:9100"
-	DefaultBridgeMaxFrame = 64 << 10
-	DefaultLogLevel       = "info"
-	DefaultLogFormat      = "text"
+	DefaultCamera        = "none"
+	DefaultCameraWidth   = 640
+	DefaultCameraHeight  = 480
+	DefaultCameraFPS     = 10
+	DefaultCameraQuality = 80
+	DefaultAudio         = "null"
+	DefaultTTS           = "auto"
+	DefaultTTSMaxChars   = 2000
+	DefaultMic           = "none"
+	DefaultMicRate       = 16000 // what speech-to-text engines take
+	DefaultHTTPListen    = "127.0.0.1:9100"
+	DefaultLogLevel      = "info"
+	DefaultLogFormat     = "text"
 )
 
 // Drivers are the body's hardware adapters.
@@ -124,7 +123,7 @@ func (c *Config) driversDefaults() {
 	defInt(&d.Camera.FPS, DefaultCameraFPS)
 	defInt(&d.Camera.Quality, DefaultCameraQuality)
 	if d.Camera.Kind == "command" {
-		defInt(&d.Camera.MaxFrame, DefaultMaxFrame)
+		defInt(&d.Camera.MaxFrame, command.DefaultMaxFrame)
 	}
 	def(&d.Audio.Kind, DefaultAudio)
 	def(&d.TTS.Kind, DefaultTTS)

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"slices"
 
+	"github.com/chorus-robotics/chorus/device/bridge"
 	"github.com/chorus-robotics/chorus/runtime/config"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -98,10 +99,11 @@ func (c *Config) Scheme() topic.Scheme {
 // config, then the body's.
 func (c *Config) SetDefaults() {
 	c.Config.SetDefaults()
+	c.hearingDefaults()
 	c.driversDefaults()
 	c.haDefaults()
 	ws := &c.HTTP.WebSocket
-	defInt(&ws.MaxFrame, DefaultBridgeMaxFrame)
+	defInt(&ws.MaxFrame, bridge.DefaultMaxFrame)
 	defInt(&ws.MaxDeviceFrame, c.Query.MaxResult)
 	def(&c.HTTP.Listen, DefaultHTTPListen)
 	def(&c.Log.Level, DefaultLogLevel)
@@ -117,6 +119,7 @@ func (c *Config) Validate() error {
 		p.Add("brain.max_utterance", "must be from 10 to drivers.tts.max_chars (%d), the most the body speaks at once, got %d", c.Drivers.TTS.MaxChars, b.MaxUtterance)
 	}
 	c.validateDrivers(p.In("drivers"))
+	c.validateHearing(p.In("hearing"))
 	if c.Hearing.Enabled && (c.Drivers.Mic.Kind == "none" || c.Drivers.Mic.Kind == "") {
 		p.Add("drivers.mic.kind", "hearing is enabled: name a microphone (command, portaudio, air, file; chorusd --list)")
 	}

@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/mic"
 )
 
 // Defaults of the server.
 const (
-	DefaultRate        = 16000
+	DefaultRate        = mic.DefaultRate
 	DefaultAttenuation = 0.5
 	DefaultDelay       = 10 * time.Millisecond
 	// FrameDuration is one tick of the mix and one frame a mic hears.

@@ -63,7 +63,7 @@ type Capture struct {
 	Source Source
 	// Interval between grabs; 0 grabs as fast as the source delivers.
 	Interval time.Duration
-	// MaxBackoff caps the wait between reopen attempts (default 10 s).
+	// MaxBackoff caps the wait between reopen attempts (default DefaultMaxBackoff).
 	MaxBackoff time.Duration
 	Log        *slog.Logger
 
@@ -72,6 +72,9 @@ type Capture struct {
 	mu     sync.Mutex
 	err    error // last open/read error, for health and query errors
 }
+
+// DefaultMaxBackoff caps the wait between reopen attempts.
+const DefaultMaxBackoff = pause.DefaultMaxBackoff
 
 // Latest returns the newest frame if it is at most maxAge old (0: any age).
 func (c *Capture) Latest(maxAge time.Duration) (Frame, error) {
@@ -110,7 +113,7 @@ func (c *Capture) Run(ctx context.Context) error {
 	}
 	maxBackoff := c.MaxBackoff
 	if maxBackoff <= 0 {
-		maxBackoff = 10 * time.Second
+		maxBackoff = DefaultMaxBackoff
 	}
 	backoff := 100 * time.Millisecond
 	defer c.Source.Close()

@@ -45,7 +45,7 @@ const (
 	// DefaultBuffer is how much audio the ring holds for a slow consumer.
 	DefaultBuffer = 5 * time.Second
 	// DefaultMaxBackoff caps the wait between reopen attempts.
-	DefaultMaxBackoff = 10 * time.Second
+	DefaultMaxBackoff = pause.DefaultMaxBackoff
 )
 
 // Source delivers mono signed 16-bit PCM at Rate samples per second.

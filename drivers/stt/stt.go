@@ -29,7 +29,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
+
+// DefaultTimeout is how long a transcript may take after the audio ended.
+const DefaultTimeout = 10 * time.Second
+
+// DefaultMaxSeconds is the most audio one utterance may have for the
+// engines that take it whole (longer fails with ErrOverflow).
+const DefaultMaxSeconds = 30
 
 // Engine starts recognitions.
 type Engine interface {

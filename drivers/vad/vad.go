@@ -47,6 +47,10 @@ type Detector interface {
 	Reset()
 }
 
+// DefaultWarmup is how long the noise floor is learned before any frame
+// is speech.
+const DefaultWarmup = 300 * time.Millisecond
+
 // Mode is how readily sound is called speech: Quality calls the most
 // speech (fewest missed syllables), VeryAggressive the least (fewest
 // false starts in noise), as WebRTC's modes 0-3.
@@ -145,7 +149,7 @@ func (d *Energy) IsSpeech(frame []int16) bool {
 
 	warmup := d.Warmup
 	if warmup <= 0 {
-		warmup = 300 * time.Millisecond
+		warmup = DefaultWarmup
 	}
 	if d.warm < warmup {
 		if d.warm == 0 || level < d.floor {

@@ -16,6 +16,10 @@ type Audio struct {
 // Mono16 is 16-bit mono PCM at rate, the one format Chorus sends.
 func Mono16(rate int) Audio { return Audio{Rate: rate, Width: 2, Channels: 1} }
 
+// DefaultDialTimeout is how long a connection to a Wyoming server may
+// take (speech to text and wake words alike).
+const DefaultDialTimeout = 3 * time.Second
+
 // Dial connects to a server at addr (host:port) within timeout or ctx.
 func Dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}

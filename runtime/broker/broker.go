@@ -90,7 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:1883"
+		cfg.Addr = DefaultListen
 	}
 	// Take the port now so that Addr() is exact even for port 0.
 	var ln net.Listener

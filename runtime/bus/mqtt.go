@@ -15,6 +15,14 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 )
 
+// The connection's defaults.
+const (
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultKeepAlive      = 10 * time.Second
+	DefaultMaxReconnect   = 2 * time.Second
+	DefaultQuiesce        = 250 * time.Millisecond
+)
+
 // Options configures an MQTT connection.
 type Options struct {
 	Broker   string // tcp://host:port, ssl://host:port
@@ -34,10 +42,10 @@ type Options struct {
 	// since when the device is online). nil publishes nothing.
 	Birth func(now time.Time) *Retained
 
-	ConnectTimeout time.Duration // default 5 s
-	KeepAlive      time.Duration // default 10 s
-	MaxReconnect   time.Duration // longest wait between reconnect attempts, default 2 s
-	Quiesce        time.Duration // default 250 ms (NOTES.md: Disconnect(0) fires the Will)
+	ConnectTimeout time.Duration // default DefaultConnectTimeout
+	KeepAlive      time.Duration // default DefaultKeepAlive
+	MaxReconnect   time.Duration // longest wait between reconnect attempts, default DefaultMaxReconnect
+	Quiesce        time.Duration // default DefaultQuiesce (NOTES.md: Disconnect(0) fires the Will)
 
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
@@ -116,10 +124,10 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 			*d = v
 		}
 	}
-	def(&o.ConnectTimeout, 5*time.Second)
-	def(&o.KeepAlive, 10*time.Second)
-	def(&o.MaxReconnect, 2*time.Second)
-	def(&o.Quiesce, 250*time.Millisecond)
+	def(&o.ConnectTimeout, DefaultConnectTimeout)
+	def(&o.KeepAlive, DefaultKeepAlive)
+	def(&o.MaxReconnect, DefaultMaxReconnect)
+	def(&o.Quiesce, DefaultQuiesce)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -50,11 +50,18 @@ func (o *Outbox) init() {
 	o.once.Do(func() {
 		n := o.Size
 		if n <= 0 {
-			n = 256
+			n = DefaultOutboxSize
 		}
 		o.ch = make(chan outMsg, n)
 	})
 }
+
+// The outbox's defaults: how many messages wait, and how long one
+// publish may take.
+const (
+	DefaultOutboxSize    = 256
+	DefaultOutboxTimeout = 10 * time.Second
+)
 
 // Send queues payload for topic; false means the queue was full and the
 // message is dropped.
@@ -83,7 +90,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 	o.init()
 	timeout := o.Timeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = DefaultOutboxTimeout
 	}
 	for {
 		select {

@@ -67,7 +67,7 @@ const (
 	DefaultHistory      = 10
 	DefaultPause        = 200 * time.Millisecond // room.pause; see TestPauseDefault
 	DefaultThinkTimeout = brain.DefaultThinkTimeout
-	DefaultSpeakTimeout = 30 * time.Second
+	DefaultSpeakTimeout = query.DefaultTimeout
 	DefaultResendEvery  = time.Second
 	DefaultJudgeEvery   = repetition.DefaultJudgeEvery
 	DefaultJudgeTimeout = repetition.DefaultJudgeTimeout

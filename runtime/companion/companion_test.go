@@ -37,6 +37,7 @@ type roomRig struct {
 	mu     sync.Mutex
 	spoken map[string][]string // device -> texts said through the speaker
 	m      *metrics.Metrics
+	user   *room.Room // the person's one connection: their messages arrive in the order said
 }
 
 func newRig(t *testing.T) *roomRig {
@@ -116,7 +117,12 @@ func (r *roomRig) startCompanion(card brain.Card, b brain.Brain, mod func(*compa
 }
 
 func (r *roomRig) userSays(text string, to ...string) string {
-	ur := room.New(r.dial("user", nil, nil), r.s, "lr", nil, nil)
+	r.mu.Lock()
+	if r.user == nil {
+		r.user = room.New(r.dial("user", nil, nil), r.s, "lr", nil, nil)
+	}
+	ur := r.user
+	r.mu.Unlock()
 	id := protocol.NewID()
 	if err := ur.SendMessage(r.ctx, protocol.NewMessage(id, "user", to, text, "")); err != nil {
 		r.t.Fatal(err)

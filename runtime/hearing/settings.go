@@ -1,13 +1,13 @@
 // The hearing's settings: a config's hearing section. The room's fields
-// (User, Window) are this package's; the rest is how one robot hears (its
-// ear, device/ear), written here beside them because a config, part of
-// the runtime, never imports the device.
+// (User, Window) are this package's to fill and check; the rest is how
+// one robot hears, its ear's (device/ear) and its drivers', written here
+// in the section's shape because a config, part of the runtime, never
+// imports the device: device/robot fills and checks them from their
+// owners' defaults.
 
 package hearing
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -85,21 +85,7 @@ type VAD struct {
 	MaxUtterance   time.Duration `yaml:"max_utterance"` // longer speech is cut here
 }
 
-// One robot's hearing defaults (the room's are DefaultWindow and
-// protocol.DefaultHeardUser).
-const (
-	DefaultTail              = 300 * time.Millisecond
-	DefaultSTTTimeout        = 10 * time.Second
-	DefaultVADAggressiveness = 2
-	DefaultPreRoll           = 300 * time.Millisecond
-	DefaultHangover          = 500 * time.Millisecond
-	DefaultMinUtterance      = 300 * time.Millisecond
-	DefaultMaxUtterance      = 15 * time.Second
-	DefaultListenFor         = 8 * time.Second
-	DefaultWake              = "none"
-)
-
-// SetDefaults fills every unset field.
+// SetDefaults fills the room's fields.
 func (s *Settings) SetDefaults() {
 	if s.User == "" {
 		s.User = protocol.DefaultHeardUser
@@ -107,72 +93,13 @@ func (s *Settings) SetDefaults() {
 	if s.Window == 0 {
 		s.Window = DefaultWindow
 	}
-	if s.Tail == 0 {
-		s.Tail = DefaultTail
-	}
-	if s.Wake.Kind == "" {
-		s.Wake.Kind = DefaultWake
-	}
-	if s.Wake.ListenFor == 0 {
-		s.Wake.ListenFor = DefaultListenFor
-	}
-	if s.STT.Timeout == 0 {
-		s.STT.Timeout = DefaultSTTTimeout
-	}
-	v := &s.VAD
-	if v.Aggressiveness == nil {
-		a := DefaultVADAggressiveness
-		v.Aggressiveness = &a
-	}
-	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{
-		{&v.PreRoll, DefaultPreRoll}, {&v.Hangover, DefaultHangover},
-		{&v.MinUtterance, DefaultMinUtterance}, {&v.MaxUtterance, DefaultMaxUtterance},
-	} {
-		if *d.v == 0 {
-			*d.v = d.def
-		}
-	}
 }
 
-// Check reports every bad field of the section's own to p (the section's
-// view); whether the robot has a microphone and whom it would speak as
-// are the whole config's check.
+// Check reports the room's fields that are bad to p (the section's
+// view).
 func (s Settings) Check(p *settings.Problems) {
 	p.Identity("user", s.User)
 	if s.Window < 0 || s.Window > 2*time.Second {
 		p.Add("window", "must be from 0 to 2s, got %v", s.Window)
-	}
-	if s.Tail < 0 || s.Tail > 5*time.Second {
-		p.Add("tail", "must be from 0 to 5s, got %v", s.Tail)
-	}
-	if s.STT.Timeout < 100*time.Millisecond || s.STT.Timeout > 2*time.Minute {
-		p.Add("stt.timeout", "must be from 100ms to 2m, got %v", s.STT.Timeout)
-	}
-	v := s.VAD
-	if a := v.Aggressiveness; a != nil && (*a < 0 || *a > 3) {
-		p.Add("vad.aggressiveness", "must be from 0 to 3, got %d", *a)
-	}
-	if v.PreRoll < 0 || v.PreRoll > 2*time.Second {
-		p.Add("vad.pre_roll", "must be from 0 to 2s, got %v", v.PreRoll)
-	}
-	if v.Hangover < 100*time.Millisecond || v.Hangover > 5*time.Second {
-		p.Add("vad.hangover", "must be from 100ms to 5s, got %v", v.Hangover)
-	}
-	if v.MinUtterance < 0 || v.MinUtterance > 10*time.Second {
-		p.Add("vad.min_utterance", "must be from 0 to 10s, got %v", v.MinUtterance)
-	}
-	if v.MaxUtterance < time.Second || v.MaxUtterance > 5*time.Minute || v.MaxUtterance <= v.MinUtterance {
-		p.Add("vad.max_utterance", "must be from 1s to 5m and above min_utterance (%v), got %v", v.MinUtterance, v.MaxUtterance)
-	}
-	if s.Wake.ListenFor < time.Second || s.Wake.ListenFor > 5*time.Minute {
-		p.Add("wake.listen_for", "must be from 1s to 5m, got %v", s.Wake.ListenFor)
-	}
-	for i, n := range s.Wake.Names {
-		if n == "" || len(n) > 64 || strings.ContainsAny(n, "\x00\n") {
-			p.Add(fmt.Sprintf("wake.names[%d]", i), "must be a wake word's name of 1 to 64 bytes, got %q", n)
-		}
 	}
 }

@@ -38,6 +38,10 @@ import (
 	"time"
 )
 
+// OpenAIBaseURL is OpenAI's API: the default base URL of every client of
+// an OpenAI-compatible API (the chat brain, speech to text).
+const OpenAIBaseURL = "https://api.openai.com/v1"
+
 // Defaults.
 const (
 	DefaultMaxRetries = 2

@@ -142,8 +142,8 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	}
 	def(&cfg.PollInterval, DefaultPollInterval)
 	def(&cfg.SpeakCooldown, DefaultSpeakCooldown)
-	def(&cfg.ThinkTimeout, 20*time.Second)
-	def(&cfg.SpeakTimeout, 30*time.Second)
+	def(&cfg.ThinkTimeout, brain.DefaultThinkTimeout)
+	def(&cfg.SpeakTimeout, query.DefaultTimeout)
 	if cfg.HistorySize <= 0 {
 		cfg.HistorySize = HistoryKept
 	}

@@ -40,6 +40,10 @@ func New(dir string) (*Output, error) {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
+// DefaultRate is the rate a WAV file is written at when no audio said
+// its own.
+const DefaultRate = 22050
+
 // Begin implements audio.Output.
 func (o *Output) Begin(ctx context.Context, name string) (audio.Stream, error) {
 	n := o.seq.Add(1)
@@ -126,7 +130,7 @@ func (s *stream) finish() error {
 	if err == nil {
 		rate := s.rate
 		if rate == 0 {
-			rate = 22050
+			rate = DefaultRate
 		}
 		err = audio.WriteWAVHeader(s.f, rate, s.n)
 	}

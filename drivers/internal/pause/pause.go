@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// DefaultMaxBackoff caps the wait between a device's reopen attempts (a
+// camera's, a microphone's).
+const DefaultMaxBackoff = 10 * time.Second
+
 // Sleep waits d, or until ctx ends; it returns ctx's error when ctx ended
 // first (or had ended already), nil otherwise. A d of zero or less
 // returns at once.

@@ -42,14 +42,14 @@ import (
 
 // Defaults.
 const (
-	DefaultBaseURL    = "https://api.openai.com/v1"
-	DefaultModel      = "whisper-1"
-	DefaultMaxSeconds = 30
-	DefaultTimeout    = 30 * time.Second // Finish's whole exchange, retries included
-	DefaultMaxRetries = 1
-	DefaultMaxBody    = 1 << 20
-	minAudio          = 100 * time.Millisecond
-	provider          = "openai-stt"
+	DefaultBaseURL       = modelhttp.OpenAIBaseURL
+	DefaultModel         = "whisper-1"
+	DefaultMaxSeconds    = stt.DefaultMaxSeconds
+	DefaultFinishTimeout = 30 * time.Second // Finish's whole exchange, retries included
+	DefaultMaxRetries    = 1
+	DefaultMaxBody       = 1 << 20
+	minAudio             = 100 * time.Millisecond
+	provider             = "openai-stt"
 )
 
 // ErrRateLimited is returned (wrapped) when the server rate-limits and
@@ -152,7 +152,7 @@ func (s *Session) Abort() {
 func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	timeout := s.e.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = DefaultFinishTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -58,10 +58,10 @@ import (
 // Defaults.
 const (
 	DefaultBinary     = "pocketsphinx_continuous"
-	DefaultTimeout    = 10 * time.Second // from the end of audio to the transcript
-	DefaultMaxSeconds = 30               // of audio in one utterance
-	DefaultMaxQueue   = 512              // chunks waiting for the pipe
-	Rate              = 16000            // what the en-us acoustic model wants
+	DefaultTimeout    = stt.DefaultTimeout
+	DefaultMaxSeconds = stt.DefaultMaxSeconds
+	DefaultMaxQueue   = 512   // chunks waiting for the pipe
+	Rate              = 16000 // what the en-us acoustic model wants
 	maxOutput         = 64 << 10
 )
 

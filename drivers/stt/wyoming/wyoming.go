@@ -70,7 +70,7 @@ import (
 
 // Defaults.
 const (
-	DefaultDialTimeout = 3 * time.Second
+	DefaultDialTimeout = wy.DefaultDialTimeout
 	DefaultTimeout     = 15 * time.Second // from audio-stop to transcript; also bounds each write
 	DefaultAfterStop   = 5 * time.Second  // plus the utterance's length: from audio-stop to the server's first event
 	DefaultMaxQueue    = 256              // chunks (about 5 s of 20 ms frames)

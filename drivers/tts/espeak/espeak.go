@@ -21,6 +21,9 @@ type Engine struct {
 
 var _ tts.Engine = (*Engine)(nil)
 
+// DefaultSpeed is espeak-ng's own speed, in words a minute.
+const DefaultSpeed = 175
+
 func (e *Engine) Name() string { return "espeak-ng" }
 
 // Synthesize implements tts.Engine.
@@ -37,7 +40,7 @@ func (e *Engine) Synthesize(ctx context.Context, text, emotion string) (audio.PC
 		voice = "en"
 	}
 	if speed <= 0 {
-		speed = 175
+		speed = DefaultSpeed
 	}
 	if pitch <= 0 {
 		pitch = 50

@@ -47,7 +47,7 @@ import (
 
 // Defaults.
 const (
-	DefaultDialTimeout = 3 * time.Second
+	DefaultDialTimeout = wy.DefaultDialTimeout
 	DefaultMaxQueue    = 50 // chunks (a second of 20 ms frames)
 	writeTimeout       = 5 * time.Second
 	describeTimeout    = 5 * time.Second // describe → info, for the names

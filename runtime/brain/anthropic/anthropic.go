@@ -59,10 +59,14 @@ type Chat struct {
 
 var _ llm.Chatter = (*Chat)(nil)
 
+// DefaultMaxTokens caps an answer unless max_tokens says (the API wants
+// one).
+const DefaultMaxTokens = 1024
+
 // New returns the provider.
 func New(cfg Config) *Chat {
 	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = 1024
+		cfg.MaxTokens = DefaultMaxTokens
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if base == "" {

@@ -30,7 +30,7 @@ import (
 )
 
 // DefaultBaseURL is OpenAI's API.
-const DefaultBaseURL = "https://api.openai.com/v1"
+const DefaultBaseURL = modelhttp.OpenAIBaseURL
 
 // Config configures the provider.
 type Config struct {

@@ -52,6 +52,10 @@ type MemoryOptions struct {
 	Drop func(to *MemConn, topic string, payload []byte) bool
 }
 
+// DefaultQueueLimit is how many messages a memory bus's subscriber may
+// have waiting.
+const DefaultQueueLimit = 1000
+
 // NewMemory returns an empty fake broker, with at most one MemoryOptions.
 // It closes every connection when t ends, so their goroutines end too.
 func NewMemory(t testing.TB, o ...MemoryOptions) *Memory {
@@ -60,7 +64,7 @@ func NewMemory(t testing.TB, o ...MemoryOptions) *Memory {
 		opts = o[0]
 	}
 	if opts.QueueLimit <= 0 {
-		opts.QueueLimit = 1000
+		opts.QueueLimit = DefaultQueueLimit
 	}
 	m := &Memory{opts: opts, conns: map[*MemConn]bool{}, retained: map[string][]byte{}}
 	t.Cleanup(m.Close)

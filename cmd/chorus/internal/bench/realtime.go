@@ -85,6 +85,10 @@ type RealtimeResult struct {
 	EndAfterBroadcast time.Duration
 }
 
+// DefaultRealtimeSilence is the silence the realtime benchmark ends a
+// phase on.
+const DefaultRealtimeSilence = time.Second
+
 // Realtime runs a realtime floor and RealtimePlayers players, each on its
 // own connection, opens a phase and sends c.Posts posts at c.Rate (open
 // loop: a post's clock starts when it is due, so a stall shows as
@@ -94,7 +98,7 @@ type RealtimeResult struct {
 func Realtime(ctx context.Context, c RealtimeCase) (RealtimeResult, error) {
 	var res RealtimeResult
 	if c.Silence <= 0 {
-		c.Silence = time.Second
+		c.Silence = DefaultRealtimeSilence
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

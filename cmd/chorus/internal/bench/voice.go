@@ -18,8 +18,8 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/stt/pocketsphinx"
 	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
+	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
-	"github.com/chorus-robotics/chorus/runtime/hearing"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
@@ -84,7 +84,7 @@ http: {listen: "off"}
 // end of the person's speech to the first robot audio (its speaking
 // status) and to the room's Message.
 func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
-	res := VoiceResult{Hangover: hearing.DefaultHangover}
+	res := VoiceResult{Hangover: vad.DefaultHangover}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := &air.Server{Listen: "127.0.0.1:0", ValidID: protocol.ValidIdentity}
