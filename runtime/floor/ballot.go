@@ -229,9 +229,24 @@ func (f *Floor) onState(ctx context.Context, s protocol.StateParams) {
 	}
 	f.m.Votes.Inc()
 	b.votes[s.From] = s // the last State before the decision counts
-	if len(b.votes) == len(b.participants) {
+	switch {
+	case len(b.votes) == len(b.participants):
 		f.decide(b, protocol.DecidedAllVoted)
+	case Settled(b.votes, b.owed(), f.lastSpoke):
+		f.decide(b, protocol.DecidedSettled)
 	}
+}
+
+// owed lists b's participants that have not voted, sorted.
+func (b *ballot) owed() []string {
+	var out []string
+	for p := range b.participants {
+		if _, voted := b.votes[p]; !voted {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (f *Floor) onPresence(ctx context.Context, p room.PresenceEvent) {

@@ -1,6 +1,7 @@
 package floor
 
 import (
+	"maps"
 	"sort"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -44,6 +45,35 @@ func Decide(votes map[string]protocol.StateParams, lastSpoke map[string]uint64) 
 		return Decision{Speaker: best(speak, lastSpoke), Reason: protocol.ReasonSpeak}
 	}
 	return Decision{Reason: protocol.ReasonRest}
+}
+
+// Settled reports whether Decide's answer for votes is final while the
+// voters in missing have not voted yet: the floor need not wait for them
+// (issue 28). Each missing voter's strongest possible vote (selected,
+// speak, the highest importance, not closing) is tried in turn; if none
+// of them wins, no vote of theirs can: a weaker vote of the same voter
+// ranks below it, and the winner of several is one of them. So a rest is
+// never settled early (any missing voter may ask to speak), nor a
+// speaker chosen by speak (a missing voter may be selected); a selected
+// speaker at the highest importance is, when it wins the tie against
+// every missing voter (it spoke less recently, or has the lower id).
+func Settled(votes map[string]protocol.StateParams, missing []string, lastSpoke map[string]uint64) bool {
+	if len(missing) == 0 {
+		return true
+	}
+	d := Decide(votes, lastSpoke)
+	if d.Speaker == "" {
+		return false
+	}
+	with := maps.Clone(votes)
+	for _, m := range missing {
+		with[m] = protocol.StateParams{From: m, State: protocol.Speak, Importance: protocol.MaxImportance, Selected: true, Closing: protocol.ClosingNone}
+		if Decide(with, lastSpoke).Speaker != d.Speaker {
+			return false
+		}
+		delete(with, m)
+	}
+	return true
 }
 
 func best(c []protocol.StateParams, lastSpoke map[string]uint64) string {

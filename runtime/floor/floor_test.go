@@ -479,3 +479,43 @@ func TestEndRestsUntilAPersonSpeaks(t *testing.T) {
 		t.Fatalf("grant %+v, want a to answer the person", g)
 	}
 }
+
+// The floor decides as soon as no missing vote can change the outcome
+// (issue 28): a companion addressed by name at the highest importance,
+// which wins every tie, is granted without waiting for the others; a
+// vote that could still be outranked waits.
+func TestSettledDecidesBeforeEveryVote(t *testing.T) {
+	h := newHarness(t)
+	a, b, _ := h.join("a"), h.join("b"), h.join("c")
+	f, _, _ := h.startFloor("f1", Config{VoteTimeout: 3 * time.Second})
+	h.activate(f)
+	user := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
+	h.say(user, "user", "m1")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: protocol.MaxImportance})
+	f.flush(t, h.mem)
+	h.noGrant() // speak, not selected: a missing selected vote would outrank it
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Selected: true, Importance: protocol.MaxImportance})
+	g := h.grant() // c has not voted: it could at best tie, and a wins the tie (lower id, neither spoke)
+	if g.SpeakerID() != "a" || g.Reason != protocol.ReasonSelected || g.DecidedBy != protocol.DecidedSettled ||
+		len(g.Votes) != 2 || len(g.Missing) != 1 || g.Missing[0] != "c" {
+		t.Fatalf("grant %+v", g)
+	}
+	// a spoke (its answer is m2): b and c owe votes; neither has spoken,
+	// so b's selected vote at the highest wins the tie against c.
+	h.say(a, "a", "m2")
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m2", State: protocol.Speak, Selected: true, Importance: protocol.MaxImportance})
+	if g := h.grant(); g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedSettled {
+		t.Fatalf("grant %+v", g)
+	}
+	// b spoke (m3): a and c owe votes; c, which never spoke, would win a
+	// tie with a, which has, so a's selected vote at the highest waits for
+	// c until the deadline.
+	h.say(b, "b", "m3")
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m3", State: protocol.Speak, Selected: true, Importance: protocol.MaxImportance})
+	f.flush(t, h.mem)
+	h.noGrant()
+	h.clk.Advance(3 * time.Second)
+	if g := h.grant(); g.SpeakerID() != "a" || g.DecidedBy != protocol.DecidedDeadline {
+		t.Fatalf("grant %+v", g)
+	}
+}

@@ -250,7 +250,7 @@ func (s State) Validate() error {
 }
 
 var grantReasons = map[string]bool{ReasonSelected: true, ReasonSpeak: true, ReasonRest: true, ReasonExpired: true, ReasonHeld: true}
-var decidedBy = map[string]bool{DecidedAllVoted: true, DecidedDeadline: true, DecidedEvicted: true}
+var decidedBy = map[string]bool{DecidedAllVoted: true, DecidedDeadline: true, DecidedEvicted: true, DecidedSettled: true}
 
 // grantWire mirrors TurnGrant with pointers, to tell absent from null in
 // one decoding pass.
@@ -296,7 +296,7 @@ func DecodeTurnGrant(b []byte, max int) (TurnGrant, error) {
 		c.fail("reason", KindInvalid, "must be one of selected, speak, rest, expired, held, got %q", g.Reason)
 	}
 	if !decidedBy[g.DecidedBy] {
-		c.fail("decidedBy", KindInvalid, "must be one of all-voted, deadline, evicted, got %q", g.DecidedBy)
+		c.fail("decidedBy", KindInvalid, "must be one of all-voted, deadline, evicted, settled, got %q", g.DecidedBy)
 	}
 	for i, v := range g.Votes {
 		f := "votes[" + itoa(i) + "]"

@@ -168,6 +168,9 @@ const (
 	DecidedAllVoted = "all-voted"
 	DecidedDeadline = "deadline"
 	DecidedEvicted  = "evicted"
+	// DecidedSettled: votes were still owed, but none of them could have
+	// changed the decision (issue 28); Missing lists them.
+	DecidedSettled = "settled"
 )
 
 // TurnGrant is the floor's decision for one message (added by Chorus).
