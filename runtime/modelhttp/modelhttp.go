@@ -100,13 +100,23 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 // waiting what the server asks (Retry-After-Ms, Retry-After) or a short
 // backoff.
 func (c *Client) Send(ctx context.Context, url string, header http.Header, ctype string, payload []byte, decode func([]byte) error) error {
+	return c.send(ctx, url, header, ctype, payload, nil, decode)
+}
+
+// taker may take an answer's body itself, as it arrives (a stream): it
+// reports whether it did. Its context is the request's; cancelling it
+// closes the request.
+type taker func(ctx context.Context, resp *http.Response, cancel context.CancelCauseFunc) (bool, error)
+
+// send is Send, with take offered each answer first.
+func (c *Client) send(ctx context.Context, url string, header http.Header, ctype string, payload []byte, take taker, decode func([]byte) error) error {
 	retries := c.MaxRetries
 	if retries == 0 {
 		retries = DefaultMaxRetries
 	}
 	for attempt := 0; ; attempt++ {
-		status, b, h, err := c.do(ctx, url, header, ctype, payload)
-		if err != nil {
+		status, b, h, taken, err := c.do(ctx, url, header, ctype, payload, take)
+		if err != nil || taken {
 			return err
 		}
 		if status >= 200 && status < 300 {
@@ -149,10 +159,12 @@ func (c *Client) Send(ctx context.Context, url string, header http.Header, ctype
 	}
 }
 
-func (c *Client) do(ctx context.Context, url string, header http.Header, ctype string, payload []byte) (int, []byte, http.Header, error) {
+func (c *Client) do(ctx context.Context, url string, header http.Header, ctype string, payload []byte, take taker) (int, []byte, http.Header, bool, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s: %w", c.Provider, err)
+		return 0, nil, nil, false, fmt.Errorf("%s: %w", c.Provider, err)
 	}
 	for k, vs := range header {
 		for _, v := range vs {
@@ -160,28 +172,35 @@ func (c *Client) do(ctx context.Context, url string, header http.Header, ctype s
 		}
 	}
 	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = defaultHTTP
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s: %w", c.Provider, err)
+		return 0, nil, nil, false, fmt.Errorf("%s: %w", c.Provider, err)
 	}
 	defer resp.Body.Close()
+	if take != nil {
+		if taken, err := take(ctx, resp, cancel); taken || err != nil {
+			return resp.StatusCode, nil, resp.Header, taken, err
+		}
+	}
 	limit := c.MaxBody
 	if limit <= 0 {
 		limit = DefaultMaxBody
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%s: reading the answer: %w", c.Provider, err)
+		return 0, nil, nil, false, fmt.Errorf("%s: reading the answer: %w", c.Provider, err)
 	}
 	if int64(len(b)) > limit {
-		return 0, nil, nil, fmt.Errorf("%s: the answer is larger than %d bytes", c.Provider, limit)
+		return 0, nil, nil, false, fmt.Errorf("%s: the answer is larger than %d bytes", c.Provider, limit)
 	}
-	return resp.StatusCode, b, resp.Header, nil
+	return resp.StatusCode, b, resp.Header, false, nil
 }
 
 func (c *Client) rateLimited(wait time.Duration, asked bool, attempt, retries int) {
