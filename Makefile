@@ -58,11 +58,14 @@ fuzz:
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./runtime/protocol/ || exit 1; done
 	$(GO) test -run XXX -fuzz '^FuzzDecodeWAV$$' -fuzztime $(FUZZTIME) ./drivers/audio/
 	$(GO) test -run XXX -fuzz '^FuzzParseFrame$$' -fuzztime $(FUZZTIME) ./device/bridge/
-	$(GO) test -run XXX -fuzz '^FuzzTokens$$' -fuzztime $(FUZZTIME) ./runtime/config/
+	$(GO) test -run XXX -fuzz '^FuzzTokens$$' -fuzztime $(FUZZTIME) ./device/robot/
+	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./device/robot/
 	$(GO) test -run XXX -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) ./drivers/camera/command/
 	$(GO) test -run XXX -fuzz '^FuzzReadEvent$$' -fuzztime $(FUZZTIME) ./drivers/wyoming/
 	$(GO) test -run XXX -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./drivers/stt/openai/
 	$(GO) test -run XXX -fuzz '^FuzzErrorMessage$$' -fuzztime $(FUZZTIME) ./runtime/modelhttp/
+	$(GO) test -run XXX -fuzz '^FuzzEvents$$' -fuzztime $(FUZZTIME) ./runtime/modelhttp/
+	$(GO) test -run XXX -fuzz '^FuzzAssembler$$' -fuzztime $(FUZZTIME) ./runtime/brain/openai/
 	$(GO) test -run XXX -fuzz '^FuzzParseOutput$$' -fuzztime $(FUZZTIME) ./drivers/stt/pocketsphinx/
 	for f in FuzzDecodeHello FuzzDecodeFrame FuzzDecodeReply; do \
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./drivers/air/ || exit 1; done

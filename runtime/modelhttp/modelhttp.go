@@ -272,6 +272,10 @@ func redact(msg string, header http.Header) string {
 	return msg
 }
 
+// ErrorText is the message of an API error object as a stream carries it
+// ({"message": ...}, or a string), clipped.
+func ErrorText(e json.RawMessage) string { return errorMessage([]byte(`{"error":` + string(e) + `}`)) }
+
 // errorMessage finds the server's message in an error body ({"error":
 // {"message": ...}} for both APIs, or a bare string), clipped to 300 bytes.
 func errorMessage(b []byte) string {

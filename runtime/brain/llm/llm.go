@@ -93,6 +93,15 @@ type Chatter interface {
 	Chat(ctx context.Context, r Request) (Response, error)
 }
 
+// Streamer is a Chatter that streams its answer (issue 28): text hears
+// the answer's text as the model writes it, piece by piece in order; the
+// whole Response comes at the end, as Chat's. A server that does not
+// stream gets one Chat, its whole text heard at once.
+type Streamer interface {
+	Chatter
+	ChatStream(ctx context.Context, r Request, text func(piece string)) (Response, error)
+}
+
 // ErrNoImages is returned (wrapped) by a provider whose model refused an
 // image part.
 var ErrNoImages = errors.New("the model does not accept images")

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -45,17 +46,21 @@ type Config struct {
 	HTTPClient *http.Client
 	Log        *slog.Logger
 	Metrics    *metrics.Metrics
+	// StreamIdle is the longest a streamed answer may go without a chunk
+	// (default modelhttp.DefaultIdle).
+	StreamIdle time.Duration
 }
 
 // Chat is an llm.Chatter on chat completions.
 type Chat struct {
-	cfg    Config
-	url    string
-	header http.Header
-	client *modelhttp.Client
+	cfg      Config
+	url      string
+	header   http.Header
+	client   *modelhttp.Client
+	noStream atomic.Bool // the server refused to stream once: it is asked for whole answers
 }
 
-var _ llm.Chatter = (*Chat)(nil)
+var _ llm.Streamer = (*Chat)(nil)
 
 // New returns the provider.
 func New(cfg Config) *Chat {
@@ -81,6 +86,7 @@ type (
 		ResponseFormat *responseFormat `json:"response_format,omitempty"`
 		Tools          []tool          `json:"tools,omitempty"`
 		ToolChoice     *toolChoice     `json:"tool_choice,omitempty"`
+		Stream         bool            `json:"stream,omitempty"`
 	}
 	chatMessage struct {
 		Role       string     `json:"role"`
@@ -195,13 +201,19 @@ func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 		return err
 	})
 	if err != nil {
-		var se *modelhttp.StatusError
-		if errors.As(err, &se) && hasImage && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests {
-			return llm.Response{}, fmt.Errorf("openai %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
-		}
-		return llm.Response{}, fmt.Errorf("openai %s after %v: %w", c.cfg.Model, time.Since(start).Round(time.Millisecond), err)
+		return llm.Response{}, c.failed(err, hasImage, start)
 	}
 	return out, nil
+}
+
+// failed names what failed: the model, how long it took, or that it
+// takes no images.
+func (c *Chat) failed(err error, hasImage bool, start time.Time) error {
+	var se *modelhttp.StatusError
+	if errors.As(err, &se) && hasImage && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests {
+		return fmt.Errorf("openai %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
+	}
+	return fmt.Errorf("openai %s after %v: %w", c.cfg.Model, time.Since(start).Round(time.Millisecond), err)
 }
 
 // response is the part of a chat.completion Chorus reads. Servers add

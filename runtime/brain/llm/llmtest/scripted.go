@@ -92,3 +92,21 @@ func Parts(req map[string]any, typ string) []map[string]any {
 	}
 	return out
 }
+
+// Events is a reply that streams: it checks that the request asked for a
+// stream (stream true), then writes each event (its "event:" and "data:"
+// lines, as given) and flushes it, as a streaming server does; a stream
+// cut short is one whose last event is not the end.
+func Events(t T, events ...string) Reply {
+	return func(w http.ResponseWriter, req map[string]any) {
+		if req["stream"] != true {
+			t.Errorf("a streamed reply for a request without stream true: %v", req["stream"])
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		for _, e := range events {
+			io.WriteString(w, e+"\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}
+}

@@ -1,0 +1,181 @@
+// Streaming (issue 28): chat.completion.chunk events, then [DONE].
+
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/modelhttp"
+)
+
+// ChatStream implements llm.Streamer: the request with stream true, the
+// answer's text handed to text as its chunks come. A server that refuses
+// to stream (a 400 naming stream), or answers whole, is asked for whole
+// answers from then on, said once in the log.
+func (c *Chat) ChatStream(ctx context.Context, r llm.Request, text func(string)) (llm.Response, error) {
+	if c.noStream.Load() {
+		return wholeHeard(c.Chat(ctx, r))(text)
+	}
+	req, hasImage := c.request(r)
+	req.Stream = true
+	start := time.Now()
+	var a Assembler
+	var whole *llm.Response
+	err := c.client.Stream(ctx, c.url, c.header, req, modelhttp.Streamed{Idle: c.cfg.StreamIdle,
+		Event: func(e modelhttp.Event) error {
+			piece, err := a.Add(e.Data)
+			if err == nil && piece != "" && text != nil {
+				text(piece)
+			}
+			return err
+		},
+		Whole: func(b []byte) error {
+			out, err := DecodeResponse(b)
+			whole = &out
+			return err
+		}})
+	switch {
+	case errors.Is(err, modelhttp.ErrStreamRefused):
+		c.wontStream(err)
+		return wholeHeard(c.Chat(ctx, r))(text)
+	case err != nil:
+		return llm.Response{}, c.failed(err, hasImage, start)
+	case whole != nil:
+		c.wontStream(errors.New("it answered whole"))
+		return wholeHeard(*whole, nil)(text)
+	}
+	out, err := a.Response()
+	if err != nil {
+		return llm.Response{}, c.failed(err, hasImage, start)
+	}
+	return out, nil
+}
+
+// wontStream remembers that the server does not stream, saying so once.
+func (c *Chat) wontStream(why error) {
+	if !c.noStream.Swap(true) && c.cfg.Log != nil {
+		c.cfg.Log.Warn("model server does not stream; asking it for whole answers from now on", "provider", "openai", "model", c.cfg.Model, "why", why)
+	}
+}
+
+// wholeHeard hands a whole answer's text to text at once.
+func wholeHeard(out llm.Response, err error) func(text func(string)) (llm.Response, error) {
+	return func(text func(string)) (llm.Response, error) {
+		if err == nil && text != nil && out.Text != "" {
+			text(out.Text)
+		}
+		return out, err
+	}
+}
+
+// chunk is the part of a chat.completion.chunk Chorus reads.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Error json.RawMessage `json:"error"`
+}
+
+// maxToolCalls bounds the calls one streamed answer may make.
+const maxToolCalls = 64
+
+// Assembler builds a Response from a stream's events, as they come.
+type Assembler struct {
+	text, refusal strings.Builder
+	calls         []llm.ToolCall
+	args          []strings.Builder
+	finish        string
+	done          bool
+}
+
+// Add takes one event's data and returns the text it adds. After [DONE]
+// nothing more is taken.
+func (a *Assembler) Add(data []byte) (string, error) {
+	if a.done {
+		return "", errors.New("openai: an event after [DONE]")
+	}
+	if string(data) == "[DONE]" {
+		a.done = true
+		return "", nil
+	}
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return "", fmt.Errorf("openai: a stream event is not a chat.completion.chunk: %w", err)
+	}
+	if len(c.Error) > 0 {
+		return "", fmt.Errorf("openai: the stream failed: %s", modelhttp.ErrorText(c.Error))
+	}
+	if len(c.Choices) == 0 {
+		return "", nil // a usage chunk
+	}
+	ch := c.Choices[0]
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		a.finish = *ch.FinishReason
+	}
+	if ch.Delta.Refusal != nil {
+		a.refusal.WriteString(*ch.Delta.Refusal)
+	}
+	for _, tc := range ch.Delta.ToolCalls {
+		i := len(a.calls) - 1
+		if tc.Index != nil {
+			i = *tc.Index
+		}
+		switch {
+		case i < 0 || i > len(a.calls) || i >= maxToolCalls:
+			return "", fmt.Errorf("openai: a tool call piece for call %d of %d", i, len(a.calls))
+		case i == len(a.calls):
+			a.calls = append(a.calls, llm.ToolCall{})
+			a.args = append(a.args, strings.Builder{})
+		}
+		if tc.ID != "" {
+			a.calls[i].ID = tc.ID
+		}
+		if tc.Function.Name != "" {
+			a.calls[i].Name = tc.Function.Name
+		}
+		a.args[i].WriteString(tc.Function.Arguments)
+	}
+	if ch.Delta.Content == nil {
+		return "", nil
+	}
+	a.text.WriteString(*ch.Delta.Content)
+	return *ch.Delta.Content, nil
+}
+
+// Response is the whole answer; a stream that ended before its finish
+// reason is an error (cut mid-answer).
+func (a *Assembler) Response() (llm.Response, error) {
+	if a.finish == "" {
+		return llm.Response{}, errors.New("openai: the stream ended before the answer did")
+	}
+	out := llm.Response{Text: a.text.String(), Refusal: a.refusal.String(), Truncated: a.finish == "length"}
+	for i, tc := range a.calls {
+		if tc.Name == "" {
+			return llm.Response{}, errors.New("openai: a tool call without a function name")
+		}
+		tc.Args = json.RawMessage(a.args[i].String())
+		if len(tc.Args) == 0 {
+			tc.Args = json.RawMessage("{}")
+		}
+		out.ToolCalls = append(out.ToolCalls, tc)
+	}
+	return out, nil
+}
