@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -41,6 +42,9 @@ type Config struct {
 	HTTPClient *http.Client
 	Log        *slog.Logger
 	Metrics    *metrics.Metrics
+	// StreamIdle is the longest a streamed answer may go without an event
+	// (default modelhttp.DefaultIdle; the API pings meanwhile).
+	StreamIdle time.Duration
 }
 
 // MaxImageBytes is the longest image the API takes: it measures an
@@ -51,13 +55,14 @@ const MaxImageBytes = 5 << 20
 
 // Chat is an llm.Chatter on the Messages API.
 type Chat struct {
-	cfg    Config
-	url    string
-	header http.Header
-	client *modelhttp.Client
+	noStream atomic.Bool // the server refused to stream once: it is asked for whole answers
+	cfg      Config
+	url      string
+	header   http.Header
+	client   *modelhttp.Client
 }
 
-var _ llm.Chatter = (*Chat)(nil)
+var _ llm.Streamer = (*Chat)(nil)
 
 // DefaultMaxTokens caps an answer unless max_tokens says (the API wants
 // one).
@@ -90,6 +95,7 @@ type (
 		Tools        []tool        `json:"tools,omitempty"`
 		ToolChoice   *toolChoice   `json:"tool_choice,omitempty"`
 		OutputConfig *outputConfig `json:"output_config,omitempty"`
+		Stream       bool          `json:"stream,omitempty"`
 	}
 	message struct {
 		Role    string  `json:"role"`
@@ -230,12 +236,8 @@ func unbounded(s map[string]any) map[string]any {
 
 // Chat implements llm.Chatter.
 func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
-	for _, t := range r.Turns {
-		if t.Image != nil && len(t.Image.Base64) > MaxImageBytes {
-			err := fmt.Errorf("anthropic %s: the image is %d bytes in base64, over the API's limit of %d (5 MB): not sent", c.cfg.Model, len(t.Image.Base64), MaxImageBytes)
-			metrics.OrNew(c.cfg.Metrics).Reject(c.cfg.Log, "image", c.cfg.Model, "oversize", err)
-			return llm.Response{}, err
-		}
+	if err := c.imagesFit(r); err != nil {
+		return llm.Response{}, err
 	}
 	req, hasImage := c.request(r)
 	start := time.Now()
@@ -246,13 +248,31 @@ func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 		return err
 	})
 	if err != nil {
-		var se *modelhttp.StatusError
-		if errors.As(err, &se) && hasImage && se.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(se.Message), "image") {
-			return llm.Response{}, fmt.Errorf("anthropic %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
-		}
-		return llm.Response{}, fmt.Errorf("anthropic %s after %v: %w", c.cfg.Model, time.Since(start).Round(time.Millisecond), err)
+		return llm.Response{}, c.failed(err, hasImage, start)
 	}
 	return out, nil
+}
+
+// imagesFit refuses, before sending, an image the API would refuse.
+func (c *Chat) imagesFit(r llm.Request) error {
+	for _, t := range r.Turns {
+		if t.Image != nil && len(t.Image.Base64) > MaxImageBytes {
+			err := fmt.Errorf("anthropic %s: the image is %d bytes in base64, over the API's limit of %d (5 MB): not sent", c.cfg.Model, len(t.Image.Base64), MaxImageBytes)
+			metrics.OrNew(c.cfg.Metrics).Reject(c.cfg.Log, "image", c.cfg.Model, "oversize", err)
+			return err
+		}
+	}
+	return nil
+}
+
+// failed names what failed: the model, how long it took, or that it
+// takes no images.
+func (c *Chat) failed(err error, hasImage bool, start time.Time) error {
+	var se *modelhttp.StatusError
+	if errors.As(err, &se) && hasImage && se.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(se.Message), "image") {
+		return fmt.Errorf("anthropic %s: %w: %v", c.cfg.Model, llm.ErrNoImages, err)
+	}
+	return fmt.Errorf("anthropic %s after %v: %w", c.cfg.Model, time.Since(start).Round(time.Millisecond), err)
 }
 
 // response is the part of a Messages API answer Chorus reads.

@@ -101,7 +101,7 @@ const maxToolCalls = 64
 type Assembler struct {
 	text, refusal strings.Builder
 	calls         []llm.ToolCall
-	args          []strings.Builder
+	args          [][]byte
 	finish        string
 	done          bool
 }
@@ -143,7 +143,7 @@ func (a *Assembler) Add(data []byte) (string, error) {
 			return "", fmt.Errorf("openai: a tool call piece for call %d of %d", i, len(a.calls))
 		case i == len(a.calls):
 			a.calls = append(a.calls, llm.ToolCall{})
-			a.args = append(a.args, strings.Builder{})
+			a.args = append(a.args, nil)
 		}
 		if tc.ID != "" {
 			a.calls[i].ID = tc.ID
@@ -151,7 +151,7 @@ func (a *Assembler) Add(data []byte) (string, error) {
 		if tc.Function.Name != "" {
 			a.calls[i].Name = tc.Function.Name
 		}
-		a.args[i].WriteString(tc.Function.Arguments)
+		a.args[i] = append(a.args[i], tc.Function.Arguments...)
 	}
 	if ch.Delta.Content == nil {
 		return "", nil
@@ -171,7 +171,7 @@ func (a *Assembler) Response() (llm.Response, error) {
 		if tc.Name == "" {
 			return llm.Response{}, errors.New("openai: a tool call without a function name")
 		}
-		tc.Args = json.RawMessage(a.args[i].String())
+		tc.Args = json.RawMessage(a.args[i])
 		if len(tc.Args) == 0 {
 			tc.Args = json.RawMessage("{}")
 		}

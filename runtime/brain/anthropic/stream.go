@@ -1,0 +1,200 @@
+// Streaming (issue 28): the Messages API's events, message_start to
+// message_stop.
+
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/modelhttp"
+)
+
+// ChatStream implements llm.Streamer: the request with stream true, the
+// text blocks' deltas handed to text as they come. A server that refuses
+// to stream (a 400 naming stream), or answers whole, is asked for whole
+// answers from then on, said once in the log.
+func (c *Chat) ChatStream(ctx context.Context, r llm.Request, text func(string)) (llm.Response, error) {
+	if c.noStream.Load() {
+		return heardWhole(c.Chat(ctx, r))(text)
+	}
+	if err := c.imagesFit(r); err != nil {
+		return llm.Response{}, err
+	}
+	req, hasImage := c.request(r)
+	req.Stream = true
+	start := time.Now()
+	var a Assembler
+	var whole *llm.Response
+	err := c.client.Stream(ctx, c.url, c.header, req, modelhttp.Streamed{Idle: c.cfg.StreamIdle,
+		Event: func(e modelhttp.Event) error {
+			piece, err := a.Add(e.Data)
+			if err == nil && piece != "" && text != nil {
+				text(piece)
+			}
+			return err
+		},
+		Whole: func(b []byte) error {
+			out, err := DecodeResponse(b)
+			whole = &out
+			return err
+		}})
+	switch {
+	case errors.Is(err, modelhttp.ErrStreamRefused):
+		c.wontStream(err)
+		return heardWhole(c.Chat(ctx, r))(text)
+	case err != nil:
+		return llm.Response{}, c.failed(err, hasImage, start)
+	case whole != nil:
+		c.wontStream(errors.New("it answered whole"))
+		return heardWhole(*whole, nil)(text)
+	}
+	out, err := a.Response()
+	if err != nil {
+		return llm.Response{}, c.failed(err, hasImage, start)
+	}
+	return out, nil
+}
+
+// wontStream remembers that the server does not stream, saying so once.
+func (c *Chat) wontStream(why error) {
+	if !c.noStream.Swap(true) && c.cfg.Log != nil {
+		c.cfg.Log.Warn("model server does not stream; asking it for whole answers from now on", "provider", "anthropic", "model", c.cfg.Model, "why", why)
+	}
+}
+
+// heardWhole hands a whole answer's text to text at once.
+func heardWhole(out llm.Response, err error) func(text func(string)) (llm.Response, error) {
+	return func(text func(string)) (llm.Response, error) {
+		if err == nil && text != nil && out.Text != "" {
+			text(out.Text)
+		}
+		return out, err
+	}
+}
+
+// event is the part of a streaming event Chorus reads; its type names it.
+type event struct {
+	Type         string `json:"type"`
+	Index        *int   `json:"index"`
+	ContentBlock *struct {
+		Type string `json:"type"` // text, tool_use
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Text string `json:"text"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"` // text_delta, input_json_delta; a message_delta's has none
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Error json.RawMessage `json:"error"`
+}
+
+// maxBlocks bounds the content blocks of one streamed answer.
+const maxBlocks = 64
+
+// Assembler builds a Response from a stream's events, as they come.
+type Assembler struct {
+	started, stopped bool
+	blocks           []streamBlock
+	stop             string
+}
+
+type streamBlock struct {
+	kind, id, name string
+	text           []byte // a text block's text, a tool use's input JSON
+}
+
+// Add takes one event's data and returns the text it adds.
+func (a *Assembler) Add(data []byte) (string, error) {
+	var e event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return "", fmt.Errorf("anthropic: a stream event is not JSON: %w", err)
+	}
+	if a.stopped && e.Type != "ping" {
+		return "", fmt.Errorf("anthropic: a %s event after message_stop", e.Type)
+	}
+	if !a.started && e.Type != "message_start" && e.Type != "ping" && e.Type != "error" {
+		return "", fmt.Errorf("anthropic: a %s event before message_start", e.Type)
+	}
+	switch e.Type {
+	case "message_start":
+		a.started = true
+	case "ping":
+	case "error":
+		return "", fmt.Errorf("anthropic: the stream failed: %s", modelhttp.ErrorText(e.Error))
+	case "content_block_start":
+		if e.Index == nil || *e.Index != len(a.blocks) || e.ContentBlock == nil || len(a.blocks) >= maxBlocks {
+			return "", errors.New("anthropic: a content block out of order")
+		}
+		a.blocks = append(a.blocks, streamBlock{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name,
+			text: []byte(e.ContentBlock.Text)})
+		b := a.blocks[len(a.blocks)-1]
+		if b.kind == "text" {
+			return e.ContentBlock.Text, nil
+		}
+	case "content_block_delta":
+		if e.Index == nil || *e.Index < 0 || *e.Index >= len(a.blocks) || e.Delta == nil {
+			return "", errors.New("anthropic: a delta for no content block")
+		}
+		b := &a.blocks[*e.Index]
+		switch {
+		case e.Delta.Type == "text_delta" && b.kind == "text":
+			b.text = append(b.text, e.Delta.Text...)
+			return e.Delta.Text, nil
+		case e.Delta.Type == "input_json_delta" && b.kind == "tool_use":
+			b.text = append(b.text, e.Delta.PartialJSON...)
+		}
+	case "content_block_stop":
+	case "message_delta":
+		if e.Delta != nil && e.Delta.StopReason != "" {
+			a.stop = e.Delta.StopReason
+		}
+	case "message_stop":
+		a.stopped = true
+	}
+	return "", nil // an event this client does not read (a thinking block's, a new kind)
+}
+
+// Response is the whole answer, as DecodeResponse reads a whole one; a
+// stream that ended before message_stop is an error (cut mid-answer).
+func (a *Assembler) Response() (llm.Response, error) {
+	if !a.stopped {
+		return llm.Response{}, errors.New("anthropic: the stream ended before the answer did")
+	}
+	var out llm.Response
+	var text []string
+	for _, b := range a.blocks {
+		switch b.kind {
+		case "text":
+			text = append(text, string(b.text))
+		case "tool_use":
+			if b.name == "" {
+				return llm.Response{}, errors.New("anthropic: a tool use without a name")
+			}
+			in := json.RawMessage(b.text)
+			if len(in) == 0 {
+				in = json.RawMessage("{}")
+			}
+			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Args: in})
+		}
+	}
+	out.Text = strings.Join(text, "")
+	switch a.stop {
+	case "max_tokens":
+		out.Truncated = true
+	case "refusal":
+		out.Refusal = out.Text
+		if out.Refusal == "" {
+			out.Refusal = "(no reason given)"
+		}
+	}
+	return out, nil
+}
