@@ -320,7 +320,7 @@ var _ brain.RepetitionJudge = (*Brain)(nil)
 // itself. A score that is not a number from 0 to 1 is an error.
 func (b *Brain) JudgeRepetition(ctx context.Context, lang string, window []protocol.Message) (float64, error) {
 	user := prompts.Repetition(lang, window)
-	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: user}}, Schema: repetitionSchema(), SchemaName: "repetition_judge"})
+	resp, err := b.ask(ctx, Request{Turns: []Turn{{Role: User, Text: user}}, Schema: repetitionSchema(), SchemaName: "repetition_judge"})
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("llm: repetition judge: %w", err)
@@ -410,7 +410,7 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response,
 	}
 	var acts []protocol.ActionRequest
 	for range rounds {
-		resp, err := b.Chat.Chat(ctx, req)
+		resp, err := b.ask(ctx, req)
 		if err != nil {
 			return Response{}, nil, err
 		}
@@ -449,6 +449,16 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response,
 		req.ForceTool = ""
 	}
 	return Response{}, nil, fmt.Errorf("llm: still calling tools after %d rounds", rounds)
+}
+
+// ask calls the model: streamed when its provider streams (a stall is
+// cut at the idle limit, a cancel closes the request at once), else
+// whole.
+func (b *Brain) ask(ctx context.Context, req Request) (Response, error) {
+	if s, ok := b.Chat.(Streamer); ok {
+		return s.ChatStream(ctx, req, nil)
+	}
+	return b.Chat.Chat(ctx, req)
 }
 
 func calls(cs []ToolCall, name string) bool {
@@ -503,7 +513,7 @@ func (b *Brain) see(ctx context.Context, in brain.Input) string {
 		return say.Empty
 	}
 	instr := prompts.Vision(in.Card.Language)
-	resp, err := b.Chat.Chat(ctx, Request{Turns: []Turn{{Role: User, Text: instr, Image: &img}}})
+	resp, err := b.ask(ctx, Request{Turns: []Turn{{Role: User, Text: instr, Image: &img}}})
 	if err != nil {
 		if errors.Is(err, ErrNoImages) {
 			b.log().Error("vision tool: this model does not accept images; the turn goes on without vision", "err", err)

@@ -47,7 +47,7 @@ func (s *Server) judge(w http.ResponseWriter, req request) bool {
 		score = fn(lines)
 	}
 	b, _ := json.Marshal(map[string]any{"score": score})
-	s.answer(w, req.Model, map[string]any{"role": "assistant", "content": string(b), "refusal": nil}, "stop")
+	s.answer(w, req, map[string]any{"role": "assistant", "content": string(b), "refusal": nil}, "stop")
 	return true
 }
 

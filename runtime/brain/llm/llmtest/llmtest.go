@@ -21,8 +21,14 @@ import (
 // Server is a fake OpenAI-compatible server.
 type Server struct {
 	*httptest.Server
-	// Latency is added to every answer (a model's thinking time).
+	// Latency is added to every answer (a model's thinking time: its
+	// time to the first token).
 	Latency time.Duration
+	// TokensPerSecond, when set, paces what the model writes: each
+	// piece of about four characters (a token) takes its time, streamed
+	// (stream true: chat.completion.chunk events as they are written) or
+	// whole (the answer comes when the last would have).
+	TokensPerSecond float64
 	// ClosingAfter: from this many history lines on, the companions close.
 	ClosingAfter int
 	// Model is the model name requests must carry ("" accepts any).
@@ -108,6 +114,7 @@ func (s *Server) problem(format string, args ...any) {
 
 type request struct {
 	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -172,7 +179,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.images = append(s.images, url)
 		s.mu.Unlock()
-		s.answer(w, req.Model, map[string]any{"role": "assistant", "content": "A colourful test picture.", "refusal": nil}, "stop")
+		s.answer(w, req, map[string]any{"role": "assistant", "content": "A colourful test picture.", "refusal": nil}, "stop")
 		return
 	}
 	if len(req.Messages) < 2 || req.Messages[0].Role != "system" {
@@ -196,7 +203,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		me = m[1]
 	}
 	if strings.Contains(user, "realtime group chat") || strings.Contains(user, "リアルタイムのグループチャット") {
-		s.talk(w, req.Model, me, user)
+		s.talk(w, req, me, user)
 		return
 	}
 	turn := historyLines(user)
@@ -274,7 +281,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		msg = map[string]any{"role": "assistant", "content": "Sure! I'd love to chat. {state: maybe", "refusal": nil}
 		finish = "stop"
 	}
-	s.answer(w, req.Model, msg, finish)
+	s.answer(w, req, msg, finish)
 }
 
 // maxRequest is the most a request may carry (OpenAI takes pictures of up
@@ -288,13 +295,95 @@ func refuse(w http.ResponseWriter, status int, msg string) {
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}})
 }
 
-func (s *Server) answer(w http.ResponseWriter, model string, msg map[string]any, finish string) {
+func (s *Server) answer(w http.ResponseWriter, req request, msg map[string]any, finish string) {
+	if req.Stream {
+		s.stream(w, req.Model, msg, finish)
+		return
+	}
+	content, _ := msg["content"].(string)
+	pieces := len(tokens(content))
+	for _, c := range toolCalls(msg) {
+		pieces += len(tokens(c.args)) + 1
+	}
+	time.Sleep(s.tokenTime() * time.Duration(pieces))
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("chatcmpl-%d", s.calls.Load()), "object": "chat.completion", "created": time.Now().Unix(), "model": model,
+		"id": fmt.Sprintf("chatcmpl-%d", s.calls.Load()), "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   map[string]any{"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340},
 	})
+}
+
+// tokenTime is how long one token takes to write (0: no pace).
+func (s *Server) tokenTime() time.Duration {
+	if s.TokensPerSecond <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / s.TokensPerSecond)
+}
+
+// stream writes msg as OpenAI streams a chat completion: a role chunk,
+// the content a token at a time, each tool call's name then its
+// arguments in pieces, the finish, [DONE]; each event flushed as written.
+func (s *Server) stream(w http.ResponseWriter, model string, msg map[string]any, finish string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	id := fmt.Sprintf("chatcmpl-%d", s.calls.Load())
+	send := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	send(map[string]any{"role": "assistant", "content": ""}, nil)
+	content, _ := msg["content"].(string)
+	for _, t := range tokens(content) {
+		time.Sleep(s.tokenTime())
+		send(map[string]any{"content": t}, nil)
+	}
+	for i, c := range toolCalls(msg) {
+		time.Sleep(s.tokenTime())
+		send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.id, "type": "function",
+			"function": map[string]any{"name": c.name, "arguments": ""}}}}, nil)
+		for _, t := range tokens(c.args) {
+			time.Sleep(s.tokenTime())
+			send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": t}}}}, nil)
+		}
+	}
+	send(map[string]any{}, finish)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// tokens cuts text into pieces of up to four characters, as a model's
+// tokens come.
+func tokens(text string) []string {
+	var out []string
+	r := []rune(text)
+	for len(r) > 0 {
+		n := min(4, len(r))
+		out = append(out, string(r[:n]))
+		r = r[n:]
+	}
+	return out
+}
+
+type call struct{ id, name, args string }
+
+// toolCalls are the calls of an answer's message.
+func toolCalls(msg map[string]any) []call {
+	var out []call
+	cs, _ := msg["tool_calls"].([]any)
+	for _, c := range cs {
+		m, _ := c.(map[string]any)
+		f, _ := m["function"].(map[string]any)
+		id, _ := m["id"].(string)
+		name, _ := f["name"].(string)
+		args, _ := f["arguments"].(string)
+		out = append(out, call{id, name, args})
+	}
+	return out
 }
 
 // imageIn finds a picture in a request's user messages (content parts of
@@ -347,7 +436,7 @@ const TalkOverAfter = 3
 
 // talk answers the realtime prompt as a chatty companion: LISTEN right
 // after its own words, Over after TalkOverAfter of them, else a line.
-func (s *Server) talk(w http.ResponseWriter, model, me, prompt string) {
+func (s *Server) talk(w http.ResponseWriter, req request, me, prompt string) {
 	var mine, n int
 	last := ""
 	for _, line := range strings.Split(prompt, "\n") {
@@ -377,5 +466,5 @@ func (s *Server) talk(w http.ResponseWriter, model, me, prompt string) {
 	if s.Line != nil && text != "Over" && text != "LISTEN" {
 		text = s.Line(me, n)
 	}
-	s.answer(w, model, map[string]any{"role": "assistant", "content": text, "refusal": nil}, "stop")
+	s.answer(w, req, map[string]any{"role": "assistant", "content": text, "refusal": nil}, "stop")
 }
