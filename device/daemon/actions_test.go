@@ -225,12 +225,7 @@ http: {listen: "127.0.0.1:%d"}
 // head's actions answer with what is missing.
 func TestRobotWithoutItsHeadStarts(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{})
-	yaml := fmt.Sprintf(`version: 1
-device: {id: bot}
-room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
-mqtt: {broker: "%s"}
-companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
+	yaml := fmt.Sprintf(botYAML+`drivers: {audio: {kind: null}, tts: {kind: tone}}
 body:
   servos: {bus: /dev/i2c-97, joints: [{name: tilt, channel: 1, min: -30, max: 30}]}
   actions: [{name: nod, description: Nod., driver: servo}]

@@ -32,12 +32,7 @@ func TestDeviceWithCommandCameraAndSpeaker(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{})
 	port := bustest.FreePort(t)
 	pcm := filepath.Join(t.TempDir(), "speaker.raw")
-	yaml := fmt.Sprintf(`version: 1
-device: {id: bot}
-room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
-mqtt: {broker: "%s"}
-companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
-drivers:
+	yaml := fmt.Sprintf(botYAML+`drivers:
   camera:
     kind: command
     command: [sh, -c, "echo starting; exec ffmpeg -hide_banner -loglevel error -re -f lavfi -i testsrc2=size=640x480:rate=10 -f mjpeg -"]

@@ -30,6 +30,15 @@ var (
 	regOnce   sync.Once
 )
 
+// botYAML begins the config of bot, the one member and the floor of room
+// lab (%s is the broker's URL); a test adds its drivers and the rest.
+const botYAML = `version: 1
+device: {id: bot}
+room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
+mqtt: {broker: "%s"}
+companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
+`
+
 func registerPins(t *testing.T) {
 	regOnce.Do(func() {
 		if err := gpioreg.Register(ledPin); err != nil {
@@ -51,12 +60,7 @@ func load(t *testing.T, yaml string) *robot.Config {
 }
 
 func cfgYAML(broker string, httpPort int, gpioLED string) string {
-	return fmt.Sprintf(`version: 1
-device: {id: bot}
-room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
-mqtt: {broker: "%s"}
-companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
-drivers:
+	return fmt.Sprintf(botYAML+`drivers:
   camera: {kind: testpattern, width: 160, height: 120, fps: 5}
   audio: {kind: null}
   tts: {kind: tone}

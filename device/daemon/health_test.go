@@ -20,12 +20,7 @@ import (
 func TestHealthyAfterEachUtteranceWhenDeviceAndCompanionShareAnID(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lab": {"bot"}}})
 	port := bustest.FreePort(t)
-	_, stop, _ := start(t, load(t, fmt.Sprintf(`version: 1
-device: {id: bot}
-room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
-mqtt: {broker: "%s"}
-companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
+	_, stop, _ := start(t, load(t, fmt.Sprintf(botYAML+`drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "127.0.0.1:%d"}
 `, br.URL(), port)))
 	defer stop()

@@ -67,12 +67,7 @@ func hearsAPerson(t *testing.T, sttConf func(grammar string) string) {
 		t.Fatal(err)
 	}
 	br := bustest.StartEmbedded(t, bustest.Options{})
-	yaml := fmt.Sprintf(`version: 1
-device: {id: bot}
-room: {name: lab, members: [bot], floor: true, vote_timeout: 1s, pause: 10ms}
-mqtt: {broker: "%s"}
-companion: {id: bot, name: Bot, sample_lines: ["Hi."], language: en}
-drivers:
+	yaml := fmt.Sprintf(botYAML+`drivers:
   audio: {kind: null}
   tts: {kind: tone}
   mic: {kind: file, path: %s}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,23 @@ func TestEmptyAndHugeFiles(t *testing.T) {
 	}
 }
 
+// wantDecode checks what Decode and Validate say of yaml: nothing when want
+// is "", else an error that contains want (a field's path, or its whole
+// complaint); what names the case in a failure.
+func wantDecode(t *testing.T, what, yaml, want string) {
+	t.Helper()
+	c, err := Decode(strings.NewReader(yaml))
+	if err == nil {
+		err = c.Validate()
+	}
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: %v", what, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("%s: err = %v, want %q", what, err, want)
+	}
+}
+
 // TestFirmwareConfigs loads and validates every shipped config.
 func TestFirmwareConfigs(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
@@ -120,16 +138,7 @@ func TestRepetitionJudgeConfig(t *testing.T) {
 		{"  repetition: {judge_every: -1}\n", "room.repetition.judge_every:"},
 		{"  repetition: {judge_timeout: -1s}\n", "room.repetition.judge_timeout:"},
 	} {
-		c, err := Decode(strings.NewReader(base + tt.yaml))
-		if err == nil {
-			err = c.Validate()
-		}
-		switch {
-		case tt.field == "" && err != nil:
-			t.Errorf("%q: %v", tt.yaml, err)
-		case tt.field != "" && (err == nil || !strings.Contains(err.Error(), tt.field)):
-			t.Errorf("%q: want an error naming %s, got %v", tt.yaml, tt.field, err)
-		}
+		wantDecode(t, tt.yaml, base+tt.yaml, tt.field)
 	}
 }
 
@@ -199,13 +208,7 @@ companion: {id: k, name: K, language: en}
 		{"brain: {provider: rule, max_utterance: 5000}\ndrivers: {tts: {max_chars: 2000}}", "brain.max_utterance: must be from 10 to drivers.tts.max_chars (2000)"},
 		{"brain: {provider: openai, model: m, timeout: 10s, max_utterance: 400}", ""},
 	} {
-		_, err := Decode(strings.NewReader(base + c.brain + "\n"))
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%s: %v", c.brain, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: err = %v, want %q", c.brain, err, c.want)
-		}
+		wantDecode(t, c.brain, base+c.brain+"\n", c.want)
 	}
 	_, err := Decode(strings.NewReader(strings.Replace(base, "vote_ceiling: 15s", "vote_ceiling: 1s", 1)))
 	if err == nil || !strings.Contains(err.Error(), "room.vote_ceiling: must be from room.vote_timeout (3s)") {
@@ -255,13 +258,7 @@ room: {name: lab, members: [k]}
 			"mqtt.embedded.tls_client_ca: needs tls_cert and tls_key"},
 		{`mqtt: {broker: "ssl://broker:8883", tls: {cert_file: c.pem}}`, "mqtt.tls.key_file: cert_file and key_file go together"},
 	} {
-		_, err := Decode(strings.NewReader(base + c.mqtt + "\n"))
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%s: %v", c.mqtt, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: err = %v, want %q", c.mqtt, err, c.want)
-		}
+		wantDecode(t, c.mqtt, base+c.mqtt+"\n", c.want)
 	}
 	c, err := Decode(strings.NewReader(base + `mqtt: {broker: "tcp://127.0.0.1:1883"}` + "\n"))
 	if err != nil {
@@ -299,13 +296,7 @@ func TestWebSocketBridgeConfig(t *testing.T) {
 		{`http: {websocket: {enabled: true, anonymous: "user:k"}}`, `http.websocket.anonymous: "k" is a companion or the floor`},
 		{`http: {websocket: {enabled: true, anonymous: "user:floor"}}`, `http.websocket.anonymous: "floor" is a companion or the floor`},
 	} {
-		_, err := Decode(strings.NewReader(base + c.http + "\n"))
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%s: %v", c.http, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: err = %v, want %q", c.http, err, c.want)
-		}
+		wantDecode(t, c.http, base+c.http+"\n", c.want)
 	}
 	for _, c := range []struct{ tokens, want string }{
 		{"- {token: 0123456789abcdef, role: user, name: alice}\n- {token: fedcba9876543210, role: viewer}\n", ""},
@@ -368,12 +359,6 @@ func TestDeviceArch(t *testing.T) {
 		{"arm", `device.arch: must be one of`},
 	} {
 		y := "version: 1\ndevice: {id: dev1, arch: \"" + tc.arch + "\"}\nroom: {name: lab, members: [k]}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\n"
-		_, err := Decode(strings.NewReader(y))
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("arch %q: %v", tc.arch, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("arch %q: err = %v, want %q", tc.arch, err, tc.want)
-		}
+		wantDecode(t, "arch "+strconv.Quote(tc.arch), y, tc.want)
 	}
 }

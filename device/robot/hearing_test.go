@@ -39,15 +39,6 @@ func TestHearingConfig(t *testing.T) {
 		{"drivers: {mic: {kind: file, command: [arecord]}}\n", "drivers.mic.command:"},
 		{"hearing: {surprise: 1}\n", "surprise"},
 	} {
-		c, err := Decode(strings.NewReader(base + tt.yaml))
-		if err == nil {
-			err = c.Validate()
-		}
-		switch {
-		case tt.field == "" && err != nil:
-			t.Errorf("%q: %v", tt.yaml, err)
-		case tt.field != "" && (err == nil || !strings.Contains(err.Error(), tt.field)):
-			t.Errorf("%q: want an error naming %s, got %v", tt.yaml, tt.field, err)
-		}
+		wantDecode(t, tt.yaml, base+tt.yaml, tt.field)
 	}
 }

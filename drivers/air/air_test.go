@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -392,14 +391,7 @@ func TestRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := audio.DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mictest.ReadWAV(t, file)
 	loud := 0
 	for _, v := range p.Samples {
 		if v > 1000 || v < -1000 {

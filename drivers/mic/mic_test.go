@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/internal/pause"
+	"github.com/chorus-robotics/chorus/drivers/internal/runtest"
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
@@ -89,19 +90,7 @@ var _ Source = (*fake)(nil)
 
 func run(t *testing.T, c *Capture) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	stop = func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("capture did not stop within 5 s of its context")
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return runtest.Loop(t, "capture", c.Run)
 }
 
 func next(t *testing.T, c *Capture) Frame {

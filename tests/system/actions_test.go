@@ -4,15 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/chorus-robotics/chorus/device/bridge"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
@@ -136,30 +131,15 @@ func (n *nodeClient) awaitEvent(ev string) map[string]any {
 func TestNodeBodyWavesWithItsWords(t *testing.T) {
 	needNode(t)
 	chorusd, _ := buildBinaries(t)
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens.yaml")
-	os.WriteFile(tokens, []byte(fmt.Sprintf("- {token: %s, role: device, name: web-bot}\n- {token: %s, role: user, name: alice}\n", e2eDeviceToken, e2eUserToken)), 0o600)
-	mqttPort, httpPort := bustest.FreePort(t), bustest.FreePort(t)
-	cfg := filepath.Join(dir, "box.yaml")
 	model := llmtest.New()
 	defer model.Close()
 	model.APIKey, model.ClosingAfter, model.Gesture, model.GestureArgs = e2eAPIKey, 10, "wave", `{"hand":"left"}`
-	os.WriteFile(cfg, []byte(fmt.Sprintf(bridgeDeviceYAML, mqttPort, httpPort, tokens, model.BaseURL())), 0o644)
-	p := startEnv(t, chorusd, cfg, "box", "CHORUS_TEST_API_KEY="+e2eAPIKey)
-	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
-	waitHealthy(t, p, base)
+	_, base := startBridgeBox(t, chorusd, model)
 	node := runNode(t, "action-body.mjs", "CHORUS_BRIDGE_URL=ws://"+base+"/?token="+e2eDeviceToken)
 	if l := node.awaitEvent("declared"); l == nil || l["declared"] != float64(1) {
 		t.Fatalf("the Node body's declaration was not taken: %v", node.printed())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws://"+base+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e2eUserToken}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	user := &bridgeUser{t: t, c: conn, ctx: ctx}
+	user := dialUser(t, base, 60*time.Second)
 	user.say("Hello bot, can you wave to me?")
 	var said protocol.Message
 	user.until(30*time.Second, "bot's answer", func(b []byte) bool {

@@ -198,6 +198,37 @@ type bridgeUser struct {
 	seen []string
 }
 
+// dialUser connects alice, the user of e2eUserToken, to the bridge at base
+// (host:port) for at most d; the test's end closes the connection.
+func dialUser(t *testing.T, base string, d time.Duration) *bridgeUser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	conn, _, err := websocket.Dial(ctx, "ws://"+base+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e2eUserToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	return &bridgeUser{t: t, c: conn, ctx: ctx}
+}
+
+// startBridgeBox runs chorusd with companion bot, whose brain is model,
+// and its bridge for web-bot's body (e2eDeviceToken) and alice
+// (e2eUserToken); it returns once /healthz answers at base (host:port).
+func startBridgeBox(t *testing.T, chorusd string, model *llmtest.Server) (p *proc, base string) {
+	t.Helper()
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.yaml")
+	os.WriteFile(tokens, []byte(fmt.Sprintf("- {token: %s, role: device, name: web-bot}\n- {token: %s, role: user, name: alice}\n", e2eDeviceToken, e2eUserToken)), 0o600)
+	mqttPort, httpPort := bustest.FreePort(t), bustest.FreePort(t)
+	cfg := filepath.Join(dir, "box.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(bridgeDeviceYAML, mqttPort, httpPort, tokens, model.BaseURL())), 0o644)
+	p = startEnv(t, chorusd, cfg, "box", "CHORUS_TEST_API_KEY="+e2eAPIKey)
+	base = fmt.Sprintf("127.0.0.1:%d", httpPort)
+	waitHealthy(t, p, base)
+	return p, base
+}
+
 func (u *bridgeUser) say(text string) string {
 	u.t.Helper()
 	m := protocol.NewMessage(protocol.NewID(), "alice", []string{"bot"}, text, "")
@@ -249,32 +280,17 @@ func (u *bridgeUser) botSaid(d time.Duration) string {
 func TestBridgeNodeBody(t *testing.T) {
 	chorusd, _ := buildBinaries(t)
 	frame := realFrame(t)
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens.yaml")
-	os.WriteFile(tokens, []byte(fmt.Sprintf("- {token: %s, role: device, name: web-bot}\n- {token: %s, role: user, name: alice}\n", e2eDeviceToken, e2eUserToken)), 0o600)
-	mqttPort, httpPort := bustest.FreePort(t), bustest.FreePort(t)
-	cfg := filepath.Join(dir, "box.yaml")
 	model := llmtest.New()
 	defer model.Close()
 	model.Look, model.APIKey, model.ClosingAfter = true, e2eAPIKey, 10
-	os.WriteFile(cfg, []byte(fmt.Sprintf(bridgeDeviceYAML, mqttPort, httpPort, tokens, model.BaseURL())), 0o644)
-	p := startEnv(t, chorusd, cfg, "box", "CHORUS_TEST_API_KEY="+e2eAPIKey)
-	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
-	waitHealthy(t, p, base)
+	p, base := startBridgeBox(t, chorusd, model)
 
 	bodyURL := "ws://" + base + "/?token=" + e2eDeviceToken // the one line a user changes in aikyo's client
 	node := startNode(t, bodyURL, frame)
 	if !node.opened() {
 		t.Fatal("the Node body did not connect at ws://host:port/")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws://"+base+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e2eUserToken}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	user := &bridgeUser{t: t, c: conn, ctx: ctx}
+	user := dialUser(t, base, 90*time.Second)
 	user.say("Hello bot, are you there?")
 	said := user.botSaid(30 * time.Second)
 	states := 0 // aikyo's Japanese State schema requires an id: Chorus's States carry one

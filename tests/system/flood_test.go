@@ -157,17 +157,18 @@ func total(m map[string]float64) float64 {
 	return n
 }
 
+// summary is m's counts by name, "a=1 b=2".
 func summary(m map[string]float64) string {
 	var keys []string
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var b strings.Builder
+	var parts []string
 	for _, k := range keys {
-		fmt.Fprintf(&b, " %s=%.0f", k, m[k])
+		parts = append(parts, fmt.Sprintf("%s=%.0f", k, m[k]))
 	}
-	return b.String()
+	return strings.Join(parts, " ")
 }
 
 // voteTimeout is the outside rooms' vote_timeout (outsideCompanionYAML).
@@ -377,10 +378,10 @@ func TestSuiteFloodAndSpoofsWhileTalking(t *testing.T) {
 
 	// Every bad input counted, by kind.
 	floor := o.badInputs("floor-box")
-	t.Logf("floor counted %.0f/s:%s", total(floor)/floodFor.Seconds(), summary(floor))
+	t.Logf("floor counted %.0f/s: %s", total(floor)/floodFor.Seconds(), summary(floor))
 	for _, id := range o.members {
 		m := o.badInputs(id)
-		t.Logf("%s counted %.0f/s:%s", id, total(m)/floodFor.Seconds(), summary(m))
+		t.Logf("%s counted %.0f/s: %s", id, total(m)/floodFor.Seconds(), summary(m))
 	}
 	var dropped []string
 	for _, l := range strings.Split(o.mq.Log(), "\n") {

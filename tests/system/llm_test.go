@@ -2,28 +2,16 @@ package system
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
-	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 )
 
-const llmCompanionYAML = `version: 1
-device: {id: dev-%[1]s}
-room: {name: lab, members: [ann, ben, cat], vote_timeout: 3s, pause: 20ms}
-mqtt: {broker: %[2]s}
-companion:
-  id: %[1]s
-  name: %[1]s
-  personality: friendly
+const llmCompanionYAML = labCompanionYAML + `  personality: friendly
   language: en
 brain: {provider: openai, base_url: "%[3]s", model: llama-3.2-3b-instruct, timeout: 5s}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "off"}
-`
+` + silentBodyYAML
 
 // llmRoom runs a floor and ann and ben as chorusd processes on Mosquitto,
 // their brains on fake (companion is the config template: id, broker, base
@@ -31,41 +19,19 @@ http: {listen: "off"}
 // rests at terminal, within limit.
 func llmRoom(t *testing.T, fake *llmtest.Server, companion string, limit time.Duration) int {
 	t.Helper()
-	chorusd, chorus := buildBinaries(t)
-	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster})
-	url := br.URL()
-	dir := t.TempDir()
-	o := observe(t, url)
-	fcfg := filepath.Join(dir, "floor.yaml")
-	os.WriteFile(fcfg, []byte(fmt.Sprintf(floorYAML, url)), 0o644)
-	start(t, chorusd, fcfg, "floor")
-	for _, id := range []string{"ann", "ben"} {
-		cfg := filepath.Join(dir, id+".yaml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf(companion, id, url, fake.BaseURL())), 0o644)
-		start(t, chorusd, cfg, id)
-	}
-	o.waitOnline(t, "ann", "ben")
-	time.Sleep(700 * time.Millisecond)
+	url, chorus, _, o := startLab(t, []string{"ann", "ben"}, func(id, url string) string {
+		return fmt.Sprintf(companion, id, url, fake.BaseURL())
+	})
 	say(t, chorus, url, "Hello, robots!")
-	turns := 0
-	timeout := time.After(limit)
-	for {
-		select {
-		case m := <-o.messages:
-			if m.Params.From != "user" {
-				turns++
-			}
-		case g := <-o.grants:
-			if g.Speaker == nil {
-				if !g.RestsAtTerminal() {
-					t.Fatalf("rested before terminal after %d turns: %+v", turns, g)
-				}
-				return turns
-			}
-		case <-timeout:
-			t.Fatalf("no terminal within %v: %d turns, %d model calls", limit, turns, fake.Calls())
-		}
+	spoke, g, ok := o.untilRest(limit)
+	turns := companionTurns(spoke)
+	if !ok {
+		t.Fatalf("no terminal within %v: %d turns, %d model calls", limit, turns, fake.Calls())
 	}
+	if !g.RestsAtTerminal() {
+		t.Fatalf("rested before terminal after %d turns: %+v", turns, g)
+	}
+	return turns
 }
 
 // TestChorusdWithAnOpenAICompatibleServer runs chorusd processes whose
@@ -89,20 +55,10 @@ func TestChorusdWithAnOpenAICompatibleServer(t *testing.T) {
 	}
 }
 
-const slowLLMYAML = `version: 1
-device: {id: dev-%[1]s}
-room: {name: lab, members: [ann, ben, cat], vote_timeout: 3s, pause: 20ms}
-mqtt: {broker: %[2]s}
-companion:
-  id: %[1]s
-  name: %[1]s
-  personality: thoughtful
+const slowLLMYAML = labCompanionYAML + `  personality: thoughtful
   language: en
 brain: {provider: openai, base_url: "%[3]s", model: qwen2.5-7b-instruct, timeout: 20s}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "off"}
-log: {level: info}
-`
+` + silentBodyYAML + "log: {level: info}\n"
 
 // TestChorusdWithAModelSlowerThanTheVoteTimeout: a 7B model on a LAN box
 // answers in about 4 s, the brain timeout is the README's 20 s and the

@@ -56,20 +56,27 @@ func buildBinaries(t *testing.T) (chorusd, chorus string) {
 	return binChorusd, binC
 }
 
-const companionYAML = `version: 1
+// labCompanionYAML begins the config of a companion of the lab room
+// (%[1]s its id, %[2]s the broker's URL); its persona, brain and body
+// follow.
+const labCompanionYAML = `version: 1
 device: {id: dev-%[1]s}
 room: {name: lab, members: [ann, ben, cat], vote_timeout: 3s, pause: 20ms}
 mqtt: {broker: %[2]s}
 companion:
   id: %[1]s
   name: %[1]s
-  sample_lines: ["I am %[1]s.", "Nice weather."]
+`
+
+// silentBodyYAML is a body that makes no sound and serves no HTTP.
+const silentBodyYAML = `drivers: {audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+`
+
+const companionYAML = labCompanionYAML + `  sample_lines: ["I am %[1]s.", "Nice weather."]
   language: en
 brain: {provider: rule, closing_after: 4, delay: %[3]s}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "off"}
-log: {level: info}
-`
+` + silentBodyYAML + "log: {level: info}\n"
 
 const floorYAML = `version: 1
 device: {id: floor-box}
@@ -115,6 +122,38 @@ func observe(t *testing.T, url string) *observer {
 	r.OnMessage(ctx, func(m protocol.Message) { o.messages <- m })
 	r.OnGrant(ctx, func(g protocol.TurnGrant) { o.grants <- g })
 	return o
+}
+
+// untilRest counts the room's Messages by sender until a grant rests the
+// room (no speaker), and returns that grant; ok is false when none did
+// within d.
+func (o *observer) untilRest(d time.Duration) (spoke map[string]int, rest protocol.TurnGrant, ok bool) {
+	spoke = map[string]int{}
+	timeout := time.After(d)
+	for {
+		select {
+		case m := <-o.messages:
+			spoke[m.Params.From]++
+		case g := <-o.grants:
+			if g.Speaker == nil {
+				return spoke, g, true
+			}
+		case <-timeout:
+			return spoke, protocol.TurnGrant{}, false
+		}
+	}
+}
+
+// companionTurns is how many of the Messages counted the companions sent:
+// all but the user's.
+func companionTurns(spoke map[string]int) int {
+	n := 0
+	for from, c := range spoke {
+		if from != "user" {
+			n += c
+		}
+	}
+	return n
 }
 
 func (o *observer) waitOnline(t *testing.T, ids ...string) {
@@ -170,6 +209,21 @@ func waitGrant(o *observer, id string) <-chan protocol.TurnGrant {
 }
 
 func setup(t *testing.T, delays map[string]string) (url, chorus string, procs map[string]*proc, o *observer) {
+	return startLab(t, []string{"ann", "ben", "cat"}, func(id, url string) string {
+		d := delays[id]
+		if d == "" {
+			d = "0s"
+		}
+		return fmt.Sprintf(companionYAML, id, url, d)
+	})
+}
+
+// startLab runs the lab room on Mosquitto: a floor and the companions ids
+// as chorusd processes, each companion's config made by config (its id,
+// the broker's URL). It returns once the companions are online and the
+// floor has claimed the room.
+func startLab(t *testing.T, ids []string, config func(id, url string) string) (url, chorus string, procs map[string]*proc, o *observer) {
+	t.Helper()
 	chorusd, chorus := buildBinaries(t)
 	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster})
 	url = br.URL()
@@ -179,16 +233,12 @@ func setup(t *testing.T, delays map[string]string) (url, chorus string, procs ma
 	fcfg := filepath.Join(dir, "floor.yaml")
 	os.WriteFile(fcfg, []byte(fmt.Sprintf(floorYAML, url)), 0o644)
 	procs["floor"] = start(t, chorusd, fcfg, "floor")
-	for _, id := range []string{"ann", "ben", "cat"} {
-		d := delays[id]
-		if d == "" {
-			d = "0s"
-		}
+	for _, id := range ids {
 		cfg := filepath.Join(dir, id+".yaml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf(companionYAML, id, url, d)), 0o644)
+		os.WriteFile(cfg, []byte(config(id, url)), 0o644)
 		procs[id] = start(t, chorusd, cfg, id)
 	}
-	o.waitOnline(t, "ann", "ben", "cat")
+	o.waitOnline(t, ids...)
 	time.Sleep(700 * time.Millisecond) // the floor claims the room after its join wait
 	return url, chorus, procs, o
 }
@@ -196,30 +246,17 @@ func setup(t *testing.T, delays map[string]string) (url, chorus string, procs ma
 func TestThreeProcessesRunToTerminal(t *testing.T) {
 	url, chorus, _, o := setup(t, nil)
 	say(t, chorus, url, "Hello robots, how are you?")
-	var turns int
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case m := <-o.messages:
-			if m.Params.From != "user" {
-				turns++
-			}
-		case g := <-o.grants:
-			if g.Speaker != nil {
-				continue
-			}
-			for _, v := range g.Votes {
-				if v.Closing != protocol.ClosingTerminal {
-					t.Fatalf("rested before terminal: %+v", g)
-				}
-			}
-			if turns < 4 {
-				t.Fatalf("terminal after only %d turns", turns)
-			}
-			return
-		case <-timeout:
-			t.Fatalf("no terminal within 30 s (%d turns)", turns)
+	spoke, g, ok := o.untilRest(30 * time.Second)
+	if !ok {
+		t.Fatalf("no terminal within 30 s (%d turns)", companionTurns(spoke))
+	}
+	for _, v := range g.Votes {
+		if v.Closing != protocol.ClosingTerminal {
+			t.Fatalf("rested before terminal: %+v", g)
 		}
+	}
+	if turns := companionTurns(spoke); turns < 4 {
+		t.Fatalf("terminal after only %d turns", turns)
 	}
 }
 
@@ -255,21 +292,11 @@ func TestKilledCompanionDoesNotStallTheRoom(t *testing.T) {
 		t.Fatalf("first grant %+v", first)
 	}
 	// The room goes on with ann and ben, to terminal.
-	spoke := map[string]int{}
-	timeout = time.After(30 * time.Second)
-	for {
-		select {
-		case m := <-o.messages:
-			spoke[m.Params.From]++
-		case g := <-o.grants:
-			if g.Speaker == nil {
-				if spoke["cat"] > 0 || spoke["ann"]+spoke["ben"] < 3 {
-					t.Fatalf("spoke %v", spoke)
-				}
-				return
-			}
-		case <-timeout:
-			t.Fatalf("room did not go on: spoke %v", spoke)
-		}
+	spoke, _, ok := o.untilRest(30 * time.Second)
+	if !ok {
+		t.Fatalf("room did not go on: spoke %v", spoke)
+	}
+	if spoke["cat"] > 0 || spoke["ann"]+spoke["ben"] < 3 {
+		t.Fatalf("spoke %v", spoke)
 	}
 }

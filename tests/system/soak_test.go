@@ -139,7 +139,7 @@ func TestSoak(t *testing.T) {
 		growth := (last - first) / first
 		lo, hi := minmax(gor)
 		t.Logf("%-6s RSS %.1f → %.1f MiB (%+.1f %%, max %.1f); goroutines %.0f–%.0f, %.0f at rest; held at rest: %s",
-			id, first, last, 100*growth, maxOf(rss), lo, hi, final.goroutines[id], heldSummary(final.held[id]))
+			id, first, last, 100*growth, maxOf(rss), lo, hi, final.goroutines[id], summary(final.held[id]))
 		if growth >= maxGrowth {
 			t.Errorf("%s: RSS grew %.1f %% after warm-up, want < %.0f %%", id, 100*growth, 100*maxGrowth)
 		}
@@ -214,19 +214,6 @@ func sampleOf(text, name string) float64 {
 	}
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
-}
-
-func heldSummary(m map[string]float64) string {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%.0f", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 func median(v []float64) float64 {

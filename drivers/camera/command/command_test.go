@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/camera"
+	"github.com/chorus-robotics/chorus/drivers/internal/runtest"
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
@@ -62,17 +63,7 @@ func needs(t *testing.T, bin string) {
 func capture(t *testing.T, s *Source) *camera.Capture {
 	t.Helper()
 	c := &camera.Capture{Source: s, MaxBackoff: 200 * time.Millisecond, Log: s.Log}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("capture did not stop within 5 s of its context")
-		}
-	})
+	runtest.Loop(t, "capture", c.Run)
 	return c
 }
 

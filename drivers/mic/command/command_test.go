@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/drivers/internal/runtest"
 	"github.com/chorus-robotics/chorus/drivers/mic"
 )
 
@@ -172,17 +173,7 @@ func TestReadHonoursItsContext(t *testing.T) {
 func capture(t *testing.T, s *Source, buffer time.Duration) *mic.Capture {
 	t.Helper()
 	c := &mic.Capture{Source: s, Buffer: buffer, MaxBackoff: 200 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("capture did not stop within 5 s of its context")
-		}
-	})
+	runtest.Loop(t, "capture", c.Run)
 	return c
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/internal/runtest"
 	"github.com/chorus-robotics/chorus/drivers/mic"
 )
 
@@ -160,13 +161,10 @@ func TestWAVFile(t *testing.T) {
 func TestThroughCapture(t *testing.T) {
 	src := &Source{Samples: ramp(3200), SamplesRate: 16000, Silence: Forever}
 	c := &mic.Capture{Source: src}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runtest.Loop(t, "capture", c.Run)
 	start := time.Now()
 	for i := range 15 {
-		nctx, ncancel := context.WithTimeout(ctx, 5*time.Second)
+		nctx, ncancel := context.WithTimeout(context.Background(), 5*time.Second)
 		f, err := c.Next(nctx)
 		ncancel()
 		if err != nil {

@@ -1,6 +1,7 @@
 // Package mictest makes real speech for tests of hearing: espeak-ng says a
 // sentence and sox makes it what a microphone gives (16 kHz mono s16), so a
-// test hears a spoken sentence of real length and shape, not a tone.
+// test hears a spoken sentence of real length and shape, not a tone; and it
+// reads back the WAV files a test's audio was written to.
 package mictest
 
 import (
@@ -50,16 +51,24 @@ func SpeechWAV(t testing.TB, voice, text string) string {
 // Speech is text spoken by espeak-ng as 16 kHz mono samples.
 func Speech(t testing.TB, voice, text string) []int16 {
 	t.Helper()
-	b, err := os.ReadFile(SpeechWAV(t, voice, text))
+	pcm := ReadWAV(t, SpeechWAV(t, voice, text))
+	if pcm.Rate != 16000 {
+		t.Fatalf("spoken WAV is %d Hz, want 16000", pcm.Rate)
+	}
+	return pcm.Samples
+}
+
+// ReadWAV is the audio of a WAV file (spoken, played or recorded by the
+// code under test); t fails if it cannot be read or decoded.
+func ReadWAV(t testing.TB, path string) audio.PCM {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pcm, err := audio.DecodeWAV(b)
 	if err != nil {
-		t.Fatalf("decode the spoken WAV: %v", err)
+		t.Fatalf("decode %s: %v", path, err)
 	}
-	if pcm.Rate != 16000 {
-		t.Fatalf("spoken WAV is %d Hz, want 16000", pcm.Rate)
-	}
-	return pcm.Samples
+	return pcm
 }

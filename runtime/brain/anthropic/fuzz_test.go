@@ -1,6 +1,10 @@
 package anthropic
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+)
 
 // FuzzDecodeResponse: no answer from the Messages API makes the decoder
 // panic; what it accepts has a name for every tool use.
@@ -9,15 +13,5 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"type":"message","content":[{"type":"tool_use","id":"t1","name":"speak","input":{"message":"x"}}],"stop_reason":"tool_use"}`))
 	f.Add([]byte(`{"type":"message","content":[],"stop_reason":"refusal"}`))
 	f.Add([]byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeResponse(b)
-		if err != nil {
-			return
-		}
-		for _, c := range r.ToolCalls {
-			if c.Name == "" || len(c.Args) == 0 {
-				t.Fatalf("accepted a tool use %+v", c)
-			}
-		}
-	})
+	llmtest.FuzzDecoder(f, DecodeResponse, "tool use")
 }

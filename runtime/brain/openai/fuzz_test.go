@@ -1,6 +1,10 @@
 package openai
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+)
 
 // FuzzDecodeResponse: no answer from a model server makes the decoder
 // panic; what it accepts has a name for every tool call.
@@ -9,15 +13,5 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"vision","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`))
 	f.Add([]byte(`{"choices":[]}`))
 	f.Add([]byte(`{"choices":[{"message":{"refusal":"no"},"finish_reason":"length"}]}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeResponse(b)
-		if err != nil {
-			return
-		}
-		for _, c := range r.ToolCalls {
-			if c.Name == "" || len(c.Args) == 0 {
-				t.Fatalf("accepted a tool call %+v", c)
-			}
-		}
-	})
+	llmtest.FuzzDecoder(f, DecodeResponse, "tool call")
 }

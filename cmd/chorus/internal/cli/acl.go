@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +21,7 @@ func init() {
 // rooms to its own name, and lets only the rooms' members speak as
 // companions (systemd/mosquitto-chorus.conf says where the files go).
 func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("acl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("acl", stderr)
 	aclOut := fs.String("acl", "", "write the ACL to this file (default: standard output)")
 	passwd := fs.String("passwd", "", "write a password-file skeleton to this file (an existing file is never overwritten)")
 	if err := fs.Parse(args); err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,8 +32,7 @@ func runAir(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // airServe serves until ctx ends (SIGINT, SIGTERM), after printing the
 // address it listens on as one line.
 func airServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("air serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("air serve", stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "TCP address to listen on (port 0: a free one)")
 	att := fs.Float64("attenuation", air.DefaultAttenuation, "gain of another robot's speaker at a mic (0 < a ≤ 1)")
 	delay := fs.Duration("delay", air.DefaultDelay, "how late another robot's speaker is heard")
@@ -69,8 +67,7 @@ func airServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // airSay plays a sentence (espeak-ng) or a WAV file into the air as a
 // person, and returns when it has played.
 func airSay(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("air say", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("air say", stderr)
 	addr := fs.String("air", "", "the air server's HOST:PORT (required)")
 	text := fs.String("text", "", "what to say (espeak-ng speaks it)")
 	voice := fs.String("voice", "en", "-text: the espeak-ng voice")

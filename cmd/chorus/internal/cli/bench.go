@@ -10,7 +10,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -34,8 +33,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup [-broker URL] [flags]")
 	}
 	what := args[0]
-	fs := flag.NewFlagSet("bench "+what, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("bench "+what, stderr)
 	url := fs.String("broker", "", "broker URL (default: start the embedded broker on a free loopback port)")
 	rounds := fs.Int("rounds", 1000, "measurements per case")
 	ns := fs.String("n", "2,5,10,50", "floor: companion counts")

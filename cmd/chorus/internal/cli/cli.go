@@ -69,13 +69,29 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nchorus <command> -h shows its flags.")
 }
 
+// newFlags is a command's flag set: a bad flag or -h returns an error
+// (Main says it, or exits 0 on -h) and the flags' usage goes to stderr.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// newRoomFlags is the flag set of a command that connects to a room, with
+// the room's flags registered.
+func newRoomFlags(name string, stderr io.Writer) (*flag.FlagSet, *roomFlags) {
+	fs := newFlags(name, stderr)
+	rf := &roomFlags{}
+	rf.register(fs)
+	return fs, rf
+}
+
 func logger(w io.Writer, level string) *slog.Logger {
 	return robot.Log{Level: level, Format: "text"}.Logger(w)
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("demo", stderr)
 	dir := fs.String("configs", "", "folder of device configs (default: the demo room built into chorus)")
 	out := fs.String("out", "", "folder for each utterance's WAV audio, under the current folder (default out/demo, or out/demo-realtime)")
 	mode := fs.String("mode", "turn", "turn (companions vote on who speaks next) or realtime (a free floor with hard limits)")
@@ -149,10 +165,7 @@ func (r *roomFlags) connect(ctx context.Context, suffix string) (*room.Room, bus
 }
 
 func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("say", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var rf roomFlags
-	rf.register(fs)
+	fs, rf := newRoomFlags("say", stderr)
 	to := fs.String("to", "", "comma-separated companion ids to address")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -179,10 +192,7 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var rf roomFlags
-	rf.register(fs)
+	fs, rf := newRoomFlags("watch", stderr)
 	until := fs.String("until", "", "exit when: rest (the room rests), terminal (it rests at terminal)")
 	timeout := fs.Duration("timeout", 0, "exit with an error after this long (0: never)")
 	if err := fs.Parse(args); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -29,10 +28,7 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("phase: say start or end first: chorus phase start|end -room R [-whisper CHANNEL]")
 	}
 	action := args[0]
-	fs := flag.NewFlagSet("phase "+action, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var rf roomFlags
-	rf.register(fs)
+	fs, rf := newRoomFlags("phase "+action, stderr)
 	whisper := fs.String("whisper", "", "the whisper channel whose phase to open or close (default: the room's)")
 	dev := fs.String("floor", "", "the floor device to ask (default: the active floor from the leader claim)")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"image"
 	_ "image/jpeg" // the size of a frame its device did not give
@@ -25,10 +24,7 @@ func init() {
 }
 
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var rf roomFlags
-	rf.register(fs)
+	fs, rf := newRoomFlags("query", stderr)
 	device := fs.String("device", "", "the device to ask (required)")
 	typ := fs.String("type", "", "query type: vision, speak, ... (required)")
 	body := fs.String("body", "", `query body, a JSON object, e.g. '{"message":"Hello","emotion":"happy"}'`)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
 )
 
 // TestDemoRunsToTerminal runs the shipped demo room end to end.
@@ -37,13 +37,8 @@ func TestDemoRunsToTerminal(t *testing.T) {
 		t.Fatalf("%d audio files for %d turns", len(sum.Audio), sum.Turns)
 	}
 	for _, f := range sum.Audio {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := audio.DecodeWAV(b)
-		if err != nil || p.Duration() < 200*time.Millisecond {
-			t.Fatalf("%s: %v, %v of audio", f, err, p.Duration())
+		if d := mictest.ReadWAV(t, f).Duration(); d < 200*time.Millisecond {
+			t.Fatalf("%s: %v of audio", f, d)
 		}
 	}
 }
@@ -79,19 +74,10 @@ func TestPacedDemoMixesTheRoom(t *testing.T) {
 			t.Errorf("a silence of %v between robots is shorter than the pause", g)
 		}
 	}
-	b, err := os.ReadFile(sum.RoomWAV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := audio.DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mictest.ReadWAV(t, sum.RoomWAV)
 	var said time.Duration
 	for _, f := range sum.Audio {
-		b, _ := os.ReadFile(f)
-		q, _ := audio.DecodeWAV(b)
-		said += q.Duration()
+		said += mictest.ReadWAV(t, f).Duration()
 	}
 	if p.Duration() < said { // every utterance, one after another, with the silences
 		t.Fatalf("room.wav is %v, the utterances alone %v", p.Duration(), said)
@@ -220,14 +206,7 @@ func TestVoiceDemo(t *testing.T) {
 	if strings.Count(buf.String(), "user → all") != 1 {
 		t.Fatal("the person's sentence became more than one Message")
 	}
-	b, err := os.ReadFile(sum.RoomWAV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := audio.DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mictest.ReadWAV(t, sum.RoomWAV)
 	loud := 0
 	for _, v := range p.Samples[:min(len(p.Samples), 3*p.Rate)] {
 		if v > 2000 || v < -2000 {
