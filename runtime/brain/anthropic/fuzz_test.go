@@ -13,5 +13,5 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"type":"message","content":[{"type":"tool_use","id":"t1","name":"speak","input":{"message":"x"}}],"stop_reason":"tool_use"}`))
 	f.Add([]byte(`{"type":"message","content":[],"stop_reason":"refusal"}`))
 	f.Add([]byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
-	llmtest.FuzzDecoder(f, DecodeResponse, "tool use")
+	f.Fuzz(func(t *testing.T, b []byte) { llmtest.CheckDecoded(t, DecodeResponse, b) })
 }

@@ -127,27 +127,14 @@ func TestChatStreamFallsBackOnceAndRemembers(t *testing.T) {
 }
 
 // FuzzAssembler: no stream of events makes the assembler panic; what it
-// accepts names every tool use.
+// accepts names every tool call. Each line of the input is an event.
 func FuzzAssembler(f *testing.F) {
 	data := func(e string) string { _, d, _ := strings.Cut(e, "\ndata: "); return d }
-	f.Add(data(start()), data(blockStart(0, map[string]any{"type": "tool_use", "id": "t", "name": "n"})), data(stop("end_turn")[1]))
-	f.Add(data(start()), data(textDelta(0, "x")), `{"type":"error","error":"x"}`)
-	f.Add(`{"type":"message_stop"}`, `{"type":"ping"}`, `{}`)
-	f.Fuzz(func(t *testing.T, a, b, c string) {
-		var as Assembler
-		for _, e := range []string{a, b, c} {
-			if _, err := as.Add([]byte(e)); err != nil {
-				return
-			}
-		}
-		out, err := as.Response()
-		if err != nil {
-			return
-		}
-		for _, tc := range out.ToolCalls {
-			if tc.Name == "" || len(tc.Args) == 0 {
-				t.Fatalf("accepted a tool use %+v", tc)
-			}
-		}
+	f.Add([]byte(strings.Join([]string{data(start()), data(blockStart(0, map[string]any{"type": "tool_use", "id": "t", "name": "n"})), data(stop("end_turn")[1])}, "\n")))
+	f.Add([]byte(strings.Join([]string{data(start()), data(textDelta(0, "x")), `{"type":"error","error":"x"}`}, "\n")))
+	f.Add([]byte(strings.Join([]string{`{"type":"message_stop"}`, `{"type":"ping"}`, `{}`}, "\n")))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var a Assembler
+		llmtest.CheckDecoded(t, llmtest.Streamed(a.Add, a.Response), b)
 	})
 }

@@ -13,5 +13,5 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"vision","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`))
 	f.Add([]byte(`{"choices":[]}`))
 	f.Add([]byte(`{"choices":[{"message":{"refusal":"no"},"finish_reason":"length"}]}`))
-	llmtest.FuzzDecoder(f, DecodeResponse, "tool call")
+	f.Fuzz(func(t *testing.T, b []byte) { llmtest.CheckDecoded(t, DecodeResponse, b) })
 }

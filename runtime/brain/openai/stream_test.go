@@ -149,26 +149,13 @@ func TestChatStreamFallsBackOnceAndRemembers(t *testing.T) {
 }
 
 // FuzzAssembler: no stream of events makes the assembler panic; what it
-// accepts names every tool call.
+// accepts names every tool call. Each line of the input is an event.
 func FuzzAssembler(f *testing.F) {
-	f.Add(delta(map[string]any{"content": "hi"}, nil)[6:], delta(map[string]any{}, "stop")[6:], "[DONE]")
-	f.Add(`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"n","arguments":"{"}}]}}]}`, `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]},"finish_reason":"tool_calls"}]}`, "[DONE]")
-	f.Add(`{"choices":[{"delta":{"tool_calls":[{"index":5}]}}]}`, `{"error":"x"}`, "")
-	f.Fuzz(func(t *testing.T, a, b, c string) {
-		var as Assembler
-		for _, e := range []string{a, b, c} {
-			if _, err := as.Add([]byte(e)); err != nil {
-				return
-			}
-		}
-		out, err := as.Response()
-		if err != nil {
-			return
-		}
-		for _, tc := range out.ToolCalls {
-			if tc.Name == "" || len(tc.Args) == 0 {
-				t.Fatalf("accepted a tool call %+v", tc)
-			}
-		}
+	f.Add([]byte(strings.Join([]string{delta(map[string]any{"content": "hi"}, nil)[6:], delta(map[string]any{}, "stop")[6:], "[DONE]"}, "\n")))
+	f.Add([]byte(strings.Join([]string{`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"n","arguments":"{"}}]}}]}`, `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]},"finish_reason":"tool_calls"}]}`, "[DONE]"}, "\n")))
+	f.Add([]byte(strings.Join([]string{`{"choices":[{"delta":{"tool_calls":[{"index":5}]}}]}`, `{"error":"x"}`, ""}, "\n")))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var a Assembler
+		llmtest.CheckDecoded(t, llmtest.Streamed(a.Add, a.Response), b)
 	})
 }

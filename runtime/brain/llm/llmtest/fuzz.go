@@ -1,25 +1,41 @@
 package llmtest
 
 import (
-	"testing"
+	"bytes"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 )
 
-// FuzzDecoder fuzzes a provider's decoder of its API's answers (after the
-// test's f.Add seeds): no input makes it panic, and what it accepts names
-// every tool call and gives its arguments. call is what the API calls a
-// tool call ("tool use"), for the failure.
-func FuzzDecoder(f *testing.F, decode func([]byte) (llm.Response, error), call string) {
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := decode(b)
-		if err != nil {
-			return
+// Fataler is the part of a *testing.T a check fails (this package is
+// also built into benchmarks, which do not import testing).
+type Fataler interface {
+	Fatalf(format string, args ...any)
+}
+
+// CheckDecoded is a provider's fuzz target's body: decode b with decode;
+// nothing may make it panic, and what it accepts names every tool call
+// and gives its arguments.
+func CheckDecoded(t Fataler, decode func([]byte) (llm.Response, error), b []byte) {
+	r, err := decode(b)
+	if err != nil {
+		return
+	}
+	for _, c := range r.ToolCalls {
+		if c.Name == "" || len(c.Args) == 0 {
+			t.Fatalf("accepted a tool call %+v", c)
 		}
-		for _, c := range r.ToolCalls {
-			if c.Name == "" || len(c.Args) == 0 {
-				t.Fatalf("accepted a %s %+v", call, c)
+	}
+}
+
+// Streamed decodes a stream as a provider's assembler does: each line of
+// b is one event's data, handed to add; done is the answer at the end.
+func Streamed(add func([]byte) (string, error), done func() (llm.Response, error)) func([]byte) (llm.Response, error) {
+	return func(b []byte) (llm.Response, error) {
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if _, err := add(line); err != nil {
+				return llm.Response{}, err
 			}
 		}
-	})
+		return done()
+	}
 }
