@@ -87,18 +87,25 @@ func TestStreamHandsEventsOnAsTheyCome(t *testing.T) {
 	}
 }
 
-// A stream that stops sending mid-answer is cut after its idle limit, and
-// its request is closed (the server sees it go).
-func TestStreamStallIsCut(t *testing.T) {
-	closed := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// stalling is a server that sends one event, then nothing until the
+// client lets go of the request; closed closes then.
+func stalling(t *testing.T) (srv *httptest.Server, closed chan struct{}) {
+	closed = make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: one\n\n")
 		w.(http.Flusher).Flush()
-		<-r.Context().Done() // stalls until the client lets go
+		<-r.Context().Done()
 		close(closed)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, closed
+}
+
+// A stream that stops sending mid-answer is cut after its idle limit, and
+// its request is closed (the server sees it go).
+func TestStreamStallIsCut(t *testing.T) {
+	srv, closed := stalling(t)
 	var got []Event
 	c := &Client{Provider: "test"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -116,15 +123,7 @@ func TestStreamStallIsCut(t *testing.T) {
 
 // Cancelling (barge-in, another robot granted) closes the request at once.
 func TestStreamCancelClosesTheRequest(t *testing.T) {
-	closed := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: one\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-		close(closed)
-	}))
-	defer srv.Close()
+	srv, closed := stalling(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{Provider: "test"}
 	err := c.Stream(ctx, srv.URL, nil, struct{}{}, Streamed{Event: func(Event) error { cancel(); return nil }, Idle: time.Minute})

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -55,11 +54,11 @@ const MaxImageBytes = 5 << 20
 
 // Chat is an llm.Chatter on the Messages API.
 type Chat struct {
-	noStream atomic.Bool // the server refused to stream once: it is asked for whole answers
-	cfg      Config
-	url      string
-	header   http.Header
-	client   *modelhttp.Client
+	stream *llm.Stream // its calls streamed
+	cfg    Config
+	url    string
+	header http.Header
+	client *modelhttp.Client
 }
 
 var _ llm.Streamer = (*Chat)(nil)
@@ -80,9 +79,12 @@ func New(cfg Config) *Chat {
 	h := http.Header{}
 	h.Set("X-Api-Key", cfg.APIKey)
 	h.Set("Anthropic-Version", APIVersion)
-	return &Chat{cfg: cfg, url: base + "/v1/messages", header: h,
+	c := &Chat{cfg: cfg, url: base + "/v1/messages", header: h,
 		client: &modelhttp.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
 			OnRateLimited: cfg.Metrics.RateLimitedBy("anthropic")}}
+	c.stream = &llm.Stream{Client: c.client, URL: c.url, Header: h, Idle: cfg.StreamIdle, Decode: DecodeResponse,
+		Provider: "anthropic", Model: cfg.Model, Log: cfg.Log}
+	return c
 }
 
 // The request, as the API defines it (the fields Chorus uses).
@@ -277,15 +279,18 @@ func (c *Chat) failed(err error, hasImage bool, start time.Time) error {
 
 // response is the part of a Messages API answer Chorus reads.
 type response struct {
-	Type    string `json:"type"`
-	Content []struct {
-		Type  string          `json:"type"`
-		Text  string          `json:"text"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
-	} `json:"content"`
-	StopReason string `json:"stop_reason"`
+	Type       string         `json:"type"`
+	Content    []contentBlock `json:"content"`
+	StopReason string         `json:"stop_reason"`
+}
+
+// contentBlock is one block of an answer's content.
+type contentBlock struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
 }
 
 // DecodeResponse reads a Messages API answer: its text blocks joined, its
@@ -298,9 +303,15 @@ func DecodeResponse(b []byte) (llm.Response, error) {
 	if r.Type != "message" {
 		return llm.Response{}, fmt.Errorf("anthropic: the answer is of type %q, not a message", r.Type)
 	}
+	return answerOf(r.Content, r.StopReason)
+}
+
+// answerOf is the Response of an answer's content and stop reason, whole
+// or assembled from a stream.
+func answerOf(content []contentBlock, stop string) (llm.Response, error) {
 	var out llm.Response
 	var text []string
-	for _, c := range r.Content {
+	for _, c := range content {
 		switch c.Type {
 		case "text":
 			text = append(text, c.Text)
@@ -316,7 +327,7 @@ func DecodeResponse(b []byte) (llm.Response, error) {
 		}
 	}
 	out.Text = strings.Join(text, "")
-	switch r.StopReason {
+	switch stop {
 	case "max_tokens":
 		out.Truncated = true
 	case "refusal":

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -18,64 +17,16 @@ import (
 // ChatStream implements llm.Streamer: the request with stream true, the
 // text blocks' deltas handed to text as they come. A server that refuses
 // to stream (a 400 naming stream), or answers whole, is asked for whole
-// answers from then on, said once in the log.
+// answers from then on (llm.Stream).
 func (c *Chat) ChatStream(ctx context.Context, r llm.Request, text func(string)) (llm.Response, error) {
-	if c.noStream.Load() {
-		return heardWhole(c.Chat(ctx, r))(text)
-	}
 	if err := c.imagesFit(r); err != nil {
 		return llm.Response{}, err
 	}
 	req, hasImage := c.request(r)
 	req.Stream = true
 	start := time.Now()
-	var a Assembler
-	var whole *llm.Response
-	err := c.client.Stream(ctx, c.url, c.header, req, modelhttp.Streamed{Idle: c.cfg.StreamIdle,
-		Event: func(e modelhttp.Event) error {
-			piece, err := a.Add(e.Data)
-			if err == nil && piece != "" && text != nil {
-				text(piece)
-			}
-			return err
-		},
-		Whole: func(b []byte) error {
-			out, err := DecodeResponse(b)
-			whole = &out
-			return err
-		}})
-	switch {
-	case errors.Is(err, modelhttp.ErrStreamRefused):
-		c.wontStream(err)
-		return heardWhole(c.Chat(ctx, r))(text)
-	case err != nil:
-		return llm.Response{}, c.failed(err, hasImage, start)
-	case whole != nil:
-		c.wontStream(errors.New("it answered whole"))
-		return heardWhole(*whole, nil)(text)
-	}
-	out, err := a.Response()
-	if err != nil {
-		return llm.Response{}, c.failed(err, hasImage, start)
-	}
-	return out, nil
-}
-
-// wontStream remembers that the server does not stream, saying so once.
-func (c *Chat) wontStream(why error) {
-	if !c.noStream.Swap(true) && c.cfg.Log != nil {
-		c.cfg.Log.Warn("model server does not stream; asking it for whole answers from now on", "provider", "anthropic", "model", c.cfg.Model, "why", why)
-	}
-}
-
-// heardWhole hands a whole answer's text to text at once.
-func heardWhole(out llm.Response, err error) func(text func(string)) (llm.Response, error) {
-	return func(text func(string)) (llm.Response, error) {
-		if err == nil && text != nil && out.Text != "" {
-			text(out.Text)
-		}
-		return out, err
-	}
+	return c.stream.Do(ctx, text, req, &Assembler{}, func() (llm.Response, error) { return c.Chat(ctx, r) },
+		func(err error) error { return c.failed(err, hasImage, start) })
 }
 
 // event is the part of a streaming event Chorus reads; its type names it.
@@ -169,32 +120,14 @@ func (a *Assembler) Response() (llm.Response, error) {
 	if !a.stopped {
 		return llm.Response{}, errors.New("anthropic: the stream ended before the answer did")
 	}
-	var out llm.Response
-	var text []string
-	for _, b := range a.blocks {
-		switch b.kind {
-		case "text":
-			text = append(text, string(b.text))
-		case "tool_use":
-			if b.name == "" {
-				return llm.Response{}, errors.New("anthropic: a tool use without a name")
-			}
-			in := json.RawMessage(b.text)
-			if len(in) == 0 {
-				in = json.RawMessage("{}")
-			}
-			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Args: in})
+	content := make([]contentBlock, len(a.blocks))
+	for i, b := range a.blocks {
+		content[i] = contentBlock{Type: b.kind, ID: b.id, Name: b.name}
+		if b.kind == "tool_use" {
+			content[i].Input = json.RawMessage(b.text)
+		} else {
+			content[i].Text = string(b.text)
 		}
 	}
-	out.Text = strings.Join(text, "")
-	switch a.stop {
-	case "max_tokens":
-		out.Truncated = true
-	case "refusal":
-		out.Refusal = out.Text
-		if out.Refusal == "" {
-			out.Refusal = "(no reason given)"
-		}
-	}
-	return out, nil
+	return answerOf(content, a.stop)
 }

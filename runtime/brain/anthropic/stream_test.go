@@ -40,11 +40,11 @@ func stop(reason string) []string {
 }
 
 func streamChat(s *server, log *logtest.Buffer) *Chat {
-	c := New(Config{BaseURL: s.URL, Model: "claude-x", APIKey: "sk-ant-test"})
+	cfg := Config{BaseURL: s.URL, Model: "claude-x", APIKey: "sk-ant-test"}
 	if log != nil {
-		c.cfg.Log = slog.New(slog.NewTextHandler(log, nil))
+		cfg.Log = slog.New(slog.NewTextHandler(log, nil))
 	}
-	return c
+	return New(cfg)
 }
 
 func ask() llm.Request {

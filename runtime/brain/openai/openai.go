@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
@@ -53,11 +52,11 @@ type Config struct {
 
 // Chat is an llm.Chatter on chat completions.
 type Chat struct {
-	cfg      Config
-	url      string
-	header   http.Header
-	client   *modelhttp.Client
-	noStream atomic.Bool // the server refused to stream once: it is asked for whole answers
+	cfg    Config
+	url    string
+	header http.Header
+	client *modelhttp.Client
+	stream *llm.Stream // its calls streamed
 }
 
 var _ llm.Streamer = (*Chat)(nil)
@@ -72,9 +71,12 @@ func New(cfg Config) *Chat {
 	if cfg.APIKey != "" {
 		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	return &Chat{cfg: cfg, url: base + "/chat/completions", header: h,
+	c := &Chat{cfg: cfg, url: base + "/chat/completions", header: h,
 		client: &modelhttp.Client{Provider: "openai", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
 			OnRateLimited: cfg.Metrics.RateLimitedBy("openai")}}
+	c.stream = &llm.Stream{Client: c.client, URL: c.url, Header: h, Idle: cfg.StreamIdle, Decode: DecodeResponse,
+		Provider: "openai", Model: cfg.Model, Log: cfg.Log}
+	return c
 }
 
 // The request, as the API defines it (the fields Chorus uses).
@@ -224,15 +226,19 @@ type response struct {
 			Content   *string `json:"content"`
 			Refusal   *string `json:"refusal"`
 			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
+				ID       string    `json:"id"`
+				Function callParts `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+}
+
+// callParts is a tool call as the API writes it.
+type callParts struct {
+	ID        string `json:"-"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // DecodeResponse reads a chat.completion answer: the first choice's text,
@@ -246,22 +252,33 @@ func DecodeResponse(b []byte) (llm.Response, error) {
 		return llm.Response{}, errors.New("openai: answer without choices")
 	}
 	ch := r.Choices[0]
-	out := llm.Response{Truncated: ch.FinishReason == "length"}
-	if ch.Message.Content != nil {
-		out.Text = *ch.Message.Content
+	calls := make([]callParts, len(ch.Message.ToolCalls))
+	for i, tc := range ch.Message.ToolCalls {
+		calls[i] = tc.Function
+		calls[i].ID = tc.ID
 	}
-	if ch.Message.Refusal != nil {
-		out.Refusal = *ch.Message.Refusal
+	return answerOf(ch.Message.Content, ch.Message.Refusal, calls, ch.FinishReason)
+}
+
+// answerOf is the Response of a choice: its text, refusal, tool calls
+// and finish reason, whole or assembled from a stream.
+func answerOf(text, refusal *string, calls []callParts, finish string) (llm.Response, error) {
+	out := llm.Response{Truncated: finish == "length"}
+	if text != nil {
+		out.Text = *text
 	}
-	for _, tc := range ch.Message.ToolCalls {
-		if tc.Function.Name == "" {
+	if refusal != nil {
+		out.Refusal = *refusal
+	}
+	for _, tc := range calls {
+		if tc.Name == "" {
 			return llm.Response{}, errors.New("openai: a tool call without a function name")
 		}
-		args := json.RawMessage(tc.Function.Arguments)
-		if tc.Function.Arguments == "" {
+		args := json.RawMessage(tc.Arguments)
+		if tc.Arguments == "" {
 			args = json.RawMessage("{}")
 		}
-		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
+		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Args: args})
 	}
 	return out, nil
 }

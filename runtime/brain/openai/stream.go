@@ -17,61 +17,13 @@ import (
 // ChatStream implements llm.Streamer: the request with stream true, the
 // answer's text handed to text as its chunks come. A server that refuses
 // to stream (a 400 naming stream), or answers whole, is asked for whole
-// answers from then on, said once in the log.
+// answers from then on (llm.Stream).
 func (c *Chat) ChatStream(ctx context.Context, r llm.Request, text func(string)) (llm.Response, error) {
-	if c.noStream.Load() {
-		return wholeHeard(c.Chat(ctx, r))(text)
-	}
 	req, hasImage := c.request(r)
 	req.Stream = true
 	start := time.Now()
-	var a Assembler
-	var whole *llm.Response
-	err := c.client.Stream(ctx, c.url, c.header, req, modelhttp.Streamed{Idle: c.cfg.StreamIdle,
-		Event: func(e modelhttp.Event) error {
-			piece, err := a.Add(e.Data)
-			if err == nil && piece != "" && text != nil {
-				text(piece)
-			}
-			return err
-		},
-		Whole: func(b []byte) error {
-			out, err := DecodeResponse(b)
-			whole = &out
-			return err
-		}})
-	switch {
-	case errors.Is(err, modelhttp.ErrStreamRefused):
-		c.wontStream(err)
-		return wholeHeard(c.Chat(ctx, r))(text)
-	case err != nil:
-		return llm.Response{}, c.failed(err, hasImage, start)
-	case whole != nil:
-		c.wontStream(errors.New("it answered whole"))
-		return wholeHeard(*whole, nil)(text)
-	}
-	out, err := a.Response()
-	if err != nil {
-		return llm.Response{}, c.failed(err, hasImage, start)
-	}
-	return out, nil
-}
-
-// wontStream remembers that the server does not stream, saying so once.
-func (c *Chat) wontStream(why error) {
-	if !c.noStream.Swap(true) && c.cfg.Log != nil {
-		c.cfg.Log.Warn("model server does not stream; asking it for whole answers from now on", "provider", "openai", "model", c.cfg.Model, "why", why)
-	}
-}
-
-// wholeHeard hands a whole answer's text to text at once.
-func wholeHeard(out llm.Response, err error) func(text func(string)) (llm.Response, error) {
-	return func(text func(string)) (llm.Response, error) {
-		if err == nil && text != nil && out.Text != "" {
-			text(out.Text)
-		}
-		return out, err
-	}
+	return c.stream.Do(ctx, text, req, &Assembler{}, func() (llm.Response, error) { return c.Chat(ctx, r) },
+		func(err error) error { return c.failed(err, hasImage, start) })
 }
 
 // chunk is the part of a chat.completion.chunk Chorus reads.
@@ -100,7 +52,7 @@ const maxToolCalls = 64
 // Assembler builds a Response from a stream's events, as they come.
 type Assembler struct {
 	text, refusal strings.Builder
-	calls         []llm.ToolCall
+	calls         []callParts // their Arguments are in args
 	args          [][]byte
 	finish        string
 	done          bool
@@ -142,7 +94,7 @@ func (a *Assembler) Add(data []byte) (string, error) {
 		case i < 0 || i > len(a.calls) || i >= maxToolCalls:
 			return "", fmt.Errorf("openai: a tool call piece for call %d of %d", i, len(a.calls))
 		case i == len(a.calls):
-			a.calls = append(a.calls, llm.ToolCall{})
+			a.calls = append(a.calls, callParts{})
 			a.args = append(a.args, nil)
 		}
 		if tc.ID != "" {
@@ -166,16 +118,10 @@ func (a *Assembler) Response() (llm.Response, error) {
 	if a.finish == "" {
 		return llm.Response{}, errors.New("openai: the stream ended before the answer did")
 	}
-	out := llm.Response{Text: a.text.String(), Refusal: a.refusal.String(), Truncated: a.finish == "length"}
-	for i, tc := range a.calls {
-		if tc.Name == "" {
-			return llm.Response{}, errors.New("openai: a tool call without a function name")
-		}
-		tc.Args = json.RawMessage(a.args[i])
-		if len(tc.Args) == 0 {
-			tc.Args = json.RawMessage("{}")
-		}
-		out.ToolCalls = append(out.ToolCalls, tc)
+	text, refusal := a.text.String(), a.refusal.String()
+	calls := make([]callParts, len(a.calls))
+	for i, c := range a.calls {
+		calls[i] = callParts{ID: c.ID, Name: c.Name, Arguments: string(a.args[i])}
 	}
-	return out, nil
+	return answerOf(&text, &refusal, calls, a.finish)
 }

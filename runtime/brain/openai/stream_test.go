@@ -22,11 +22,11 @@ func delta(d map[string]any, finish any) string {
 }
 
 func streamChat(s *server, log *logtest.Buffer) *Chat {
-	c := New(Config{BaseURL: s.URL + "/v1", Model: "m", APIKey: "sk-test"})
+	cfg := Config{BaseURL: s.URL + "/v1", Model: "m", APIKey: "sk-test"}
 	if log != nil {
-		c.cfg.Log = slog.New(slog.NewTextHandler(log, nil))
+		cfg.Log = slog.New(slog.NewTextHandler(log, nil))
 	}
-	return c
+	return New(cfg)
 }
 
 // The text streams in pieces heard as they come; a usage chunk without
