@@ -18,8 +18,8 @@ import (
 	"time"
 )
 
-// DefaultIdle is how long a stream may go without a byte once it has
-// started: a stream that stalls mid-answer is cut then, not waited on
+// DefaultIdle is how long a stream may go without a byte once its first
+// byte came: a stream that stalls mid-answer is cut then, not waited on
 // for the whole deadline.
 const DefaultIdle = 5 * time.Second
 
@@ -107,9 +107,22 @@ func (c *Client) readEvents(ctx context.Context, r io.Reader, idle time.Duration
 	if limit <= 0 {
 		limit = DefaultMaxBody
 	}
-	stall := time.AfterFunc(idle, func() { cancel(ErrStalled) })
-	defer stall.Stop()
-	br := bufio.NewReaderSize(&countingReader{r: r, left: limit + 1, onRead: func() { stall.Reset(idle) }}, 32<<10)
+	// The idle limit runs from the answer's first byte: before it, a model
+	// still reading a long prompt (a small board's) is bounded by the
+	// caller's deadline alone.
+	var stall *time.Timer
+	defer func() {
+		if stall != nil {
+			stall.Stop()
+		}
+	}()
+	br := bufio.NewReaderSize(&countingReader{r: r, left: limit + 1, onRead: func() {
+		if stall == nil {
+			stall = time.AfterFunc(idle, func() { cancel(ErrStalled) })
+		} else {
+			stall.Reset(idle)
+		}
+	}}, 32<<10)
 	var ev Event
 	var data bytes.Buffer
 	for {

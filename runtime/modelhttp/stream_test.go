@@ -121,6 +121,24 @@ func TestStreamStallIsCut(t *testing.T) {
 	}
 }
 
+// The idle limit runs from the first byte: a model that takes longer than
+// it to start (a long prompt on a small board) is not cut.
+func TestStreamSlowStartIsNoStall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush() // the headers at once, as llama.cpp sends them
+		time.Sleep(200 * time.Millisecond)
+		fmt.Fprint(w, "data: late\n\n")
+	}))
+	defer srv.Close()
+	var got []Event
+	c := &Client{Provider: "test"}
+	if err := c.Stream(context.Background(), srv.URL, nil, struct{}{}, Streamed{Event: collect(&got), Idle: 20 * time.Millisecond}); err != nil || len(got) != 1 {
+		t.Fatalf("err %v, %d events", err, len(got))
+	}
+}
+
 // Cancelling (barge-in, another robot granted) closes the request at once.
 func TestStreamCancelClosesTheRequest(t *testing.T) {
 	srv, closed := stalling(t)
