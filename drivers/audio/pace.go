@@ -60,6 +60,18 @@ func (p *Pacer) Write(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
+// Pace is how a stream that may be paced takes d of audio: it refuses it
+// once ctx has ended, and waits as p.Write does when paced (p not nil).
+func Pace(ctx context.Context, p *Pacer, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p == nil {
+		return nil
+	}
+	return p.Write(ctx, d)
+}
+
 // Drain waits until everything written has played and returns how long
 // the audio was.
 func (p *Pacer) Drain(ctx context.Context) (time.Duration, error) {

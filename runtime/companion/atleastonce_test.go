@@ -86,14 +86,21 @@ func (w stateWatch) wait(t *testing.T, from string, ids ...string) {
 	}
 }
 
+// kyokoAlone is a room of kyoko alone, present and eager to say draft,
+// without a floor (the test grants), and a watch on the room's States.
+func kyokoAlone(t *testing.T, draft string) (*roomRig, stateWatch) {
+	t.Helper()
+	r := newRig(t)
+	r.startCompanion(cards()[0], eager(draft), nil)
+	waitPresent(t, r, 1)
+	return r, r.stateWatch()
+}
+
 // A grant delivered again (QoS 1 resends it after a reconnect; the floor
 // repeats it until it hears the answer) is spoken once; the companion
 // publishes the same answer again instead (issue 9, defect 1).
 func TestRepeatedGrantIsSpokenOnce(t *testing.T) {
-	r := newRig(t)
-	r.startCompanion(cards()[0], eager("Hello"), nil)
-	waitPresent(t, r, 1)
-	states := r.stateWatch()
+	r, states := kyokoAlone(t, "Hello")
 	id := r.userSays("hi")
 	states.wait(t, "kyoko", id)
 	fl := r.floorRoom()
@@ -146,10 +153,7 @@ func TestRepeatedGrantIsSpokenOnce(t *testing.T) {
 // A grant for a message older than the newest one the companion spoke for
 // is ignored and counted: it can only be a stale copy.
 func TestGrantOlderThanTheNewestSpokenTurnIsIgnored(t *testing.T) {
-	r := newRig(t)
-	r.startCompanion(cards()[0], eager("Hi"), nil)
-	waitPresent(t, r, 1)
-	states := r.stateWatch()
+	r, states := kyokoAlone(t, "Hi")
 	m1 := r.userSays("first")
 	m2 := r.userSays("second")
 	states.wait(t, "kyoko", m1, m2)

@@ -23,10 +23,7 @@ func (h *harness) announce(r *room.Room, id string, think time.Duration) {
 // waits that long (plus a margin) for its vote instead of resting the room
 // at vote_timeout (issue 15, defect 1).
 func TestDeadlineSizedFromAnnouncedThinkTimes(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{VoteTimeout: 3 * time.Second, VoteCeiling: 30 * time.Second})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{VoteTimeout: 3 * time.Second, VoteCeiling: 30 * time.Second})
 	h.announce(b, "b", 8*time.Second)
 	f.flush(t, h.mem)
 	h.say(a, "a", "m1")
@@ -55,10 +52,7 @@ func TestDeadlineSizedFromAnnouncedThinkTimes(t *testing.T) {
 // However long a companion says it thinks, no vote waits past the ceiling;
 // an announcement that grows during a vote stretches that vote.
 func TestVoteCeilingAndStretch(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{VoteTimeout: 2 * time.Second, VoteCeiling: 10 * time.Second})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{VoteTimeout: 2 * time.Second, VoteCeiling: 10 * time.Second})
 	h.announce(b, "b", time.Hour)
 	f.flush(t, h.mem)
 	h.say(a, "a", "m1")

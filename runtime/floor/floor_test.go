@@ -101,6 +101,24 @@ func (h *harness) activate(f *Floor) {
 	}
 }
 
+// activeFloor starts floor f1 with cfg and makes it the room's active
+// floor.
+func (h *harness) activeFloor(cfg Config) *Floor {
+	h.t.Helper()
+	f, _, _ := h.startFloor("f1", cfg)
+	h.activate(f)
+	return f
+}
+
+// twoAndAFloor is a harness where a and b have joined and floor f1, with
+// cfg, is active.
+func twoAndAFloor(t *testing.T, cfg Config) (h *harness, a, b *room.Room, f *Floor) {
+	t.Helper()
+	h = newHarness(t)
+	a, b = h.join("a"), h.join("b")
+	return h, a, b, h.activeFloor(cfg)
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -163,8 +181,7 @@ func TestAllVotedDecidesAtOnce(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
 	h.join("user-client") // not on the roster: it never votes, however present it says it is
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	f := h.activeFloor(Config{})
 	h.say(room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil), "user", "m1")
 	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 4})
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 6})
@@ -184,8 +201,7 @@ func TestAllVotedDecidesAtOnce(t *testing.T) {
 func TestDeadlineDecidesWithoutSilentVoter(t *testing.T) {
 	h := newHarness(t)
 	a, b, _ := h.join("a"), h.join("b"), h.join("c")
-	f, _, _ := h.startFloor("f1", Config{VoteTimeout: 3 * time.Second})
-	h.activate(f)
+	f := h.activeFloor(Config{VoteTimeout: 3 * time.Second})
 	h.say(a, "a", "m1") // a speaks: b and c vote
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen, Selected: true, Importance: 1})
 	f.flush(t, h.mem)
@@ -203,10 +219,7 @@ func TestDeadlineDecidesWithoutSilentVoter(t *testing.T) {
 }
 
 func TestDroppedStates(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{OrphanGrace: time.Hour})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{OrphanGrace: time.Hour})
 	h.say(a, "a", "m1")
 	f.flush(t, h.mem)
 	// a sent m1, so a is not a participant of its own message.
@@ -245,8 +258,7 @@ func TestDroppedStates(t *testing.T) {
 func TestLastVoteBeforeDecisionCounts(t *testing.T) {
 	h := newHarness(t)
 	a, b, c := h.join("a"), h.join("b"), h.join("c")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	f := h.activeFloor(Config{})
 	h.say(a, "a", "m1")
 	f.flush(t, h.mem)
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9})
@@ -261,8 +273,7 @@ func TestLastVoteBeforeDecisionCounts(t *testing.T) {
 func TestNobodyEligibleRests(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	h.activeFloor(Config{})
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 9, Closing: protocol.ClosingTerminal})
 	if g := h.grant(); g.Speaker != nil || g.Reason != protocol.ReasonRest {
@@ -273,8 +284,7 @@ func TestNobodyEligibleRests(t *testing.T) {
 func TestPendingBounded(t *testing.T) {
 	h := newHarness(t)
 	a, _ := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{MaxPending: 3})
-	h.activate(f)
+	f := h.activeFloor(Config{MaxPending: 3})
 	for i := range 4 {
 		h.say(a, "a", fmt.Sprintf("m%d", i))
 	}
@@ -301,8 +311,7 @@ func TestPendingBounded(t *testing.T) {
 func TestLeavingParticipantDoesNotStallVote(t *testing.T) {
 	h := newHarness(t)
 	a, b, _ := h.join("a"), h.join("b"), h.join("c")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	f := h.activeFloor(Config{})
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
 	f.flush(t, h.mem)
@@ -353,10 +362,7 @@ func TestStandbyTakesOver(t *testing.T) {
 }
 
 func TestStateBeforeItsMessage(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{})
 	// b's State overtakes a's Message (brokers order per publisher only).
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 3})
 	f.flush(t, h.mem)
@@ -378,8 +384,7 @@ func TestEarlyStatesOnePerVoter(t *testing.T) {
 	// Mosquitto does, which made this test fail by chance: issue 27).
 	h := newHarness(t, bustest.MemoryOptions{QueueLimit: 4000})
 	a, b, c := h.join("a"), h.join("b"), h.join("c")
-	f, _, _ := h.startFloor("f1", Config{OrphanGrace: time.Hour})
-	h.activate(f)
+	f := h.activeFloor(Config{OrphanGrace: time.Hour})
 	h.vote(c, protocol.StateParams{From: "c", MessageID: "real", State: protocol.Speak, Importance: 7})
 	f.flush(t, h.mem)
 	for i := range 2000 {
@@ -407,10 +412,7 @@ func TestEarlyStatesOnePerVoter(t *testing.T) {
 }
 
 func TestHumanHoldsTheFloor(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{})
 	if err := b.SendHold(context.Background(), "b", true, h.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -457,10 +459,7 @@ func TestPresenceBounded(t *testing.T) {
 // decided for nobody at once, the robots' next words get no turn, and a
 // person's message starts the room again.
 func TestEndRestsUntilAPersonSpeaks(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{})
 	user := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
 	h.say(a, "a", "m1")
 	f.flush(t, h.mem)
@@ -487,8 +486,7 @@ func TestEndRestsUntilAPersonSpeaks(t *testing.T) {
 func TestSettledDecidesBeforeEveryVote(t *testing.T) {
 	h := newHarness(t)
 	a, b, _ := h.join("a"), h.join("b"), h.join("c")
-	f, _, _ := h.startFloor("f1", Config{VoteTimeout: 3 * time.Second})
-	h.activate(f)
+	f := h.activeFloor(Config{VoteTimeout: 3 * time.Second})
 	user := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
 	h.say(user, "user", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: protocol.MaxImportance})

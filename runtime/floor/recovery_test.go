@@ -33,8 +33,7 @@ func TestLostGrantIsPublishedAgainUntilTheSpeakerAnswers(t *testing.T) {
 	a, b := h.join("a"), h.join("b")
 	bGrants := make(chan protocol.TurnGrant, 16)
 	b.OnGrant(context.Background(), func(g protocol.TurnGrant) { bGrants <- g })
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	f := h.activeFloor(Config{})
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
 	if g := h.grant(); g.SpeakerID() != "b" {
@@ -75,10 +74,7 @@ func TestLostGrantIsPublishedAgainUntilTheSpeakerAnswers(t *testing.T) {
 // The floor gives up re-granting after RegrantFor, and at once when the
 // speaker leaves.
 func TestRegrantStopsWhenTheSpeakerLeavesOrAfterRegrantFor(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{RegrantFor: 3 * time.Second})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{RegrantFor: 3 * time.Second})
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
 	h.grant()
@@ -146,8 +142,7 @@ func TestNonMembersNeverVote(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.join("a"), h.join("b")
 	intruder := h.join("mallory") // not on the roster
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	f := h.activeFloor(Config{})
 	h.say(a, "a", "m1")
 	h.vote(intruder, protocol.StateParams{From: "mallory", MessageID: "m1", State: protocol.Speak, Selected: true, Importance: 10})
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 1})
@@ -226,8 +221,7 @@ func TestMailboxIsBoundedAndKeepsTheLatest(t *testing.T) {
 func TestStandbyBooksAreBounded(t *testing.T) {
 	h := newHarness(t)
 	h.join("a")
-	f1, _, _ := h.startFloor("f1", Config{})
-	h.activate(f1)
+	h.activeFloor(Config{})
 	f2, _, _ := h.startFloor("f2", Config{})
 	h.clk.Advance(DefaultJoinWait)
 	f2.flush(t, h.mem)
@@ -245,16 +239,35 @@ func TestStandbyBooksAreBounded(t *testing.T) {
 	}
 }
 
+// pendingOnReconnectable is a room of a and b whose floor f1 (votes due
+// in 2 s) has a's m1 pending; conn is the floor's connection, for the test
+// to lose and bring back.
+func pendingOnReconnectable(t *testing.T) (h *harness, b *room.Room, f *Floor, conn *bustest.MemConn) {
+	t.Helper()
+	h = newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f, conn, _ = h.startFloor("f1", Config{VoteTimeout: 2 * time.Second})
+	h.activate(f)
+	h.say(a, "a", "m1")
+	f.flush(t, h.mem)
+	return h, b, f, conn
+}
+
+// voteCountsAfterReconnect has b vote to speak on m1, and fails the test
+// unless the floor grants it b at once, everyone having voted.
+func (h *harness) voteCountsAfterReconnect(b *room.Room) {
+	h.t.Helper()
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
+	if g := h.grant(); g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
+		h.t.Fatalf("grant %+v: b's State, sent after the reconnect, must count", g)
+	}
+}
+
 // After its connection comes back, the floor claims again (a restarted
 // broker forgot the retained claim) and gives pending votes a grace period:
 // it could not hear States while it was away.
 func TestReconnectReclaimsAndGivesPendingVotesGrace(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, conn, _ := h.startFloor("f1", Config{VoteTimeout: 2 * time.Second})
-	h.activate(f)
-	h.say(a, "a", "m1")
-	f.flush(t, h.mem)
+	h, b, f, conn := pendingOnReconnectable(t)
 	h.clk.Advance(1900 * time.Millisecond)
 	f.flush(t, h.mem)
 	before := h.mem.Retained(h.s.FloorLeader("lr"))
@@ -266,22 +279,14 @@ func TestReconnectReclaimsAndGivesPendingVotesGrace(t *testing.T) {
 	h.clk.Advance(200 * time.Millisecond) // past the original deadline
 	f.flush(t, h.mem)
 	h.noGrant()
-	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
-	if g := h.grant(); g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
-		t.Fatalf("grant %+v: b's State, sent after the reconnect, must count", g)
-	}
+	h.voteCountsAfterReconnect(b)
 }
 
 // While the floor's connection is lost it cannot hear States: a deadline
 // that falls in the outage does not decide (it would rest the room with
 // nobody's votes); after the reconnect the votes, sent again, count.
 func TestNoDeadlineDecidesWhileTheFloorCannotHear(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, conn, _ := h.startFloor("f1", Config{VoteTimeout: 2 * time.Second})
-	h.activate(f)
-	h.say(a, "a", "m1")
-	f.flush(t, h.mem)
+	h, b, f, conn := pendingOnReconnectable(t)
 	conn.Lose()
 	f.flush(t, h.mem)
 	h.clk.Advance(5 * time.Second) // the outage outlasts the deadline
@@ -292,10 +297,7 @@ func TestNoDeadlineDecidesWhileTheFloorCannotHear(t *testing.T) {
 	h.clk.Advance(time.Second)
 	f.flush(t, h.mem)
 	h.noGrant()
-	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
-	if g := h.grant(); g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
-		t.Fatalf("grant %+v", g)
-	}
+	h.voteCountsAfterReconnect(b)
 }
 
 // A message lost on its way to the floor (a user's opening line, say) but
@@ -306,8 +308,7 @@ func TestMessageLostToTheFloorIsDecidedFromItsStates(t *testing.T) {
 		return to.Name() == "floor-f1" && topic == "chorus/rooms/lr/messages/user"
 	}})
 	a, b, c := h.join("a"), h.join("b"), h.join("c")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	f := h.activeFloor(Config{})
 	h.say(room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil), "user", "lost")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "lost", State: protocol.Speak, Importance: 4})
 	h.vote(c, protocol.StateParams{From: "c", MessageID: "lost", State: protocol.Speak, Importance: 6})
@@ -336,8 +337,7 @@ func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
 	h.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.join("a")
 	h.join("b")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	f := h.activeFloor(Config{})
 	user := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
 	h.say(user, "user", "m1")
 	f.flush(t, h.mem)
@@ -379,10 +379,7 @@ func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
 // A vote owed for a rested message counts only while nothing newer was
 // said, only once per voter, and never from outside the roster.
 func TestLateVotesForARestedMessageAreBounded(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{VoteTimeout: time.Second})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{VoteTimeout: time.Second})
 	h.say(a, "a", "m1")
 	f.flush(t, h.mem)
 	h.clk.Advance(time.Second) // b never votes in time
@@ -412,10 +409,7 @@ func TestLateVotesForARestedMessageAreBounded(t *testing.T) {
 // A granted speaker that "leaves" (a stopping broker's Last Will) before
 // its grant reached it gets the grant again as soon as it is back.
 func TestGrantIsPublishedAgainWhenTheSpeakerComesBack(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.join("a"), h.join("b")
-	f, _, _ := h.startFloor("f1", Config{})
-	h.activate(f)
+	h, a, b, f := twoAndAFloor(t, Config{})
 	h.say(a, "a", "m1")
 	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
 	if g := h.grant(); g.SpeakerID() != "b" {

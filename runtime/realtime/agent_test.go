@@ -20,11 +20,7 @@ func TestAgentsTalkUntilAllOver(t *testing.T) {
 	mem, ctx, run, mk := rr.mem, rr.ctx, rr.run, rr.mk
 	l := limits
 	l.RateLimit, l.PerAgent, l.PerDay = 50*time.Millisecond, 5, 50
-	f, err := realtime.NewFloor(realtime.FloorConfig{Room: mk("floor"), Members: members, ID: "floor", Limits: l, OpenOnMessage: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(f.Run)
+	rr.runFloor(t, l)
 	for _, id := range members {
 		a, err := realtime.NewAgent(realtime.AgentConfig{Room: mk(id), Card: brain.Card{ID: id, Name: id, SampleLines: []string{"I like tea."}, Language: "en"},
 			Brain: rule.New(0, nil), PollInterval: 20 * time.Millisecond, SpeakCooldown: 60 * time.Millisecond})

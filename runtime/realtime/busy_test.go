@@ -37,11 +37,7 @@ func TestAgentDoesNotPostIntoABusyFloor(t *testing.T) {
 	mem, m, ctx, run, mk := rr.mem, rr.m, rr.ctx, rr.run, rr.mk
 	l := limits
 	l.RateLimit, l.PerAgent, l.PerDay, l.Overlap = 10*time.Millisecond, 5, 20, false
-	f, err := realtime.NewFloor(realtime.FloorConfig{Room: mk("floor"), Members: members, ID: "floor", Limits: l, OpenOnMessage: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(f.Run)
+	rr.runFloor(t, l)
 	talker := &eagerTalker{}
 	a, err := realtime.NewAgent(realtime.AgentConfig{Room: mk("ann"), Card: brain.Card{ID: "ann", Name: "ann", Language: "en"},
 		Brain: talker, PollInterval: 20 * time.Millisecond, SpeakCooldown: 20 * time.Millisecond})

@@ -119,6 +119,28 @@ func (r *floorRig) settle() {
 	r.mem.Settle()
 }
 
+// voicesRig is a room of voices (no overlap) whose phase is open, in
+// which ann's post of text was accepted; ph is the phase.
+func voicesRig(t *testing.T, text string) (r *floorRig, ph string) {
+	t.Helper()
+	l := limits
+	l.Overlap = false
+	r = newFloorRig(t, l, "", nil)
+	ph = r.start().Phase
+	if a := r.post("ann", ph, text); !a.Accepted {
+		t.Fatalf("%+v", a)
+	}
+	return r, ph
+}
+
+// voice publishes that ann's voice of durationMs starts (speaking) or
+// ends, as her device does, and lets the floor take it in.
+func (r *floorRig) voice(speaking bool, durationMs int) {
+	b, _ := json.Marshal(protocol.Speaking{MessageID: "m", Speaking: speaking, StartedAt: r.clk.Now(), DurationMs: durationMs})
+	r.roomAs("ann").Bus.Publish(r.ctx, r.s.Speaking("lr", "ann"), b, true)
+	r.settle()
+}
+
 func (r *floorRig) start() protocol.Phase {
 	r.t.Helper()
 	if err := r.f.Start(r.ctx); err != nil {
@@ -331,27 +353,16 @@ func TestLimits(t *testing.T) {
 		}
 	})
 	t.Run("floor busy while a voice plays", func(t *testing.T) {
-		l := limits
-		l.Overlap = false
-		r := newFloorRig(t, l, "", nil)
-		ph := r.start().Phase
-		if a := r.post("ann", ph, "I speak now."); !a.Accepted {
-			t.Fatalf("%+v", a)
-		}
+		r, ph := voicesRig(t, "I speak now.")
 		if a := r.post("ben", ph, "Me too!"); a.Accepted || a.Reason != protocol.RejectFloorBusy || a.Remaining != 3 {
 			t.Fatalf("while ann holds the floor: %+v", a)
 		}
-		voice := func(speaking bool) {
-			b, _ := json.Marshal(protocol.Speaking{MessageID: "m", Speaking: speaking, StartedAt: r.clk.Now(), DurationMs: 2000})
-			r.roomAs("ann").Bus.Publish(r.ctx, r.s.Speaking("lr", "ann"), b, true)
-			r.settle()
-		}
-		voice(true)
+		r.voice(true, 2000)
 		r.advance(3 * time.Second) // within 2 s + the margin
 		if a := r.post("ben", ph, "Now?"); a.Reason != protocol.RejectFloorBusy {
 			t.Fatalf("%+v", a)
 		}
-		voice(false)
+		r.voice(false, 2000)
 		if a := r.post("ben", ph, "Now."); !a.Accepted {
 			t.Fatalf("after ann's voice ended: %+v", a)
 		}
@@ -366,25 +377,14 @@ func TestLimits(t *testing.T) {
 	// the phase while a robot still talks. Before, a paced utterance longer
 	// than the silence timeout ended the phase under it.
 	t.Run("silence counts from the end of the voice", func(t *testing.T) {
-		l := limits
-		l.Overlap = false
-		r := newFloorRig(t, l, "", nil)
-		ph := r.start().Phase
-		if a := r.post("ann", ph, "A long story."); !a.Accepted {
-			t.Fatalf("%+v", a)
-		}
-		voice := func(speaking bool) {
-			b, _ := json.Marshal(protocol.Speaking{MessageID: "m", Speaking: speaking, StartedAt: r.clk.Now(), DurationMs: 25000})
-			r.roomAs("ann").Bus.Publish(r.ctx, r.s.Speaking("lr", "ann"), b, true)
-			r.settle()
-		}
-		voice(true)
-		r.advance(l.SilenceTimeout + 5*time.Second) // ann still talks
+		r, _ := voicesRig(t, "A long story.")
+		r.voice(true, 25000)
+		r.advance(limits.SilenceTimeout + 5*time.Second) // ann still talks
 		notEnded(t, r)
-		voice(false)
-		r.advance(l.SilenceTimeout - time.Second)
+		r.voice(false, 25000)
+		r.advance(limits.SilenceTimeout - time.Second)
 		notEnded(t, r)
-		r.advance(l.SilenceTimeout + time.Second)
+		r.advance(limits.SilenceTimeout + time.Second)
 		if p, ended := r.ended(); !ended || p.Reason != protocol.EndSilenceTimeout {
 			t.Fatalf("ended %v: %+v", ended, p)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
@@ -41,4 +42,14 @@ func (r *memRoom) mk(id string) *room.Room {
 	birth, will := rm.PresenceMessages(id, id)
 	rm.Bus = r.mem.NamedConn(id, birth, will)
 	return rm
+}
+
+// runFloor runs the room's floor, which a message opens, with limits l.
+func (r *memRoom) runFloor(t *testing.T, l realtime.Limits) {
+	t.Helper()
+	f, err := realtime.NewFloor(realtime.FloorConfig{Room: r.mk("floor"), Members: members, ID: "floor", Limits: l, OpenOnMessage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.run(f.Run)
 }

@@ -39,11 +39,7 @@ func newSpoken(t *testing.T, talker realtime.Talker, actions []protocol.ActionDe
 	mem, s, m, ctx, run, mk := rr.mem, rr.s, rr.m, rr.ctx, rr.run, rr.mk
 	l := limits
 	l.RateLimit, l.PerAgent, l.PerDay = 50*time.Millisecond, 1, 1
-	f, err := realtime.NewFloor(realtime.FloorConfig{Room: mk("floor"), Members: members, ID: "floor", Limits: l, OpenOnMessage: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(f.Run)
+	rr.runFloor(t, l)
 	id := members[0]
 	rm := mk(id)
 	r := &spoken{ctx: ctx, mk: mk, m: m, speaks: make(chan protocol.SpeakRequest, 4), acts: make(chan protocol.ActionRequest, 4),

@@ -9,10 +9,7 @@ func TestHomeAssistantACL(t *testing.T) {
 	s := New("chorus").WithRoster("lab", []string{"kyoko", "hana"}).
 		WithHomeAssistant("lab", "homeassistant", "ha", "kyoko_node", "kyoko").
 		WithHomeAssistant("lab", "homeassistant", "ha", "hana", "hana")
-	pub := []struct {
-		user, topic string
-		ok          bool
-	}{
+	checkPublish(t, s, []access{
 		{"kyoko", "homeassistant/device/kyoko_node/config", true},
 		{"hana", "homeassistant/device/kyoko_node/config", false},
 		{"ha", "homeassistant/device/kyoko_node/config", false},
@@ -29,16 +26,8 @@ func TestHomeAssistantACL(t *testing.T) {
 		{"mallory", "chorus/rooms/lab/messages/ha", false},
 		{"ha", "chorus/rooms/lab/messages/ha", true},
 		{"ha", "chorus/rooms/lab/states/ha", false},
-	}
-	for _, c := range pub {
-		if got := s.MayPublish(c.user, c.topic); got != c.ok {
-			t.Errorf("MayPublish(%s, %s) = %v", c.user, c.topic, got)
-		}
-	}
-	read := []struct {
-		user, filter string
-		ok           bool
-	}{
+	})
+	checkRead(t, s, []access{
 		{"ha", "homeassistant/#", true},
 		{"kyoko", "homeassistant/status", true},
 		{"kyoko", "homeassistant/#", false},
@@ -47,21 +36,11 @@ func TestHomeAssistantACL(t *testing.T) {
 		{"mallory", "homeassistant/status", false},
 		{"ha", "chorus/ha/#", true},
 		{"ha", "chorus/devices/+/results", false}, // camera frames are for the room's members
-	}
-	for _, c := range read {
-		if got := s.MayRead(c.user, c.filter); got != c.ok {
-			t.Errorf("MayRead(%s, %s) = %v", c.user, c.filter, got)
-		}
-	}
-	acl := s.MosquittoACL()
+	})
+	acl := aclHas(t, s, "user kyoko\n", "topic write chorus/ha/kyoko/+", "topic read homeassistant/device/kyoko_node/config", "\nuser ha\ntopic write homeassistant/status\ntopic write chorus/ha/+/+/set\ntopic read homeassistant/#\n",
+		"topic write homeassistant/device/kyoko_node/config", "topic write chorus/rooms/lab/messages/ha")
 	if strings.Contains(acl, "%u/+") {
 		t.Error("a %u pattern before a wildcard: a username with '/' would write another robot's commands")
-	}
-	for _, want := range []string{"user kyoko\n", "topic write chorus/ha/kyoko/+", "topic read homeassistant/device/kyoko_node/config", "\nuser ha\ntopic write homeassistant/status\ntopic write chorus/ha/+/+/set\ntopic read homeassistant/#\n",
-		"topic write homeassistant/device/kyoko_node/config", "topic write chorus/rooms/lab/messages/ha"} {
-		if !strings.Contains(acl, want) {
-			t.Errorf("the ACL lacks %q:\n%s", want, acl)
-		}
 	}
 	if strings.Contains(acl, "user ha\ntopic write homeassistant/status\ntopic write chorus/ha/+/+/set\ntopic read homeassistant/#\ntopic read chorus/devices") {
 		t.Error("Home Assistant may read the robots' camera frames")

@@ -5,6 +5,47 @@ import (
 	"testing"
 )
 
+// access is a case of one user's right to publish to a topic, or to
+// subscribe to a filter.
+type access struct {
+	user, topic string
+	want        bool
+}
+
+// checkPublish fails t for each case MayPublish answers otherwise.
+func checkPublish(t *testing.T, s Scheme, cases []access) {
+	t.Helper()
+	for _, c := range cases {
+		if got := s.MayPublish(c.user, c.topic); got != c.want {
+			t.Errorf("MayPublish(%q, %q) = %v, want %v", c.user, c.topic, got, c.want)
+		}
+	}
+}
+
+// checkRead fails t for each case MayRead answers otherwise (topic is the
+// filter).
+func checkRead(t *testing.T, s Scheme, cases []access) {
+	t.Helper()
+	for _, c := range cases {
+		if got := s.MayRead(c.user, c.topic); got != c.want {
+			t.Errorf("MayRead(%q, %q) = %v, want %v", c.user, c.topic, got, c.want)
+		}
+	}
+}
+
+// aclHas renders s's Mosquitto ACL, fails t for each part it lacks and
+// returns it.
+func aclHas(t *testing.T, s Scheme, parts ...string) string {
+	t.Helper()
+	acl := s.MosquittoACL()
+	for _, want := range parts {
+		if !strings.Contains(acl, want) {
+			t.Errorf("the ACL lacks %q:\n%s", want, acl)
+		}
+	}
+	return acl
+}
+
 func TestParseRoundTrip(t *testing.T) {
 	s := New("")
 	tests := []struct {
@@ -48,10 +89,7 @@ func TestParseRoundTrip(t *testing.T) {
 
 func TestMayPublish(t *testing.T) {
 	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana"})
-	tests := []struct {
-		user, topic string
-		want        bool
-	}{
+	checkPublish(t, s, []access{
 		{"kyoko", s.State("lr", "kyoko"), true},
 		{"kyoko", s.State("lr", "hana"), false},
 		{"kyoko", s.Presence("lr", "kyoko"), true},
@@ -99,45 +137,27 @@ func TestMayPublish(t *testing.T) {
 		// Without a voice for the room, a floor speaks only as itself.
 		{"floor", s.Message("lr", "user"), false},
 		{"floor", s.Message("lr", "floor"), true},
-	}
-	for _, tt := range tests {
-		if got := s.MayPublish(tt.user, tt.topic); got != tt.want {
-			t.Errorf("MayPublish(%q, %q) = %v, want %v", tt.user, tt.topic, got, tt.want)
-		}
-	}
+	})
 }
 
 // The floor publishes what a room heard as the room's person (hearing.user),
 // and as nobody else: not as a companion, not in another room.
 func TestMayPublishHeardVoice(t *testing.T) {
 	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana"}).WithVoice("lr", "guest")
-	tests := []struct {
-		user, topic string
-		want        bool
-	}{
+	checkPublish(t, s, []access{
 		{"floor", s.Message("lr", "guest"), true},
 		{"floor", s.Message("lr", "kyoko"), false},
 		{"floor", s.Message("lr", "user"), false},
 		{"floor", s.Message("kitchen", "guest"), false},
 		{"kyoko", s.Message("lr", "guest"), false},
 		{"guest", s.Message("lr", "guest"), true},
-	}
-	for _, tt := range tests {
-		if got := s.MayPublish(tt.user, tt.topic); got != tt.want {
-			t.Errorf("MayPublish(%q, %q) = %v, want %v", tt.user, tt.topic, got, tt.want)
-		}
-	}
-	acl := s.MosquittoACL()
-	for _, want := range []string{
+	})
+	acl := aclHas(t, s,
 		"pattern read chorus/rooms/+/heard/+\n",
 		"user kyoko\n",
 		"topic write chorus/rooms/lr/heard/kyoko\n",
 		"user floor\n",
-	} {
-		if !strings.Contains(acl, want) {
-			t.Errorf("Mosquitto ACL lacks %q:\n%s", want, acl)
-		}
-	}
+	)
 	floor := acl[strings.Index(acl, "user floor\n"):]
 	if !strings.Contains(floor, "topic write chorus/rooms/lr/messages/guest\n") {
 		t.Errorf("the floor's block lacks the room's voice:\n%s", floor)
@@ -149,10 +169,7 @@ func TestMayPublishHeardVoice(t *testing.T) {
 // logged in.
 func TestMayRead(t *testing.T) {
 	s := New("chorus").WithRoster("lr", []string{"kyoko"})
-	tests := []struct {
-		user, filter string
-		want         bool
-	}{
+	checkRead(t, s, []access{
 		{"user", "chorus/rooms/lr/#", true},
 		{"user", "chorus/rooms/+/messages/+", true},
 		{"user", "chorus/devices/pi5/queries", true},
@@ -172,12 +189,7 @@ func TestMayRead(t *testing.T) {
 		{"", "chorus/rooms/lr/messages/kyoko", true},
 		{"", "chorus/devices/pi5/results", false},
 		{"", "chorus/#", false},
-	}
-	for _, tt := range tests {
-		if got := s.MayRead(tt.user, tt.filter); got != tt.want {
-			t.Errorf("MayRead(%q, %q) = %v, want %v", tt.user, tt.filter, got, tt.want)
-		}
-	}
+	})
 }
 
 // A whisper channel's traffic is its members' and the floor's only: they
@@ -186,10 +198,7 @@ func TestMayRead(t *testing.T) {
 // the broker then checks each message by its topic.
 func TestWhisperChannels(t *testing.T) {
 	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana", "aya"}).WithWhisper("lr", "wolves", []string{"kyoko", "hana"})
-	pub := []struct {
-		user, topic string
-		want        bool
-	}{
+	checkPublish(t, s, []access{
 		{"kyoko", s.PostIn("lr", "wolves", "kyoko"), true},
 		{"aya", s.PostIn("lr", "wolves", "aya"), false}, // a member of the room, not of the channel
 		{"kyoko", s.PostIn("lr", "wolves", "hana"), false},
@@ -198,16 +207,8 @@ func TestWhisperChannels(t *testing.T) {
 		{"floor", s.BroadcastIn("lr", "wolves", "floor"), true},
 		{"kyoko", s.BroadcastIn("lr", "wolves", "kyoko"), false},
 		{"kyoko", s.PhaseIn("lr", "wolves"), false},
-	}
-	for _, tt := range pub {
-		if got := s.MayPublish(tt.user, tt.topic); got != tt.want {
-			t.Errorf("MayPublish(%q, %q) = %v, want %v", tt.user, tt.topic, got, tt.want)
-		}
-	}
-	read := []struct {
-		user, filter string
-		want         bool
-	}{
+	})
+	checkRead(t, s, []access{
 		{"kyoko", "chorus/rooms/lr/whisper/wolves/#", true},
 		{"kyoko", s.BroadcastIn("lr", "wolves", "floor"), true},
 		{"floor", s.PostIn("lr", "wolves", "kyoko"), true},
@@ -217,22 +218,12 @@ func TestWhisperChannels(t *testing.T) {
 		{"user", "chorus/rooms/lr/#", true},           // subscribes; the broker filters each message
 		{"user", "chorus/rooms/lr/whisper/+/#", true}, // the same
 		{"user", "chorus/rooms/lr/phase", true},
-	}
-	for _, tt := range read {
-		if got := s.MayRead(tt.user, tt.filter); got != tt.want {
-			t.Errorf("MayRead(%q, %q) = %v, want %v", tt.user, tt.filter, got, tt.want)
-		}
-	}
-	acl := s.MosquittoACL()
-	for _, want := range []string{
+	})
+	acl := aclHas(t, s,
 		"user hana\ntopic write chorus/rooms/lr/presence/hana",
 		"topic write chorus/rooms/lr/whisper/wolves/floor/in/hana\ntopic read chorus/rooms/lr/whisper/wolves/#",
 		"topic read chorus/rooms/+/whisper/#",
-	} {
-		if !strings.Contains(acl, want) {
-			t.Errorf("the ACL lacks %q:\n%s", want, acl)
-		}
-	}
+	)
 	if strings.Contains(acl, "pattern read chorus/rooms/#") {
 		t.Errorf("the ACL lets anyone read every whisper channel:\n%s", acl)
 	}

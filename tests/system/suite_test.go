@@ -226,27 +226,23 @@ func TestSuiteBodyPartsGoneAndBack(t *testing.T) {
 		t.Fatalf("vision before: %.200s", r.payload)
 	}
 
-	os.Remove(ttsBin)
-	if r := speak(); ok(r) || !strings.Contains(r.payload, "espeak-ng") {
-		t.Fatalf("speak without the TTS binary: %s", r.payload)
-	} else {
-		t.Logf("TTS binary gone: %s", r.payload)
+	// goneAndBack takes away a part speaking needs (remove): speak fails
+	// naming it (want), and serves again once restore has put it back.
+	goneAndBack := func(part, want string, remove, restore func()) {
+		t.Helper()
+		remove()
+		if r := speak(); ok(r) || !strings.Contains(r.payload, want) {
+			t.Fatalf("speak without the %s: %s", part, r.payload)
+		} else {
+			t.Logf("%s gone: %s", part, r.payload)
+		}
+		restore()
+		if r := speak(); !ok(r) {
+			t.Fatalf("speak after the %s came back: %s", part, r.payload)
+		}
 	}
-	os.Symlink(espeak, ttsBin)
-	if r := speak(); !ok(r) {
-		t.Fatalf("speak after the TTS binary came back: %s", r.payload)
-	}
-
-	os.RemoveAll(audioDir)
-	if r := speak(); ok(r) || !strings.Contains(r.payload, "audio output") {
-		t.Fatalf("speak without the audio output: %s", r.payload)
-	} else {
-		t.Logf("audio output gone: %s", r.payload)
-	}
-	os.MkdirAll(audioDir, 0o755)
-	if r := speak(); !ok(r) {
-		t.Fatalf("speak after the audio output came back: %s", r.payload)
-	}
+	goneAndBack("TTS binary", "espeak-ng", func() { os.Remove(ttsBin) }, func() { os.Symlink(espeak, ttsBin) })
+	goneAndBack("audio output", "audio output", func() { os.RemoveAll(audioDir) }, func() { os.MkdirAll(audioDir, 0o755) })
 
 	os.RemoveAll(frames)
 	gone := time.Now()

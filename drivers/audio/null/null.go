@@ -48,13 +48,8 @@ type stream struct {
 }
 
 func (s *stream) Write(ctx context.Context, c audio.PCM) error {
-	if err := ctx.Err(); err != nil {
+	if err := audio.Pace(ctx, s.pace, c.Duration()); err != nil {
 		return err
-	}
-	if s.pace != nil {
-		if err := s.pace.Write(ctx, c.Duration()); err != nil {
-			return err
-		}
 	}
 	s.d += c.Duration()
 	s.o.mu.Lock()

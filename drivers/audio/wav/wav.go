@@ -90,13 +90,8 @@ func Path(s audio.Stream) string {
 }
 
 func (s *stream) Write(ctx context.Context, c audio.PCM) error {
-	if err := ctx.Err(); err != nil {
+	if err := audio.Pace(ctx, s.pace, c.Duration()); err != nil {
 		return err
-	}
-	if s.pace != nil {
-		if err := s.pace.Write(ctx, c.Duration()); err != nil {
-			return err
-		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

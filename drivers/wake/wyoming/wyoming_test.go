@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	wy "github.com/chorus-robotics/chorus/drivers/wyoming"
 )
@@ -60,14 +61,7 @@ func (s *server) problem(p string) {
 
 func (s *server) serve() {
 	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); defer c.Close(); s.handle(c) }()
-	}
+	wyomingtest.Serve(s.ln, &s.wg, s.handle)
 }
 
 func (s *server) handle(c net.Conn) {

@@ -92,16 +92,23 @@ func (s *Server) problem(format string, args ...any) {
 
 func (s *Server) serve() {
 	defer s.wg.Done()
+	Serve(s.ln, &s.wg, s.handle)
+}
+
+// Serve accepts connections on ln until it is closed, and handles each on
+// a goroutine of its own that wg counts, closing the connection after.
+// Any fake Wyoming server (speech to text, wake words) serves with it.
+func Serve(ln net.Listener, wg *sync.WaitGroup, handle func(net.Conn)) {
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		s.wg.Add(1)
+		wg.Add(1)
 		go func() {
-			defer s.wg.Done()
+			defer wg.Done()
 			defer c.Close()
-			s.handle(c)
+			handle(c)
 		}()
 	}
 }
