@@ -2,6 +2,7 @@ package wyoming
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 )
@@ -20,10 +21,21 @@ func Mono16(rate int) Audio { return Audio{Rate: rate, Width: 2, Channels: 1} }
 // take (speech to text and wake words alike).
 const DefaultDialTimeout = 3 * time.Second
 
-// Dial connects to a server at addr (host:port) within timeout or ctx.
-func Dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+// Dial connects to a server at addr (host:port) within timeout (0:
+// DefaultDialTimeout) or ctx; its errors begin with who ("stt wyoming").
+func Dial(ctx context.Context, who, addr string, timeout time.Duration) (net.Conn, error) {
+	if addr == "" {
+		return nil, fmt.Errorf("%s: no server address", who)
+	}
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
 	d := net.Dialer{Timeout: timeout}
-	return d.DialContext(ctx, "tcp", addr)
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connect to %s: %w", who, addr, err)
+	}
+	return c, nil
 }
 
 // Begin is the bytes that open an audio stream, for one write: the event

@@ -205,18 +205,7 @@ func (e *Engine) CheckModel(ctx context.Context) (string, error) {
 }
 
 func (e *Engine) dial(ctx context.Context) (net.Conn, error) {
-	if e.Addr == "" {
-		return nil, errors.New("stt wyoming: no server address")
-	}
-	dt := e.DialTimeout
-	if dt <= 0 {
-		dt = DefaultDialTimeout
-	}
-	c, err := wy.Dial(ctx, e.Addr, dt)
-	if err != nil {
-		return nil, fmt.Errorf("stt wyoming: connect to %s: %w", e.Addr, err)
-	}
-	return c, nil
+	return wy.Dial(ctx, "stt wyoming", e.Addr, e.DialTimeout)
 }
 
 type transcribe struct {

@@ -81,18 +81,7 @@ func (d *Detector) log() *slog.Logger {
 }
 
 func (d *Detector) dial(ctx context.Context) (net.Conn, error) {
-	if d.Addr == "" {
-		return nil, errors.New("wake wyoming: no server address")
-	}
-	timeout := d.DialTimeout
-	if timeout <= 0 {
-		timeout = DefaultDialTimeout
-	}
-	conn, err := wy.Dial(ctx, d.Addr, timeout)
-	if err != nil {
-		return nil, fmt.Errorf("wake wyoming: %s: %w", d.Addr, err)
-	}
-	return conn, nil
+	return wy.Dial(ctx, "wake wyoming", d.Addr, d.DialTimeout)
 }
 
 // Describe asks the server what it offers (describe → info) on a
