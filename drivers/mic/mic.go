@@ -316,3 +316,11 @@ func (c *Capture) Next(ctx context.Context) (Frame, error) {
 		}
 	}
 }
+
+// RateOr is rate when it is set, else DefaultRate: a source's Rate.
+func RateOr(rate int) int {
+	if rate > 0 {
+		return rate
+	}
+	return DefaultRate
+}

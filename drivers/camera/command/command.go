@@ -95,19 +95,11 @@ func (s *Source) Open(ctx context.Context) error {
 		return errors.New("camera command: no program given")
 	}
 	s.Close()
-	r, w, err := os.Pipe()
+	cmd, tail, r, err := proc.StartReading("camera command", s.Command)
 	if err != nil {
-		return fmt.Errorf("camera command: %w", err)
+		return err
 	}
-	cmd, tail := proc.Command(s.Command)
-	cmd.Stdout, s.stderr = w, tail
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return fmt.Errorf("camera command: start %s: %w", s.Command[0], err)
-	}
-	w.Close() // the program holds the write end; EOF when it exits
-	s.cmd, s.out, s.got = cmd, r, false
+	s.cmd, s.out, s.got, s.stderr = cmd, r, false, tail
 	s.frames = make(chan []byte, 1)
 	s.eof = make(chan struct{})
 	s.exited = make(chan struct{})

@@ -7,6 +7,7 @@ package proc
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -22,6 +23,25 @@ func Command(argv []string) (*exec.Cmd, *Tail) {
 	ownGroup(cmd)
 	cmd.WaitDelay = time.Second // a grandchild holding stderr open
 	return cmd, t
+}
+
+// StartReading starts argv (Command) with its stdout on a pipe, and
+// returns the pipe's read end: it ends (EOF) when the program exits. who
+// begins the errors ("camera command").
+func StartReading(who string, argv []string) (*exec.Cmd, *Tail, *os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", who, err)
+	}
+	cmd, tail := Command(argv)
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, nil, nil, fmt.Errorf("%s: start %s: %w", who, argv[0], err)
+	}
+	w.Close() // the program holds the write end
+	return cmd, tail, r, nil
 }
 
 // Kill kills cmd and, where there are process groups, its group. The

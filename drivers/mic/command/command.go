@@ -69,12 +69,7 @@ func (s *Source) Name() string {
 }
 
 // Rate implements mic.Source.
-func (s *Source) Rate() int {
-	if s.SampleRate > 0 {
-		return s.SampleRate
-	}
-	return mic.DefaultRate
-}
+func (s *Source) Rate() int { return mic.RateOr(s.SampleRate) }
 
 // Open starts the program.
 func (s *Source) Open(ctx context.Context) error {
@@ -86,18 +81,10 @@ func (s *Source) Open(ctx context.Context) error {
 	}
 	s.Close()
 	argv := audiocmd.Argv(s.Command, s.Rate())
-	r, w, err := os.Pipe()
+	cmd, tail, r, err := proc.StartReading("mic command", argv)
 	if err != nil {
-		return fmt.Errorf("mic command: %w", err)
+		return err
 	}
-	cmd, tail := proc.Command(argv)
-	cmd.Stdout = w
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return fmt.Errorf("mic command: start %s: %w", argv[0], err)
-	}
-	w.Close() // the program holds the write end: EOF when it exits
 	s.prog, s.cmd, s.out, s.tail, s.odd = argv[0], cmd, r, tail, s.odd[:0]
 	exited := make(chan struct{})
 	s.exited = exited

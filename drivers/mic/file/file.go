@@ -75,12 +75,7 @@ func (s *Source) Name() string {
 }
 
 // Rate implements mic.Source.
-func (s *Source) Rate() int {
-	if s.SampleRate > 0 {
-		return s.SampleRate
-	}
-	return mic.DefaultRate
-}
+func (s *Source) Rate() int { return mic.RateOr(s.SampleRate) }
 
 // Open loads the audio and starts its clock.
 func (s *Source) Open(ctx context.Context) error {

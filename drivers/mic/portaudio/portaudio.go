@@ -59,12 +59,7 @@ func (s *Source) Name() string {
 }
 
 // Rate implements mic.Source.
-func (s *Source) Rate() int {
-	if s.SampleRate > 0 {
-		return s.SampleRate
-	}
-	return mic.DefaultRate
-}
+func (s *Source) Rate() int { return mic.RateOr(s.SampleRate) }
 
 // Overflows is how many reads found the device had dropped audio.
 func (s *Source) Overflows() uint64 { return s.overflows.Load() }
