@@ -163,3 +163,34 @@ func AppendLE16(b []byte, pcm []int16) []byte {
 	}
 	return b
 }
+
+// Queue is a session's bounded queue of what Write hands over, drained
+// by the goroutine that sends it on: a push never blocks, and what does
+// not fit marks the utterance overflowed (Finish then fails with
+// ErrOverflow). The session's lock guards it; the sender ranges over C
+// until Close.
+type Queue[T any] struct {
+	C        chan T
+	closed   bool
+	Overflow bool
+}
+
+// NewQueue is a queue of n.
+func NewQueue[T any](n int) Queue[T] { return Queue[T]{C: make(chan T, n)} }
+
+// Push queues v, or marks the queue overflowed when it is full.
+func (q *Queue[T]) Push(v T) {
+	select {
+	case q.C <- v:
+	default:
+		q.Overflow = true
+	}
+}
+
+// Close stops the sender taking more, once.
+func (q *Queue[T]) Close() {
+	if !q.closed {
+		q.closed = true
+		close(q.C)
+	}
+}

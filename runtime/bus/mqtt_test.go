@@ -48,35 +48,34 @@ func collect(t *testing.T, b bus.Bus, filter string) <-chan received {
 	return ch
 }
 
-func expect(t *testing.T, ch <-chan received, topic, payload string, within time.Duration) {
-	t.Helper()
+// firstOn is the first message on topic (with payload, when given) that
+// ch receives within within.
+func firstOn(ch <-chan received, topic, payload string, within time.Duration) (received, bool) {
 	timer := time.NewTimer(within)
 	defer timer.Stop()
 	for {
 		select {
 		case r := <-ch:
-			if r.topic == topic && r.payload == payload {
-				return
+			if r.topic == topic && (payload == "" || r.payload == payload) {
+				return r, true
 			}
 		case <-timer.C:
-			t.Fatalf("did not receive %q on %s within %v", payload, topic, within)
+			return received{}, false
 		}
+	}
+}
+
+func expect(t *testing.T, ch <-chan received, topic, payload string, within time.Duration) {
+	t.Helper()
+	if _, ok := firstOn(ch, topic, payload, within); !ok {
+		t.Fatalf("did not receive %q on %s within %v", payload, topic, within)
 	}
 }
 
 func expectNone(t *testing.T, ch <-chan received, topic string, within time.Duration) {
 	t.Helper()
-	timer := time.NewTimer(within)
-	defer timer.Stop()
-	for {
-		select {
-		case r := <-ch:
-			if r.topic == topic {
-				t.Fatalf("received %q on %s, which the broker should have refused", r.payload, topic)
-			}
-		case <-timer.C:
-			return
-		}
+	if r, ok := firstOn(ch, topic, "", within); ok {
+		t.Fatalf("received %q on %s, which the broker should have refused", r.payload, topic)
 	}
 }
 

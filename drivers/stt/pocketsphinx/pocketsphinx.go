@@ -138,7 +138,7 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 	s := &Session{
 		e: e, bin: bin, rate: rate, cmd: cmd, stdin: stdin, stdout: out, stderr: stderr,
 		maxSamples: maxSec * rate,
-		queue:      make(chan []int16, DefaultMaxQueue),
+		q:          stt.NewQueue[[]int16](DefaultMaxQueue),
 		fed:        make(chan struct{}),
 		exited:     make(chan struct{}),
 		started:    time.Now(),
@@ -165,11 +165,9 @@ type Session struct {
 	waitErr error         // set before exited is closed
 
 	mu       sync.Mutex
-	queue    chan []int16 // closed under mu
-	closed   bool
-	life     stt.Lifecycle // finished, aborted
-	overflow bool
-	inputEnd bool // feed closed stdin on purpose: an exit before it is a crash
+	q        stt.Queue[[]int16] // closed under mu
+	life     stt.Lifecycle      // finished, aborted
+	inputEnd bool               // feed closed stdin on purpose: an exit before it is a crash
 	feedErr  error
 	samples  int
 }
@@ -180,7 +178,7 @@ var _ stt.Session = (*Session)(nil)
 func (s *Session) feed() {
 	defer close(s.fed)
 	var buf []byte
-	for pcm := range s.queue {
+	for pcm := range s.q.C {
 		s.mu.Lock()
 		failed := s.feedErr != nil
 		s.mu.Unlock()
@@ -238,27 +236,16 @@ func (s *Session) Write(pcm []int16) error {
 	if err := s.died(); err != nil {
 		return err
 	}
-	if s.overflow || len(pcm) == 0 {
+	if s.q.Overflow || len(pcm) == 0 {
 		return nil
 	}
 	s.samples += len(pcm)
 	if s.samples > s.maxSamples {
-		s.overflow = true
+		s.q.Overflow = true
 		return nil
 	}
-	select {
-	case s.queue <- append([]int16(nil), pcm...):
-	default:
-		s.overflow = true
-	}
+	s.q.Push(append([]int16(nil), pcm...))
 	return nil
-}
-
-func (s *Session) closeQueue() {
-	if !s.closed {
-		s.closed = true
-		close(s.queue)
-	}
 }
 
 // Finish implements stt.Session: it ends the audio and waits for the
@@ -269,8 +256,8 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 		s.mu.Unlock()
 		return stt.Transcript{}, err
 	}
-	overflow := s.overflow
-	s.closeQueue()
+	overflow := s.q.Overflow
+	s.q.Close()
 	s.mu.Unlock()
 	if overflow {
 		s.kill()
@@ -327,7 +314,7 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 // kill ends the program and both goroutines, and waits for them.
 func (s *Session) kill() {
 	s.mu.Lock()
-	s.closeQueue()
+	s.q.Close()
 	s.mu.Unlock()
 	select {
 	case <-s.exited:

@@ -267,7 +267,7 @@ func (e *Engine) start(ctx context.Context, rate int, timeout, afterStop time.Du
 		max = DefaultMaxQueue
 	}
 	s := &Session{e: e, conn: conn, format: format, timeout: timeout, afterStop: afterStop,
-		queue: make(chan []byte, max), done: make(chan struct{})}
+		q: stt.NewQueue[[]byte](max), done: make(chan struct{})}
 	go s.send()
 	return s, nil
 }
@@ -284,13 +284,11 @@ type Session struct {
 	dmu sync.Mutex // guards the read deadline against ctx's cut
 	cut bool       // ctx ended: the deadline stays in the past
 
-	mu       sync.Mutex
-	queue    chan []byte // closed by Finish or Abort, under mu
-	closed   bool
-	life     stt.Lifecycle // finished, aborted
-	overflow bool
-	sendErr  error
-	sent     int // bytes of PCM written
+	mu      sync.Mutex
+	q       stt.Queue[[]byte] // closed by Finish or Abort, under mu
+	life    stt.Lifecycle     // finished, aborted
+	sendErr error
+	sent    int // bytes of PCM written
 }
 
 var _ stt.Session = (*Session)(nil)
@@ -299,7 +297,7 @@ var _ stt.Session = (*Session)(nil)
 // events until the queue is closed.
 func (s *Session) send() {
 	defer close(s.done)
-	for payload := range s.queue {
+	for payload := range s.q.C {
 		s.mu.Lock()
 		failed := s.sendErr != nil
 		s.mu.Unlock()
@@ -329,24 +327,12 @@ func (s *Session) Write(pcm []int16) error {
 	case s.sendErr != nil:
 		return fmt.Errorf("stt wyoming: %s: %w", s.e.Addr, s.sendErr)
 	}
-	for len(pcm) > 0 && !s.overflow {
+	for len(pcm) > 0 && !s.q.Overflow {
 		n := min(len(pcm), s.format.Rate)
-		select {
-		case s.queue <- stt.AppendLE16(make([]byte, 0, 2*n), pcm[:n]):
-		default:
-			s.overflow = true
-		}
+		s.q.Push(stt.AppendLE16(make([]byte, 0, 2*n), pcm[:n]))
 		pcm = pcm[n:]
 	}
 	return nil
-}
-
-// closeQueue stops the sender taking more; the caller holds mu.
-func (s *Session) closeQueue() {
-	if !s.closed {
-		s.closed = true
-		close(s.queue)
-	}
 }
 
 // Finish implements stt.Session: it waits for the queued chunks to go
@@ -357,7 +343,7 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 		s.mu.Unlock()
 		return stt.Transcript{}, err
 	}
-	s.closeQueue()
+	s.q.Close()
 	s.mu.Unlock()
 	defer s.conn.Close()
 
@@ -395,10 +381,10 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: sending audio: %w", s.e.Addr, ctx.Err())
 	}
 	s.mu.Lock()
-	overflow, sendErr, sent := s.overflow, s.sendErr, s.sent
+	overflow, sendErr, sent := s.q.Overflow, s.sendErr, s.sent
 	s.mu.Unlock()
 	if overflow {
-		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: more than %d chunks waited to be sent: %w", s.e.Addr, cap(s.queue), stt.ErrOverflow)
+		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: more than %d chunks waited to be sent: %w", s.e.Addr, cap(s.q.C), stt.ErrOverflow)
 	}
 	if sendErr != nil {
 		return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: sending audio: %w", s.e.Addr, timeoutErr(sendErr))
@@ -494,7 +480,7 @@ func (s *Session) Abort() {
 		s.mu.Unlock()
 		return
 	}
-	s.closeQueue()
+	s.q.Close()
 	s.mu.Unlock()
 	s.conn.Close()
 	<-s.done // the closed connection ends any write at once
