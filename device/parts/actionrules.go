@@ -56,8 +56,7 @@ const DefaultMaxSpeed = 180.0
 func bodyDefaults(c *robot.Config) {
 	b := &c.Body
 	if s := b.Servos; s != nil {
-		def(&s.Bus, i2cbus.DefaultBus)
-		def(&s.Address, fmt.Sprintf("0x%02x", servo.DefaultAddress))
+		i2cDefaults(&s.Bus, &s.Address, servo.DefaultAddress)
 		if s.Tick == 0 {
 			s.Tick = servo.DefaultTick
 		}
@@ -78,8 +77,7 @@ func bodyDefaults(c *robot.Config) {
 		}
 	}
 	if f := b.Face; f != nil {
-		def(&f.Bus, i2cbus.DefaultBus)
-		def(&f.Address, fmt.Sprintf("0x%02x", face.DefaultAddress))
+		i2cDefaults(&f.Bus, &f.Address, face.DefaultAddress)
 		if f.Width == 0 {
 			f.Width = face.DefaultWidth
 		}
@@ -120,6 +118,12 @@ func object(props map[string]any, required ...any) map[string]any {
 		s["required"] = required
 	}
 	return s
+}
+
+// i2cDefaults fills an I²C part's bus and address.
+func i2cDefaults(bus, address *string, addr uint16) {
+	def(bus, i2cbus.DefaultBus)
+	def(address, fmt.Sprintf("0x%02x", addr))
 }
 
 func def(v *string, d string) {

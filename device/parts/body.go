@@ -87,38 +87,35 @@ func BuildBody(c *robot.Config, env Env, status StatusLight) (*Body, error) {
 		b.close = append(b.close, func() { bus.Close() })
 		return bus, nil
 	}
+	// onI2C opens a part at address on the bus named: its bus opened
+	// once for all the parts on it.
+	onI2C := func(name, address string, open func(i2c.Bus, uint16) error) error {
+		bus, err := openBus(name)
+		if err != nil {
+			return err
+		}
+		addr, err := i2cbus.ParseAddr(address)
+		if err != nil {
+			return err
+		}
+		return open(bus, addr)
+	}
 	unavailable := map[string]error{}
 	cfg := c.Body
 	if s := cfg.Servos; s != nil {
-		err := func() error {
-			bus, err := openBus(s.Bus)
-			if err != nil {
-				return err
-			}
-			addr, err := i2cbus.ParseAddr(s.Address)
-			if err != nil {
-				return err
-			}
+		err := onI2C(s.Bus, s.Address, func(bus i2c.Bus, addr uint16) (err error) {
 			b.Head, err = servo.New(bus, joints(s), servo.Options{Address: addr, Tick: s.Tick, Logger: log})
 			return err
-		}()
+		})
 		if err != nil {
 			unavailable["head"] = fmt.Errorf("the servo head (body.servos, %s at %s) is unavailable: %w", s.Bus, s.Address, err)
 		}
 	}
 	if f := cfg.Face; f != nil {
-		err := func() error {
-			bus, err := openBus(f.Bus)
-			if err != nil {
-				return err
-			}
-			addr, err := i2cbus.ParseAddr(f.Address)
-			if err != nil {
-				return err
-			}
+		err := onI2C(f.Bus, f.Address, func(bus i2c.Bus, addr uint16) (err error) {
 			b.Face, err = face.NewI2C(bus, addr, f.Width, f.Height)
 			return err
-		}()
+		})
 		if err != nil {
 			unavailable["face"] = fmt.Errorf("the face (body.face, %s at %s) is unavailable: %w", f.Bus, f.Address, err)
 		} else {

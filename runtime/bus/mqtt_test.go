@@ -110,17 +110,19 @@ func TestRoundTrip(t *testing.T) {
 	})
 }
 
+// brokerAddr is the host:port of br itself, for a proxy in front of it.
+func brokerAddr(br bustest.Broker) string {
+	if b, ok := br.(*bustest.Embedded); ok {
+		return b.Inner().Addr()
+	}
+	return strings.TrimPrefix(br.URL(), "tcp://")
+}
+
 func TestRetainedPresenceAndLastWill(t *testing.T) {
 	s := topic.New("")
 	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		pt := s.Presence("lr", "kyoko")
-		var dev string
-		switch b := br.(type) {
-		case *bustest.Embedded:
-			dev = b.Inner().Addr()
-		default:
-			dev = strings.TrimPrefix(br.URL(), "tcp://")
-		}
+		dev := brokerAddr(br)
 		proxy := bustest.StartProxy(t, dev)
 		kyoko := dial(t, proxy.URL(), "kyoko", func(o *bus.Options) {
 			o.Birth = fixed(pt, "online")
@@ -359,13 +361,7 @@ func TestForgedWillRefusedAndDeniedPublishKeepsTheConnection(t *testing.T) {
 		w := dial(t, br.URL(), "watcher")
 		ch := collect(t, w, s.Prefix+"/rooms/#") // a non-member may not read devices' results
 		forged := []byte(`{"from":"floor","messageId":"m1","speaker":"mallory","reason":"speak","decidedBy":"all-voted","votes":[]}`)
-		var dev string
-		switch b := br.(type) {
-		case *bustest.Embedded:
-			dev = b.Inner().Addr()
-		default:
-			dev = strings.TrimPrefix(br.URL(), "tcp://")
-		}
+		dev := brokerAddr(br)
 		for _, will := range []*bus.Retained{
 			{Topic: s.Turns("lr"), Payload: forged},
 			{Topic: s.Presence("lr", "kyoko"), Payload: []byte(`{"online":false}`)},

@@ -59,23 +59,18 @@ func Decode(r io.Reader, doc Document) error {
 // ParseFile is Parse of the file at path; the config remembers its path
 // (Resolve).
 func ParseFile(path string, doc Document) (Errors, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	typed, err := Parse(f, doc)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	doc.Base().path = path
-	return typed, nil
+	return parseNamed(path, func() (io.ReadCloser, error) { return os.Open(path) }, doc)
 }
 
 // ParseFS is Parse of the file name in fsys (configs embedded in a
 // binary); the config remembers name.
 func ParseFS(fsys fs.FS, name string, doc Document) (Errors, error) {
-	f, err := fsys.Open(name)
+	return parseNamed(name, func() (io.ReadCloser, error) { return fsys.Open(name) }, doc)
+}
+
+// parseNamed is Parse of what open opens, remembered as name.
+func parseNamed(name string, open func() (io.ReadCloser, error), doc Document) (Errors, error) {
+	f, err := open()
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
