@@ -175,20 +175,51 @@ func sortedIdx(m map[int]robot.Action) []int {
 	return out
 }
 
+// i2cPart is a body part on an I²C bus, as --check-config and --doctor
+// see it: at returns its bus and address (ok false: the body has none).
+type i2cPart struct {
+	field, name, chip string
+	at                func(c *robot.Config) (bus, address string, ok bool)
+	answers           func(context.Context, i2c.Bus, uint16) error // the probe
+}
+
+func (p i2cPart) needs(c *robot.Config) []string {
+	if bus, _, ok := p.at(c); ok {
+		return devThere(p.field+".bus", bus, i2cFix)
+	}
+	return nil
+}
+
+func (p i2cPart) probe(ctx context.Context, c *robot.Config, timeout time.Duration) []Probe {
+	if bus, address, ok := p.at(c); ok {
+		return []Probe{probeI2C(ctx, p.name, p.field, bus, address, p.chip, timeout, p.answers)}
+	}
+	return nil
+}
+
+var (
+	servoPart = i2cPart{field: "body.servos", name: "servo board", chip: "PCA9685", answers: i2cbus.Probe, // a PCA9685 reads back
+		at: func(c *robot.Config) (string, string, bool) {
+			if s := c.Body.Servos; s != nil {
+				return s.Bus, s.Address, true
+			}
+			return "", "", false
+		}}
+	facePart = i2cPart{field: "body.face", name: "face", chip: "SSD1306",
+		answers: func(ctx context.Context, bus i2c.Bus, addr uint16) error {
+			return i2cbus.ProbeWrite(ctx, bus, addr, face.ProbeBytes()) // an SSD1306 may refuse reads
+		},
+		at: func(c *robot.Config) (string, string, bool) {
+			if f := c.Body.Face; f != nil {
+				return f.Bus, f.Address, true
+			}
+			return "", "", false
+		}}
+)
+
 func init() {
 	ActionKinds.Add(ActionKind{Kind: DriverServo, About: "a pose or a joint of a servo head on a PCA9685 over I²C (body.servos)",
-		Needs: func(c *robot.Config) []string {
-			if s := c.Body.Servos; s != nil {
-				return devThere("body.servos.bus", s.Bus, i2cFix)
-			}
-			return nil
-		},
-		Probe: func(ctx context.Context, c *robot.Config, timeout time.Duration) []Probe {
-			if s := c.Body.Servos; s != nil { // a PCA9685 reads back
-				return []Probe{probeI2C(ctx, "servo board", "body.servos", s.Bus, s.Address, "PCA9685", timeout, i2cbus.Probe)}
-			}
-			return nil
-		},
+		Needs: servoPart.needs, Probe: servoPart.probe,
 		Owns: func(a robot.Action) []string { return set("pose", a.Pose != "", "joint", a.Joint != "") },
 		Defaults: func(a *robot.Action, _ robot.Body) {
 			if a.Pose == "" && a.Joint == "" {
@@ -244,20 +275,7 @@ func init() {
 			return b.light(a, act.Action{Def: ActionDef(a)}, k.unavailable, k.status)
 		}})
 	ActionKinds.Add(ActionKind{Kind: DriverFace, About: "eyes per emotion and a talking mouth on an SSD1306 OLED over I²C (body.face)",
-		Needs: func(c *robot.Config) []string {
-			if f := c.Body.Face; f != nil {
-				return devThere("body.face.bus", f.Bus, i2cFix)
-			}
-			return nil
-		},
-		Probe: func(ctx context.Context, c *robot.Config, timeout time.Duration) []Probe {
-			if f := c.Body.Face; f != nil {
-				return []Probe{probeI2C(ctx, "face", "body.face", f.Bus, f.Address, "SSD1306", timeout, func(ctx context.Context, bus i2c.Bus, addr uint16) error {
-					return i2cbus.ProbeWrite(ctx, bus, addr, face.ProbeBytes()) // an SSD1306 may refuse reads
-				})}
-			}
-			return nil
-		},
+		Needs: facePart.needs, Probe: facePart.probe,
 		Check: func(p *settings.Problems, _ robot.Action, c *robot.Config) {
 			if c.Body.Face == nil {
 				p.Add("driver", "face needs body.face (the OLED)")
