@@ -42,14 +42,6 @@ drivers: {audio: {kind: null, paced: true}, tts: {kind: %[3]s}}
 http: {listen: "off"}
 `
 
-const gapRoomFloor = `version: 1
-device: {id: gap-floor}
-room: {name: gap, members: [ann, ben, cat], floor: true}
-mqtt: {broker: "tcp://127.0.0.1:1"}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "off"}
-`
-
 // Lines of two to four seconds for each engine, by turn.
 var gapLines = map[string][]string{
 	"en": {
@@ -78,7 +70,7 @@ func Gap(ctx context.Context, c GapCase) (GapResult, error) {
 	fake.Latency, fake.ClosingAfter = c.Latency, 1<<30
 	fake.Line = func(me string, turn int) string { return gapLines[lang][turn%3] }
 	var cfgs []*robot.Config
-	for _, y := range []string{gapRoomFloor,
+	for _, y := range []string{roomFloor("gap"),
 		fmt.Sprintf(gapCompanion, "ann", fake.BaseURL(), c.TTS, c.Turns, lang),
 		fmt.Sprintf(gapCompanion, "ben", fake.BaseURL(), c.TTS, c.Turns, lang),
 		fmt.Sprintf(gapCompanion, "cat", fake.BaseURL(), c.TTS, c.Turns, lang)} {
@@ -127,4 +119,16 @@ func Gap(ctx context.Context, c GapCase) (GapResult, error) {
 		return GapResult{}, fmt.Errorf("model server saw bad requests: %v", p)
 	}
 	return GapResult{Gaps: gaps, Overlaps: timeline.Overlaps(gaps), Spoken: timeline.Percentile(spoken, 50)}, nil
+}
+
+// roomFloor is the config of a room's floor device for the
+// benchmarks: no companion, no broker of its own (the room's is given).
+func roomFloor(room string) string {
+	return fmt.Sprintf(`version: 1
+device: {id: %[1]s-floor}
+room: {name: %[1]s, members: [ann, ben, cat], floor: true}
+mqtt: {broker: "tcp://127.0.0.1:1"}
+drivers: {audio: {kind: null}, tts: {kind: tone}}
+http: {listen: "off"}
+`, room)
 }

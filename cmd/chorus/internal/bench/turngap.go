@@ -24,14 +24,6 @@ drivers: {audio: {kind: null}, tts: {kind: tone}}
 http: {listen: "off"}
 `
 
-const gapFloor = `version: 1
-device: {id: gap-floor}
-room: {name: gap, members: [ann, ben, cat], floor: true}
-mqtt: {broker: "tcp://127.0.0.1:1"}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "off"}
-`
-
 // TurnGap runs a room of a floor and three companions (daemons, as
 // chorusd runs them) whose brain is an OpenAI-compatible server taking
 // latency per call, and measures for each of rounds user messages the
@@ -42,7 +34,7 @@ func TurnGap(ctx context.Context, latency time.Duration, draft bool, rounds int)
 	defer fake.Close()
 	fake.Latency, fake.OnlyUsers, fake.ClosingAfter = latency, true, 1<<30
 	var cfgs []*robot.Config
-	for _, y := range []string{gapFloor, fmt.Sprintf(gapDevice, "ann", fake.BaseURL(), draft),
+	for _, y := range []string{roomFloor("gap"), fmt.Sprintf(gapDevice, "ann", fake.BaseURL(), draft),
 		fmt.Sprintf(gapDevice, "ben", fake.BaseURL(), draft), fmt.Sprintf(gapDevice, "cat", fake.BaseURL(), draft)} {
 		c, err := robot.Decode(strings.NewReader(y))
 		if err != nil {

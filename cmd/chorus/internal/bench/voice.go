@@ -69,14 +69,6 @@ hearing: {enabled: %[4]t, stt: %[5]s}
 http: {listen: "off"}
 `
 
-const voiceFloor = `version: 1
-device: {id: voice-floor}
-room: {name: voice, members: [ann, ben, cat], floor: true}
-mqtt: {broker: "tcp://127.0.0.1:1"}
-drivers: {audio: {kind: null}, tts: {kind: tone}}
-http: {listen: "off"}
-`
-
 // Voice runs three companions on the OpenAI-compatible brain (the fake
 // model server, c.Model per call), speaking espeak-ng into a shared air
 // and hearing it; c.Mics of them hear. A person asks VoiceQuestion aloud
@@ -127,7 +119,7 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 		return res, err
 	}
 	cfgs := []*robot.Config{}
-	for i, y := range []string{voiceFloor,
+	for i, y := range []string{roomFloor("voice"),
 		fmt.Sprintf(voiceCompanion, "ann", fake.BaseURL(), srv.Addr(), c.Mics >= 1, sttConf),
 		fmt.Sprintf(voiceCompanion, "ben", fake.BaseURL(), srv.Addr(), c.Mics >= 2, sttConf),
 		fmt.Sprintf(voiceCompanion, "cat", fake.BaseURL(), srv.Addr(), c.Mics >= 3, sttConf)} {
