@@ -32,6 +32,12 @@ var ErrStalled = errors.New("the stream stalled")
 // the whole answer.
 var ErrStreamRefused = errors.New("the server does not stream")
 
+// ErrEnd is what an event handler returns when the answer is complete
+// ([DONE], message_stop): the stream ends there and its request is
+// closed, without waiting for the server to close it (a server or a
+// proxy may hold the connection open after the answer).
+var ErrEnd = errors.New("the answer is complete")
+
 // Event is one server-sent event: its name ("" for a plain data event)
 // and its data (the data lines joined by newlines).
 type Event struct {
@@ -139,7 +145,7 @@ func (c *Client) readEvents(ctx context.Context, r io.Reader, idle time.Duration
 				if data.Len() > 0 || ev.Name != "" {
 					ev.Data = bytes.TrimSuffix(data.Bytes(), []byte("\n"))
 					if ferr := fn(ev); ferr != nil {
-						return ferr
+						return ended(ferr)
 					}
 				}
 				ev, data = Event{}, bytes.Buffer{}
@@ -166,7 +172,7 @@ func (c *Client) readEvents(ctx context.Context, r io.Reader, idle time.Duration
 			if err == io.EOF {
 				if data.Len() > 0 { // the last event had no blank line after it
 					ev.Data = bytes.TrimSuffix(data.Bytes(), []byte("\n"))
-					return fn(ev)
+					return ended(fn(ev))
 				}
 				return nil
 			}
@@ -179,6 +185,14 @@ func (c *Client) readEvents(ctx context.Context, r io.Reader, idle time.Duration
 }
 
 var errTooLong = errors.New("the answer is too long")
+
+// ended is a handler's error, nil when it says the answer is complete.
+func ended(err error) error {
+	if errors.Is(err, ErrEnd) {
+		return nil
+	}
+	return err
+}
 
 // countingReader fails once it has read left bytes, and tells of every
 // read.

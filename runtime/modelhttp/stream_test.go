@@ -139,6 +139,23 @@ func TestStreamSlowStartIsNoStall(t *testing.T) {
 	}
 }
 
+// A handler that says the answer is complete (ErrEnd) ends the stream
+// there, and its request is closed, though the server holds the
+// connection open after the answer.
+func TestStreamEndsWhenTheAnswerIsComplete(t *testing.T) {
+	srv, closed := stalling(t)
+	c := &Client{Provider: "test"}
+	err := c.Stream(context.Background(), srv.URL, nil, struct{}{}, Streamed{Event: func(Event) error { return ErrEnd }, Idle: time.Minute})
+	if err != nil {
+		t.Fatalf("err %v, want nil", err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was not closed at the end of the answer")
+	}
+}
+
 // Cancelling (barge-in, another robot granted) closes the request at once.
 func TestStreamCancelClosesTheRequest(t *testing.T) {
 	srv, closed := stalling(t)

@@ -63,7 +63,8 @@ type streamBlock struct {
 	text           []byte // a text block's text, a tool use's input JSON
 }
 
-// Add takes one event's data and returns the text it adds.
+// Add takes one event's data and returns the text it adds; at
+// message_stop it returns modelhttp.ErrEnd (the answer is complete).
 func (a *Assembler) Add(data []byte) (string, error) {
 	var e event
 	if err := json.Unmarshal(data, &e); err != nil {
@@ -110,6 +111,7 @@ func (a *Assembler) Add(data []byte) (string, error) {
 		}
 	case "message_stop":
 		a.stopped = true
+		return "", modelhttp.ErrEnd
 	}
 	return "", nil // an event this client does not read (a thinking block's, a new kind)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
@@ -72,6 +73,19 @@ func TestChatStreamTextAndToolUse(t *testing.T) {
 	}
 	if h := s.Headers[0]; h.Get("Accept") != "text/event-stream" || h.Get("X-Api-Key") != "sk-ant-test" || h.Get("Anthropic-Version") == "" {
 		t.Fatalf("headers %v", h)
+	}
+}
+
+// An answer is complete at message_stop, though the server holds the
+// connection open after it.
+func TestChatStreamCompleteAtMessageStop(t *testing.T) {
+	held := make(chan struct{})
+	events := append([]string{start(), blockStart(0, map[string]any{"type": "text", "text": ""}), textDelta(0, "Hi.")}, stop("end_turn")...)
+	s := newServer(t, llmtest.HeldEvents(t, held, events...))
+	t.Cleanup(func() { close(held) }) // before the server closes
+	c := New(Config{BaseURL: s.URL, Model: "claude-x", StreamIdle: time.Minute})
+	if out, err := c.ChatStream(context.Background(), ask(), nil); err != nil || out.Text != "Hi." {
+		t.Fatalf("out %+v, err %v", out, err)
 	}
 }
 

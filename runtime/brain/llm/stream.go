@@ -15,7 +15,8 @@ import (
 
 // Assembler builds a provider's Response from its stream's events.
 type Assembler interface {
-	// Add takes one event's data and returns the text it adds.
+	// Add takes one event's data and returns the text it adds, or
+	// modelhttp.ErrEnd once the answer is complete.
 	Add(data []byte) (string, error)
 	// Response is the whole answer once the stream has ended.
 	Response() (Response, error)

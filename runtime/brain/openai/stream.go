@@ -58,7 +58,8 @@ type Assembler struct {
 	done          bool
 }
 
-// Add takes one event's data and returns the text it adds. After [DONE]
+// Add takes one event's data and returns the text it adds; at [DONE] it
+// returns modelhttp.ErrEnd (the answer is complete), and after it
 // nothing more is taken.
 func (a *Assembler) Add(data []byte) (string, error) {
 	if a.done {
@@ -66,7 +67,7 @@ func (a *Assembler) Add(data []byte) (string, error) {
 	}
 	if string(data) == "[DONE]" {
 		a.done = true
-		return "", nil
+		return "", modelhttp.ErrEnd
 	}
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {

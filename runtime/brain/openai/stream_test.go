@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
@@ -50,6 +51,18 @@ func TestChatStreamText(t *testing.T) {
 	}
 	if h := s.Headers[0]; h.Get("Accept") != "text/event-stream" || h.Get("Authorization") != "Bearer sk-test" {
 		t.Fatalf("headers %v", h)
+	}
+}
+
+// An answer is complete at [DONE], though the server holds the
+// connection open after it (a stall would cut it after the idle limit).
+func TestChatStreamCompleteAtDone(t *testing.T) {
+	held := make(chan struct{})
+	s := newServer(t, llmtest.HeldEvents(t, held, delta(map[string]any{"content": "Hi."}, nil), delta(map[string]any{}, "stop"), "data: [DONE]"))
+	t.Cleanup(func() { close(held) }) // before the server closes
+	c := New(Config{BaseURL: s.URL + "/v1", Model: "m", StreamIdle: time.Minute})
+	if out, err := c.ChatStream(context.Background(), llm.Request{System: "s", Turns: []llm.Turn{{Role: llm.User, Text: "hi"}}}, nil); err != nil || out.Text != "Hi." {
+		t.Fatalf("out %+v, err %v", out, err)
 	}
 }
 

@@ -2,8 +2,10 @@ package llmtest
 
 import (
 	"bytes"
+	"errors"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/modelhttp"
 )
 
 // Fataler is the part of a *testing.T a check fails (this package is
@@ -32,7 +34,9 @@ func CheckDecoded(t Fataler, decode func([]byte) (llm.Response, error), b []byte
 func Streamed(add func([]byte) (string, error), done func() (llm.Response, error)) func([]byte) (llm.Response, error) {
 	return func(b []byte) (llm.Response, error) {
 		for _, line := range bytes.Split(b, []byte("\n")) {
-			if _, err := add(line); err != nil {
+			if _, err := add(line); errors.Is(err, modelhttp.ErrEnd) {
+				break
+			} else if err != nil {
 				return llm.Response{}, err
 			}
 		}

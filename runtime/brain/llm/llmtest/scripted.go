@@ -97,7 +97,12 @@ func Parts(req map[string]any, typ string) []map[string]any {
 // stream (stream true), then writes each event (its "event:" and "data:"
 // lines, as given) and flushes it, as a streaming server does; a stream
 // cut short is one whose last event is not the end.
-func Events(t T, events ...string) Reply {
+func Events(t T, events ...string) Reply { return HeldEvents(t, nil, events...) }
+
+// HeldEvents is Events, then holding the connection open until held
+// closes (nil: not at all), as a server or a proxy that is slow to close
+// after the answer.
+func HeldEvents(t T, held <-chan struct{}, events ...string) Reply {
 	return func(w http.ResponseWriter, req map[string]any) {
 		if req["stream"] != true {
 			t.Errorf("a streamed reply for a request without stream true: %v", req["stream"])
@@ -107,6 +112,9 @@ func Events(t T, events ...string) Reply {
 		for _, e := range events {
 			io.WriteString(w, e+"\n\n")
 			w.(http.Flusher).Flush()
+		}
+		if held != nil {
+			<-held
 		}
 	}
 }
