@@ -82,6 +82,16 @@ type Thought struct {
 	// Actions are what the body does with the draft's words, started with
 	// their first audio (their MessageID is the companion's to set).
 	Actions []protocol.ActionRequest
+	// Cut says the draft is what was complete, up to its last sentence
+	// boundary, when the model's stream stopped mid-draft (issue 28): the
+	// words say no more than that, and their Message is marked cut.
+	Cut bool
+}
+
+// Vote is the part of t the floor counts: its State's fields, without
+// the draft.
+func (t Thought) Vote() Thought {
+	return Thought{State: t.State, Importance: t.Importance, Selected: t.Selected, Closing: t.Closing}
 }
 
 // Validate checks a Thought as the wire would.
@@ -114,6 +124,27 @@ type Brain interface {
 	// Utter writes the utterance when the floor is granted; the two-call
 	// path (brain.draft: false) uses it instead of the draft.
 	Utter(ctx context.Context, in Input) (Utterance, error)
+}
+
+// Heard is told a thought as its model writes it (issue 28). Vote hears
+// the State's fields (Thought.Vote) once they are complete and valid,
+// before the draft; Said hears the draft's complete sentences so far
+// (the whole text from its start, growing with each call) and the
+// draft's emotion once written. Both are called from the thinking
+// goroutine, in order, and must not block. Nil functions hear nothing.
+type Heard struct {
+	Vote func(Thought)
+	Said func(text string, e protocol.Emotion)
+}
+
+// Streamer is a Brain whose thought can be heard as it is written: the
+// vote leaves early and speech starts on the first sentence. Its Thought
+// is the one Think would return; after Vote was heard, a stream that
+// stops mid-draft returns what was complete (Thought.Cut) rather than an
+// error, and a Thought's vote is the one heard.
+type Streamer interface {
+	Brain
+	ThinkStream(ctx context.Context, in Input, h Heard) (Thought, error)
 }
 
 // TalkInput is what a brain sees in a realtime phase (the seed's

@@ -14,6 +14,7 @@ import (
 type Settings struct {
 	Provider     string        `yaml:"provider"` // rule, openai, anthropic
 	Draft        *bool         `yaml:"draft"`    // default true: speak the draft, one model call per turn
+	Stream       *bool         `yaml:"stream"`   // default true: stream the model's answers (issue 28)
 	Timeout      time.Duration `yaml:"timeout"`
 	ClosingAfter int           `yaml:"closing_after"` // rule brain
 	Delay        time.Duration `yaml:"delay"`         // rule brain: simulated thinking time
@@ -36,6 +37,12 @@ const (
 
 // UseDraft reports whether a granted turn speaks the draft.
 func (s Settings) UseDraft() bool { return s.Draft == nil || *s.Draft }
+
+// UseStream reports whether the model's answers are streamed: the vote
+// leaves when its fields are written and speech starts on the first
+// sentence. false asks for whole answers (the slower path, kept to
+// measure against and for a server that streams badly).
+func (s Settings) UseStream() bool { return s.Stream == nil || *s.Stream }
 
 // APIKey is the model API's key, from the environment variable the
 // section names ("" when it names none).

@@ -117,6 +117,7 @@ type Brain struct {
 	Chat   Chatter
 	Look   Looker // nil: no camera, no vision tool
 	Draft  bool   // ask for the draft in the state call (brain.draft)
+	Whole  bool   // never stream: ask for whole answers (brain.stream: false)
 	Log    *slog.Logger
 	Rounds int // tool rounds per call, default 3
 	// MaxUtterance is the longest utterance in characters (runes); longer
@@ -455,7 +456,7 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response,
 // cut at the idle limit, a cancel closes the request at once), else
 // whole.
 func (b *Brain) ask(ctx context.Context, req Request) (Response, error) {
-	if s, ok := b.Chat.(Streamer); ok {
+	if s, ok := b.Chat.(Streamer); ok && !b.Whole {
 		return s.ChatStream(ctx, req, nil)
 	}
 	return b.Chat.Chat(ctx, req)
