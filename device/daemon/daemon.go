@@ -665,7 +665,8 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		TwoCall: !cfg.Brain.UseDraft(), ThinkTimeout: cfg.Brain.Timeout, SpeakTimeout: cfg.Query.Timeout,
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
-		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body)})
+		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
+		SpeakMore: body == cfg.Device.ID})
 	if err != nil {
 		return err
 	}

@@ -115,6 +115,7 @@ type Utterance struct {
 	Emotion protocol.Emotion
 	To      []string
 	Actions []protocol.ActionRequest // done by the body with the words
+	Cut     bool                     // what was complete when the model's answer stopped (Thought.Cut)
 }
 
 // Brain is a companion's mind.

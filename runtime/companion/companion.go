@@ -149,6 +149,11 @@ type Config struct {
 	BodyOnline func() bool
 	// OnStatus is told every status change; it must not block.
 	OnStatus func(Status)
+	// SpeakMore says the body takes a speak that is still being written
+	// (protocol.TypeSpeakMore): with a brain that streams, a granted turn
+	// starts speaking on the draft's first sentence. chorusd's own body
+	// does; a body behind the bridge does not, and gets the whole draft.
+	SpeakMore bool
 	// Actions lists what the companion's body can do now (DESIGN.md, "Body
 	// actions"): its brain may call them with its words, and the body
 	// (Device) is asked to do them as the words start. nil: none.
@@ -217,6 +222,8 @@ type thoughtFor struct {
 	seq     int
 	arrived time.Time // when its message arrived
 	order   uint64    // its message's place in the order heard
+	words   *words    // the draft as it is written (a brain that streams)
+	early   bool      // the State left before the draft was complete
 }
 
 type event struct {
@@ -237,6 +244,8 @@ type event struct {
 	err      error
 	speaking room.SpeakingEvent
 	score    float64
+	words    *words
+	whole    bool // evPrepared: utter is the whole utterance
 }
 
 const (
@@ -252,6 +261,8 @@ const (
 	evPrepared
 	evStartCheck
 	evJudged
+	evVote
+	evDrafted
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -417,7 +428,11 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evSpeaking:
 		c.onSpeaking(ctx, e.speaking)
 	case evPrepared:
-		c.onPrepared(ctx, e.id, e.utter)
+		c.onPrepared(ctx, e.id, e.utter, e.whole)
+	case evVote:
+		c.onVote(ctx, e)
+	case evDrafted:
+		c.onDrafted(ctx, e.id, e.utter)
 	case evJudged:
 		c.onJudged(e)
 	case evStartCheck:
@@ -488,11 +503,16 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	}
 	c.thinking++
 	c.status(Thinking)
+	var w *words
+	if _, ok := c.cfg.Brain.(brain.Streamer); ok && !c.cfg.TwoCall {
+		w = newWords()
+	}
+	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order, words: w}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		t, took := c.think(ctx, in)
-		c.deliver(ctx, event{kind: evThought, id: m.Params.ID, in: in, thought: t, took: took, arrived: arrived, order: order})
+		e.thought, e.took = c.think(ctx, in, e)
+		c.deliver(ctx, e)
 	}()
 }
 
@@ -575,15 +595,37 @@ func (c *Companion) presentList() []string {
 
 // think asks the brain, retrying once; a second failure becomes listen
 // with importance 0 (DESIGN.md: bad model output never stalls the room).
-// It returns how long the successful call took (0 after a failure).
-func (c *Companion) think(ctx context.Context, in brain.Input) (brain.Thought, time.Duration) {
+// It returns how long the successful call took (0 after a failure). With
+// a brain that streams (e.words set), the vote is handed to Run the
+// moment it is written (evVote) and the draft's sentences to e.words; a
+// think whose vote has left is never asked again (its words may be being
+// spoken), and e.words is finished whatever happens.
+func (c *Companion) think(ctx context.Context, in brain.Input, e event) (t brain.Thought, took time.Duration) {
+	if e.words != nil {
+		defer func() { e.words.finish(utteranceOf(t)) }()
+	}
 	var err error
+	voted := false
 	for attempt := range 2 {
 		tctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
 		start := time.Now()
-		var t brain.Thought
-		t, err = c.cfg.Brain.Think(tctx, in)
-		took := time.Since(start)
+		if e.words != nil {
+			heard := brain.Heard{Said: e.words.said, Vote: func(v brain.Thought) {
+				if v.Closing == "" {
+					v.Closing = protocol.ClosingNone
+				}
+				if v.Validate() == nil {
+					voted = true
+					ev := e
+					ev.kind, ev.thought = evVote, v
+					c.push(ev, "vote")
+				}
+			}}
+			t, err = c.cfg.Brain.(brain.Streamer).ThinkStream(tctx, in, heard)
+		} else {
+			t, err = c.cfg.Brain.Think(tctx, in)
+		}
+		took = time.Since(start)
 		cancel()
 		if err == nil {
 			if t.Closing == "" {
@@ -593,7 +635,7 @@ func (c *Companion) think(ctx context.Context, in brain.Input) (brain.Thought, t
 				return t, took
 			}
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || voted {
 			break
 		}
 		c.log.Warn("brain failed", "attempt", attempt+1, "message", in.Message.Params.ID, "err", err)
@@ -628,12 +670,39 @@ func (c *Companion) announce(took time.Duration) {
 }
 
 func (c *Companion) onThought(ctx context.Context, e event) {
-	id, in, t, took := e.id, e.in, e.thought, e.took
 	c.thinking--
-	c.announce(took)
+	c.announce(e.took)
 	if !c.speaking {
 		c.status(Listening)
 	}
+	if tf, ok := c.thoughts[e.id]; ok && tf.early {
+		// The State left early (onVote): the thought completes the draft.
+		// A think that failed after its vote takes the vote back.
+		t := e.thought
+		tf.thought.Draft, tf.thought.Emotion, tf.thought.To, tf.thought.Actions, tf.thought.Cut = t.Draft, t.Emotion, t.To, t.Actions, t.Cut
+		if t.State != tf.thought.State && tf.thought.State == protocol.Speak {
+			tf.thought.State, tf.thought.Selected = protocol.Listen, false
+			c.log.Warn("the brain failed after its vote left; the vote is taken back (listen)", "message", e.id)
+			c.publishState(ctx, e.id, tf.thought)
+		}
+		c.thoughts[e.id] = tf
+		return
+	}
+	c.vote(ctx, e, false)
+}
+
+// onVote publishes a State the moment its brain has written it, while
+// the draft is still being written (a brain that streams).
+func (c *Companion) onVote(ctx context.Context, e event) {
+	if _, ok := c.thoughts[e.id]; ok {
+		return
+	}
+	c.vote(ctx, e, true)
+}
+
+// vote books the thought for message e.id and publishes its State.
+func (c *Companion) vote(ctx context.Context, e event, early bool) {
+	id, in, t := e.id, e.in, e.thought
 	// maxTurn, as aikyo: count States; at the limit force terminal.
 	if c.cfg.MaxTurn > 0 {
 		switch {
@@ -650,7 +719,7 @@ func (c *Companion) onThought(ctx context.Context, e event) {
 		t.State, t.Selected = protocol.Listen, false
 	}
 	c.seq++
-	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.seq, arrived: e.arrived, order: e.order}
+	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.seq, arrived: e.arrived, order: e.order, words: e.words, early: early}
 	if len(c.thoughts) > maxThoughts {
 		oldest, min := "", int(^uint(0)>>1)
 		for k, v := range c.thoughts {
@@ -815,20 +884,33 @@ func (c *Companion) speak(ctx context.Context, id string) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		u, err := c.utterance(tctx, id, tf)
-		if err != nil {
-			c.deliver(ctx, event{kind: evSpoke, id: id})
-			return
-		}
+		var u brain.Utterance
 		var res protocol.SpeakResult
-		spoken := true
-		if c.cfg.Device != "" {
-			c.act(tctx, msgID, u.Actions)
-			req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, MessageID: msgID}
-			if res, err = c.speakQuery(tctx, req, c.cfg.SpeakTimeout); err != nil {
-				spoken = false
-				c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", err)
+		var err error
+		switch {
+		case tf.words != nil && c.cfg.Device != "": // spoken as it is written
+			res, err = c.speakWords(tctx, tf.words, msgID, "", c.cfg.SpeakTimeout, nil, func(whole brain.Utterance) {
+				u = whole
+				c.deliver(ctx, event{kind: evDrafted, id: id, utter: whole})
+			})
+			if u.Text == "" {
+				c.deliver(ctx, event{kind: evSpoke, id: id})
+				return
 			}
+		default:
+			if u, err = c.utterance(tctx, id, tf); err != nil {
+				c.deliver(ctx, event{kind: evSpoke, id: id})
+				return
+			}
+			if c.cfg.Device != "" {
+				c.act(tctx, msgID, u.Actions)
+				req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, MessageID: msgID}
+				res, err = c.speakQuery(tctx, req, c.cfg.SpeakTimeout)
+			}
+		}
+		spoken := err == nil
+		if !spoken && tctx.Err() == nil {
+			c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", err)
 		}
 		if tctx.Err() != nil || res.Stopped {
 			// Cut off by a user: in this order the words would reach the

@@ -58,6 +58,7 @@ type turn struct {
 	after     time.Time
 	fromVoice string // the answered message's author, when its words were being spoken
 	u         *brain.Utterance
+	whole     bool // u is the whole utterance, not its first sentences
 	started   bool
 	startedAt time.Time
 	estimate  time.Duration
@@ -101,12 +102,21 @@ func (c *Companion) prepare(ctx context.Context, id string, tf thoughtFor) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		if tf.words != nil && c.cfg.Device != "" { // prepared on its first sentence
+			res, err := c.speakWords(tctx, tf.words, t.msgID, t.token, c.cfg.SpeakTimeout+holdFor,
+				func(u brain.Utterance, whole bool) {
+					c.deliver(ctx, event{kind: evPrepared, id: id, utter: u, whole: whole})
+				},
+				func(u brain.Utterance) { c.deliver(ctx, event{kind: evDrafted, id: id, utter: u}) })
+			c.deliver(ctx, event{kind: evSpoke, id: id, result: res, err: err})
+			return
+		}
 		u, err := c.utterance(tctx, id, tf)
 		if err != nil {
 			c.deliver(ctx, event{kind: evSpoke, id: id, err: err})
 			return
 		}
-		c.deliver(ctx, event{kind: evPrepared, id: id, utter: u})
+		c.deliver(ctx, event{kind: evPrepared, id: id, utter: u, whole: true})
 		if c.cfg.Device == "" {
 			return // a text-only companion: Run publishes its words at the start
 		}
@@ -118,8 +128,17 @@ func (c *Companion) prepare(ctx context.Context, id string, tf thoughtFor) {
 
 // utterance is the turn's words: the draft, or a second brain call.
 func (c *Companion) utterance(ctx context.Context, id string, tf thoughtFor) (brain.Utterance, error) {
-	u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To, Actions: tf.thought.Actions}
-	if c.cfg.TwoCall || u.Text == "" {
+	u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To, Actions: tf.thought.Actions, Cut: tf.thought.Cut}
+	if tf.words != nil { // the draft as its model writes it: wait for the whole
+		var err error
+		if u, err = tf.words.whole(ctx); err == nil && u.Text == "" {
+			err = errNoWords
+		}
+		if err != nil {
+			c.log.Info("no words; the turn is given up", "message", id, "err", err)
+			return u, err
+		}
+	} else if c.cfg.TwoCall || u.Text == "" {
 		uctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
 		var err error
 		u, err = c.cfg.Brain.Utter(uctx, tf.in)
@@ -139,13 +158,51 @@ func (c *Companion) utterance(ctx context.Context, id string, tf thoughtFor) (br
 	return u, nil
 }
 
-func (c *Companion) onPrepared(ctx context.Context, id string, u brain.Utterance) {
+func (c *Companion) onPrepared(ctx context.Context, id string, u brain.Utterance, whole bool) {
 	t := c.turn
 	if t == nil || t.grant != id {
 		return // given up meanwhile (a barge-in)
 	}
-	t.u = &u
+	t.u, t.whole = &u, whole
 	c.maybeStart(ctx)
+}
+
+// onDrafted completes the turn's words when the draft being spoken is
+// whole: what goes with them is asked for, the speaking status gets the
+// whole length, and (overlapped) the Message goes out, marked as being
+// spoken. Before the start, the start does all that.
+func (c *Companion) onDrafted(ctx context.Context, id string, u brain.Utterance) {
+	t := c.turn
+	if t == nil || t.grant != id || t.whole {
+		return // given up, or whole already when it was prepared
+	}
+	t.u, t.whole = &u, true
+	if !t.started {
+		return
+	}
+	if c.cfg.Device != "" {
+		c.act(ctx, t.msgID, u.Actions)
+		now := c.cfg.Clock.Now()
+		whole := protocol.SpeechEstimate(u.Text, c.cfg.Card.Language)
+		left := max(whole-now.Sub(t.startedAt), 0) // statuses are timed from when they are heard
+		t.estimate = whole
+		c.announceVoice(t.msgID, true, t.startedAt, left)
+	}
+	if c.cfg.Overlap {
+		c.publishSpoken(t)
+	}
+}
+
+// publishSpoken publishes the started turn's Message, marked as being
+// spoken (overlapped turns).
+func (c *Companion) publishSpoken(t *turn) {
+	m := c.message(t.msgID, *t.u)
+	m.Params.Metadata[protocol.MetaSpeaking] = true
+	c.say(m)
+	if a := c.answered[t.grant]; a != nil {
+		a.msg = &m // a repeated grant publishes it again
+	}
+	t.said = &m
 }
 
 // maybeStart starts the prepared turn once nobody else is speaking and the
@@ -227,15 +284,12 @@ func (c *Companion) start(ctx context.Context, t *turn, now time.Time) {
 			c.log.Warn("speak.start failed; the held speak times out", "device", c.cfg.Device, "err", err)
 		}
 	}()
-	c.act(ctx, t.msgID, t.u.Actions)
 	t.estimate = protocol.SpeechEstimate(t.u.Text, c.cfg.Card.Language)
 	c.announceVoice(t.msgID, true, now, t.estimate)
-	m.Params.Metadata[protocol.MetaSpeaking] = true
-	c.say(m)
-	if a := c.answered[t.grant]; a != nil {
-		a.msg = &m // a repeated grant publishes it again
+	if t.whole { // else when the draft is complete (onDrafted)
+		c.act(ctx, t.msgID, t.u.Actions)
+		c.publishSpoken(t)
 	}
-	t.said = &m
 }
 
 // onSpoke ends the turn when the device's speak result (or failure) is in.
@@ -379,6 +433,9 @@ func (c *Companion) message(id string, u brain.Utterance) protocol.Message {
 		}
 	}
 	m := protocol.NewMessage(id, c.me(), to, u.Text, u.Emotion)
+	if u.Cut {
+		m.Params.Metadata[protocol.MetaCut] = true
+	}
 	if len(u.Actions) > 0 && c.cfg.Device != "" {
 		names := make([]any, 0, len(u.Actions))
 		for _, a := range u.Actions {

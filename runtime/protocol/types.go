@@ -42,6 +42,11 @@ type MessageParams struct {
 // conversation, but nobody heard them.
 const MetaSpoken = "spoken"
 
+// MetaCut marks the Message of a companion whose model's answer stopped
+// mid-draft (issue 28): its words are what was complete, up to the last
+// sentence boundary, and the robot said no more.
+const MetaCut = "cut"
+
 // NewMessage builds a message.send notification.
 func NewMessage(id, from string, to []string, text string, emotion Emotion) Message {
 	if to == nil {

@@ -183,6 +183,11 @@ func (b *Brain) log() *slog.Logger {
 // Think implements brain.Brain: one call for the State and the draft, in
 // which the model may also call the body's actions to go with the words.
 func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error) {
+	return b.ThinkStream(ctx, in, brain.Heard{})
+}
+
+// stateRequest is the call that asks for the State and the draft.
+func (b *Brain) stateRequest(in brain.Input) Request {
 	sys, user := prompts.System(in), prompts.State(in, b.Draft)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchema(b.Draft, in.Card.Language), SchemaName: "companion_state"}
 	if b.Look != nil && b.Draft {
@@ -191,20 +196,7 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	if b.Draft {
 		req.Tools = append(req.Tools, ActionTools(in.Actions)...)
 	}
-	resp, acts, err := b.run(ctx, in, req)
-	if err != nil {
-		return brain.Thought{}, err
-	}
-	t, err := ParseThought(resp.Text, b.Draft)
-	if err != nil {
-		return brain.Thought{}, err
-	}
-	u := b.bound(brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To}, in)
-	t.Draft, t.To = u.Text, u.To
-	if t.State == protocol.Speak {
-		t.Actions = acts
-	}
-	return t, nil
+	return req
 }
 
 // MaxTurnActions bounds the actions one turn's words take: a model that
@@ -228,10 +220,7 @@ func ActionTools(defs []protocol.ActionDef) []ToolDef {
 // bound keeps what the model said within the limits: at most MaxUtterance
 // characters, cut at a sentence boundary, addressed to the room only.
 func (b *Brain) bound(u brain.Utterance, in brain.Input) brain.Utterance {
-	max := b.MaxUtterance
-	if max <= 0 {
-		max = DefaultMaxUtterance
-	}
+	max := b.maxUtterance()
 	if text, cut := sentence.Clip(u.Text, max); cut {
 		metrics.OrNew(b.Metrics).Clipped.Inc()
 		b.log().Info("the model's utterance was longer than brain.max_utterance; cut at a sentence boundary",
@@ -240,6 +229,13 @@ func (b *Brain) bound(u brain.Utterance, in brain.Input) brain.Utterance {
 	}
 	u.To = addressees(u.To, in)
 	return u
+}
+
+func (b *Brain) maxUtterance() int {
+	if b.MaxUtterance <= 0 {
+		return DefaultMaxUtterance
+	}
+	return b.MaxUtterance
 }
 
 // addressees keeps those of to who are in the room: its members, and
@@ -279,7 +275,7 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 		req.Tools = append(req.Tools, acts...)
 		req.ForceTool = "" // it may gesture with its words
 	}
-	resp, acts, err := b.run(ctx, in, req)
+	resp, acts, err := b.run(ctx, in, req, nil)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
@@ -321,7 +317,7 @@ var _ brain.RepetitionJudge = (*Brain)(nil)
 // itself. A score that is not a number from 0 to 1 is an error.
 func (b *Brain) JudgeRepetition(ctx context.Context, lang string, window []protocol.Message) (float64, error) {
 	user := prompts.Repetition(lang, window)
-	resp, err := b.ask(ctx, Request{Turns: []Turn{{Role: User, Text: user}}, Schema: repetitionSchema(), SchemaName: "repetition_judge"})
+	resp, err := b.ask(ctx, Request{Turns: []Turn{{Role: User, Text: user}}, Schema: repetitionSchema(), SchemaName: "repetition_judge"}, nil)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("llm: repetition judge: %w", err)
@@ -358,7 +354,7 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, 
 	sys := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
 	user := prompts.Talk(in)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: ActionTools(in.Actions)}
-	resp, acts, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions}, req)
+	resp, acts, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions}, req, nil)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
@@ -399,8 +395,9 @@ func ParseTalk(text string, card brain.Card) (string, error) {
 // Calls of the body's actions (in.Actions) are collected, not run: the
 // body does them when the words are spoken. A response with actions and
 // its answer ends the loop; one with actions alone is told they will be
-// done and asked again for its answer.
-func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response, []protocol.ActionRequest, error) {
+// done and asked again for its answer. listen, when set, gives each
+// round's text a hearer.
+func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen func() func(string)) (Response, []protocol.ActionRequest, error) {
 	rounds := b.Rounds
 	if rounds <= 0 {
 		rounds = 3
@@ -411,7 +408,11 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response,
 	}
 	var acts []protocol.ActionRequest
 	for range rounds {
-		resp, err := b.ask(ctx, req)
+		var text func(string)
+		if listen != nil {
+			text = listen()
+		}
+		resp, err := b.ask(ctx, req, text)
 		if err != nil {
 			return Response{}, nil, err
 		}
@@ -453,11 +454,11 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request) (Response,
 }
 
 // ask calls the model: streamed when its provider streams (a stall is
-// cut at the idle limit, a cancel closes the request at once), else
-// whole.
-func (b *Brain) ask(ctx context.Context, req Request) (Response, error) {
+// cut at the idle limit, a cancel closes the request at once; text hears
+// the answer as it is written), else whole.
+func (b *Brain) ask(ctx context.Context, req Request, text func(string)) (Response, error) {
 	if s, ok := b.Chat.(Streamer); ok && !b.Whole {
-		return s.ChatStream(ctx, req, nil)
+		return s.ChatStream(ctx, req, text)
 	}
 	return b.Chat.Chat(ctx, req)
 }
@@ -514,7 +515,7 @@ func (b *Brain) see(ctx context.Context, in brain.Input) string {
 		return say.Empty
 	}
 	instr := prompts.Vision(in.Card.Language)
-	resp, err := b.ask(ctx, Request{Turns: []Turn{{Role: User, Text: instr, Image: &img}}})
+	resp, err := b.ask(ctx, Request{Turns: []Turn{{Role: User, Text: instr, Image: &img}}}, nil)
 	if err != nil {
 		if errors.Is(err, ErrNoImages) {
 			b.log().Error("vision tool: this model does not accept images; the turn goes on without vision", "err", err)

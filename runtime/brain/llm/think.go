@@ -1,0 +1,140 @@
+// A thought heard as the model writes it (issue 28): the vote leaves when
+// its fields are complete, the draft's sentences as each one ends.
+
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/sentence"
+)
+
+var _ brain.Streamer = (*Brain)(nil)
+
+// errBound is why a stream is closed once its draft passes
+// brain.max_utterance: a model that writes on and on is cut at the bound.
+var errBound = errors.New("llm: the draft reached brain.max_utterance")
+
+// ThinkStream implements brain.Streamer: Think's one call, read as it
+// streams. h.Vote hears the State's fields once they are complete and
+// valid; h.Said the draft's complete sentences, bounded by MaxUtterance
+// (past it the stream is closed and the draft is what fit). After the
+// vote was heard, a stream that fails mid-draft is not an error: its
+// Thought is the vote with the sentences complete so far, marked Cut (a
+// listen vote needs no draft). Before the vote, a failure is an error, as
+// Think's.
+func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) (brain.Thought, error) {
+	sctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	l := &listener{h: h, draft: b.Draft, max: b.maxUtterance(), stop: stop}
+	var listen func() func(string)
+	if h.Vote != nil || h.Said != nil {
+		listen = l.round
+	}
+	resp, acts, err := b.run(sctx, in, b.stateRequest(in), listen)
+	if err == nil {
+		var t brain.Thought
+		if t, err = ParseThought(resp.Text, b.Draft); err == nil {
+			u := b.bound(brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To}, in)
+			t.Draft, t.To = u.Text, u.To
+			if l.voted { // the vote the room has is the one that stands
+				t.State, t.Importance, t.Selected, t.Closing = l.vote.State, l.vote.Importance, l.vote.Selected, l.vote.Closing
+			}
+			if t.State == protocol.Speak {
+				t.Actions = acts
+			}
+			return t, nil
+		}
+	}
+	return b.heardThought(l, err)
+}
+
+// heardThought is the Thought of a stream that failed (err): what was
+// heard of it, when that is a vote and what it needs.
+func (b *Brain) heardThought(l *listener, err error) (brain.Thought, error) {
+	t := l.vote
+	t.Draft, t.Emotion = l.said, l.emotion
+	if t.Emotion == "" {
+		t.Emotion = protocol.EmotionNeutral
+	}
+	switch {
+	case !l.voted:
+		return brain.Thought{}, err
+	case l.bounded:
+		metrics.OrNew(b.Metrics).Clipped.Inc()
+		b.log().Info("the model's draft was longer than brain.max_utterance; its stream was closed at a sentence boundary",
+			"max", l.max, "kept", utf8.RuneCountInString(t.Draft))
+		return t, nil
+	case t.State == protocol.Listen:
+		t.Draft, t.Emotion = "", protocol.EmotionNeutral
+		return t, nil
+	case t.Draft == "":
+		return brain.Thought{}, fmt.Errorf("llm: the answer stopped before the draft's first sentence ended: %w", err)
+	}
+	t.Cut = true
+	metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("cut").Inc()
+	b.log().Warn("the model's answer stopped mid-draft; the companion says what was complete and no more",
+		"kept", utf8.RuneCountInString(t.Draft), "err", err)
+	return t, nil
+}
+
+// listener reads a state answer's rounds as they stream and tells h.
+type listener struct {
+	h     brain.Heard
+	draft bool
+	max   int
+	stop  context.CancelCauseFunc
+
+	p       *Partial
+	voted   bool
+	vote    brain.Thought
+	said    string
+	emotion protocol.Emotion
+	bounded bool
+}
+
+// round starts reading a new round's answer (a tool round's text is not
+// the answer's).
+func (l *listener) round() func(string) {
+	l.p = NewPartial(l.draft)
+	return l.piece
+}
+
+func (l *listener) piece(s string) {
+	if l.bounded {
+		return
+	}
+	l.p.Add(s)
+	if !l.voted {
+		v, ok := l.p.Vote()
+		if !ok {
+			return
+		}
+		l.voted, l.vote = true, v
+		if l.h.Vote != nil {
+			l.h.Vote(v)
+		}
+	}
+	if !l.draft || l.vote.State != protocol.Speak {
+		return
+	}
+	text, e, _ := l.p.Said()
+	if utf8.RuneCountInString(text) > l.max {
+		text, _ = sentence.Clip(text, l.max)
+		l.bounded = true
+		l.stop(errBound)
+	}
+	if text == "" || (text == l.said && e == l.emotion) {
+		return
+	}
+	l.said, l.emotion = text, e
+	if l.h.Said != nil {
+		l.h.Said(text, e)
+	}
+}
