@@ -67,6 +67,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzEvents$$' -fuzztime $(FUZZTIME) ./runtime/modelhttp/
 	$(GO) test -run XXX -fuzz '^FuzzAssembler$$' -fuzztime $(FUZZTIME) ./runtime/brain/openai/
 	$(GO) test -run XXX -fuzz '^FuzzAssembler$$' -fuzztime $(FUZZTIME) ./runtime/brain/anthropic/
+	$(GO) test -run XXX -fuzz '^FuzzPartial$$' -fuzztime $(FUZZTIME) ./runtime/brain/llm/
 	$(GO) test -run XXX -fuzz '^FuzzParseOutput$$' -fuzztime $(FUZZTIME) ./drivers/stt/pocketsphinx/
 	for f in FuzzDecodeHello FuzzDecodeFrame FuzzDecodeReply; do \
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./drivers/air/ || exit 1; done

@@ -12,16 +12,27 @@ import (
 // chunk is where a very long sentence is cut for synthesis, in runes.
 const chunk = 200
 
-// endsAt reports whether runes[i] ends a sentence: 。！？!? always, a
-// period before a space, a newline or the end.
-func endsAt(runes []rune, i int) bool {
-	switch runes[i] {
-	case '。', '！', '？', '!', '?':
+// Ends reports whether a sentence ends with r when next follows it: a
+// newline and 。！？!? always, a period before a space, a newline or the
+// end of the text (next < 0). Text that is still being written can ask
+// before next is known with next = 0: true then holds whatever follows.
+func Ends(r, next rune) bool {
+	switch r {
+	case '\n', '。', '！', '？', '!', '?':
 		return true
 	case '.':
-		return i+1 >= len(runes) || runes[i+1] == ' ' || runes[i+1] == '\n'
+		return next < 0 || next == ' ' || next == '\n'
 	}
 	return false
+}
+
+// endsAt reports whether runes[i] ends a sentence (Ends).
+func endsAt(runes []rune, i int) bool {
+	next := rune(-1)
+	if i+1 < len(runes) {
+		next = runes[i+1]
+	}
+	return Ends(runes[i], next)
 }
 
 // Split splits text after sentence ends (. ! ? 。！？ and newlines),

@@ -214,6 +214,12 @@ func unbounded(s map[string]any) map[string]any {
 		switch vv := v.(type) {
 		case map[string]any:
 			out[k] = unbounded(vv)
+		case llm.Properties: // in their order (llm.StateSchema)
+			fixed := make(llm.Properties, len(vv))
+			for i, p := range vv {
+				fixed[i] = llm.Property{Name: p.Name, Schema: unbounded(p.Schema)}
+			}
+			out[k] = fixed
 		default:
 			out[k] = v
 		}

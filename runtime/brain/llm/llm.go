@@ -132,31 +132,78 @@ var speechEnum = []any{"speak", "listen"}
 var closingEnum = []any{"none", "pre-closing", "closing", "terminal"}
 var emotionEnum = []any{"neutral", "happy", "sad", "angry"}
 
+// Properties are a JSON Schema's "properties" in the order they are sent:
+// models write an object's fields in the order its schema lists them, and
+// a map would be sent in sorted key order. The state answer lists its
+// vote before the draft, and the draft its emotion before its words, so
+// that a streamed answer can be acted on as soon as each is written
+// (issue 28).
+type Properties []Property
+
+// Property is one property of a schema: its name and its own schema.
+type Property struct {
+	Name   string
+	Schema map[string]any
+}
+
+// MarshalJSON writes p as a JSON object, its properties in order.
+func (p Properties) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, prop := range p {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(prop.Name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(prop.Schema)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// Get returns the schema of the property named name, or nil.
+func (p Properties) Get(name string) map[string]any {
+	for _, prop := range p {
+		if prop.Name == name {
+			return prop.Schema
+		}
+	}
+	return nil
+}
+
+// utteranceSchema is the draft and the speak tool's arguments: the
+// emotion first, then the addressees, then the words.
 func utteranceSchema(lang string) map[string]any {
 	return map[string]any{
 		"type": "object",
-		"properties": map[string]any{
-			"message": map[string]any{"type": "string", "description": "what you say, in character"},
-			"to":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": prompts.TextsFor(lang).SpeakTo},
-			"emotion": map[string]any{"type": "string", "enum": emotionEnum},
+		"properties": Properties{
+			{"emotion", map[string]any{"type": "string", "enum": emotionEnum}},
+			{"to", map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": prompts.TextsFor(lang).SpeakTo}},
+			{"message", map[string]any{"type": "string", "description": "what you say, in character"}},
 		},
-		"required":             []any{"message", "to", "emotion"},
+		"required":             []any{"emotion", "to", "message"},
 		"additionalProperties": false,
 	}
 }
 
 // StateSchema is the JSON Schema of the state answer, with or without the
-// draft (whose descriptions are in lang).
+// draft (whose descriptions are in lang). Its properties are listed vote
+// first — state, importance, selected, closing — then the draft.
 func StateSchema(draft bool, lang string) map[string]any {
-	props := map[string]any{
-		"state":      map[string]any{"type": "string", "enum": speechEnum},
-		"importance": map[string]any{"type": "number", "minimum": 0, "maximum": 10, "description": "0 to 10"},
-		"selected":   map[string]any{"type": "boolean"},
-		"closing":    map[string]any{"type": "string", "enum": closingEnum},
+	props := Properties{
+		{"state", map[string]any{"type": "string", "enum": speechEnum}},
+		{"importance", map[string]any{"type": "number", "minimum": 0, "maximum": 10, "description": "0 to 10"}},
+		{"selected", map[string]any{"type": "boolean"}},
+		{"closing", map[string]any{"type": "string", "enum": closingEnum}},
 	}
 	req := []any{"state", "importance", "selected", "closing"}
 	if draft {
-		props["draft"] = utteranceSchema(lang)
+		props = append(props, Property{"draft", utteranceSchema(lang)})
 		req = append(req, "draft")
 	}
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}

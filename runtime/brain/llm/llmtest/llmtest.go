@@ -251,16 +251,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.offered = names
 		s.mu.Unlock()
-		state := map[string]any{"state": "speak", "importance": float64(len(me)%5 + 3), "selected": false, "closing": closing}
+		state := stateAnswer{State: "speak", Importance: float64(len(me)%5 + 3), Closing: closing}
 		if closing == "terminal" || (s.OnlyUsers && judgedFrom(user) != "user") {
-			state["state"] = "listen"
+			state.State = "listen"
 		}
 		if props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any); props["draft"] != nil {
-			state["draft"] = map[string]any{"message": line, "to": []string{}, "emotion": "happy"}
+			state.Draft = &draftAnswer{Emotion: "happy", To: []string{}, Message: line}
 		}
 		b, _ := json.Marshal(state)
 		msg["content"] = string(b)
-		if s.Gesture != "" && offered(s.Gesture) && state["state"] == "speak" {
+		if s.Gesture != "" && offered(s.Gesture) && state.State == "speak" {
 			args := s.GestureArgs
 			if args == "" {
 				args = "{}"
@@ -467,4 +467,20 @@ func (s *Server) talk(w http.ResponseWriter, req request, me, prompt string) {
 		text = s.Line(me, n)
 	}
 	s.answer(w, req, map[string]any{"role": "assistant", "content": text, "refusal": nil}, "stop")
+}
+
+// stateAnswer is the state answer with its fields in the schema's order,
+// as a model writes them (llm.StateSchema).
+type stateAnswer struct {
+	State      string       `json:"state"`
+	Importance float64      `json:"importance"`
+	Selected   bool         `json:"selected"`
+	Closing    string       `json:"closing"`
+	Draft      *draftAnswer `json:"draft,omitempty"`
+}
+
+type draftAnswer struct {
+	Emotion string   `json:"emotion"`
+	To      []string `json:"to"`
+	Message string   `json:"message"`
 }
