@@ -51,7 +51,6 @@ type SpeakRequest struct {
 	Emotion   Emotion `json:"emotion,omitempty"`
 	Hold      string  `json:"hold,omitempty"`
 	MessageID string  `json:"messageId,omitempty"`
-	More      bool    `json:"more,omitempty"`
 }
 
 // Validate checks a SpeakRequest as DecodeSpeakRequest does. How many
