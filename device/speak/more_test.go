@@ -19,11 +19,16 @@ import (
 // "synth X" as sentence X is synthesized, "play X" as its audio is written;
 // a test adds its own ("append 2"). A test waits for an event instead of
 // sleeping.
+//
+// A sentence in block never finishes playing: its Write records "wait X"
+// and blocks until its context ends (a device whose buffer is full until
+// the utterance is stopped or cut off).
 type events struct {
 	mu    sync.Mutex
 	log   []string
 	texts []string
-	seen  chan string // every event, for waitFor
+	seen  chan string     // every event, for waitFor
+	block map[string]bool // set before use
 }
 
 func newEvents() *events { return &events{seen: make(chan string, 1024)} }
@@ -103,6 +108,11 @@ func (s *eventStream) Write(ctx context.Context, c audio.PCM) error {
 	s.e.mu.Lock()
 	text := s.e.texts[c.Samples[0]]
 	s.e.mu.Unlock()
+	if s.e.block[text] {
+		s.e.add("wait " + text)
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	s.e.add("play " + text)
 	s.d += c.Duration()
 	return nil
@@ -137,6 +147,24 @@ func more(t *testing.T, s *Speaker, e *events, id string, seq int, text string, 
 		e.add(fmt.Sprint("append ", seq))
 	}
 	return got.(protocol.SpeakMoreResult).Appended
+}
+
+// waitHeld waits until a speak is held with token.
+func waitHeld(t *testing.T, s *Speaker, token string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.mu.Lock()
+		_, ok := s.holds[token]
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no speak held with %q", token)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func waitSaid(t *testing.T, c <-chan said) said {
@@ -209,13 +237,13 @@ func TestMoreSaysEveryAppendOnceInOrder(t *testing.T) {
 func TestMoreWaitEndsWithWhatItHad(t *testing.T) {
 	e := newEvents()
 	s := &Speaker{TTS: e, Out: e, MoreWait: 50 * time.Millisecond}
-	done := sayAsync(s, protocol.SpeakRequest{Message: "One.", MessageID: "m1", More: true})
-	e.waitFor(t, "play One.")
 	at := time.Now()
+	// The append comes first, so that no wait of the test's own can
+	// outlast MoreWait before it.
 	if !more(t, s, e, "m1", 1, "Two.", true) {
 		t.Fatal("append refused")
 	}
-	r := waitSaid(t, done)
+	r := waitSaid(t, sayAsync(s, protocol.SpeakRequest{Message: "One.", MessageID: "m1", More: true}))
 	if waited := time.Since(at); waited < s.MoreWait {
 		t.Fatalf("ended %v after the last append, MoreWait is %v", waited, s.MoreWait)
 	}
@@ -275,6 +303,7 @@ func TestHeldMoreSpeakTakesAppends(t *testing.T) {
 		t.Fatal("an append to a held speak refused")
 	}
 	e.waitFor(t, "synth Two.")
+	waitHeld(t, s, "t1")
 	if p := e.played(); len(p) != 0 {
 		t.Fatalf("played %q before its start", p)
 	}
