@@ -90,8 +90,10 @@ type utterance struct {
 // DefaultMoreWait bounds a speak's wait for its next append.
 const DefaultMoreWait = 10 * time.Second
 
-// Bounds of the appends kept for a speak not yet arrived, or ahead of a
-// gap in seq; maxEnded bounds the ended speaks remembered to refuse.
+// Bounds of the appends kept for speaks not yet arrived (maxEarlyMore
+// speaks) and of those kept for one speak, early or ahead of a gap in seq
+// (maxAppends); maxEndedSpeak bounds the ended speaks remembered, for
+// MaxHold, to refuse their appends.
 const (
 	maxEarlyMore  = 16
 	maxAppends    = 64
@@ -200,10 +202,11 @@ func (s *Speaker) HandleMore(ctx context.Context, from string, body json.RawMess
 // of a seq already taken (true, and said once). It is false, with no
 // error, once that speak has ended (its end mark, MoreWait, a stop, a
 // newer speak, or its own end): every append to it is refused then,
-// duplicates too. An
-// append that would take the utterance past MaxChars is refused with an
-// error naming the cap, and the speak takes no more: what it took plays
-// on. So is an append past the bound of those kept ahead of a gap.
+// duplicates too. An append that would take the utterance past MaxChars
+// is refused with an error naming the cap, and the speak takes no more:
+// what it took in order plays on (appends kept ahead of a gap are
+// dropped). An append past the bound of those kept ahead of a gap, or
+// for a speak not yet here, is refused with an error.
 func (s *Speaker) More(m protocol.SpeakMore) (bool, error) {
 	if err := m.Validate(); err != nil {
 		return false, err
