@@ -169,6 +169,17 @@ func (b *Bridge) act(device string, id *identity, d *declaration, q protocol.Que
 	id.results.Send(b.cfg.Room.Scheme.Results(device), mustJSON(res), false)
 }
 
+// refuseMore answers a speak.more for a body behind the bridge with an
+// error: such a body serves speak, speak.start and speak.stop, and is
+// never sent a speak that is still being written (its companion sends it
+// the whole text in one speak), so an append to one goes no further.
+func (b *Bridge) refuseMore(device string, id *identity, q protocol.Query) {
+	id.asked.answer(q.ID)
+	res := protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID,
+		Error: fmt.Sprintf("%s: body %s is behind the bridge and does not serve it; send it the whole text in one speak", protocol.TypeSpeakMore, device)}
+	id.results.Send(b.cfg.Room.Scheme.Results(device), mustJSON(res), false)
+}
+
 // request decodes an action query's body and checks it against the
 // declaration: a declared action, arguments its schema accepts.
 func (d *declaration) request(device string, body json.RawMessage) (protocol.ActionRequest, error) {

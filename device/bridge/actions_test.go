@@ -316,3 +316,27 @@ func TestErrorCodesListed(t *testing.T) {
 		}
 	}
 }
+
+// A body behind the bridge serves speak but not speak.more: the bridge
+// answers an append with an error and the body never sees it.
+func TestSpeakMoreNeverReachesABridgeBody(t *testing.T) {
+	r := newRig(t, nil)
+	d := r.dial(deviceToken)
+	declared(t, d, "decl-1", "", waveDef)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	qc := r.asker(ctx)
+	_, err := qc.Ask(ctx, "web-bot", protocol.TypeSpeakMore, protocol.SpeakMore{MessageID: "m1", Seq: 1, Message: "More."}, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "does not serve it") {
+		t.Fatalf("speak.more to a bridge body: %v, want the bridge's refusal", err)
+	}
+	done := askAsync(ctx, qc, protocol.TypeSpeak, protocol.SpeakRequest{Message: "Hello."})
+	q := next(t, d, "the speak query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })
+	if p, _ := q["params"].(map[string]any); p["type"] != protocol.TypeSpeak {
+		t.Fatalf("the body got %v, want the speak (never the speak.more)", q)
+	}
+	send(t, d, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"success":true,"body":{}}}`, q["id"]))
+	if a := <-done; a.err != nil {
+		t.Fatalf("speak through the bridge: %v", a.err)
+	}
+}

@@ -13,7 +13,10 @@
 // query addressed to the client's device as it is (query.send), except an
 // action query for a device that declared delivery "notify", which goes
 // out as aikyo's Action frame {"jsonrpc":"2.0","method":"action.send",
-// "params":{"from","name","params"}} (protocol.ActionSend). The first
+// "params":{"from","name","params"}} (protocol.ActionSend), and a
+// speak.more, which a body behind the bridge does not serve: the bridge
+// answers it with an error (its companion sends such a body the whole
+// text in one speak). The first
 // frame to a client is a bridge.hello notification: its role, its name
 // and the room; then the room as it is (the latest presence and speaking
 // status of each member, the latest phase event).

@@ -58,6 +58,10 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 				b.act(name, id, d, q)
 				return
 			}
+			if q.Method == protocol.MethodQuery && q.Params.Type == protocol.TypeSpeakMore {
+				b.refuseMore(name, id, q)
+				return
+			}
 			b.toDevice(name, payload)
 		})
 		if err != nil {

@@ -408,6 +408,7 @@ func (d *Daemon) body(ctx context.Context, g *errgroup.Group, l *link) error {
 	srv.Handle(protocol.TypeSpeak, voice.Handle)
 	srv.Handle(protocol.TypeSpeakStart, voice.HandleStart)
 	srv.Handle(protocol.TypeSpeakStop, voice.HandleStop)
+	srv.Handle(protocol.TypeSpeakMore, voice.HandleMore)
 	var status parts.StatusLight
 	if cfg.Drivers.GPIO.LED != "" {
 		status = func(pt led.Pattern, dur time.Duration) {

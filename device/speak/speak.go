@@ -8,6 +8,18 @@
 //
 // One utterance plays at a time. Handle may be called from many goroutines;
 // each call cancels the one before it and waits for it to stop.
+//
+// # A speak still being written
+//
+// A speak with More (issue 28) stays open: its synthesis takes sentences
+// from a source that grows as speak.more appends arrive (HandleMore, More),
+// each appended text split into sentences, in seq order. It ends at the
+// append with more:false, when no append has come for MoreWait and
+// everything taken has been said, when the cap MaxChars refuses an append,
+// or when a speak.stop or a newer speak ends the utterance; from then on
+// appends to it are refused. Appends that come before their speak, or
+// ahead of a gap in seq, are kept (at most 16 speaks, 64 appends each, for
+// MaxHold) and applied in order once the gap fills.
 package speak
 
 import (
@@ -16,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,11 +65,18 @@ type Speaker struct {
 	// (drained, stopped or failed): the body's actions and face follow
 	// the words. It must not block.
 	OnVoice func(messageID string, e protocol.Emotion, speaking bool)
+	// MoreWait bounds how long a speak with More waits for its next append
+	// once it has said everything it was given (default DefaultMoreWait):
+	// then it ends with what it had.
+	MoreWait time.Duration
 
-	mu      sync.Mutex
-	current *utterance
-	holds   map[string]chan struct{} // held speaks by token, closed to start
-	early   map[string]time.Time     // starts that came before their speak
+	mu        sync.Mutex
+	current   *utterance
+	holds     map[string]chan struct{} // held speaks by token, closed to start
+	early     map[string]time.Time     // starts that came before their speak
+	open      map[string]*source       // speaks with More by message id, taking appends
+	ended     map[string]time.Time     // speaks with More that take no more, when they ended
+	earlyMore map[string]*earlyAppends // appends that came before their speak
 }
 
 type utterance struct {
@@ -64,6 +84,41 @@ type utterance struct {
 	done   chan struct{}
 	finish chan struct{} // closed: stop after the sentence that is playing
 	once   sync.Once
+	src    *source // nil unless the speak has More
+}
+
+// DefaultMoreWait bounds a speak's wait for its next append.
+const DefaultMoreWait = 10 * time.Second
+
+// Bounds of the appends kept for speaks not yet arrived (maxEarlyMore
+// speaks) and of those kept for one speak, early or ahead of a gap in seq
+// (maxAppends); maxEndedSpeak bounds the ended speaks remembered, for
+// MaxHold, to refuse their appends.
+const (
+	maxEarlyMore  = 16
+	maxAppends    = 64
+	maxEndedSpeak = 64
+)
+
+// source is the growing text of a speak with More. Its fields are guarded
+// by Speaker.mu.
+type source struct {
+	id        string
+	queue     []string                   // sentences not yet taken by synthesis
+	next      int                        // the seq applied next
+	pending   map[int]protocol.SpeakMore // appends ahead of a gap in seq
+	over      bool                       // takes no more appends
+	chars     int                        // characters taken, first words and appends
+	sentences int                        // sentences taken
+	last      time.Time                  // when the speak or its last append came
+	wake      chan struct{}              // signalled when something is taken or it is over
+}
+
+// earlyAppends are the appends kept for a speak not yet arrived.
+type earlyAppends struct {
+	at     time.Time
+	pieces map[int]protocol.SpeakMore
+	capped bool // one was refused for MaxChars: the speak takes no more
 }
 
 // DefaultMaxHold bounds a held speak's wait for its start.
@@ -127,6 +182,273 @@ func (s *Speaker) HandleStop(ctx context.Context, from string, body json.RawMess
 	return protocol.SpeakStopResult{Stopped: s.Stop(b.At == protocol.BargeInImmediate)}, nil
 }
 
+// HandleMore is the query handler for "speak.more": it appends the
+// body's words to the open speak with its messageId (More).
+func (s *Speaker) HandleMore(ctx context.Context, from string, body json.RawMessage) (any, error) {
+	m, err := protocol.DecodeSpeakMore(body, 0)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.More(m)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.SpeakMoreResult{Appended: ok}, nil
+}
+
+// More appends m to the open speak with m.MessageID, in seq order. It
+// reports whether the append was taken: applied, kept until the seq
+// before it comes (or its speak does, when it overtook it), or a duplicate
+// of a seq already taken (true, and said once). It is false, with no
+// error, once that speak has ended (its end mark, MoreWait, a stop, a
+// newer speak, or its own end): every append to it is refused then,
+// duplicates too. An append that would take the utterance past MaxChars
+// is refused with an error naming the cap, and the speak takes no more:
+// what it took in order plays on (appends kept ahead of a gap are
+// dropped). An append past the bound of those kept ahead of a gap, or
+// for a speak not yet here, is refused with an error.
+func (s *Speaker) More(m protocol.SpeakMore) (bool, error) {
+	if err := m.Validate(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if src, ok := s.open[m.MessageID]; ok {
+		return s.appendLocked(src, m)
+	}
+	now := time.Now()
+	for id, at := range s.ended {
+		if now.Sub(at) > s.maxHold() {
+			delete(s.ended, id)
+		}
+	}
+	if _, ok := s.ended[m.MessageID]; ok {
+		return false, nil
+	}
+	// Its speak is still on its way: keep the append for it.
+	for id, e := range s.earlyMore {
+		if now.Sub(e.at) > s.maxHold() {
+			delete(s.earlyMore, id)
+		}
+	}
+	e, ok := s.earlyMore[m.MessageID]
+	if !ok {
+		if len(s.earlyMore) >= maxEarlyMore {
+			oldest := ""
+			for id, e := range s.earlyMore {
+				if oldest == "" || e.at.Before(s.earlyMore[oldest].at) {
+					oldest = id
+				}
+			}
+			delete(s.earlyMore, oldest)
+		}
+		if s.earlyMore == nil {
+			s.earlyMore = map[string]*earlyAppends{}
+		}
+		e = &earlyAppends{at: now, pieces: map[int]protocol.SpeakMore{}}
+		s.earlyMore[m.MessageID] = e
+	}
+	if _, dup := e.pieces[m.Seq]; dup {
+		return true, nil
+	}
+	if e.capped {
+		return false, nil
+	}
+	if len(e.pieces) >= maxAppends {
+		return false, fmt.Errorf("speak: %d appends kept for speak %q not yet here, cap is %d", len(e.pieces), m.MessageID, maxAppends)
+	}
+	chars := utf8.RuneCountInString(m.Message)
+	for _, p := range e.pieces {
+		chars += utf8.RuneCountInString(p.Message)
+	}
+	if max := s.maxChars(); chars > max {
+		e.capped = true
+		return false, fmt.Errorf("speak: appends to %q are %d characters, cap is %d; it takes no more", m.MessageID, chars, max)
+	}
+	e.pieces[m.Seq] = m
+	return true, nil
+}
+
+// appendLocked takes m into the open speak src; s.mu is held.
+func (s *Speaker) appendLocked(src *source, m protocol.SpeakMore) (bool, error) {
+	if src.over {
+		return false, nil
+	}
+	if _, dup := src.pending[m.Seq]; dup || m.Seq < src.next {
+		return true, nil
+	}
+	chars := src.chars + utf8.RuneCountInString(m.Message)
+	for _, p := range src.pending {
+		chars += utf8.RuneCountInString(p.Message)
+	}
+	if max := s.maxChars(); chars > max {
+		s.endLocked(src)
+		return false, fmt.Errorf("speak: %q would be %d characters with append %d, cap is %d; it takes no more", src.id, chars, m.Seq, max)
+	}
+	if m.Seq > src.next {
+		if len(src.pending) >= maxAppends {
+			return false, fmt.Errorf("speak: %d appends to %q wait for seq %d, cap is %d", len(src.pending), src.id, src.next, maxAppends)
+		}
+		if src.pending == nil {
+			src.pending = map[int]protocol.SpeakMore{}
+		}
+		src.pending[m.Seq] = m
+		return true, nil
+	}
+	s.applyLocked(src, m)
+	for !src.over {
+		p, ok := src.pending[src.next]
+		if !ok {
+			break
+		}
+		delete(src.pending, src.next)
+		s.applyLocked(src, p)
+	}
+	return true, nil
+}
+
+// applyLocked appends m, the next in seq, to src; s.mu is held.
+func (s *Speaker) applyLocked(src *source, m protocol.SpeakMore) {
+	src.next = m.Seq + 1
+	src.last = time.Now()
+	s.takeLocked(src, m.Message)
+	if !m.More {
+		s.endLocked(src)
+	}
+	src.signal()
+}
+
+// takeLocked adds text's sentences to src; s.mu is held.
+func (s *Speaker) takeLocked(src *source, text string) {
+	ss := sentence.Split(text)
+	if s.WholeText && len(ss) > 1 {
+		ss = []string{strings.Join(ss, " ")}
+	}
+	src.queue = append(src.queue, ss...)
+	src.sentences += len(ss)
+	src.chars += utf8.RuneCountInString(text)
+}
+
+// endLocked makes src take no more appends; what it took is still said.
+// s.mu is held.
+func (s *Speaker) endLocked(src *source) {
+	if src.over {
+		return
+	}
+	src.over = true
+	src.pending = nil
+	if s.open[src.id] == src {
+		delete(s.open, src.id)
+	}
+	if s.ended == nil {
+		s.ended = map[string]time.Time{}
+	}
+	if len(s.ended) >= maxEndedSpeak {
+		oldest := ""
+		for id, at := range s.ended {
+			if oldest == "" || at.Before(s.ended[oldest]) {
+				oldest = id
+			}
+		}
+		delete(s.ended, oldest)
+	}
+	s.ended[src.id] = time.Now()
+	src.signal()
+}
+
+func (src *source) signal() {
+	select {
+	case src.wake <- struct{}{}:
+	default:
+	}
+}
+
+// openSource opens the speak r (with More) to appends, with the appends
+// that came before it; s.mu is not held.
+func (s *Speaker) openSource(r protocol.SpeakRequest) *source {
+	src := &source{id: r.MessageID, next: 1, last: time.Now(), wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.takeLocked(src, r.Message)
+	if old, ok := s.open[r.MessageID]; ok {
+		s.endLocked(old) // the same speak again: the newer one takes the appends
+	}
+	delete(s.ended, r.MessageID)
+	if s.open == nil {
+		s.open = map[string]*source{}
+	}
+	s.open[r.MessageID] = src
+	if e, ok := s.earlyMore[r.MessageID]; ok {
+		delete(s.earlyMore, r.MessageID)
+		seqs := make([]int, 0, len(e.pieces))
+		for seq := range e.pieces {
+			seqs = append(seqs, seq)
+		}
+		slices.Sort(seqs)
+		for _, seq := range seqs {
+			if _, err := s.appendLocked(src, e.pieces[seq]); err != nil && s.Log != nil {
+				s.Log.Warn("speak: an early append refused", "messageId", r.MessageID, "seq", seq, "err", err)
+			}
+		}
+		if e.capped {
+			s.endLocked(src)
+		}
+	}
+	return src
+}
+
+// nextSentence is the next sentence of src for synthesis: it waits for
+// an append while src is open, at most MoreWait since the last one came,
+// then ends src. ok is false when src has nothing more to say.
+func (s *Speaker) nextSentence(ctx context.Context, src *source) (text string, ok bool) {
+	for {
+		s.mu.Lock()
+		if len(src.queue) > 0 {
+			text = src.queue[0]
+			src.queue = src.queue[1:]
+			s.mu.Unlock()
+			return text, true
+		}
+		if src.over {
+			s.mu.Unlock()
+			return "", false
+		}
+		wait := s.moreWait() - time.Since(src.last)
+		if wait <= 0 {
+			s.endLocked(src)
+			s.mu.Unlock()
+			if s.Log != nil {
+				s.Log.Info("speak: no append came; it ends with what it had", "messageId", src.id, "moreWait", s.moreWait())
+			}
+			return "", false
+		}
+		s.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-src.wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return "", false
+		}
+		t.Stop()
+	}
+}
+
+func (s *Speaker) moreWait() time.Duration {
+	if s.MoreWait > 0 {
+		return s.MoreWait
+	}
+	return DefaultMoreWait
+}
+
+func (s *Speaker) maxChars() int {
+	if s.MaxChars > 0 {
+		return s.MaxChars
+	}
+	return DefaultMaxChars
+}
+
 // Start starts the held speak with token; it reports whether one was
 // waiting (if not, the start is kept for a speak still on its way).
 func (s *Speaker) Start(token string) bool {
@@ -164,6 +486,13 @@ func (s *Speaker) Stop(immediate bool) bool {
 	} else {
 		u.once.Do(func() { close(u.finish) })
 	}
+	if u.src != nil {
+		// After the stop is marked: a speak waiting for an append ends
+		// at once, and its result says it was stopped.
+		s.mu.Lock()
+		s.endLocked(u.src)
+		s.mu.Unlock()
+	}
 	return true
 }
 
@@ -193,20 +522,45 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 	me := &utterance{cancel: cancel, done: make(chan struct{}), finish: make(chan struct{})}
 	defer close(me.done)
 	start := time.Now()
-	sentences := sentence.Split(text)
-	if s.WholeText {
-		sentences = []string{strings.Join(sentences, " ")}
+	res := protocol.SpeakResult{Engine: s.TTS.Name()}
+	synthCtx, stop := context.WithCancel(ctx)
+	var next func() (string, bool)
+	if r.More && r.MessageID != "" {
+		// A speak still being written: its sentences come as appends do.
+		me.src = s.openSource(r)
+		defer func() {
+			s.mu.Lock()
+			s.endLocked(me.src)
+			s.mu.Unlock()
+		}()
+		next = func() (string, bool) { return s.nextSentence(synthCtx, me.src) }
+	} else {
+		sentences := sentence.Split(text)
+		if s.WholeText {
+			sentences = []string{strings.Join(sentences, " ")}
+		}
+		res.Sentences = len(sentences)
+		next = func() (string, bool) {
+			if len(sentences) == 0 {
+				return "", false
+			}
+			t := sentences[0]
+			sentences = sentences[1:]
+			return t, true
+		}
 	}
-	res := protocol.SpeakResult{Sentences: len(sentences), Engine: s.TTS.Name()}
 	// Synthesize ahead on one goroutine; play on this one.
 	pcm := make(chan chunk, 1)
-	synthCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(pcm)
-		for _, sentence := range sentences {
+		for {
+			sentence, ok := next()
+			if !ok {
+				return
+			}
 			p, err := s.TTS.Synthesize(synthCtx, sentence, emotion)
 			if errors.Is(err, tts.ErrEmpty) {
 				continue
@@ -232,6 +586,9 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 	s.mu.Lock()
 	prev := s.current
 	s.current = me
+	if prev != nil && prev.src != nil {
+		s.endLocked(prev.src) // cut off: it takes no more appends
+	}
 	s.mu.Unlock()
 	if prev != nil {
 		prev.cancel()
@@ -245,6 +602,11 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 		s.mu.Unlock()
 	}()
 	res, err := s.play(ctx, me, pcm, start, res, name, r)
+	if me.src != nil {
+		s.mu.Lock()
+		res.Sentences = me.src.sentences
+		s.mu.Unlock()
+	}
 	if err != nil && ctx.Err() != nil {
 		s.mu.Lock()
 		replaced := s.current != me
@@ -347,6 +709,13 @@ func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, sta
 	if err := ctx.Err(); err != nil {
 		st.Abort()
 		return res, err
+	}
+	if me.src != nil {
+		select {
+		case <-me.finish: // a stop at the sentence while it waited for an append
+			res.Stopped = true
+		default:
+		}
 	}
 	d, err := st.Drain(ctx)
 	if err != nil {

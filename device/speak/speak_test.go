@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,12 +40,14 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
-// slowTTS takes d per sentence and records when each call starts.
+// slowTTS takes d per sentence and records when each call starts. A
+// sentence in after is synthesized only once its channel is closed.
 type slowTTS struct {
 	d     time.Duration
 	mu    sync.Mutex
 	calls []string
 	fail  string
+	after map[string]<-chan struct{}
 }
 
 func (s *slowTTS) Name() string { return "slow" }
@@ -54,6 +58,15 @@ func (s *slowTTS) Synthesize(ctx context.Context, text, emotion string) (audio.P
 	if text == s.fail {
 		return audio.PCM{}, errors.New("tts crashed")
 	}
+	if ch := s.after[text]; ch != nil {
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			return audio.PCM{}, fmt.Errorf("%q waited 20 s for what comes before it", text)
+		case <-ctx.Done():
+			return audio.PCM{}, ctx.Err()
+		}
+	}
 	select {
 	case <-time.After(s.d):
 	case <-ctx.Done():
@@ -62,34 +75,34 @@ func (s *slowTTS) Synthesize(ctx context.Context, text, emotion string) (audio.P
 	return audio.PCM{Rate: 16000, Samples: make([]int16, 1600)}, nil
 }
 
+// The first sentence sounds before the last is synthesized: the last
+// waits for the first audio, so a speaker that waited for every sentence
+// would never play (an order, not a figure: that is BENCHMARKS.md's).
 func TestFirstAudioBeforeLastSentence(t *testing.T) {
-	tt := &slowTTS{d: 30 * time.Millisecond}
+	firstAudio := make(chan struct{})
+	tt := &slowTTS{d: 30 * time.Millisecond, after: map[string]<-chan struct{}{"Three.": firstAudio}}
 	out := &null.Output{}
-	var first time.Duration
-	s := &Speaker{TTS: tt, Out: out, OnFirstAudio: func(d time.Duration) { first = d }}
+	s := &Speaker{TTS: tt, Out: out, OnFirstAudio: func(time.Duration) { close(firstAudio) }}
 	res, err := s.Say(context.Background(), "One. Two. Three.", "")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v: it waited for more than the first sentence", err)
 	}
 	if res.Sentences != 3 || res.DurationMs != 300 || out.Samples() != 4800 {
 		t.Fatalf("result %+v, %d samples", res, out.Samples())
 	}
-	if first >= 80*time.Millisecond {
-		t.Fatalf("first audio after %v: it waited for more than the first sentence", first)
-	}
 }
 
 func TestNewerSpeakCutsOff(t *testing.T) {
-	tt := &slowTTS{d: 200 * time.Millisecond}
-	s := &Speaker{TTS: tt, Out: &null.Output{}}
-	errc := make(chan error, 1)
-	go func() { _, err := s.Say(context.Background(), "A long one. With two sentences.", ""); errc <- err }()
-	time.Sleep(20 * time.Millisecond)
+	e := newEvents()
+	e.block = map[string]bool{"With two sentences.": true}
+	s := &Speaker{TTS: e, Out: e}
+	old := sayAsync(s, protocol.SpeakRequest{Message: "A long one. With two sentences."})
+	e.waitFor(t, "wait With two sentences.")
 	if _, err := s.Say(context.Background(), "Stop.", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; !errors.Is(err, ErrCutOff) {
-		t.Fatalf("old speak: %v, want ErrCutOff", err)
+	if r := waitSaid(t, old); !errors.Is(r.err, ErrCutOff) {
+		t.Fatalf("old speak: %v, want ErrCutOff", r.err)
 	}
 }
 
@@ -119,35 +132,29 @@ func TestHandleWithTone(t *testing.T) {
 // utterance that is playing goes on until then, and a start that comes
 // before its speak (queries run concurrently) still starts it.
 func TestHeldSpeakWaitsForItsStart(t *testing.T) {
-	out := &null.Output{Paced: true}
-	s := &Speaker{TTS: tone.Engine{}, Out: out}
+	e := newEvents()
+	e.block = map[string]bool{"This one is playing now.": true} // until it is cut off
+	s := &Speaker{TTS: e, Out: e}
 	ctx := context.Background()
-	playing := make(chan error, 1)
-	go func() { _, err := s.Say(ctx, "This one is playing now.", ""); playing <- err }()
-	time.Sleep(50 * time.Millisecond)
-	held := make(chan protocol.SpeakResult, 1)
-	go func() {
-		r, err := s.SayRequest(ctx, protocol.SpeakRequest{Message: "Next.", Hold: "t1"})
-		if err != nil {
-			t.Error(err)
-		}
-		held <- r
-	}()
-	time.Sleep(100 * time.Millisecond)
+	playing := sayAsync(s, protocol.SpeakRequest{Message: "This one is playing now."})
+	e.waitFor(t, "wait This one is playing now.")
+	held := sayAsync(s, protocol.SpeakRequest{Message: "Next.", Hold: "t1"})
+	e.waitFor(t, "synth Next.")
+	waitHeld(t, s, "t1")
 	select {
-	case err := <-playing:
-		t.Fatalf("the held speak cut the playing one off before its start: %v", err)
-	case <-held:
-		t.Fatal("the held speak played without a start")
+	case r := <-playing:
+		t.Fatalf("the held speak cut the playing one off before its start: %v", r.err)
+	case r := <-held:
+		t.Fatalf("the held speak played without a start: %+v", r)
 	default:
 	}
 	if got, err := s.HandleStart(ctx, "kyoko", json.RawMessage(`{"hold":"t1"}`)); err != nil || !got.(protocol.SpeakStartResult).Started {
 		t.Fatalf("start: %v %v", got, err)
 	}
-	if err := <-playing; !errors.Is(err, ErrCutOff) {
-		t.Fatalf("the playing one: %v, want cut off once the held one started", err)
+	if r := waitSaid(t, playing); !errors.Is(r.err, ErrCutOff) {
+		t.Fatalf("the playing one: %v, want cut off once the held one started", r.err)
 	}
-	if r := <-held; r.DurationMs <= 0 || r.StartedAt.IsZero() {
+	if r := waitSaid(t, held); r.err != nil || r.res.DurationMs <= 0 || r.res.StartedAt.IsZero() {
 		t.Fatalf("held result %+v", r)
 	}
 
@@ -172,35 +179,30 @@ func TestHeldSpeakWaitsForItsStart(t *testing.T) {
 // is playing (barge-in); immediate ends it at once.
 func TestStopAtTheSentenceOrAtOnce(t *testing.T) {
 	ctx := context.Background()
-	three := "First sentence is here. Second sentence is here. Third sentence is here."
-	one, err := (&Speaker{TTS: tone.Engine{}, Out: &null.Output{}}).Say(ctx, "First sentence is here.", "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, at := range []string{"sentence", "immediate"} {
-		s := &Speaker{TTS: tone.Engine{}, Out: &null.Output{Paced: true}}
-		done := make(chan protocol.SpeakResult, 1)
-		go func() {
-			r, err := s.Say(ctx, three, "")
-			if err != nil && at == "sentence" {
-				t.Error(err)
-			}
-			done <- r
-		}()
-		time.Sleep(time.Duration(one.DurationMs/3) * time.Millisecond)
+		// The first sentence has played; the device's buffer takes the
+		// second only once the first is out, which it never is here.
+		e := newEvents()
+		e.block = map[string]bool{"Second sentence is here.": true}
+		s := &Speaker{TTS: e, Out: e}
+		done := sayAsync(s, protocol.SpeakRequest{Message: "First sentence is here. Second sentence is here. Third sentence is here."})
+		e.waitFor(t, "wait Second sentence is here.")
 		if got, err := s.HandleStop(ctx, "user", json.RawMessage(`{"at":"`+at+`"}`)); err != nil || !got.(protocol.SpeakStopResult).Stopped {
 			t.Fatalf("stop %s: %v %v", at, got, err)
 		}
-		r := <-done
+		r := waitSaid(t, done)
 		switch at {
 		case "sentence":
-			if !r.Stopped || r.DurationMs < one.DurationMs-5 || r.DurationMs > one.DurationMs+5 {
-				t.Fatalf("stopped at the sentence: played %d ms, the first sentence is %d ms (%+v)", r.DurationMs, one.DurationMs, r)
+			if r.err != nil || !r.res.Stopped || r.res.DurationMs != 10 {
+				t.Fatalf("stopped at the sentence: %+v, want the first sentence's 10 ms played", r)
 			}
 		case "immediate":
-			if r.DurationMs >= one.DurationMs {
-				t.Fatalf("stopped at once: played %d ms", r.DurationMs)
+			if r.err == nil || r.res.DurationMs != 0 {
+				t.Fatalf("stopped at once: %+v, want an error and nothing drained", r)
 			}
+		}
+		if p := e.played(); !slices.Equal(p, []string{"First sentence is here."}) {
+			t.Fatalf("played %q", p)
 		}
 	}
 	if _, err := (&Speaker{}).HandleStop(ctx, "user", json.RawMessage(`{"at":"later"}`)); err == nil {

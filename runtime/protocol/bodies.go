@@ -16,6 +16,7 @@ const (
 	TypeSpeak      = "speak"       // SpeakRequest → SpeakResult
 	TypeSpeakStart = "speak.start" // SpeakStart → SpeakStartResult
 	TypeSpeakStop  = "speak.stop"  // SpeakStop → SpeakStopResult
+	TypeSpeakMore  = "speak.more"  // SpeakMore → SpeakMoreResult
 	TypeVision     = "vision"      // no body (or VisionRequest) → VisionResult
 	TypePhase      = "phase"       // PhaseCommand → PhaseCommand (the floor's device)
 	TypeCancel     = "cancel"      // query.cancel's type; its body is {"id": query id}
@@ -46,11 +47,20 @@ func (b BargeIn) Valid() bool {
 // talks, and starts the moment it ends (overlapped turns). MessageID names
 // the Message these words are (file-backed outputs name the utterance after
 // it).
+//
+// More says the speak is still being written (a streamed answer, issue 28):
+// its words so far are Message, and speak.more queries (SpeakMore) naming
+// the same MessageID, which More therefore requires, append the rest. The
+// speak starts as usual, held or not, on its first words; see SpeakMore for
+// when its one result comes. A body that does not know speak.more is never
+// sent a speak with More: its companion sends it the whole text in one
+// speak, as before.
 type SpeakRequest struct {
 	Message   string  `json:"message"`
 	Emotion   Emotion `json:"emotion,omitempty"`
 	Hold      string  `json:"hold,omitempty"`
 	MessageID string  `json:"messageId,omitempty"`
+	More      bool    `json:"more,omitempty"`
 }
 
 // Validate checks a SpeakRequest as DecodeSpeakRequest does. How many
@@ -69,6 +79,8 @@ func (r SpeakRequest) Validate() error {
 	c.token("hold", r.Hold, false)
 	if r.MessageID != "" {
 		c.id("messageId", r.MessageID)
+	} else if r.More {
+		c.fail("messageId", KindMissing, "required with more, the speak that speak.more appends to")
 	}
 	return c.done()
 }
@@ -204,6 +216,84 @@ func DecodeSpeakStopResult(b []byte, max int) (SpeakStopResult, error) {
 		return SpeakStopResult{}, fieldErr("speak-stop-result", "stopped", KindMissing, "required, a boolean")
 	}
 	return SpeakStopResult{Stopped: *w.Stopped}, nil
+}
+
+// MaxSpeakMoreSeq bounds a speak.more's seq: the appends to one speak.
+const MaxSpeakMoreSeq = 10000
+
+// SpeakMore is the body of a speak.more query: more words for the speak
+// with MessageID that is still being written (SpeakRequest.More).
+//
+// Seq numbers a speak's appends from 1. The body appends each one's
+// sentences in seq order to the open speak with that MessageID, whatever
+// order they arrive in (queries run concurrently, and an append may even
+// come before its speak); a seq it already has is ignored, so an append
+// delivered twice is said once. More false is the end mark: nothing more
+// comes, and Message may then be empty. The speak's one result
+// (SpeakResult) comes once everything appended has played after the end
+// mark — or, when no append comes for the body's MoreWait (device/speak,
+// 10 s by default), once what it had has played: it takes no more.
+// Appends to a speak that has ended (stopped, cut off by a newer speak,
+// past its end mark or its MoreWait) are refused: Appended is false.
+type SpeakMore struct {
+	MessageID string `json:"messageId"`
+	Seq       int    `json:"seq"`
+	Message   string `json:"message,omitempty"`
+	More      bool   `json:"more,omitempty"`
+}
+
+// Validate checks a SpeakMore as DecodeSpeakMore does. How many characters
+// a device speaks at most, first words and appends together, is the
+// device's own limit.
+func (m SpeakMore) Validate() error {
+	c := checker{typ: "speak-more"}
+	c.id("messageId", m.MessageID)
+	switch {
+	case m.Seq == 0:
+		c.fail("seq", KindMissing, "required, from 1 to %d", MaxSpeakMoreSeq)
+	case m.Seq < 1 || m.Seq > MaxSpeakMoreSeq:
+		c.fail("seq", KindInvalid, "must be from 1 to %d, got %d", MaxSpeakMoreSeq, m.Seq)
+	}
+	switch {
+	case !utf8.ValidString(m.Message):
+		c.fail("message", KindInvalid, "must be valid UTF-8")
+	case m.More && strings.TrimSpace(m.Message) == "":
+		c.fail("message", KindMissing, "required with more, the words to append (only the end mark may be empty)")
+	}
+	return c.done()
+}
+
+// DecodeSpeakMore decodes and validates a speak.more query's body.
+func DecodeSpeakMore(b []byte, max int) (SpeakMore, error) {
+	var m SpeakMore
+	if err := decodeBody("speak-more", b, max, &m); err != nil {
+		return SpeakMore{}, err
+	}
+	if err := m.Validate(); err != nil {
+		return SpeakMore{}, err
+	}
+	return m, nil
+}
+
+// SpeakMoreResult answers a speak.more: whether the body took the append
+// (for the open speak, for one still on its way, or as a duplicate of one
+// it has); false when the speak it names has ended.
+type SpeakMoreResult struct {
+	Appended bool `json:"appended"`
+}
+
+// DecodeSpeakMoreResult decodes a speak.more result's body.
+func DecodeSpeakMoreResult(b []byte, max int) (SpeakMoreResult, error) {
+	var w struct {
+		Appended *bool `json:"appended"`
+	}
+	if err := decodeBody("speak-more-result", b, max, &w); err != nil {
+		return SpeakMoreResult{}, err
+	}
+	if w.Appended == nil {
+		return SpeakMoreResult{}, fieldErr("speak-more-result", "appended", KindMissing, "required, a boolean")
+	}
+	return SpeakMoreResult{Appended: *w.Appended}, nil
 }
 
 // VisionRequest is the body of a vision query: it has no parameters (the

@@ -15,6 +15,8 @@ func init() {
 	decoders["speak-start-result"] = func(b []byte) (any, error) { return DecodeSpeakStartResult(b, 0) }
 	decoders["speak-stop"] = func(b []byte) (any, error) { return DecodeSpeakStop(b, 0) }
 	decoders["speak-stop-result"] = func(b []byte) (any, error) { return DecodeSpeakStopResult(b, 0) }
+	decoders["speak-more"] = func(b []byte) (any, error) { return DecodeSpeakMore(b, 0) }
+	decoders["speak-more-result"] = func(b []byte) (any, error) { return DecodeSpeakMoreResult(b, 0) }
 	decoders["vision"] = func(b []byte) (any, error) { return DecodeVisionRequest(b, 0) }
 	decoders["vision-result"] = func(b []byte) (any, error) { return DecodeVisionResult(b, 0) }
 	decoders["phase-command"] = func(b []byte) (any, error) { return DecodePhaseCommand(b, 0) }
@@ -27,6 +29,8 @@ func FuzzDecodeSpeakStart(f *testing.F)       { fuzzDecoder(f, "speak-start") }
 func FuzzDecodeSpeakStartResult(f *testing.F) { fuzzDecoder(f, "speak-start-result") }
 func FuzzDecodeSpeakStop(f *testing.F)        { fuzzDecoder(f, "speak-stop") }
 func FuzzDecodeSpeakStopResult(f *testing.F)  { fuzzDecoder(f, "speak-stop-result") }
+func FuzzDecodeSpeakMore(f *testing.F)        { fuzzDecoder(f, "speak-more") }
+func FuzzDecodeSpeakMoreResult(f *testing.F)  { fuzzDecoder(f, "speak-more-result") }
 func FuzzDecodeVisionRequest(f *testing.F)    { fuzzDecoder(f, "vision") }
 func FuzzDecodeVisionResult(f *testing.F)     { fuzzDecoder(f, "vision-result") }
 func FuzzDecodePhaseCommand(f *testing.F)     { fuzzDecoder(f, "phase-command") }
@@ -117,5 +121,67 @@ func TestBuiltBodiesValidate(t *testing.T) {
 	}
 	if err := (SpeakRequest{Message: "hi", Emotion: "smug"}).Validate(); KindOf(err) != KindInvalid {
 		t.Fatalf("bad emotion: %v", err)
+	}
+}
+
+// A speak that is still being written names the speak its appends go to,
+// and each append its place: the errors name the field.
+func TestSpeakMore(t *testing.T) {
+	if _, err := DecodeSpeakRequest([]byte(`{"message":"One.","more":true}`), 0); err == nil || err.Error() != "protocol: speak: messageId: required with more, the speak that speak.more appends to" {
+		t.Fatalf("more without a messageId: %v", err)
+	}
+	if r, err := DecodeSpeakRequest([]byte(`{"message":"One.","more":true,"messageId":"m1"}`), 0); err != nil || !r.More {
+		t.Fatalf("more: %+v %v", r, err)
+	}
+	for _, c := range []struct {
+		name  string
+		in    SpeakMore
+		field string
+		kind  Kind
+	}{
+		{"append", SpeakMore{MessageID: "m1", Seq: 1, Message: "Two.", More: true}, "", ""},
+		{"last words", SpeakMore{MessageID: "m1", Seq: 2, Message: "Three."}, "", ""},
+		{"end mark", SpeakMore{MessageID: "m1", Seq: MaxSpeakMoreSeq}, "", ""},
+		{"no messageId", SpeakMore{Seq: 1, Message: "Two."}, "messageId", KindMissing},
+		{"long messageId", SpeakMore{MessageID: strings.Repeat("m", MaxIDLen+1), Seq: 1, Message: "Two."}, "messageId", KindInvalid},
+		{"no seq", SpeakMore{MessageID: "m1", Message: "Two."}, "seq", KindMissing},
+		{"negative seq", SpeakMore{MessageID: "m1", Seq: -3, Message: "Two."}, "seq", KindInvalid},
+		{"seq past the bound", SpeakMore{MessageID: "m1", Seq: MaxSpeakMoreSeq + 1, Message: "Two."}, "seq", KindInvalid},
+		{"empty with more", SpeakMore{MessageID: "m1", Seq: 1, More: true}, "message", KindMissing},
+		{"blank with more", SpeakMore{MessageID: "m1", Seq: 1, Message: " \n", More: true}, "message", KindMissing},
+		{"not UTF-8", SpeakMore{MessageID: "m1", Seq: 1, Message: "\xff\xfe"}, "message", KindInvalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.in.Validate()
+			var pe *Error
+			if c.kind == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.As(err, &pe) || pe.Field != c.field || pe.Kind != c.kind {
+				t.Fatalf("%+v: %v, want field %q kind %q", c.in, err, c.field, c.kind)
+			}
+		})
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"messageId":"m1","seq":1,"message":"Two.","more":true}`, ""},
+		{`{"messageId":"m1","seq":2}`, ""},
+		{`{"messageId":"m1","seq":1.5,"message":"Two."}`, "protocol: speak-more: seq: must be a number, got JSON number"},
+		{`{"messageId":"m1","seq":1,"message":"Two.","emotion":"sad"}`, "protocol: speak-more: emotion: unknown field"},
+		{`{"messageId":"m1","seq":1} {}`, "protocol: speak-more: trailing data after the JSON value"},
+		{`[]`, "protocol: speak-more: must be a JSON object"},
+	} {
+		_, err := DecodeSpeakMore([]byte(c.in), 0)
+		if (c.want == "" && err != nil) || (c.want != "" && (err == nil || err.Error() != c.want)) {
+			t.Errorf("%s: %v, want %q", c.in, err, c.want)
+		}
+	}
+	if r, err := DecodeSpeakMoreResult([]byte(`{"appended":false}`), 0); err != nil || r.Appended {
+		t.Fatalf("result: %+v %v", r, err)
+	}
+	if _, err := DecodeSpeakMoreResult([]byte(`{}`), 0); KindOf(err) != KindMissing {
+		t.Fatalf("a result without appended: %v", err)
 	}
 }

@@ -6,8 +6,10 @@
 // realtime Phase, Post and PostAck.
 //
 // The bodies of the queries a companion asks its body, and of their
-// results, live here too (bodies.go): speak, speak.start and speak.stop
-// (SpeakRequest, SpeakStart, SpeakStop and their results), vision
+// results, live here too (bodies.go): speak, speak.start, speak.stop and
+// speak.more (SpeakRequest, SpeakStart, SpeakStop, SpeakMore and their
+// results; speak.more appends, in seq order, to a speak sent with more
+// while its answer is still being written), vision
 // (VisionResult), the operator's phase command (PhaseCommand) and
 // query.cancel's (QueryCancel), with the barge-in modes, VoiceMargin and
 // the speech-length estimate every room member uses (voice.go). A device

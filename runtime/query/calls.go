@@ -78,6 +78,25 @@ func SpeakStart(ctx context.Context, a Asker, device, token string, timeout time
 	return res.Started, nil
 }
 
+// SpeakMore appends r's words to the speak with r.MessageID that device
+// is still saying (a speak sent with More); it reports whether the device
+// took them (false: that speak has ended). Only a device that serves
+// speak.more is sent it.
+func SpeakMore(ctx context.Context, a Asker, device string, r protocol.SpeakMore, timeout time.Duration) (protocol.SpeakMoreResult, error) {
+	if err := r.Validate(); err != nil {
+		return protocol.SpeakMoreResult{}, fmt.Errorf("query: speak.more to %s: %w", device, err)
+	}
+	raw, err := a.Ask(ctx, device, protocol.TypeSpeakMore, r, timeout)
+	if err != nil {
+		return protocol.SpeakMoreResult{}, err
+	}
+	res, err := protocol.DecodeSpeakMoreResult(raw, 0)
+	if err != nil {
+		return protocol.SpeakMoreResult{}, badResult(device, protocol.TypeSpeakMore, err)
+	}
+	return res, nil
+}
+
 // SpeakStop stops what device is saying, after the current sentence
 // (protocol.BargeInSentence) or at once (protocol.BargeInImmediate); it
 // reports whether something was playing.

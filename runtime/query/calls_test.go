@@ -39,6 +39,16 @@ func TestTypedCalls(t *testing.T) {
 			s, err := protocol.DecodeSpeakStop(b, 0)
 			return protocol.SpeakStopResult{Stopped: s.At == protocol.BargeInImmediate}, err
 		},
+		protocol.TypeSpeakMore: func(_ context.Context, _ string, b json.RawMessage) (any, error) {
+			m, err := protocol.DecodeSpeakMore(b, 0)
+			if err != nil {
+				return nil, err
+			}
+			if m.Seq == 9 {
+				return map[string]any{"appended": "yes"}, nil
+			}
+			return protocol.SpeakMoreResult{Appended: m.MessageID == "m1"}, nil
+		},
 		protocol.TypeVision: func(_ context.Context, _ string, b json.RawMessage) (any, error) {
 			if _, err := protocol.DecodeVisionRequest(b, 0); err != nil {
 				return nil, err
@@ -67,6 +77,18 @@ func TestTypedCalls(t *testing.T) {
 	}
 	if ok, err := SpeakStart(ctx, c, "pi5", "t1", 0); err != nil || !ok {
 		t.Fatalf("speak.start: %v %v", ok, err)
+	}
+	if r, err := SpeakMore(ctx, c, "pi5", protocol.SpeakMore{MessageID: "m1", Seq: 1, Message: "And more.", More: true}, 0); err != nil || !r.Appended {
+		t.Fatalf("speak.more: %+v %v", r, err)
+	}
+	if r, err := SpeakMore(ctx, c, "pi5", protocol.SpeakMore{MessageID: "m2", Seq: 2}, 0); err != nil || r.Appended {
+		t.Fatalf("speak.more to a speak that ended: %+v %v", r, err)
+	}
+	if _, err := SpeakMore(ctx, c, "pi5", protocol.SpeakMore{MessageID: "m1", Seq: 0, Message: "x"}, 0); protocol.KindOf(err) != protocol.KindMissing {
+		t.Fatalf("speak.more without a seq: %v, want it refused before it is sent", err)
+	}
+	if r, err := SpeakMore(ctx, c, "pi5", protocol.SpeakMore{MessageID: "m1", Seq: 9, Message: "x"}, 0); !errors.Is(err, ErrBadResult) || r.Appended {
+		t.Fatalf("a speak.more result that does not decode: %+v %v, want ErrBadResult", r, err)
 	}
 	if ok, err := SpeakStop(ctx, c, "pi5", protocol.BargeInImmediate, 0); err != nil || !ok {
 		t.Fatalf("speak.stop: %v %v", ok, err)
