@@ -81,8 +81,8 @@ func (b *moreBody) chans(id, hold string) (end, held chan struct{}) {
 }
 
 func (b *moreBody) handleMore(_ context.Context, _ string, body json.RawMessage) (any, error) {
-	var m protocol.SpeakMore
-	if err := json.Unmarshal(body, &m); err != nil {
+	m, err := protocol.DecodeSpeakMore(body, 0)
+	if err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
