@@ -19,12 +19,11 @@ import (
 // as asked. Each companion speaks two sentences, a short one and a longer
 // one (about 200 characters in English; about as long spoken, so fewer
 // characters, in Japanese), chosen by its id and the turn so that a room
-// converses, with an importance of its own from 3 to 8. It closes after a
-// few turns (ClosingAfter), and the repetition judge finds little said
-// twice.
+// converses, with an importance of its own from 3 to 8. It closes after
+// llmtest's few turns (ClosingAfter), and the repetition judge finds
+// little said twice.
 func Talker(s *llmtest.Server, ttft time.Duration, tps float64) *llmtest.Server {
 	s.Latency, s.TokensPerSecond, s.JudgeLatency = ttft, tps, ttft
-	s.ClosingAfter = 8
 	s.Speak = Talk
 	s.Judge = func([]string) float64 { return 0.1 }
 	return s
@@ -32,20 +31,21 @@ func Talker(s *llmtest.Server, ttft time.Duration, tps float64) *llmtest.Server 
 
 // Talk is a Talker companion's turn: its importance and its words.
 func Talk(me, lang string, turn int) (float64, string) {
-	h := fnv.New32a()
-	h.Write([]byte(me))
-	n := int(h.Sum32() % 1024)
+	pick := func(what string, n int) int { // by me, turn and what, evenly
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s/%d/%s", me, turn, what)
+		return int(h.Sum64() % uint64(n))
+	}
 	lines := talkLines[lang]
 	if lines.first == nil {
 		lines = talkLines["en"]
 	}
-	first := lines.first[(n+turn)%len(lines.first)]
-	second := lines.second[(n/3+2*turn)%len(lines.second)]
+	first, second := lines.first[pick("first", len(lines.first))], lines.second[pick("second", len(lines.second))]
 	sep := " "
 	if lang == "ja" {
 		sep = ""
 	}
-	return float64(3 + (n+2*turn)%6), first + sep + second
+	return float64(3 + pick("importance", 6)), first + sep + second
 }
 
 var talkLines = map[string]struct{ first, second []string }{
