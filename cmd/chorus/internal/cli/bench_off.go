@@ -16,7 +16,7 @@ func init() {
 }
 
 func runFakeModel(context.Context, []string, io.Writer, io.Writer) error {
-	return errors.New("chorus fakemodel: this chorus is built without the fake model server (a test server); " +
+	return errors.New("this chorus is built without the fake model server (a test server); " +
 		"from the source tree: go run -tags bench ./cmd/chorus fakemodel …")
 }
 
