@@ -102,8 +102,9 @@ func wantDecode(t *testing.T, what, yaml, want string) {
 func TestFirmwareConfigs(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
 	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
-	files = append(files, demo...)
-	if len(files) < 7 {
+	llm, _ := filepath.Glob("../../firmware-configs/demo-llm/*.yaml")
+	files = append(append(files, demo...), llm...)
+	if len(files) < 10 {
 		t.Fatalf("only %d firmware configs", len(files))
 	}
 	for _, f := range files {
@@ -220,8 +221,9 @@ companion: {id: k, name: K, language: en}
 func TestShippedRoomsAgree(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
 	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
+	llm, _ := filepath.Glob("../../firmware-configs/demo-llm/*.yaml")
 	rooms := map[string]*Config{}
-	for _, f := range append(files, demo...) {
+	for _, f := range append(append(files, demo...), llm...) {
 		c, err := Load(f)
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,8 @@ import (
 // Stats summarizes latencies.
 type Stats struct {
 	N        int
-	P50, P99 time.Duration
+	P50, P90 time.Duration
+	P99      time.Duration
 	Max      time.Duration
 }
 
@@ -34,7 +35,7 @@ func Summarize(ds []time.Duration) Stats {
 	s := slices.Clone(ds)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
-	return Stats{N: len(s), P50: at(0.50), P99: at(0.99), Max: s[len(s)-1]}
+	return Stats{N: len(s), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1]}
 }
 
 func (s Stats) String() string {

@@ -19,6 +19,7 @@ type GapCase struct {
 	TTS     string        // tone (paced null audio of beeps), espeak-ng or open_jtalk
 	Turns   string        // overlapped or sequential
 	Rounds  int           // robot utterances to measure
+	Paced                 // a model at a model's pace (Latency its time to the first token)
 }
 
 // GapResult is what one room measured.
@@ -37,7 +38,7 @@ device: {id: %[1]s}
 room: {name: gap, members: [ann, ben, cat], pause: 200ms, turns: %[4]s}
 mqtt: {broker: "tcp://127.0.0.1:1"}
 companion: {id: %[1]s, name: %[1]s, language: %[5]s}
-brain: {provider: openai, base_url: "%[2]s", model: bench, timeout: 10s}
+brain: {provider: openai, base_url: "%[2]s", model: bench, timeout: 10s, stream: %[6]t}
 drivers: {audio: {kind: null, paced: true}, tts: {kind: %[3]s}}
 http: {listen: "off"}
 `
@@ -65,22 +66,11 @@ func Gap(ctx context.Context, c GapCase) (GapResult, error) {
 	if c.TTS == "open_jtalk" {
 		lang = "ja"
 	}
-	fake := llmtest.New()
+	fake := c.fake(c.Latency, func(me string, turn int) string { return gapLines[lang][turn%3] })
 	defer fake.Close()
-	fake.Latency, fake.ClosingAfter = c.Latency, 1<<30
-	fake.Line = func(me string, turn int) string { return gapLines[lang][turn%3] }
-	var cfgs []*robot.Config
-	for _, y := range []string{roomFloor("gap"),
-		fmt.Sprintf(gapCompanion, "ann", fake.BaseURL(), c.TTS, c.Turns, lang),
-		fmt.Sprintf(gapCompanion, "ben", fake.BaseURL(), c.TTS, c.Turns, lang),
-		fmt.Sprintf(gapCompanion, "cat", fake.BaseURL(), c.TTS, c.Turns, lang)} {
-		cfg, err := robot.Decode(strings.NewReader(y))
-		if err != nil {
-			return GapResult{}, err
-		}
-		cfgs = append(cfgs, cfg)
-	}
-	r, err := localroom.Start(ctx, cfgs, localroom.Options{Quiet: true})
+	r, err := startRoom(ctx, "gap", func(id string) string {
+		return fmt.Sprintf(gapCompanion, id, fake.BaseURL(), c.TTS, c.Turns, lang, !c.Whole)
+	})
 	if err != nil {
 		return GapResult{}, err
 	}
@@ -98,7 +88,11 @@ func Gap(ctx context.Context, c GapCase) (GapResult, error) {
 	if err := user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Hello, what shall we do this weekend?", "")); err != nil {
 		return GapResult{}, err
 	}
-	limit := time.Duration(c.Rounds) * (5*time.Second + 2*c.Latency)
+	turn := 5 * time.Second // a line of the benchmark's own, spoken
+	if c.TPS > 0 {
+		turn = 20 * time.Second // a Talker's two sentences
+	}
+	limit := time.Duration(c.Rounds) * (turn + 2*c.Latency)
 	deadline := time.After(limit)
 	for len(rec.Utterances()) < c.Rounds+1 {
 		select {
@@ -119,6 +113,51 @@ func Gap(ctx context.Context, c GapCase) (GapResult, error) {
 		return GapResult{}, fmt.Errorf("model server saw bad requests: %v", p)
 	}
 	return GapResult{Gaps: gaps, Overlaps: timeline.Overlaps(gaps), Spoken: timeline.Percentile(spoken, 50)}, nil
+}
+
+// Paced, in a benchmark's case, makes its room's fake model a Talker
+// writing TPS tokens a second after its latency (the time to the first
+// token), streamed, or whole with Whole (brain.stream: false). Without TPS
+// the model answers at once after its latency with the benchmark's own
+// short lines.
+type Paced struct {
+	TPS   float64
+	Whole bool
+	// Speak, when set, are the Talker's words and importance (a test's
+	// short ones; default Talk).
+	Speak func(me, lang string, turn int) (float64, string)
+	// Wrote, when set, is given every state the model writes.
+	Wrote func(answer string)
+}
+
+// fake starts the model server of a room: latency per call, and line for
+// the words when p is not paced. Close it when done.
+func (p Paced) fake(latency time.Duration, line func(me string, turn int) string) *llmtest.Server {
+	s := llmtest.New()
+	s.Latency, s.Line = latency, line
+	if p.TPS > 0 {
+		Talker(s, latency, p.TPS)
+		if p.Speak != nil {
+			s.Speak = p.Speak
+		}
+	}
+	s.ClosingAfter, s.Wrote = 1<<30, p.Wrote
+	return s
+}
+
+// startRoom runs a room of a floor and the companions ann, ben and cat,
+// each with the config companion(id), as daemons in this process on the
+// embedded broker.
+func startRoom(ctx context.Context, room string, companion func(id string) string) (*localroom.Room, error) {
+	var cfgs []*robot.Config
+	for _, y := range []string{roomFloor(room), companion("ann"), companion("ben"), companion("cat")} {
+		cfg, err := robot.Decode(strings.NewReader(y))
+		if err != nil {
+			return nil, err
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	return localroom.Start(ctx, cfgs, localroom.Options{Quiet: true})
 }
 
 // roomFloor is the config of a room's floor device for the

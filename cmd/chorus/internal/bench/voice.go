@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
-	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/air"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/stt"
@@ -19,7 +17,6 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
 	"github.com/chorus-robotics/chorus/drivers/tts/espeak"
 	"github.com/chorus-robotics/chorus/drivers/vad"
-	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
@@ -28,8 +25,9 @@ import (
 type VoiceCase struct {
 	STT    string        // "fixed" (a Wyoming server answering after STTDelay) or "pocketsphinx" (with a grammar)
 	Mics   int           // how many of the three robots hear (1 or 3)
-	Model  time.Duration // the model server's time per call
+	Model  time.Duration // the model server's time per call (with Paced: to the first token)
 	Rounds int
+	Paced
 }
 
 // VoiceResult is what one room measured, per round.
@@ -60,7 +58,7 @@ device: {id: %[1]s}
 room: {name: voice, members: [ann, ben, cat], pause: 200ms}
 mqtt: {broker: "tcp://127.0.0.1:1"}
 companion: {id: %[1]s, name: %[1]s, language: en}
-brain: {provider: openai, base_url: "%[2]s", model: bench, timeout: 10s}
+brain: {provider: openai, base_url: "%[2]s", model: bench, timeout: 10s, stream: %[6]t}
 drivers:
   audio: {kind: air, air: "%[3]s"}
   tts: {kind: espeak-ng}
@@ -88,10 +86,9 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	case err := <-airDone:
 		return res, fmt.Errorf("air: %w", err)
 	}
-	fake := llmtest.New()
+	fake := c.fake(c.Model, func(me string, turn int) string { return "It is sunny and warm today." })
 	defer fake.Close()
-	fake.Latency, fake.OnlyUsers, fake.ClosingAfter = c.Model, true, 1<<30
-	fake.Line = func(me string, turn int) string { return "It is sunny and warm today." }
+	fake.OnlyUsers = true
 	dir, err := os.MkdirTemp("", "chorus-voice-")
 	if err != nil {
 		return res, err
@@ -118,18 +115,10 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	} else if res.STT, err = pocketsphinxTimes(ctx, gram, pcm, 3); err != nil {
 		return res, err
 	}
-	cfgs := []*robot.Config{}
-	for i, y := range []string{roomFloor("voice"),
-		fmt.Sprintf(voiceCompanion, "ann", fake.BaseURL(), srv.Addr(), c.Mics >= 1, sttConf),
-		fmt.Sprintf(voiceCompanion, "ben", fake.BaseURL(), srv.Addr(), c.Mics >= 2, sttConf),
-		fmt.Sprintf(voiceCompanion, "cat", fake.BaseURL(), srv.Addr(), c.Mics >= 3, sttConf)} {
-		cfg, err := robot.Decode(strings.NewReader(y))
-		if err != nil {
-			return res, fmt.Errorf("config %d: %w", i, err)
-		}
-		cfgs = append(cfgs, cfg)
-	}
-	r, err := localroom.Start(ctx, cfgs, localroom.Options{Quiet: true})
+	hears := map[string]bool{"ann": c.Mics >= 1, "ben": c.Mics >= 2, "cat": c.Mics >= 3}
+	r, err := startRoom(ctx, "voice", func(id string) string {
+		return fmt.Sprintf(voiceCompanion, id, fake.BaseURL(), srv.Addr(), hears[id], sttConf, !c.Whole)
+	})
 	if err != nil {
 		return res, err
 	}
@@ -139,7 +128,7 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 		return res, err
 	}
 	defer ob.Close()
-	w := &voiceWatch{heard: make(chan time.Time, 16), started: make(chan time.Time, 16), speaking: map[string]bool{}}
+	w := newVoiceWatch()
 	if err := obs.OnMessage(ctx, w.message); err != nil {
 		return res, err
 	}
@@ -213,6 +202,10 @@ type voiceWatch struct {
 	mu             sync.Mutex
 	speaking       map[string]bool
 	changed        chan struct{}
+}
+
+func newVoiceWatch() *voiceWatch {
+	return &voiceWatch{heard: make(chan time.Time, 16), started: make(chan time.Time, 16), speaking: map[string]bool{}}
 }
 
 func (w *voiceWatch) message(m protocol.Message) {

@@ -1,15 +1,17 @@
 //go:build bench
 
 // chorus bench: every benchmark, with the fake servers they measure
-// against (a paced model server, a Wyoming recogniser, an I²C bus). Built
-// only with the tag bench, so the chorus a user installs links no test
-// fake (issue 30, item 5): go run -tags bench ./cmd/chorus bench ….
+// against (a paced model server, a Wyoming recogniser, an I²C bus), and
+// chorus fakemodel, the paced model server on its own. Built only with
+// the tag bench, so the chorus a user installs links no test fake (issue
+// 30, item 5): go run -tags bench ./cmd/chorus bench ….
 
 package cli
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -25,25 +27,58 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | actions | startup (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | actions | startup | stream (see BENCHMARKS.md)", runBench}
+	commands["fakemodel"] = command{"serve a fake OpenAI-compatible model at a model's pace, to try a room with LLM brains without an API key", runFakeModel}
+}
+
+func runFakeModel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fakemodel", stderr)
+	listen := fs.String("listen", "127.0.0.1:8088", "loopback address to serve on")
+	ttft := fs.Duration("ttft", 400*time.Millisecond, "time to the first token of every answer")
+	tps := fs.Float64("tps", 60, "tokens per second after the first (a token is about four characters)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return bench.ServeModel(ctx, stdout, *listen, *ttft, *tps)
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice actions startup ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice actions startup stream ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup|stream [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := newFlags("bench "+what, stderr)
 	url := fs.String("broker", "", "broker URL (default: start the embedded broker on a free loopback port)")
 	rounds := fs.Int("rounds", 1000, "measurements per case")
-	ns := fs.String("n", "2,5,10,50", "floor: companion counts")
+	ns := fs.String("n", "2,5,10,50", "floor: companion counts; stream: messages per measurement and mode (default 10)")
 	chorusd := fs.String("chorusd", "", "startup: the chorusd binary (default: beside this program, else on PATH)")
 	devCfg := fs.String("config", "firmware-configs/demo/kyoko.yaml", "startup: the device config (a file)")
 	engines := fs.String("tts", "tone,espeak-ng,open_jtalk", "gap: the TTS engines (tone is paced null audio of beeps)")
 	latencies := fs.String("latency", "300ms,1s", "gap: the model server's time per call")
 	pairs := fs.Int("pairs", 3, "realtime: runs with and without the client that never reads, alternating")
+	ttft := fs.Duration("ttft", 400*time.Millisecond, "stream: the model's time to the first token")
+	tps := fs.Float64("tps", 60, "stream: the model's tokens per second")
+	modes := fs.String("stream", "both", "stream: brain.stream to measure: both (alternating), on or off")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if what == "stream" {
+		o := bench.StreamOptions{TTFT: *ttft, TPS: *tps, N: 10, Modes: map[string][]bool{"both": {true, false}, "on": {true}, "off": {false}}[*modes]}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "n" {
+				o.N, _ = strconv.Atoi(*ns)
+			}
+		})
+		switch {
+		case o.Modes == nil:
+			return fmt.Errorf("-stream: want both, on or off, got %q", *modes)
+		case o.N < 1 || o.N > 1000:
+			return fmt.Errorf("-n: want a message count from 1 to 1000, got %q", *ns)
+		}
+		if err := bench.CheckPace(*ttft, *tps); err != nil {
+			return err
+		}
+		return bench.Stream(ctx, stdout, o)
 	}
 	if what == "gap" {
 		return benchGap(ctx, stdout, min(*rounds, 30), *engines, *latencies)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -42,6 +43,14 @@ type Server struct {
 	// Line, when set, writes the companions' words (me, the turn); the
 	// default is a short line naming both.
 	Line func(me string, turn int) string
+	// Speak, when set, is a companion's turn in a state answer: its
+	// importance and its words, from its id, its card's language (en or
+	// ja, as its system prompt is written) and the turn. It takes the
+	// place of Line and of the default importance.
+	Speak func(me, lang string, turn int) (importance float64, line string)
+	// Wrote, when set, is called with the text of every companion state
+	// the fake writes (its JSON), before it is paced out.
+	Wrote func(answer string)
 	// APIKey, when set, must come as "Authorization: Bearer <key>"; a
 	// request without it is refused with 401 and an error quoting the key
 	// it carried, as some proxies do (unkind to a client that logs it).
@@ -76,6 +85,21 @@ func New() *Server {
 	s := &Server{ClosingAfter: 4}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
+}
+
+// Listen starts a server on addr (host:port) instead of a free loopback
+// port, as `chorus fakemodel` serves; Close it when done.
+func Listen(addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{ClosingAfter: 4}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.handle))
+	s.Server.Listener.Close()
+	s.Server.Listener = l
+	s.Server.Start()
+	return s, nil
 }
 
 // URL of the API root, for brain.base_url.
@@ -217,11 +241,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		closing = "pre-closing"
 	}
 	line := fmt.Sprintf("This is %s speaking, turn %d.", me, turn)
-	if s.Line != nil {
+	importance := float64(len(me)%5 + 3)
+	lang := "en"
+	if strings.Contains(system, "あなたは") {
+		lang = "ja"
+	}
+	switch {
+	case s.Speak != nil:
+		importance, line = s.Speak(me, lang, turn)
+	case s.Line != nil:
 		line = s.Line(me, turn)
 	}
 	if closing == "closing" {
-		line = "Thank you, this was fun!"
+		line = map[string]string{"en": "Thank you, this was fun!", "ja": "ありがとう、楽しかったです！"}[lang]
 	}
 	time.Sleep(s.Latency)
 
@@ -251,16 +283,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.offered = names
 		s.mu.Unlock()
-		state := stateAnswer{State: "speak", Importance: float64(len(me)%5 + 3), Closing: closing}
+		st := state{State: "speak", Importance: importance, Closing: closing}
 		if closing == "terminal" || (s.OnlyUsers && judgedFrom(user) != "user") {
-			state.State = "listen"
+			st.State = "listen"
 		}
 		if props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any); props["draft"] != nil {
-			state.Draft = &draftAnswer{Emotion: "happy", To: []string{}, Message: line}
+			st.Draft = &draft{Emotion: "happy", To: []string{}, Message: line}
 		}
-		b, _ := json.Marshal(state)
+		b, _ := json.Marshal(st)
 		msg["content"] = string(b)
-		if s.Gesture != "" && offered(s.Gesture) && state.State == "speak" {
+		if s.Wrote != nil {
+			s.Wrote(string(b))
+		}
+		if s.Gesture != "" && offered(s.Gesture) && st.State == "speak" {
 			args := s.GestureArgs
 			if args == "" {
 				args = "{}"
@@ -282,6 +317,23 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		finish = "stop"
 	}
 	s.answer(w, req, msg, finish)
+}
+
+// state is a companion's answer as the fake writes it: the vote's fields
+// first, then the draft, so that a streamed vote is complete before the
+// draft is written (issue 28).
+type state struct {
+	State      string  `json:"state"`
+	Importance float64 `json:"importance"`
+	Selected   bool    `json:"selected"`
+	Closing    string  `json:"closing"`
+	Draft      *draft  `json:"draft,omitempty"`
+}
+
+type draft struct {
+	Emotion string   `json:"emotion"`
+	To      []string `json:"to"`
+	Message string   `json:"message"`
 }
 
 // maxRequest is the most a request may carry (OpenAI takes pictures of up
@@ -338,17 +390,24 @@ func (s *Server) stream(w http.ResponseWriter, model string, msg map[string]any,
 		}
 	}
 	send(map[string]any{"role": "assistant", "content": ""}, nil)
+	// Each token is due at its time from the first, as a model writes
+	// them: a late wake-up on a busy machine does not delay the rest.
+	start, n := time.Now(), 0
+	next := func() {
+		n++
+		time.Sleep(time.Until(start.Add(time.Duration(n) * s.tokenTime())))
+	}
 	content, _ := msg["content"].(string)
 	for _, t := range tokens(content) {
-		time.Sleep(s.tokenTime())
+		next()
 		send(map[string]any{"content": t}, nil)
 	}
 	for i, c := range toolCalls(msg) {
-		time.Sleep(s.tokenTime())
+		next()
 		send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.id, "type": "function",
 			"function": map[string]any{"name": c.name, "arguments": ""}}}}, nil)
 		for _, t := range tokens(c.args) {
-			time.Sleep(s.tokenTime())
+			next()
 			send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": t}}}}, nil)
 		}
 	}
@@ -467,20 +526,4 @@ func (s *Server) talk(w http.ResponseWriter, req request, me, prompt string) {
 		text = s.Line(me, n)
 	}
 	s.answer(w, req, map[string]any{"role": "assistant", "content": text, "refusal": nil}, "stop")
-}
-
-// stateAnswer is the state answer with its fields in the schema's order,
-// as a model writes them (llm.StateSchema).
-type stateAnswer struct {
-	State      string       `json:"state"`
-	Importance float64      `json:"importance"`
-	Selected   bool         `json:"selected"`
-	Closing    string       `json:"closing"`
-	Draft      *draftAnswer `json:"draft,omitempty"`
-}
-
-type draftAnswer struct {
-	Emotion string   `json:"emotion"`
-	To      []string `json:"to"`
-	Message string   `json:"message"`
 }

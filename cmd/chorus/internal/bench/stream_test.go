@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/tts"
+)
+
+// `chorus bench stream` at a tiny n runs all three rooms in both modes
+// and prints every row (no figures are checked: that is the benchmark's
+// job). The words are short, so that the paced rooms end soon.
+func TestStreamBenchPrintsEveryRow(t *testing.T) {
+	var out bytes.Buffer
+	short := func(me, lang string, turn int) (float64, string) {
+		imp, _ := Talk(me, lang, turn)
+		return imp, "Oh, hello. It is a fine day."
+	}
+	err := Stream(context.Background(), &out, StreamOptions{TTFT: 50 * time.Millisecond, TPS: 300, N: 1, Modes: []bool{true, false}, Speak: short})
+	t.Logf("\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 3
+	if !tts.Available("espeak-ng") {
+		rows = 2
+	}
+	s := out.String()
+	if got := strings.Count(s, "    streaming p50 "); got != rows {
+		t.Errorf("%d streaming rows, want %d", got, rows)
+	}
+	if got := strings.Count(s, "    whole     p50 "); got != rows {
+		t.Errorf("%d whole rows, want %d", got, rows)
+	}
+	if got := strings.Count(s, "streaming / whole: p50 "); got != rows {
+		t.Errorf("%d ratios, want %d", got, rows)
+	}
+	for _, want := range []string{"(a) typed", "(b) voice to voice", "(c) silence", "goal p50 ≤ "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q", want)
+		}
+	}
+}
