@@ -143,8 +143,9 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 		err error
 	}
 	result := make(chan spoken, 1)
+	req := protocol.SpeakRequest{Message: s.text, Emotion: e, Hold: hold, MessageID: msgID, More: true}
 	go func() { // owned here: waited for below
-		res, err := c.speakQuery(ctx, protocol.SpeakRequest{Message: s.text, Emotion: e, Hold: hold, MessageID: msgID, More: true}, timeout)
+		res, err := c.speakQuery(ctx, req, timeout)
 		result <- spoken{res, err}
 	}()
 	handed, seq := s.text, 0

@@ -177,16 +177,17 @@ func (p Properties) Get(name string) map[string]any {
 }
 
 // utteranceSchema is the draft and the speak tool's arguments: the
-// emotion first, then the addressees, then the words.
+// emotion first (the first speak carries it), then the words, then the
+// addressees (only the Message needs them, once the words are complete).
 func utteranceSchema(lang string) map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": Properties{
 			{"emotion", map[string]any{"type": "string", "enum": emotionEnum}},
-			{"to", map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": prompts.TextsFor(lang).SpeakTo}},
 			{"message", map[string]any{"type": "string", "description": "what you say, in character"}},
+			{"to", map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": prompts.TextsFor(lang).SpeakTo}},
 		},
-		"required":             []any{"emotion", "to", "message"},
+		"required":             []any{"emotion", "message", "to"},
 		"additionalProperties": false,
 	}
 }

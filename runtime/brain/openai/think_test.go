@@ -16,7 +16,7 @@ import (
 
 // A state answer as a model streams it, vote first, cut into tokens of
 // about four characters.
-const streamedState = `{"state":"speak","importance":7,"selected":false,"closing":"none","draft":{"emotion":"happy","to":[],"message":"Good morning, everyone. The garden is lovely today!"}}`
+const streamedState = `{"state":"speak","importance":7,"selected":false,"closing":"none","draft":{"emotion":"happy","message":"Good morning, everyone. The garden is lovely today!","to":[]}}`
 
 func tokens(s string) []string {
 	var out []string

@@ -332,8 +332,8 @@ type state struct {
 
 type draft struct {
 	Emotion string   `json:"emotion"`
-	To      []string `json:"to"`
 	Message string   `json:"message"`
+	To      []string `json:"to"`
 }
 
 // maxRequest is the most a request may carry (OpenAI takes pictures of up
