@@ -93,14 +93,14 @@ func TestThinkStreamHearsTheVoteFirst(t *testing.T) {
 func TestThinkStreamFaults(t *testing.T) {
 	cutAt := strings.Index(streamedState, "The garden") + 6
 	for _, tc := range []struct {
-		name    string
-		reply   llmtest.Reply
-		draft   string
-		cut     bool
-		err     string
-		votes   int
-		maxUtt  int
-		held    bool // the stream stalls: held open after its last event
+		name   string
+		reply  llmtest.Reply
+		draft  string
+		cut    bool
+		err    string
+		votes  int
+		maxUtt int
+		held   bool // the stream stalls: held open after its last event
 	}{
 		{name: "cut mid-sentence", reply: llmtest.Events(t, contentEvents(streamedState[:cutAt])...), draft: "Good morning, everyone.", cut: true, votes: 1},
 		{name: "stalled mid-sentence", held: true, draft: "Good morning, everyone.", cut: true, votes: 1},
