@@ -57,6 +57,11 @@ func (w *words) said(text string, e protocol.Emotion) {
 		return
 	}
 	w.text, w.emotion = text, e
+	w.changed()
+}
+
+// changed wakes whoever waits for the words (w.mu held).
+func (w *words) changed() {
 	close(w.grew)
 	w.grew = make(chan struct{})
 }
@@ -69,7 +74,7 @@ func (w *words) finish(u brain.Utterance) {
 		return
 	}
 	w.done, w.u = true, u
-	close(w.grew)
+	w.changed()
 }
 
 // next waits until the words hold more than n bytes of text, or are done.
