@@ -11,6 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+	"github.com/chorus-robotics/chorus/runtime/brain/openai"
 	"github.com/chorus-robotics/chorus/runtime/brain/rule"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -156,5 +159,33 @@ func TestAgentBacksOffAFailingBrain(t *testing.T) {
 	time.Sleep(time.Second)
 	if n := f.calls.Load(); n < 2 || n > 8 {
 		t.Fatalf("the failing brain was asked %d times in a second", n)
+	}
+}
+
+// Realtime rooms stream too (issue 28, item 6): the model's answer is
+// streamed, the post leaves once the utterance is complete — the floor
+// judges its length and quota on the whole — and the body is asked to
+// speak the whole accepted words, which it plays sentence by sentence
+// (device/speak), so the audio starts on the first sentence.
+func TestAgentStreamsItsModelAndPostsTheWholeUtterance(t *testing.T) {
+	fake := llmtest.New()
+	defer fake.Close()
+	fake.TokensPerSecond = 400
+	line := "First I looked at the sky. Then I saw the rain coming over the hills."
+	fake.Line = func(string, int) string { return line }
+	r := newSpoken(t, &llm.Brain{Chat: openai.New(openai.Config{BaseURL: fake.BaseURL(), Model: "m"})}, nil)
+	if err := r.mk("user").SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Good morning!", "")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case req := <-r.speaks:
+		if req.Message != line || req.More {
+			t.Fatalf("asked to speak %q (more %v), want the whole utterance %q", req.Message, req.More, line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the device was never asked to speak")
+	}
+	if fake.Streamed() == 0 || len(fake.Problems()) > 0 {
+		t.Fatalf("%d of %d answers streamed; problems %v", fake.Streamed(), fake.Calls(), fake.Problems())
 	}
 }

@@ -75,6 +75,7 @@ type Server struct {
 	judged   [][]string
 	offered  []string // the tools of the latest state call
 	calls    atomic.Int64
+	streamed atomic.Int64
 	images   []string
 	mu       sync.Mutex
 	problems []string
@@ -107,6 +108,9 @@ func (s *Server) BaseURL() string { return s.Server.URL + "/v1" }
 
 // Calls is the number of chat completions served.
 func (s *Server) Calls() int64 { return s.calls.Load() }
+
+// Streamed is the number of answers served as streams.
+func (s *Server) Streamed() int64 { return s.streamed.Load() }
 
 // Problems lists what was wrong with the requests received.
 func (s *Server) Problems() []string {
@@ -349,6 +353,7 @@ func refuse(w http.ResponseWriter, status int, msg string) {
 
 func (s *Server) answer(w http.ResponseWriter, req request, msg map[string]any, finish string) {
 	if req.Stream {
+		s.streamed.Add(1)
 		s.stream(w, req.Model, msg, finish)
 		return
 	}
