@@ -216,7 +216,7 @@ func (f *Floor) onState(ctx context.Context, s protocol.StateParams) {
 	b, ok := f.pending[s.MessageID]
 	switch {
 	case !ok && f.decided.Has(s.MessageID):
-		if !f.lateVote(s) {
+		if !f.retracted(s) && !f.lateVote(s) {
 			f.m.LateStates.Inc()
 		}
 		return
@@ -422,5 +422,8 @@ func (f *Floor) finish(b *ballot, d Decision, by string) {
 	f.publish(g)
 	if b.seq == f.seq {
 		f.await(g)
+		if f.awaiting != nil {
+			f.awaiting.ballot = b
+		}
 	}
 }

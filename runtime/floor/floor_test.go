@@ -517,3 +517,32 @@ func TestSettledDecidesBeforeEveryVote(t *testing.T) {
 		t.Fatalf("grant %+v", g)
 	}
 }
+
+// A granted speaker that takes its vote back before it says anything (its
+// model's streamed answer failed after the vote left, issue 28) makes the
+// floor decide again without it, once: before, the floor granted it again
+// until RegrantFor while it had nothing to say, and the room stalled.
+func TestRetractedVoteIsDecidedAgain(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.join("a"), h.join("b")
+	f := h.activeFloor(Config{VoteTimeout: 3 * time.Second})
+	user := room.New(h.mem.Conn(nil, nil), h.s, "lr", nil, nil)
+	h.say(user, "user", "m1")
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 9})
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Speak, Importance: 5})
+	if g := h.grant(); g.SpeakerID() != "a" {
+		t.Fatalf("grant %+v", g)
+	}
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Listen})
+	g := h.grant()
+	if g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedRetracted || g.MessageID != "m1" {
+		t.Fatalf("grant %+v, want b decided again (retracted)", g)
+	}
+	h.vote(b, protocol.StateParams{From: "b", MessageID: "m1", State: protocol.Listen}) // b fails too: the room rests
+	if g := h.grant(); g.SpeakerID() != "" || g.DecidedBy != protocol.DecidedRetracted {
+		t.Fatalf("grant %+v, want a rest", g)
+	}
+	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Listen}) // a copy changes nothing
+	f.flush(t, h.mem)
+	h.noGrant()
+}

@@ -13,9 +13,10 @@ import (
 
 // awaited is a grant whose speaker has not answered yet.
 type awaited struct {
-	g     protocol.TurnGrant
-	since time.Time
-	timer clock.Timer
+	g      protocol.TurnGrant
+	since  time.Time
+	timer  clock.Timer
+	ballot *ballot // the ballot g decided (nil: a grant published again after a takeover)
 }
 
 // await starts publishing g again until its speaker answers.
@@ -33,6 +34,26 @@ func (f *Floor) stopAwaiting() {
 		f.awaiting.timer.Stop()
 	}
 	f.awaiting = nil
+}
+
+// retracted decides the awaited grant's ballot again when its speaker
+// takes its vote back (a listen State for the granted message, sent when
+// its model's streamed answer failed after the vote left): without it,
+// the floor would grant it again until RegrantFor while it has nothing
+// to say. Only the first retraction counts, and only before the speaker
+// answered (the grant is still awaited).
+func (f *Floor) retracted(s protocol.StateParams) bool {
+	a := f.awaiting
+	if a == nil || a.ballot == nil || a.g.MessageID != s.MessageID || a.g.SpeakerID() != s.From || s.State != protocol.Listen {
+		return false
+	}
+	b := a.ballot
+	f.stopAwaiting()
+	b.votes[s.From] = s
+	f.log.Info("floor: the granted speaker took its vote back; deciding again without it", "message", s.MessageID, "speaker", s.From)
+	f.m.Recovered.WithLabelValues("retracted").Inc()
+	f.decide(b, protocol.DecidedRetracted)
+	return true
 }
 
 // regrant publishes the awaited grant again: its speaker acts on it once,

@@ -250,7 +250,7 @@ func (s State) Validate() error {
 }
 
 var grantReasons = map[string]bool{ReasonSelected: true, ReasonSpeak: true, ReasonRest: true, ReasonExpired: true, ReasonHeld: true}
-var decidedBy = map[string]bool{DecidedAllVoted: true, DecidedDeadline: true, DecidedEvicted: true, DecidedSettled: true}
+var decidedBy = map[string]bool{DecidedAllVoted: true, DecidedDeadline: true, DecidedEvicted: true, DecidedSettled: true, DecidedRetracted: true}
 
 // grantWire mirrors TurnGrant with pointers, to tell absent from null in
 // one decoding pass.

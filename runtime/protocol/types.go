@@ -176,6 +176,10 @@ const (
 	// DecidedSettled: votes were still owed, but none of them could have
 	// changed the decision (issue 28); Missing lists them.
 	DecidedSettled = "settled"
+	// DecidedRetracted: the speaker granted took its vote back before it
+	// said anything (its model's answer failed after the vote, issue 28),
+	// and the floor decided again without it.
+	DecidedRetracted = "retracted"
 )
 
 // TurnGrant is the floor's decision for one message (added by Chorus).

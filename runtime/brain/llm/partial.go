@@ -47,6 +47,7 @@ type Partial struct {
 	seen  map[string]bool // the keys read at the top and in the draft
 	odd   bool            // a key written twice or unknown: no early vote
 	bad   bool            // a vote field of the wrong type or value
+	badAt string          // the first such field
 	voted bool
 	vote  brain.Thought
 	has   [4]bool // state, importance, selected, closing
@@ -126,6 +127,25 @@ func (p *Partial) Vote() (brain.Thought, bool) {
 		return brain.Thought{}, false
 	}
 	return p.vote, true // each of its fields is read once: it stays
+}
+
+// Broken names the vote field written with a value ParseThought refuses
+// (the wrong type, out of range, not one of its words, null) before any
+// vote was complete, or is "": the answer will fail however it goes on,
+// so it need not be read to its end.
+func (p *Partial) Broken() string {
+	if p.bad && !p.voted {
+		return p.badAt
+	}
+	return ""
+}
+
+// spoil marks the vote field being read as broken.
+func (p *Partial) spoil() {
+	if !p.bad {
+		p.badAt = p.key
+	}
+	p.bad = true
 }
 
 // Said returns the draft's message so far: decoded from its JSON string,
@@ -251,7 +271,9 @@ func (p *Partial) value(c byte) {
 		p.str.Reset()
 	case c == '{' || c == '[':
 		f := frame{obj: c == '{', draft: p.role == rDraft && c == '{'}
-		p.bad = p.bad || p.role.vote()
+		if p.role.vote() {
+			p.spoil()
+		}
 		p.stack, p.st, p.first = append(p.stack, f), sValue, true
 		if f.obj {
 			p.st = sKey
@@ -351,14 +373,14 @@ func (p *Partial) stringEnded() {
 			p.vote.State = protocol.Speech(s)
 			p.has[0] = true
 		} else {
-			p.bad = true
+			p.spoil()
 		}
 	case rClosing:
 		if protocol.Closing(s).Valid() {
 			p.vote.Closing = protocol.Closing(s)
 			p.has[3] = true
 		} else {
-			p.bad = true
+			p.spoil()
 		}
 	case rEmotion:
 		e := protocol.Emotion(s)
@@ -371,7 +393,7 @@ func (p *Partial) stringEnded() {
 	case rMessage:
 		p.closed = true
 	case rImportance, rSelected:
-		p.bad = true
+		p.spoil()
 	}
 	p.ended()
 	p.voting()
@@ -380,12 +402,14 @@ func (p *Partial) stringEnded() {
 // number ends the number s.
 func (p *Partial) number(s string) {
 	if p.role != rImportance {
-		p.bad = p.bad || p.role.vote()
+		if p.role.vote() {
+			p.spoil()
+		}
 		return
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if !jsonNumber(s) || err != nil || f < 0 || f > 10 {
-		p.bad = true
+		p.spoil()
 		return
 	}
 	p.vote.Importance, p.has[1] = f, true
@@ -405,7 +429,9 @@ func (p *Partial) literal() bool {
 		p.voting()
 		p.ended()
 	case w == "true" || w == "false" || w == "null":
-		p.bad = p.bad || p.role.vote() // a null vote field is missing to ParseThought
+		if p.role.vote() { // a null vote field is missing to ParseThought
+			p.spoil()
+		}
 		p.ended()
 	case !strings.HasPrefix("true", w) && !strings.HasPrefix("false", w) && !strings.HasPrefix("null", w):
 		p.st = sDead

@@ -19,7 +19,12 @@ var _ brain.Streamer = (*Brain)(nil)
 
 // errBound is why a stream is closed once its draft passes
 // brain.max_utterance: a model that writes on and on is cut at the bound.
-var errBound = errors.New("llm: the draft reached brain.max_utterance")
+// errBroken, once a vote field is written with a value the answer cannot
+// have: the think fails then, not when the model has written the rest.
+var (
+	errBound  = errors.New("llm: the draft reached brain.max_utterance")
+	errBroken = errors.New("llm: bad state answer: a vote field has a value out of range or of the wrong type")
+)
 
 // ThinkStream implements brain.Streamer: Think's one call, read as it
 // streams. h.Vote hears the State's fields once they are complete and
@@ -51,6 +56,9 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 			}
 			return t, nil
 		}
+	}
+	if l.broken != "" {
+		return brain.Thought{}, fmt.Errorf("%w: %s (the stream was closed there)", errBroken, l.broken)
 	}
 	return b.heardThought(l, err)
 }
@@ -97,6 +105,7 @@ type listener struct {
 	said    string
 	emotion protocol.Emotion
 	bounded bool
+	broken  string // the vote field written broken
 }
 
 // round starts reading a new round's answer (a tool round's text is not
@@ -107,13 +116,16 @@ func (l *listener) round() func(string) {
 }
 
 func (l *listener) piece(s string) {
-	if l.bounded {
+	if l.bounded || l.broken != "" {
 		return
 	}
 	l.p.Add(s)
 	if !l.voted {
 		v, ok := l.p.Vote()
 		if !ok {
+			if l.broken = l.p.Broken(); l.broken != "" {
+				l.stop(errBroken)
+			}
 			return
 		}
 		l.voted, l.vote = true, v

@@ -100,7 +100,8 @@ func TestThinkStreamFaults(t *testing.T) {
 		err    string
 		votes  int
 		maxUtt int
-		held   bool // the stream stalls: held open after its last event
+		held   bool   // the stream stalls: held open after its last event
+		text   string // what a held stream writes (default: the answer cut mid-sentence)
 	}{
 		{name: "cut mid-sentence", reply: llmtest.Events(t, contentEvents(streamedState[:cutAt])...), draft: "Good morning, everyone.", cut: true, votes: 1},
 		{name: "stalled mid-sentence", held: true, draft: "Good morning, everyone.", cut: true, votes: 1},
@@ -108,18 +109,24 @@ func TestThinkStreamFaults(t *testing.T) {
 			err: "before the draft's first sentence", votes: 1},
 		{name: "broken vote", reply: llmtest.Events(t, whole(strings.Replace(streamedState, `"importance":7`, `"importance":70`, 1))...),
 			err: "importance", votes: 0},
+		{name: "broken vote, the rest still streaming", held: true, text: strings.Replace(streamedState[:cutAt], `"importance":7`, `"importance":70`, 1),
+			err: "importance", votes: 0},
 		{name: "past max_utterance", reply: llmtest.Events(t, whole(streamedState)...), maxUtt: 30, draft: "Good morning, everyone.", votes: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reply := tc.reply
 			if tc.held {
 				stalled := make(chan struct{})
-				reply = llmtest.HeldEvents(t, stalled, contentEvents(streamedState[:cutAt])...)
+				text := tc.text
+				if text == "" {
+					text = streamedState[:cutAt]
+				}
+				reply = llmtest.HeldEvents(t, stalled, contentEvents(text)...)
 				defer close(stalled) // before the server closes (a cleanup)
 			}
 			s := newServer(t, reply)
 			var h heard
-			got, err := streamBrain(s, tc.maxUtt, 300*time.Millisecond).ThinkStream(context.Background(), card(), h.hear())
+			got, err := streamBrain(s, tc.maxUtt, 2*time.Second).ThinkStream(context.Background(), card(), h.hear())
 			votes := 0
 			for _, e := range h.list() {
 				if strings.HasPrefix(e, "vote") {
