@@ -180,17 +180,19 @@ type Companion struct {
 	seq      int // increases with every thought, for evicting the oldest
 	thinking int
 	speaking bool
-	answered map[string]*answer // grants acted on, by message id
-	answers  []string           // their ids, oldest first (bounded)
-	spoke    int                // seq of the newest thought granted and acted on
-	voted    *vote              // the newest State whose grant has not been seen
-	took     thinkTimes         // how long the brain took, for the announced think time
-	told     time.Time          // when the think time was last announced
-	voices   map[string]voice   // each member's speaking status
-	turn     *turn              // the granted turn being prepared or spoken
-	order    uint64             // messages heard, in order
-	lastUser uint64             // order of the newest user message
-	rep      judging            // the model's repetition judge
+	answered map[string]*answer            // grants acted on, by message id
+	answers  []string                      // their ids, oldest first (bounded)
+	spoke    int                           // seq of the newest thought granted and acted on
+	voted    *vote                         // the newest State whose grant has not been seen
+	took     thinkTimes                    // how long the brain took, for the announced think time
+	told     time.Time                     // when the think time was last announced
+	voices   map[string]voice              // each member's speaking status
+	turn     *turn                         // the granted turn being prepared or spoken
+	order    uint64                        // messages heard, in order
+	lastUser uint64                        // order of the newest user message
+	rep      judging                       // the model's repetition judge
+	thinks   map[string]context.CancelFunc // the thinks under way, by message id (at most maxThinking)
+	stopped  *seen.Set                     // thinks stopped because nobody needs them
 }
 
 // judging is the model repetition judge's book (owned by Run).
@@ -334,6 +336,8 @@ func New(cfg Config) (*Companion, error) {
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
 		voices:   map[string]voice{},
+		thinks:   map[string]context.CancelFunc{},
+		stopped:  seen.New(recentMessages),
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}, nil
@@ -465,6 +469,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.lastUser = order
 		c.rep = judging{gen: c.rep.gen + 1, busy: c.rep.busy} // one question out at most
 		c.bargeIn()
+		c.stopThinking("")
 	} else {
 		c.turnNo++
 	}
@@ -508,10 +513,13 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		w = newWords()
 	}
 	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order, words: w}
+	tctx, cancel := context.WithCancel(ctx)
+	c.thinks[m.Params.ID] = cancel
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		e.thought, e.took = c.think(ctx, in, e)
+		defer cancel()
+		e.thought, e.took = c.think(tctx, in, e)
 		c.deliver(ctx, e)
 	}()
 }
@@ -640,13 +648,30 @@ func (c *Companion) think(ctx context.Context, in brain.Input, e event) (t brain
 		}
 		c.log.Warn("brain failed", "attempt", attempt+1, "message", in.Message.Params.ID, "err", err)
 	}
+	listen := brain.Thought{State: protocol.Listen, Importance: 0, Closing: protocol.ClosingNone}
+	if ctx.Err() != nil {
+		return listen, 0 // cancelled: not needed any more (stopThinking), or shutting down
+	}
 	reason := "error"
 	if errors.Is(err, context.DeadlineExceeded) {
 		reason = "timeout"
 	}
 	c.cfg.Room.Metrics.BrainFailures.WithLabelValues(reason).Inc()
 	c.status(Failed)
-	return brain.Thought{State: protocol.Listen, Importance: 0, Closing: protocol.ClosingNone}, 0
+	return listen, 0
+}
+
+// stopThinking cancels the think for message id, or every think when id
+// is "" (a user spoke: every older message is void): its model request is
+// closed at once, and a vote it already sent is not taken back.
+func (c *Companion) stopThinking(id string) {
+	for mid, cancel := range c.thinks {
+		if id == "" || mid == id {
+			cancel()
+			delete(c.thinks, mid)
+			c.stopped.Add(mid)
+		}
+	}
 }
 
 // announce tells the room a new expected think time when the measured one
@@ -675,13 +700,16 @@ func (c *Companion) onThought(ctx context.Context, e event) {
 	if !c.speaking {
 		c.status(Listening)
 	}
+	delete(c.thinks, e.id)
+	stopped := c.stopped.Has(e.id)
 	if tf, ok := c.thoughts[e.id]; ok && tf.early {
 		// The State left early (onVote): the thought completes the draft.
-		// A think that failed after its vote takes the vote back.
+		// A think that failed after its vote takes the vote back, unless it
+		// was stopped because nobody needs it any more.
 		t := e.thought
 		tf.thought.Draft, tf.thought.Emotion, tf.thought.To, tf.thought.Actions, tf.thought.Cut = t.Draft, t.Emotion, t.To, t.Actions, t.Cut
-		if t.State != tf.thought.State && tf.thought.State == protocol.Speak {
-			tf.thought.State, tf.thought.Selected = protocol.Listen, false
+		if t.State != tf.thought.State && tf.thought.State == protocol.Speak && !stopped {
+			tf.thought.State, tf.thought.Selected, tf.thought.Importance = protocol.Listen, false, 0
 			c.log.Warn("the brain failed after its vote left; the vote is taken back (listen)", "message", e.id)
 			c.publishState(ctx, e.id, tf.thought)
 		}
@@ -794,6 +822,9 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 		c.stopResend()
 	}
 	if g.SpeakerID() != c.me() {
+		if g.SpeakerID() != "" {
+			c.stopThinking(g.MessageID) // another speaks: this draft is not needed
+		}
 		return
 	}
 	if a, ok := c.answered[g.MessageID]; ok {

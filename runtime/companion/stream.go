@@ -149,14 +149,19 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 	}
 	result := make(chan spoken, 1)
 	req := protocol.SpeakRequest{Message: s.text, Emotion: e, Hold: hold, MessageID: msgID, More: true}
+	// The words are waited for until the speak ends: a body that stopped
+	// (a barge-in) or failed takes no more, and the turn ends with it.
+	writing, ended := context.WithCancel(ctx)
+	defer ended()
 	go func() { // owned here: waited for below
 		res, err := c.speakQuery(ctx, req, timeout)
 		result <- spoken{res, err}
+		ended()
 	}()
 	handed, seq := s.text, 0
 	var r *spoken
 	for !s.done && r == nil {
-		if s, err = w.next(ctx, len(handed)); err != nil {
+		if s, err = w.next(writing, len(handed)); err != nil {
 			break
 		}
 		text := s.text
@@ -173,7 +178,7 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 			continue
 		}
 		seq++
-		if !c.appendWords(ctx, protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}) {
+		if !c.appendWords(writing, protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}) {
 			s.done = false
 			break
 		}

@@ -109,6 +109,25 @@ func (b *moreBody) handleStart(_ context.Context, _ string, body json.RawMessage
 	return protocol.SpeakStartResult{Started: true}, nil
 }
 
+// handleStop ends every open speak, after its sentence, as the device does.
+func (b *moreBody) handleStop(_ context.Context, _ string, body json.RawMessage) (any, error) {
+	if _, err := protocol.DecodeSpeakStop(body, 0); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	for id, end := range b.ended {
+		select {
+		case <-end:
+		default:
+			close(end)
+		}
+		delete(b.ended, id)
+	}
+	b.mu.Unlock()
+	b.heard <- "stop"
+	return protocol.SpeakStopResult{Stopped: true}, nil
+}
+
 func (b *moreBody) requests() ([]protocol.SpeakRequest, []protocol.SpeakMore) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -136,6 +155,7 @@ func newStreamRig(t *testing.T, br brain.Brain, mod func(*companion.Config)) *st
 	srv.Handle(protocol.TypeSpeak, r.body.handleSpeak)
 	srv.Handle(protocol.TypeSpeakMore, r.body.handleMore)
 	srv.Handle(protocol.TypeSpeakStart, r.body.handleStart)
+	srv.Handle(protocol.TypeSpeakStop, r.body.handleStop)
 	run(srv.Serve)
 	cfg := companion.Config{Room: rm, Card: cards()[0], Brain: br, Device: "kyoko", SpeakMore: true,
 		Queries: query.NewClient(conn, rm.Scheme, "kyoko", query.ClientOptions{}), Pause: time.Millisecond, SpeakTimeout: 5 * time.Second}
@@ -347,4 +367,54 @@ func TestBodyWithoutSpeakMoreGetsTheWholeDraft(t *testing.T) {
 		m.Params.Message != "Good morning. The garden is lovely today." {
 		t.Fatalf("speaks %+v appends %+v message %q", speaks, appends, m.Params.Message)
 	}
+}
+
+// A user who barges in while a robot speaks a draft still being written
+// stops the words, cancels the think (its model request is closed at
+// once), and the robot's turn ends with the speak: it votes on the user's
+// message and, granted, answers it. Found from outside: the turn waited
+// for the model's next sentence, the grant for the user's message was
+// skipped ("granted while still speaking") and nobody answered.
+func TestBargeInStopsAStreamingDraft(t *testing.T) {
+	b := speaker("Good morning.", "The garden is lovely today.")
+	b.Cancelled = make(chan struct{})
+	r := newStreamRig(t, b, nil)
+	r.userSays("m1", "Hello!")
+	r.state()
+	r.grant("m1")
+	r.heard("speak")
+	r.userSays("m2", "Wait, a question!")
+	r.heard("stop")
+	select {
+	case <-b.Cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the think of the barged-in draft was not cancelled")
+	}
+	if s := r.state(); s.Params.MessageID != "m2" {
+		t.Fatalf("State %+v, want one for m2", s.Params)
+	}
+	r.noMessage("the barged-in words are not published (sequential)")
+	// The floor grants m2 again until it is answered (a sentence may still
+	// be playing when the first grant comes): kyoko takes it once m1's
+	// speak has stopped, not when the model writes its next sentence.
+	for try := 0; ; try++ {
+		r.grant("m2")
+		select {
+		case k := <-r.body.heard:
+			if k != "speak" {
+				continue
+			}
+		case <-time.After(time.Second):
+			if try < 5 {
+				continue
+			}
+			t.Fatal("m2 was never spoken")
+		}
+		break
+	}
+	speaks, _ := r.body.requests()
+	if len(speaks) != 2 || speaks[1].MessageID == speaks[0].MessageID {
+		t.Fatalf("speaks %+v", speaks)
+	}
+	close(b.Gate)
 }

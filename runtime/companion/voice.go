@@ -59,6 +59,7 @@ type turn struct {
 	fromVoice string // the answered message's author, when its words were being spoken
 	u         *brain.Utterance
 	whole     bool // u is the whole utterance, not its first sentences
+	stopping  bool // a user barged in: words not yet published never are
 	started   bool
 	startedAt time.Time
 	estimate  time.Duration
@@ -188,7 +189,7 @@ func (c *Companion) onDrafted(ctx context.Context, id string, u brain.Utterance)
 		t.estimate = whole
 		c.announceVoice(t.msgID, true, t.startedAt, left)
 	}
-	if c.cfg.Overlap {
+	if c.cfg.Overlap && !t.stopping {
 		c.publishSpoken(t)
 	}
 }
@@ -384,6 +385,7 @@ func (c *Companion) bargeIn() {
 		return
 	}
 	at := c.cfg.BargeIn
+	t.stopping = true
 	c.log.Info("barge-in: a user spoke; stopping", "at", at, "message", t.msgID)
 	c.wg.Add(1)
 	go func() {

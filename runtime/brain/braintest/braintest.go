@@ -59,6 +59,10 @@ type Stream struct {
 	// after the vote was heard.
 	FailAfterVote bool
 	Gate          chan struct{}
+	// Cancelled, when set, is closed the first time a think is cancelled
+	// while it waits at the Gate (its model request would be closed).
+	Cancelled chan struct{}
+	once      sync.Once
 }
 
 var _ brain.Streamer = (*Stream)(nil)
@@ -71,6 +75,9 @@ func (s *Stream) wait(ctx context.Context) error {
 	case <-s.Gate:
 		return nil
 	case <-ctx.Done():
+		if s.Cancelled != nil {
+			s.once.Do(func() { close(s.Cancelled) })
+		}
 		return ctx.Err()
 	}
 }
