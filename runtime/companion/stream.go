@@ -177,8 +177,12 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 		if rest = strings.TrimSpace(rest); rest == "" && !s.done {
 			continue
 		}
+		if writing.Err() != nil { // the speak ended meanwhile
+			s.done = false
+			break
+		}
 		seq++
-		if !c.appendWords(writing, protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}) {
+		if !c.appendWords(ctx, protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}) {
 			s.done = false
 			break
 		}

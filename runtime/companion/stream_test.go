@@ -40,6 +40,7 @@ type moreBody struct {
 	appends []protocol.SpeakMore
 	heard   chan string // "speak", "more", "start": each request as it comes
 	ended   map[string]chan struct{}
+	stopped map[string]bool
 	holds   map[string]chan struct{}
 }
 
@@ -67,7 +68,10 @@ func (b *moreBody) handleSpeak(ctx context.Context, _ string, body json.RawMessa
 			return nil, ctx.Err()
 		}
 	}
-	return protocol.SpeakResult{DurationMs: 900, StartedAt: time.Now().UTC()}, nil
+	b.mu.Lock()
+	stopped := b.stopped[r.MessageID]
+	b.mu.Unlock()
+	return protocol.SpeakResult{DurationMs: 900, StartedAt: time.Now().UTC(), Stopped: stopped}, nil
 }
 
 func (b *moreBody) chans(id, hold string) (end, held chan struct{}) {
@@ -120,6 +124,7 @@ func (b *moreBody) handleStop(_ context.Context, _ string, body json.RawMessage)
 		case <-end:
 		default:
 			close(end)
+			b.stopped[id] = true
 		}
 		delete(b.ended, id)
 	}
@@ -145,7 +150,7 @@ func newStreamRig(t *testing.T, br brain.Brain, mod func(*companion.Config)) *st
 		go func() { defer wg.Done(); f(ctx) }()
 	}
 	r := &streamRig{t: t, mem: mem, ctx: ctx, said: make(chan protocol.Message, 16), states: make(chan protocol.State, 16),
-		body: &moreBody{heard: make(chan string, 64), ended: map[string]chan struct{}{}, holds: map[string]chan struct{}{}}}
+		body: &moreBody{heard: make(chan string, 64), ended: map[string]chan struct{}{}, stopped: map[string]bool{}, holds: map[string]chan struct{}{}}}
 	rm := room.New(nil, topicScheme(), "lr", nil, metrics.New())
 	rm.SetMembers(members)
 	birth, will := rm.PresenceMessages("kyoko", "kyoko")
