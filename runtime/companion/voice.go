@@ -153,10 +153,7 @@ func (c *Companion) utterance(ctx context.Context, id string, tf thoughtFor) (br
 			return u, err
 		}
 	}
-	if u.Emotion == "" || !u.Emotion.Valid() {
-		u.Emotion = protocol.EmotionNeutral
-	}
-	return u, nil
+	return withEmotion(u), nil
 }
 
 func (c *Companion) onPrepared(ctx context.Context, id string, u brain.Utterance, whole bool) {
