@@ -68,6 +68,19 @@ type Input struct {
 	// actions"): an LLM brain offers them to its model as tools in the
 	// call that drafts the words.
 	Actions []protocol.ActionDef
+	// Remembered is what the companion's memory recalls for this message
+	// (issue 29): the pinned core about the people in the room and the
+	// facts most relevant to the message. A prompt quotes them as
+	// remembered facts, never as instructions.
+	Remembered []Fact
+	// Knowledge are tools the model may call for what it needs to know
+	// (the companions present, the date and time, memory search, what a
+	// bridge client declares).
+	Knowledge []Knowledge
+	// Events are the card's event parameters the runtime already knows
+	// exactly (from memory: "already_replied"); the model fills in the
+	// rest in the same call that writes the State.
+	Events map[string]any
 }
 
 // Thought is a brain's State for a message, and its draft utterance.
@@ -86,6 +99,11 @@ type Thought struct {
 	// boundary, when the model's stream stopped mid-draft (issue 28): the
 	// words say no more than that, and their Message is marked cut.
 	Cut bool
+	// Events are the card's event parameters as the model filled them in
+	// (with Input.Events), and Instruction the instruction their
+	// conditions chose for the turn ("" when none holds).
+	Events      map[string]any
+	Instruction string
 }
 
 // Vote is the part of t the floor counts: its State's fields, without
