@@ -59,6 +59,8 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/election"
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/hearing"
+	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/memory/control"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
@@ -88,6 +90,7 @@ type Daemon struct {
 	acts    *parts.Body                  // the body's actions and the parts they move
 	fl      *floor.Floor                 // the room's turn-mode floor, when it runs here
 	ha      *homeassistant.Robot         // the robot as a Home Assistant device, when enabled
+	mem     atomic.Pointer[memory.Store] // the companion's memory, when on
 	version string
 	pan     atomic.Pointer[panel.Panel] // the front panel, for led actions on the status LED
 	mu      sync.Mutex
@@ -152,6 +155,11 @@ func checkFiles(cfg *robot.Config) []string {
 	if cfg.Room.Floor {
 		if _, err := m.FloorPassword(); err != nil {
 			out = append(out, err.Error())
+		}
+	}
+	if mem := cfg.Memory; mem != nil {
+		if err := mem.CheckDir(); err != nil {
+			out = append(out, fmt.Sprintf("memory.dir: the facts cannot be kept in %s: %v", mem.Dir, err))
 		}
 	}
 	if ws := cfg.HTTP.WebSocket; ws.Enabled {
@@ -654,6 +662,10 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if cfg.Room.Mode == config.ModeRealtime {
 		return d.realtimeAgents(ctx, g, l, p, b, qc)
 	}
+	mem, err := d.memory(ctx, g, l, b)
+	if err != nil {
+		return err
+	}
 	rep := cfg.Room.Repetition
 	var judge brain.RepetitionJudge
 	if j, ok := b.(brain.RepetitionJudge); ok && rep.Judge == repetition.JudgeModel {
@@ -667,13 +679,47 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
-		SpeakMore: body == cfg.Device.ID})
+		SpeakMore: body == cfg.Device.ID, Memory: mem})
 	if err != nil {
 		return err
 	}
 	d.probe("companion", c)
 	g.Go(func() error { return c.Run(ctx) })
 	return nil
+}
+
+// memory opens the companion's memory, when the config turns it on, and
+// answers its control requests on the device's topic (chorus memory).
+func (d *Daemon) memory(ctx context.Context, g *errgroup.Group, l *link, b brain.Brain) (*companion.Memory, error) {
+	cfg := d.cfg
+	mc := cfg.Memory
+	if mc == nil {
+		return nil, nil
+	}
+	st, err := memory.Open(mc.Dir, cfg.Identity(), mc.Limits(), d.log)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	d.onClose(func() { st.Close() })
+	d.mem.Store(st)
+	me := cfg.Identity()
+	report := func(person, messageID string, n int) {
+		f := protocol.Forgot{From: me, ID: protocol.NewID(), Person: person, MessageID: messageID, Forgotten: n}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := l.room.SendForgot(pctx, f); err != nil {
+			d.log.Warn("memory: the room was not told what was forgotten", "person", person, "err", err)
+		}
+	}
+	srv := &control.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Store: st,
+		IsOperator: mc.IsOperator, Forgot: func(p string, n int) { report(p, "", n) }, Log: d.log, Metrics: d.m}
+	g.Go(func() error { return srv.Run(ctx) })
+	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report}
+	if x, ok := b.(brain.Extractor); ok && mc.Extract != memory.ExtractRules {
+		m.Extractor = x
+	}
+	d.log.Info("memory: on", "dir", mc.Dir, "facts", len(st.Facts("")), "extract", map[bool]string{true: "model", false: "rules"}[m.Extractor != nil])
+	return m, nil
 }
 
 // actionsOf is what the body device can do, as its companion's brain is

@@ -28,6 +28,9 @@ type Card struct {
 	// uses: this device when empty, or another one — a body written in
 	// another language behind the WebSocket bridge.
 	Body string `yaml:"body" json:"-"`
+	// Knowledge lists the knowledge tools the companion's model may call
+	// (companions_present, date_time, memory_search); none when empty.
+	Knowledge []string `yaml:"knowledge" json:"-"`
 }
 
 // Validate names the first bad field of a card.

@@ -158,6 +158,9 @@ type Config struct {
 	// actions"): its brain may call them with its words, and the body
 	// (Device) is asked to do them as the words start. nil: none.
 	Actions func() []protocol.ActionDef
+	// Memory is the companion's long-term memory (memory.go, issue 29);
+	// nil remembers nothing.
+	Memory *Memory
 }
 
 // Companion is one persona in a room.
@@ -193,6 +196,7 @@ type Companion struct {
 	rep      judging                       // the model's repetition judge
 	thinks   map[string]context.CancelFunc // the thinks under way, by message id (at most maxThinking)
 	stopped  *seen.Set                     // thinks stopped because nobody needs them
+	mem      remembering                   // the memory's book (memory.go)
 }
 
 // judging is the model repetition judge's book (owned by Run).
@@ -226,6 +230,7 @@ type thoughtFor struct {
 	order   uint64    // its message's place in the order heard
 	words   *words    // the draft as it is written (a brain that streams)
 	early   bool      // the State left before the draft was complete
+	ruled   bool      // answered by the rules (a memory command): the draft is the words
 }
 
 type event struct {
@@ -265,6 +270,7 @@ const (
 	evJudged
 	evVote
 	evDrafted
+	evRest
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -338,6 +344,7 @@ func New(cfg Config) (*Companion, error) {
 		voices:   map[string]voice{},
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
+		mem:      remembering{touched: map[string]bool{}, jobs: make(chan func(context.Context), memJobs)},
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}, nil
@@ -360,6 +367,11 @@ func (c *Companion) Run(ctx context.Context) error {
 	defer cancel()
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.out.Run(ctx) }()
+	if c.memOn() {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.memLoop(ctx) }()
+		defer c.memStop() // after every goroutine stopped: the memory is Run's again
+	}
 	if err := r.OnPresence(ctx, func(p room.PresenceEvent) { c.push(event{kind: evPresence, presence: p}, "presence") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
@@ -439,6 +451,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		c.onDrafted(ctx, e.id, e.utter)
 	case evJudged:
 		c.onJudged(e)
+	case evRest:
+		c.onRest()
 	case evStartCheck:
 		if t := c.turn; t != nil && t.grant == e.id {
 			c.maybeStart(ctx)
@@ -501,6 +515,15 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
 		return
 	}
+	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
+	if c.memOn() && c.isUser(from) {
+		if c.control(ctx, m, e) {
+			return
+		}
+		c.recall(&in, m)
+		c.heardPerson(ctx, m)
+	}
+	in.Knowledge = c.knowledge(m)
 	if c.thinking >= maxThinking {
 		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
 		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
@@ -512,7 +535,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if _, ok := c.cfg.Brain.(brain.Streamer); ok && !c.cfg.TwoCall {
 		w = newWords()
 	}
-	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order, words: w}
+	e.in, e.words = in, w
 	tctx, cancel := context.WithCancel(ctx)
 	c.thinks[m.Params.ID] = cancel
 	c.wg.Add(1)

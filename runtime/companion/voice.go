@@ -139,7 +139,7 @@ func (c *Companion) utterance(ctx context.Context, id string, tf thoughtFor) (br
 			c.log.Info("no words; the turn is given up", "message", id, "err", err)
 			return u, err
 		}
-	} else if c.cfg.TwoCall || u.Text == "" {
+	} else if (c.cfg.TwoCall && !tf.ruled) || u.Text == "" {
 		uctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
 		var err error
 		u, err = c.cfg.Brain.Utter(uctx, tf.in)

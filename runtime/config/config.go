@@ -22,6 +22,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/floor"
 	"github.com/chorus-robotics/chorus/runtime/hearing"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
@@ -43,6 +44,9 @@ type Config struct {
 	Brain     brain.Settings   `yaml:"brain"`
 	Hearing   hearing.Settings `yaml:"hearing"`
 	Query     query.Settings   `yaml:"query"`
+	// Memory turns the companion's long-term memory on (issue 29); nil
+	// (no memory section) remembers nothing.
+	Memory *memory.Settings `yaml:"memory"`
 
 	path     string
 	sections map[string]bool // the file's top-level keys

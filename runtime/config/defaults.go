@@ -28,4 +28,7 @@ func (c *Config) SetDefaults() {
 	c.Brain.SetDefaults()
 	c.Hearing.SetDefaults()
 	c.Query.SetDefaults()
+	if c.Memory != nil {
+		c.Memory.SetDefaults(c.Resolve)
+	}
 }

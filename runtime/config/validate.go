@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
@@ -73,6 +75,15 @@ func (c *Config) Check(p *settings.Problems) {
 	}
 	c.validateHearing(p)
 	c.Query.Check(p.In("query"))
+	if m := c.Memory; m != nil {
+		m.Check(p.In("memory"))
+		if c.Companion == nil {
+			p.Add("memory", "a device without a companion remembers nothing: remove the section or add a companion")
+		}
+		if c.Memory.Extract == memory.ExtractModel && b.Provider == brain.DefaultProvider {
+			p.Add("memory.extract", "model needs a model brain (brain.provider is rule): use rules")
+		}
+	}
 }
 
 // validateHearing checks how the hearing section fits the rest: the

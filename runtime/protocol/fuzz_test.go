@@ -41,18 +41,21 @@ func fuzzDecoder(f *testing.F, typ string) {
 	})
 }
 
-func FuzzDecodeMessage(f *testing.F)     { fuzzDecoder(f, "message") }
-func FuzzDecodeState(f *testing.F)       { fuzzDecoder(f, "state") }
-func FuzzDecodeTurnGrant(f *testing.F)   { fuzzDecoder(f, "grant") }
-func FuzzDecodePresence(f *testing.F)    { fuzzDecoder(f, "presence") }
-func FuzzDecodeQuery(f *testing.F)       { fuzzDecoder(f, "query") }
-func FuzzDecodeQueryResult(f *testing.F) { fuzzDecoder(f, "result") }
-func FuzzDecodePhase(f *testing.F)       { fuzzDecoder(f, "phase") }
-func FuzzDecodePost(f *testing.F)        { fuzzDecoder(f, "post") }
-func FuzzDecodePostAck(f *testing.F)     { fuzzDecoder(f, "postack") }
-func FuzzDecodeHold(f *testing.F)        { fuzzDecoder(f, "hold") }
-func FuzzDecodeSpeaking(f *testing.F)    { fuzzDecoder(f, "speaking") }
-func FuzzDecodeHeard(f *testing.F)       { fuzzDecoder(f, "heard") }
+func FuzzDecodeMessage(f *testing.F)      { fuzzDecoder(f, "message") }
+func FuzzDecodeState(f *testing.F)        { fuzzDecoder(f, "state") }
+func FuzzDecodeTurnGrant(f *testing.F)    { fuzzDecoder(f, "grant") }
+func FuzzDecodePresence(f *testing.F)     { fuzzDecoder(f, "presence") }
+func FuzzDecodeQuery(f *testing.F)        { fuzzDecoder(f, "query") }
+func FuzzDecodeQueryResult(f *testing.F)  { fuzzDecoder(f, "result") }
+func FuzzDecodePhase(f *testing.F)        { fuzzDecoder(f, "phase") }
+func FuzzDecodePost(f *testing.F)         { fuzzDecoder(f, "post") }
+func FuzzDecodePostAck(f *testing.F)      { fuzzDecoder(f, "postack") }
+func FuzzDecodeHold(f *testing.F)         { fuzzDecoder(f, "hold") }
+func FuzzDecodeSpeaking(f *testing.F)     { fuzzDecoder(f, "speaking") }
+func FuzzDecodeHeard(f *testing.F)        { fuzzDecoder(f, "heard") }
+func FuzzDecodeForgot(f *testing.F)       { fuzzDecoder(f, "forgot") }
+func FuzzDecodeMemory(f *testing.F)       { fuzzDecoder(f, "memory") }
+func FuzzDecodeMemoryAnswer(f *testing.F) { fuzzDecoder(f, "memory-answer") }
 
 // FuzzQueryIDOf: reading the id of a bad query never panics, and what it
 // returns is always a valid id.

@@ -15,18 +15,21 @@ var update = flag.Bool("update", false, "rewrite the .golden files of testdata/"
 // decoders maps each testdata folder to its decoder, returning the value
 // re-encoded canonically.
 var decoders = map[string]func([]byte) (any, error){
-	"message":  func(b []byte) (any, error) { return DecodeMessage(b, 0) },
-	"state":    func(b []byte) (any, error) { return DecodeState(b, 0) },
-	"grant":    func(b []byte) (any, error) { return DecodeTurnGrant(b, 0) },
-	"presence": func(b []byte) (any, error) { return DecodePresence(b, 0) },
-	"query":    func(b []byte) (any, error) { return DecodeQuery(b, 0) },
-	"result":   func(b []byte) (any, error) { return DecodeQueryResult(b, 0) },
-	"phase":    func(b []byte) (any, error) { return DecodePhase(b, 0) },
-	"post":     func(b []byte) (any, error) { return DecodePost(b, 0) },
-	"postack":  func(b []byte) (any, error) { return DecodePostAck(b, 0) },
-	"hold":     func(b []byte) (any, error) { return DecodeHold(b, 0) },
-	"speaking": func(b []byte) (any, error) { return DecodeSpeaking(b, 0) },
-	"heard":    func(b []byte) (any, error) { return DecodeHeard(b, 0) },
+	"message":       func(b []byte) (any, error) { return DecodeMessage(b, 0) },
+	"state":         func(b []byte) (any, error) { return DecodeState(b, 0) },
+	"grant":         func(b []byte) (any, error) { return DecodeTurnGrant(b, 0) },
+	"presence":      func(b []byte) (any, error) { return DecodePresence(b, 0) },
+	"query":         func(b []byte) (any, error) { return DecodeQuery(b, 0) },
+	"result":        func(b []byte) (any, error) { return DecodeQueryResult(b, 0) },
+	"phase":         func(b []byte) (any, error) { return DecodePhase(b, 0) },
+	"post":          func(b []byte) (any, error) { return DecodePost(b, 0) },
+	"postack":       func(b []byte) (any, error) { return DecodePostAck(b, 0) },
+	"hold":          func(b []byte) (any, error) { return DecodeHold(b, 0) },
+	"speaking":      func(b []byte) (any, error) { return DecodeSpeaking(b, 0) },
+	"heard":         func(b []byte) (any, error) { return DecodeHeard(b, 0) },
+	"forgot":        func(b []byte) (any, error) { return DecodeForgot(b, 0) },
+	"memory":        func(b []byte) (any, error) { return DecodeMemoryRequest(b, 0) },
+	"memory-answer": func(b []byte) (any, error) { return DecodeMemoryAnswer(b, 0) },
 }
 
 // TestGolden decodes every testdata/<type>/<case>.json and compares the

@@ -347,6 +347,23 @@ func (r *Room) QueueHeard(o *bus.Outbox, h protocol.Heard) error {
 	return r.queue(o, r.Scheme.Heard(r.Name, h.From), h, false)
 }
 
+// OnForgot calls fn for every valid report of what a member forgot about
+// a person (issue 29); a report from someone off the roster is dropped
+// and counted.
+func (r *Room) OnForgot(ctx context.Context, fn func(protocol.Forgot)) error {
+	return subscribe(ctx, r, r.Scheme.Forgots(r.Name), topic.KindForgot, protocol.DecodeForgot,
+		func(f protocol.Forgot) string { return f.From }, func(f protocol.Forgot) {
+			if r.member(topic.KindForgot, f.From) {
+				fn(f)
+			}
+		})
+}
+
+// SendForgot publishes a member's report of what it forgot.
+func (r *Room) SendForgot(ctx context.Context, f protocol.Forgot) error {
+	return r.publish(ctx, r.Scheme.Forgot(r.Name, f.From), f, false)
+}
+
 func (r *Room) publish(ctx context.Context, t string, v any, retain bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {

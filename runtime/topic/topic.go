@@ -234,24 +234,51 @@ func (s Scheme) Results(device string) string { return s.Prefix + "/devices/" + 
 // waits to hear itself (no other subscriber shares it).
 func (s Scheme) Probe(device string) string { return s.Prefix + "/devices/" + device + "/probe" }
 
+// Forgot is where companion reports what it forgot about a person
+// (issue 29).
+func (s Scheme) Forgot(room, companion string) string { return s.room(room, "forgot", companion) }
+
+// Forgots is the filter for every Forgot report of a room.
+func (s Scheme) Forgots(room string) string { return s.room(room, "forgot", "+") }
+
+// Memory is where identity asks device about its memory: only identity
+// publishes there, only the device reads it.
+func (s Scheme) Memory(device, identity string) string {
+	return s.Prefix + "/devices/" + device + "/memory/" + identity
+}
+
+// MemoryRequests is the filter of every memory request to device.
+func (s Scheme) MemoryRequests(device string) string {
+	return s.Prefix + "/devices/" + device + "/memory/+"
+}
+
+// MemoryAnswer is where device answers identity's memory requests: only
+// the device publishes there, only identity reads it (its facts).
+func (s Scheme) MemoryAnswer(device, identity string) string {
+	return s.Memory(device, identity) + "/answer"
+}
+
 // Kind names what a topic carries.
 type Kind string
 
 const (
-	KindMessage  Kind = "message"
-	KindState    Kind = "state"
-	KindTurns    Kind = "grant"
-	KindPresence Kind = "presence"
-	KindPhase    Kind = "phase"
-	KindFloorIn  Kind = "post"
-	KindFloorOut Kind = "postack"
-	KindLeader   Kind = "leader"
-	KindHold     Kind = "hold"
-	KindSpeaking Kind = "speaking"
-	KindHeard    Kind = "heard"
-	KindQuery    Kind = "query"
-	KindResult   Kind = "result"
-	KindProbe    Kind = "probe"
+	KindMessage      Kind = "message"
+	KindState        Kind = "state"
+	KindTurns        Kind = "grant"
+	KindPresence     Kind = "presence"
+	KindPhase        Kind = "phase"
+	KindFloorIn      Kind = "post"
+	KindFloorOut     Kind = "postack"
+	KindLeader       Kind = "leader"
+	KindHold         Kind = "hold"
+	KindSpeaking     Kind = "speaking"
+	KindHeard        Kind = "heard"
+	KindQuery        Kind = "query"
+	KindResult       Kind = "result"
+	KindProbe        Kind = "probe"
+	KindForgot       Kind = "forgot"
+	KindMemory       Kind = "memory"
+	KindMemoryAnswer Kind = "memory-answer"
 )
 
 // Route is a parsed topic: its kind, room or device, and the identity it
@@ -284,6 +311,10 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindResult, Device: seg[1], Identity: seg[1]}, true
 	case len(seg) == 3 && seg[0] == "devices" && seg[2] == "probe":
 		return Route{Kind: KindProbe, Device: seg[1], Identity: seg[1]}, true
+	case len(seg) == 4 && seg[0] == "devices" && seg[2] == "memory":
+		return Route{Kind: KindMemory, Device: seg[1], Identity: seg[3]}, true
+	case len(seg) == 5 && seg[0] == "devices" && seg[2] == "memory" && seg[4] == "answer":
+		return Route{Kind: KindMemoryAnswer, Device: seg[1], Identity: seg[3]}, true
 	case seg[0] == "ha":
 		return parseHA(seg)
 	case len(seg) < 3 || seg[0] != "rooms":
@@ -322,6 +353,8 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindSpeaking, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "heard":
 		return Route{Kind: KindHeard, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "forgot":
+		return Route{Kind: KindForgot, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "floor" && seg[3] == "leader":
 		return Route{Kind: KindLeader, Room: room}, true
 	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "in":
@@ -385,10 +418,14 @@ func (s Scheme) MayPublish(user, t string) bool {
 		// its user typed there under that user's name.
 		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room]) ||
 			(s.HA != nil && s.HA.Rooms[r.Room] && r.Identity == s.HA.User && s.IsMember(r.Room, user))
-	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard:
+	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard, KindForgot:
 		return r.Identity == user && s.IsMember(r.Room, user)
 	case KindResult, KindProbe:
 		return r.Identity == user
+	case KindMemory: // a request under one's own name
+		return r.Identity == user
+	case KindMemoryAnswer: // the device answers
+		return r.Device == user
 	case KindTurns, KindPhase, KindFloorOut, KindLeader:
 		return s.IsFloor(user)
 	case KindQuery:
@@ -412,6 +449,10 @@ func (s Scheme) MayRead(user, filter string) bool {
 	}
 	if filter != s.Prefix+"/#" && !strings.HasPrefix(filter, s.Prefix+"/") {
 		return false
+	}
+	if r, ok := s.Parse(filter); ok && (r.Kind == KindMemory || r.Kind == KindMemoryAnswer) {
+		// A person's memory traffic: theirs and the device's only.
+		return r.Identity == user || r.Device == user
 	}
 	if room, ch, named := s.namesWhisper(filter); named && !s.IsFloor(user) && !s.InWhisper(room, ch, user) {
 		return false // a whisper channel's traffic is for its members only
@@ -489,6 +530,11 @@ func (s Scheme) MosquittoACL() string {
 		"pattern read " + p + "/rooms/+/floor/#",
 		"pattern read " + p + "/rooms/+/speaking/+",
 		"pattern read " + p + "/rooms/+/heard/+",
+		"pattern read " + p + "/rooms/+/forgot/+",
+		"pattern read " + p + "/devices/%u/memory/+",
+		"pattern read " + p + "/devices/+/memory/%u/answer",
+		"pattern write " + p + "/devices/+/memory/%u",
+		"pattern write " + p + "/devices/%u/memory/+/answer",
 		"pattern read " + p + "/devices/+/queries",
 		"pattern read " + p + "/devices/%u/results",
 		"pattern read " + p + "/devices/%u/probe",
@@ -508,7 +554,7 @@ func (s Scheme) MosquittoACL() string {
 	sort.Strings(rooms)
 	for _, room := range rooms {
 		for _, m := range s.Rosters[room] {
-			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m), s.Heard(room, m)} {
+			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m), s.Heard(room, m), s.Forgot(room, m)} {
 				byUser[m] = append(byUser[m], t)
 			}
 		}

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/memory/control"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+func init() {
+	commands["memory"] = command{"see or erase what a robot remembers: memory list|export|forget|wipe -device D [-person P] [-fact ID]", runMemory}
+}
+
+// runMemory asks one or more devices about their companion's memory, as
+// the identity -as: an operator (memory.operators) about anyone, anyone
+// else about themselves (the device decides, by the request's topic).
+func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return errors.New("want an operation: chorus memory list|export|forget|wipe -device D [flags]")
+	}
+	op := args[0]
+	switch op {
+	case protocol.MemoryList, protocol.MemoryExport, protocol.MemoryForget, protocol.MemoryWipe:
+	default:
+		return fmt.Errorf("unknown operation %q: want list, export, forget or wipe", op)
+	}
+	fs, rf := newRoomFlags("memory "+op, stderr)
+	devices := fs.String("device", "", "the device(s) to ask, comma-separated (required)")
+	person := fs.String("person", "", "whose facts (default: everyone's for list/export as an operator; forget: required, e.g. yourself)")
+	fact := fs.String("fact", "", "forget: only this fact (its id, from list)")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up on a device after this long")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *devices == "" {
+		return errors.New("-device is required")
+	}
+	if op == protocol.MemoryForget && *person == "" {
+		return errors.New("forget needs -person (yourself, or anyone as an operator); wipe erases everyone")
+	}
+	if rf.room == "" {
+		rf.room = "_"
+	}
+	r, b, err := rf.connect(ctx, "memory")
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var failed []string
+	for _, dev := range strings.Split(*devices, ",") {
+		if why := protocol.ValidIdentity(dev); why != "" {
+			return fmt.Errorf("-device %q: %s", dev, why)
+		}
+		req := protocol.MemoryRequest{ID: protocol.NewID(), Op: op, Person: *person, Fact: *fact}
+		a, err := control.Ask(ctx, b, r.Scheme, rf.user, dev, req, *timeout)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", dev, err)
+			failed = append(failed, dev)
+			continue
+		}
+		switch op {
+		case protocol.MemoryList:
+			if len(a.Facts) == 0 {
+				fmt.Fprintf(stdout, "%s: nothing remembered\n", dev)
+			}
+			for _, f := range a.Facts {
+				fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", dev, f.ID, f.Person, f.Created.Format(time.DateTime), f.Text)
+			}
+		case protocol.MemoryExport:
+			enc := json.NewEncoder(stdout)
+			for _, f := range a.Facts {
+				if err := enc.Encode(f); err != nil {
+					return err
+				}
+			}
+		default:
+			fmt.Fprintf(stdout, "%s: forgot %d facts\n", dev, a.Forgotten)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("no answer or refused: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,433 @@
+package companion
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// Memory (issue 29). A companion with a memory (Config.Memory) keeps
+// what people say about themselves as facts, per person, on the robot:
+//
+//   - Recall: each message's brain input carries the pinned core about
+//     the people in the conversation and the facts most relevant to the
+//     message (Input.Remembered), and what memory knows exactly about
+//     the speaker (Input.Events["already_replied"]). Recall is in memory
+//     and fast; nothing waits for the disk.
+//   - Writing: what people said waits in a bounded list until the
+//     conversation rests (RestAfter without a message, or at shutdown),
+//     then one extraction (the model's, under an hourly budget, or the
+//     rules') runs on the memory's own goroutine and the facts are
+//     stored. Nothing is written before a robot's first audio.
+//   - Controls: "forget that", "forget me" and "what do you remember
+//     about me" are the rules' (memory.Control), never the model's: the
+//     companion answers them itself, with a vote the floor counts as
+//     any other, and forgets at once. Every companion of the room hears
+//     the person's Message, so a "forget me" reaches each of them, and
+//     each one reports what it forgot (Memory.Forgot).
+
+// Memory is how a companion remembers.
+type Memory struct {
+	Store *memory.Store
+	// Recall is how many facts beside the pinned core a message recalls
+	// (default 5).
+	Recall int
+	// RestAfter is the quiet after which what people said is written
+	// (default 30 s).
+	RestAfter time.Duration
+	// Extractor is the model that extracts facts (nil: the rules);
+	// PerHour bounds its calls (default 12), over which the rules extract.
+	Extractor brain.Extractor
+	PerHour   int
+	// Forgot is told, on the memory's goroutine, what a "forget me" or a
+	// "forget that" erased (for the room: the companion's report); nil
+	// tells nobody. It must not block.
+	Forgot func(person, messageID string, n int)
+}
+
+const (
+	maxPending     = 256              // things said waiting to be written
+	memJobs        = 64               // memory jobs queued
+	extractTimeout = 60 * time.Second // one model extraction
+	// KnownMet is the event parameter memory answers exactly: has this
+	// companion talked with the person before (aikyo's already_replied).
+	KnownMet = "already_replied"
+)
+
+// remembering is the companion's memory book, owned by Run; the jobs run
+// on the memory's goroutine (memLoop).
+type remembering struct {
+	pending []brain.Said
+	rest    clockTimer
+	touched map[string]bool // people recorded as met in this run (bounded)
+	calls   []time.Time     // the model's extraction calls in the last hour
+	jobs    chan func(context.Context)
+}
+
+type clockTimer interface{ Stop() bool }
+
+func (c *Companion) memOn() bool { return c.cfg.Memory != nil && c.cfg.Memory.Store != nil }
+
+// memLoop runs the memory's jobs in order until ctx ends; what is queued
+// then is dropped (the rules' last write ran in Run's stop).
+func (c *Companion) memLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case job := <-c.mem.jobs:
+			job(ctx)
+		}
+	}
+}
+
+// memJob queues a job for the memory's goroutine; the loop never waits
+// for it (a full queue drops the job, counted).
+func (c *Companion) memJob(kind string, job func(context.Context)) {
+	select {
+	case c.mem.jobs <- job:
+	default:
+		c.m.QueueDrops.WithLabelValues("memory", kind).Inc()
+		c.log.Warn("memory: too much to write; a job is dropped", "job", kind)
+	}
+}
+
+// isUser reports whether from is a person (not a companion of the room).
+func (c *Companion) isUser(from string) bool { return from != c.me() && !c.cfg.Room.IsMember(from) }
+
+// people are the persons in the conversation: the users in the history
+// and the message's author, in order of their last word.
+func (c *Companion) people(m protocol.Message) []string {
+	var out []string
+	add := func(p string) {
+		if c.isUser(p) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	add(m.Params.From)
+	for i := len(c.history) - 1; i >= 0; i-- {
+		add(c.history[i].Params.From)
+	}
+	return out
+}
+
+// recall fills in's memory: the facts recalled for m, and what memory
+// knows exactly about its author.
+func (c *Companion) recall(in *brain.Input, m protocol.Message) {
+	st := c.cfg.Memory.Store
+	n := c.cfg.Memory.Recall
+	if n <= 0 {
+		n = memory.DefaultRecall
+	}
+	for _, f := range st.Recall(c.people(m), m.Params.Message, n) {
+		in.Remembered = append(in.Remembered, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
+	}
+	if c.isUser(m.Params.From) {
+		in.Events = map[string]any{KnownMet: st.Met(m.Params.From)}
+	}
+}
+
+// heardPerson books what a person said for the next write, records that
+// they met, and restarts the rest timer.
+func (c *Companion) heardPerson(ctx context.Context, m protocol.Message) {
+	p := m.Params.From
+	if !c.mem.touched[p] && len(c.mem.touched) < maxPresent {
+		c.mem.touched[p] = true
+		st := c.cfg.Memory.Store
+		c.memJob("met", func(context.Context) {
+			if err := st.Touch(p); err != nil {
+				c.log.Error("memory: the meeting was not written", "person", p, "err", err)
+			}
+		})
+	}
+	if len(c.mem.pending) >= maxPending {
+		c.mem.pending = c.mem.pending[1:]
+		c.m.QueueDrops.WithLabelValues("memory", "pending").Inc()
+	}
+	c.mem.pending = append(c.mem.pending, brain.Said{Person: p, MessageID: m.Params.ID, Text: m.Params.Message})
+	c.restLater(ctx)
+}
+
+// restLater (re)starts the quiet after which the conversation rests.
+func (c *Companion) restLater(ctx context.Context) {
+	if c.mem.rest != nil {
+		c.mem.rest.Stop()
+	}
+	after := c.cfg.Memory.RestAfter
+	if after <= 0 {
+		after = memory.DefaultRestAfter
+	}
+	c.mem.rest = c.cfg.Clock.AfterFunc(after, func() { c.deliver(ctx, event{kind: evRest}) })
+}
+
+// onRest writes what people said since the last write: one extraction on
+// the memory's goroutine.
+func (c *Companion) onRest() {
+	if len(c.mem.pending) == 0 {
+		return
+	}
+	said := c.mem.pending
+	c.mem.pending = nil
+	model := c.cfg.Memory.Extractor
+	if model != nil && !c.budget() {
+		c.log.Info("memory: the model's extraction budget for this hour is spent; the rules extract")
+		model = nil
+	}
+	c.memJob("write", func(ctx context.Context) { c.write(ctx, said, model) })
+}
+
+// budget reports whether the model may extract now, and counts the call.
+func (c *Companion) budget() bool {
+	per := c.cfg.Memory.PerHour
+	if per <= 0 {
+		per = memory.DefaultPerHour
+	}
+	now := c.cfg.Clock.Now()
+	c.mem.calls = slices.DeleteFunc(c.mem.calls, func(t time.Time) bool { return now.Sub(t) >= time.Hour })
+	if len(c.mem.calls) >= per {
+		return false
+	}
+	c.mem.calls = append(c.mem.calls, now)
+	return true
+}
+
+// write extracts facts from said (with model, or the rules when it is
+// nil or fails) and stores them. Runs on the memory's goroutine.
+func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Extractor) {
+	st := c.cfg.Memory.Store
+	var facts []memory.Fact
+	if model != nil {
+		people := map[string]bool{}
+		for _, s := range said {
+			people[s.Person] = true
+		}
+		var known []brain.Fact
+		for p := range people {
+			for _, f := range st.Facts(p) {
+				known = append(known, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
+			}
+		}
+		xctx, cancel := context.WithTimeout(ctx, extractTimeout)
+		learned, err := model.Extract(xctx, brain.ExtractInput{Card: c.cfg.Card, Known: known, Said: said})
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.m.BrainFailures.WithLabelValues("extract").Inc()
+			c.log.Warn("memory: the model did not extract; the rules do", "err", err)
+			model = nil
+		} else {
+			facts = learnedFacts(learned, said)
+		}
+	}
+	if model == nil {
+		facts = ruleFacts(said)
+	}
+	if len(facts) == 0 {
+		return
+	}
+	stored, err := st.Add(facts...)
+	if err != nil {
+		c.log.Error("memory: facts not written", "facts", len(facts), "err", err)
+		return
+	}
+	c.log.Info("memory: written", "facts", len(stored), "said", len(said))
+}
+
+// learnedFacts keeps what a model extracted that belongs to whoever said
+// it: a fact credited to someone who did not say its message is dropped
+// (two people's facts never mix).
+func learnedFacts(learned []brain.Learned, said []brain.Said) []memory.Fact {
+	by := map[string]string{} // message id -> its speaker
+	for _, s := range said {
+		by[s.MessageID] = s.Person
+	}
+	var out []memory.Fact
+	for _, l := range learned {
+		if by[l.MessageID] == "" || by[l.MessageID] != l.Person || strings.TrimSpace(l.Text) == "" {
+			continue
+		}
+		out = append(out, memory.Fact{Person: l.Person, Key: l.Key, Text: l.Text, MessageID: l.MessageID,
+			Supersedes: l.Supersedes, Pinned: l.Key == "name"})
+	}
+	return out
+}
+
+// ruleFacts are the rules' statements in what people said.
+func ruleFacts(said []brain.Said) []memory.Fact {
+	var out []memory.Fact
+	for _, s := range said {
+		for _, st := range memory.Extract(s.Text) {
+			out = append(out, memory.Fact{Person: s.Person, Key: st.Key, Text: st.Text, MessageID: s.MessageID, Pinned: st.Pinned})
+		}
+	}
+	return out
+}
+
+// control answers a person's memory command by the rules; it reports
+// false when m is none.
+func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bool {
+	cmd := memory.Control(m.Params.Message)
+	if cmd == memory.None {
+		return false
+	}
+	p, lang, st := m.Params.From, c.cfg.Card.Language, c.cfg.Memory.Store
+	var text string
+	switch cmd {
+	case memory.Recall:
+		facts := st.Facts(p)
+		// What was said in this conversation is not written yet: the
+		// rules' reading of it is part of the answer (newest wins by key).
+		for _, f := range ruleFacts(c.pendingOf(p)) {
+			facts = slices.DeleteFunc(facts, func(old memory.Fact) bool { return f.Key != "" && old.Key == f.Key })
+			facts = append(facts, f)
+		}
+		text = memory.Describe(lang, facts)
+	case memory.ForgetMe:
+		c.mem.pending = slices.DeleteFunc(c.mem.pending, func(s brain.Said) bool { return s.Person == p })
+		delete(c.mem.touched, p)
+		text = memory.Acknowledge(lang, cmd, 0)
+		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID) })
+	case memory.ForgetThat:
+		text = memory.Acknowledge(lang, cmd, 1)
+		if i := lastBy(c.mem.pending, p); i >= 0 {
+			c.mem.pending = slices.Delete(c.mem.pending, i, i+1) // not written yet: never will be
+			break
+		}
+		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID, newest(st.Facts(p))...) })
+	}
+	c.log.Info("memory: a person's command, answered by the rules", "person", p, "command", cmd)
+	e.kind = evThought
+	e.thought = brain.Thought{State: protocol.Speak, Importance: 9, Selected: true, Closing: protocol.ClosingNone,
+		Draft: text, Emotion: protocol.EmotionNeutral, To: []string{p}}
+	e.words = nil
+	c.vote(ctx, e, false)
+	tf := c.thoughts[m.Params.ID]
+	tf.ruled = true
+	c.thoughts[m.Params.ID] = tf
+	return true
+}
+
+// lastBy is the index of the last thing p said in said, or -1.
+func lastBy(said []brain.Said, p string) int {
+	for i := len(said) - 1; i >= 0; i-- {
+		if said[i].Person == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// pendingOf is what p said that is not written yet.
+func (c *Companion) pendingOf(p string) []brain.Said {
+	var out []brain.Said
+	for _, s := range c.mem.pending {
+		if s.Person == p {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// newest is the id of the newest of facts (none when there is none).
+func newest(facts []memory.Fact) []string {
+	if len(facts) == 0 {
+		return nil
+	}
+	return []string{facts[len(facts)-1].ID}
+}
+
+// forget erases p's facts (ids; all of them when none) from the store and
+// reports it. Runs on the memory's goroutine.
+func (c *Companion) forget(p, messageID string, ids ...string) {
+	n, err := c.cfg.Memory.Store.Forget(p, ids...)
+	if err != nil {
+		c.log.Error("memory: not forgotten", "person", p, "err", err)
+		return
+	}
+	c.log.Info("memory: forgotten", "person", p, "facts", n)
+	if f := c.cfg.Memory.Forgot; f != nil {
+		f(p, messageID, n)
+	}
+}
+
+// memStop writes, by the rules, what people said that is not written yet
+// when the companion stops (a model is not asked on the way out).
+func (c *Companion) memStop() {
+	if !c.memOn() || len(c.mem.pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c.write(ctx, c.mem.pending, nil)
+	c.mem.pending = nil
+}
+
+// knowledge are the tools the card allows its model beside actions:
+// the companions present, the date and time, and memory search about the
+// message's author.
+func (c *Companion) knowledge(m protocol.Message) []brain.Knowledge {
+	allowed := c.cfg.Card.Knowledge
+	if len(allowed) == 0 {
+		return nil
+	}
+	var out []brain.Knowledge
+	present := c.presentList()
+	clk := c.cfg.Clock
+	for _, name := range allowed {
+		switch name {
+		case KnowCompanions:
+			out = append(out, brain.Knowledge{Name: name, Description: "The companions present in the room now (their ids).",
+				Call: func(context.Context, json.RawMessage) (string, error) {
+					b, _ := json.Marshal(present)
+					return string(b), nil
+				}})
+		case KnowDateTime:
+			out = append(out, brain.Knowledge{Name: name, Description: "The date, the day of the week and the time here.",
+				Call: func(context.Context, json.RawMessage) (string, error) {
+					return clk.Now().Format("Monday 2 January 2006, 15:04 MST"), nil
+				}})
+		case KnowMemory:
+			if !c.memOn() || !c.isUser(m.Params.From) {
+				continue
+			}
+			st, p := c.cfg.Memory.Store, m.Params.From
+			out = append(out, brain.Knowledge{Name: name,
+				Description: "Search what you remember about the person you are answering. Argument: query, a few words.",
+				Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
+				Call: func(_ context.Context, args json.RawMessage) (string, error) {
+					var q struct {
+						Query string `json:"query"`
+					}
+					if err := json.Unmarshal(args, &q); err != nil {
+						return "", fmt.Errorf("memory_search: the arguments must be {\"query\": text}: %w", err)
+					}
+					var lines []string
+					for _, f := range st.Search(p, q.Query, 5) {
+						b, _ := json.Marshal(map[string]string{"person": f.Person, "text": f.Text})
+						lines = append(lines, string(b))
+					}
+					if len(lines) == 0 {
+						return "nothing remembered", nil
+					}
+					return strings.Join(lines, "\n"), nil
+				}})
+		}
+	}
+	return out
+}
+
+// Knowledge tool names a card may list (companion.knowledge).
+const (
+	KnowCompanions = "companions_present"
+	KnowDateTime   = "date_time"
+	KnowMemory     = "memory_search"
+)

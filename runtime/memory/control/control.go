@@ -1,0 +1,239 @@
+// Package control is a device's memory controlled over the bus (issue
+// 29): the device's Server answers memory requests (list, export,
+// forget, wipe) that identities publish under their own names, and Ask is
+// the asking side (chorus memory, tests).
+//
+// Who may do what is decided here, by the identity in the request's topic
+// (the broker lets only that identity publish there, and only it reads
+// the answer): an operator (memory.operators) may list, export and forget
+// anyone's facts and wipe them all; anyone else may list, export and
+// forget only their own.
+//
+// # Concurrency
+//
+// The bus handler only decodes and queues (bounded; a full queue drops
+// the request, counted): the store's disk work and the answer's publish
+// run on the Server's own goroutine. A request seen again (at-least-once
+// delivery) gets the answer it had.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+const (
+	queueSize      = 32
+	answersKept    = 128
+	publishTimeout = 10 * time.Second
+)
+
+// Server answers a device's memory requests.
+type Server struct {
+	Bus    bus.Bus
+	Scheme topic.Scheme
+	Device string
+	Store  *memory.Store
+	// IsOperator says whether an identity may read and forget everyone's.
+	IsOperator func(id string) bool
+	// Forgot is told what a forget erased (the companion's report to its
+	// room); nil tells nobody.
+	Forgot  func(person string, n int)
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+
+	queue   chan request
+	mu      sync.Mutex
+	answers map[string][]byte // by requester and request id
+	order   []string
+}
+
+type request struct {
+	from string
+	req  protocol.MemoryRequest
+}
+
+// Run subscribes and answers until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	if s.Log == nil {
+		s.Log = slog.Default()
+	}
+	s.Metrics = metrics.OrNew(s.Metrics)
+	s.queue = make(chan request, queueSize)
+	s.answers = map[string][]byte{}
+	err := s.Bus.Subscribe(ctx, s.Scheme.MemoryRequests(s.Device), func(t string, payload []byte) {
+		r, ok := s.Scheme.Parse(t)
+		if !ok || r.Kind != topic.KindMemory || r.Device != s.Device {
+			return
+		}
+		req, err := protocol.DecodeMemoryRequest(payload, 0)
+		if err != nil {
+			s.Metrics.Reject(s.Log, string(topic.KindMemory), r.Identity, string(protocol.KindOf(err)), err)
+			return
+		}
+		select {
+		case s.queue <- request{from: r.Identity, req: req}:
+		default:
+			s.Metrics.QueueDrops.WithLabelValues("memory", "request").Inc()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("memory control: %w", err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-s.queue:
+			s.answer(ctx, r)
+		}
+	}
+}
+
+func (s *Server) answer(ctx context.Context, r request) {
+	key := r.from + "\x00" + r.req.ID
+	s.mu.Lock()
+	b, seen := s.answers[key]
+	s.mu.Unlock()
+	if !seen {
+		a := s.do(r)
+		a.ID = r.req.ID
+		b, _ = json.Marshal(a)
+		s.mu.Lock()
+		s.answers[key] = b
+		s.order = append(s.order, key)
+		if len(s.order) > answersKept {
+			delete(s.answers, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.mu.Unlock()
+	} else {
+		s.Metrics.Duplicates.WithLabelValues("memory", "request").Inc()
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	if err := s.Bus.Publish(pctx, s.Scheme.MemoryAnswer(s.Device, r.from), b, false); err != nil {
+		s.Log.Warn("memory control: answer not sent", "to", r.from, "err", err)
+	}
+}
+
+// Refused says why a request was refused.
+var errRefused = errors.New("refused")
+
+// do runs one request.
+func (s *Server) do(r request) protocol.MemoryAnswer {
+	req, op := r.req, s.IsOperator != nil && s.IsOperator(r.from)
+	if err := allowed(r.from, op, req); err != nil {
+		s.Metrics.Reject(s.Log, string(topic.KindMemory), r.from, "refused", err)
+		return protocol.MemoryAnswer{Error: err.Error()}
+	}
+	switch req.Op {
+	case protocol.MemoryList, protocol.MemoryExport:
+		facts := s.Store.Facts(req.Person)
+		if len(facts) > protocol.MaxMemoryFacts {
+			facts = facts[len(facts)-protocol.MaxMemoryFacts:]
+		}
+		out := make([]protocol.MemoryFact, 0, len(facts))
+		for _, f := range facts {
+			mf := protocol.MemoryFact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Created: f.Created.UTC(), Pinned: f.Pinned}
+			if req.Op == protocol.MemoryExport {
+				mf.Robot, mf.MessageID, mf.Supersedes = f.Robot, f.MessageID, f.Supersedes
+			}
+			out = append(out, mf)
+		}
+		return protocol.MemoryAnswer{Facts: out}
+	case protocol.MemoryForget:
+		var ids []string
+		if req.Fact != "" {
+			ids = []string{req.Fact}
+		}
+		n, err := s.Store.Forget(req.Person, ids...)
+		if err != nil {
+			return protocol.MemoryAnswer{Error: err.Error()}
+		}
+		if s.Forgot != nil {
+			s.Forgot(req.Person, n)
+		}
+		return protocol.MemoryAnswer{Forgotten: n}
+	case protocol.MemoryWipe:
+		n, err := s.Store.Wipe()
+		if err != nil {
+			return protocol.MemoryAnswer{Error: err.Error()}
+		}
+		return protocol.MemoryAnswer{Forgotten: n}
+	}
+	return protocol.MemoryAnswer{Error: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// allowed is the rule: an operator may do anything; anyone else only
+// list, export and forget their own facts.
+func allowed(from string, operator bool, req protocol.MemoryRequest) error {
+	switch {
+	case operator:
+		return nil
+	case req.Op == protocol.MemoryWipe:
+		return fmt.Errorf("%w: only an operator (memory.operators) may wipe the memory; %s is not one", errRefused, from)
+	case req.Person == "":
+		return fmt.Errorf("%w: only an operator may see everyone's facts; %s may ask about %s", errRefused, from, from)
+	case req.Person != from:
+		return fmt.Errorf("%w: %s may not see or forget what is remembered about %s", errRefused, from, req.Person)
+	}
+	return nil
+}
+
+// Ask sends req to device's memory as identity as (b's identity) and
+// waits for the answer, up to timeout. An answer with Error is an error.
+func Ask(ctx context.Context, b bus.Bus, s topic.Scheme, as, device string, req protocol.MemoryRequest, timeout time.Duration) (protocol.MemoryAnswer, error) {
+	if req.ID == "" {
+		req.ID = protocol.NewID()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	got := make(chan protocol.MemoryAnswer, 1)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	err := b.Subscribe(sctx, s.MemoryAnswer(device, as), func(_ string, payload []byte) {
+		a, err := protocol.DecodeMemoryAnswer(payload, protocol.MaxMemoryFacts*1024)
+		if err != nil || a.ID != req.ID {
+			return
+		}
+		select {
+		case got <- a:
+		default:
+		}
+	})
+	if err != nil {
+		return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: %w", device, err)
+	}
+	body, _ := json.Marshal(req)
+	// At least once: the request is sent again until answered; the
+	// device answers a repeat with the same answer.
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		if err := b.Publish(ctx, s.Memory(device, as), body, false); err != nil {
+			return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: %w", device, err)
+		}
+		select {
+		case a := <-got:
+			if a.Error != "" {
+				return a, fmt.Errorf("memory of %s: %s", device, a.Error)
+			}
+			return a, nil
+		case <-ctx.Done():
+			return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: no answer within %v (is it online, with memory on?)", device, timeout)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package protocol
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// Memory on the wire (issue 29).
+//
+// A companion that forgot someone reports it on its own room topic
+// (Forgot): every companion of the room hears the person's "forget me",
+// and each one says what it erased. An operator, or a person about
+// themselves, controls a device's memory with a MemoryRequest on the
+// device's memory topic under their own name; the device answers on that
+// topic's answer, which only they read (runtime/topic).
+
+// Forgot is a companion's report that it erased what it remembered about
+// a person.
+type Forgot struct {
+	From      string `json:"from"` // the companion that forgot
+	ID        string `json:"id"`   // the report's id: a receiver acts once per id
+	Person    string `json:"person"`
+	MessageID string `json:"messageId,omitempty"` // the person's message that asked, if one did
+	Forgotten int    `json:"forgotten"`           // facts erased
+}
+
+// DecodeForgot decodes and validates a Forgot report.
+func DecodeForgot(b []byte, max int) (Forgot, error) {
+	var f Forgot
+	if err := decodeStrict("forgot", b, max, &f); err != nil {
+		return Forgot{}, err
+	}
+	c := checker{typ: "forgot"}
+	c.identity("from", f.From)
+	c.id("id", f.ID)
+	c.identity("person", f.Person)
+	if f.MessageID != "" {
+		c.id("messageId", f.MessageID)
+	}
+	c.nonNegative("forgotten", f.Forgotten)
+	return f, c.done()
+}
+
+// Memory request operations.
+const (
+	MemoryList   = "list"   // the facts (text and when)
+	MemoryExport = "export" // the facts with everything kept about them
+	MemoryForget = "forget" // erase one fact (Fact) or everything about Person
+	MemoryWipe   = "wipe"   // erase everything (operators only)
+)
+
+// MemoryRequest asks a device about its companion's memory.
+type MemoryRequest struct {
+	ID     string `json:"id"`
+	Op     string `json:"op"`
+	Person string `json:"person,omitempty"` // whose facts; "" with list/export: everyone's (operators only)
+	Fact   string `json:"fact,omitempty"`   // forget: this fact only
+}
+
+// DecodeMemoryRequest decodes and validates a MemoryRequest.
+func DecodeMemoryRequest(b []byte, max int) (MemoryRequest, error) {
+	var r MemoryRequest
+	if err := decodeStrict("memory", b, max, &r); err != nil {
+		return MemoryRequest{}, err
+	}
+	c := checker{typ: "memory"}
+	c.id("id", r.ID)
+	switch r.Op {
+	case MemoryList, MemoryExport, MemoryForget, MemoryWipe:
+	case "":
+		c.fail("op", KindMissing, "required: list, export, forget or wipe")
+	default:
+		c.fail("op", KindInvalid, "must be list, export, forget or wipe, got %q", r.Op)
+	}
+	if r.Person != "" {
+		c.identity("person", r.Person)
+	}
+	if r.Op == MemoryForget && r.Person == "" {
+		c.fail("person", KindMissing, "forget needs the person (wipe erases everyone)")
+	}
+	if r.Fact != "" {
+		c.id("fact", r.Fact)
+		if r.Op != MemoryForget {
+			c.fail("fact", KindInvalid, "only forget takes a fact")
+		}
+	}
+	return r, c.done()
+}
+
+// MemoryFact is a remembered fact as a MemoryAnswer lists it.
+type MemoryFact struct {
+	ID         string    `json:"id"`
+	Person     string    `json:"person"`
+	Key        string    `json:"key,omitempty"`
+	Text       string    `json:"text"`
+	Created    time.Time `json:"created"`
+	Robot      string    `json:"robot,omitempty"`     // export only
+	MessageID  string    `json:"messageId,omitempty"` // export only
+	Pinned     bool      `json:"pinned,omitempty"`
+	Supersedes string    `json:"supersedes,omitempty"` // export only
+}
+
+// MemoryAnswer answers a MemoryRequest: Error says why it was refused.
+type MemoryAnswer struct {
+	ID        string       `json:"id"` // the request's
+	Error     string       `json:"error,omitempty"`
+	Facts     []MemoryFact `json:"facts,omitempty"`
+	Forgotten int          `json:"forgotten,omitempty"`
+}
+
+// MaxMemoryFacts bounds the facts one answer lists.
+const MaxMemoryFacts = 10000
+
+// DecodeMemoryAnswer decodes and validates a MemoryAnswer.
+func DecodeMemoryAnswer(b []byte, max int) (MemoryAnswer, error) {
+	var a MemoryAnswer
+	if err := decodeStrict("memory-answer", b, max, &a); err != nil {
+		return MemoryAnswer{}, err
+	}
+	c := checker{typ: "memory-answer"}
+	c.id("id", a.ID)
+	c.nonNegative("forgotten", a.Forgotten)
+	if len(a.Facts) > MaxMemoryFacts {
+		c.fail("facts", KindInvalid, "at most %d, got %d", MaxMemoryFacts, len(a.Facts))
+	}
+	for _, f := range a.Facts {
+		c.id("facts.id", f.ID)
+		c.identity("facts.person", f.Person)
+		if !utf8.ValidString(f.Text) || !utf8.ValidString(f.Key) {
+			c.fail("facts.text", KindInvalid, "must be valid UTF-8")
+		}
+	}
+	for i := range a.Facts {
+		a.Facts[i].Created = a.Facts[i].Created.UTC()
+	}
+	return a, c.done()
+}
