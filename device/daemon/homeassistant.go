@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -53,6 +54,17 @@ func (d *Daemon) homeAssistant(ctx context.Context, g *errgroup.Group, l *link, 
 		r.Act = func(ctx context.Context, name string) error {
 			_, err := d.acts.Do(ctx, protocol.ActionRequest{Name: name})
 			return err
+		}
+	}
+	if cfg.Memory != nil {
+		// Home Assistant is the household's: its button wipes the memory
+		// (each person can forget themselves by saying so).
+		r.Forget = func(context.Context) (int, error) {
+			st := d.mem.Load()
+			if st == nil {
+				return 0, errors.New("the memory is not open yet")
+			}
+			return st.Wipe()
 		}
 	}
 	d.ha = r

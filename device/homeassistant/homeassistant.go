@@ -58,6 +58,7 @@ const (
 	EntityStart       = "start"
 	EntityEnd         = "end"
 	EntityTurn        = "turn"
+	EntityForget      = "forget_memory"
 	actionPrefix      = "action_"
 )
 
@@ -93,6 +94,9 @@ type Robot struct {
 	Say      func(ctx context.Context, m protocol.Message) error // send m into the room
 	End      func()
 	Act      func(ctx context.Context, name string) error
+	// Forget erases everything the companion remembers (a "Forget
+	// everything" button; nil: no memory, no button).
+	Forget func(ctx context.Context) (int, error)
 
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
@@ -156,6 +160,10 @@ func (r *Robot) DiscoveryPayload() ([]byte, error) {
 			"payload_press": from(`"press":true`), "icon": "mdi:chat-remove"}
 		cmps[EntityTurn] = map[string]any{"p": "sensor", "name": "Room's turn", "unique_id": r.uid(EntityTurn), "state_topic": state(EntityTurn),
 			"icon": "mdi:account-voice"}
+	}
+	if r.Forget != nil {
+		cmps[EntityForget] = map[string]any{"p": "button", "name": "Forget everything", "unique_id": r.uid(EntityForget), "command_topic": cmd(EntityForget),
+			"payload_press": from(`"press":true`), "icon": "mdi:delete-forever"}
 	}
 	for _, a := range ButtonActions(r.Actions) {
 		e := actionPrefix + a.Name
@@ -504,6 +512,15 @@ func (r *Robot) do(ctx context.Context, entity string, p commandPayload) error {
 		}
 		r.End()
 		r.log().Info("homeassistant: the conversation was ended")
+	case entity == EntityForget && r.Forget != nil:
+		if err := press(); err != nil {
+			return ignoreDuplicate(err)
+		}
+		n, err := r.Forget(ctx)
+		if err != nil {
+			return fmt.Errorf("homeassistant: forget everything: %w", err)
+		}
+		r.log().Info("homeassistant: the memory was wiped", "facts", n)
 	case len(entity) > len(actionPrefix) && entity[:len(actionPrefix)] == actionPrefix && r.Act != nil:
 		name := entity[len(actionPrefix):]
 		known := false
