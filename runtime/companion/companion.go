@@ -370,7 +370,7 @@ func (c *Companion) Run(ctx context.Context) error {
 	if c.memOn() {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.memLoop(ctx) }()
-		defer c.memStop() // after every goroutine stopped: the memory is Run's again
+		defer c.memStop() // what people said and was not written yet, by the rules (the store is safe beside memLoop)
 	}
 	if err := r.OnPresence(ctx, func(p room.PresenceEvent) { c.push(event{kind: evPresence, presence: p}, "presence") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)

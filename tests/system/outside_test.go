@@ -37,7 +37,7 @@ func password(user string) string {
 }
 
 var outsideUsers = []string{"ann", "ben", "cat", "dan", "eve", "dev-ann", "dev-ben", "dev-cat", "dev-dan", "dev-eve",
-	"floor", "floor-box", "floor-box-2", "user", "watcher", "mallory", "a b"}
+	"floor", "floor-box", "floor-box-2", "user", "watcher", "mallory", "a b", "alice", "bob", "carol", "root"}
 
 type outside struct {
 	t               *testing.T
@@ -81,11 +81,11 @@ brain: {{brain}}
 drivers: {{drivers}}
 http: {listen: "127.0.0.1:{{port}}"}
 log: {level: {{log}}}
-`
+{{more}}`
 
 // part is a companion's brain or drivers, as YAML, or its log level, when a
 // test gives its own.
-type part struct{ brain, drivers, log string }
+type part struct{ brain, drivers, log, more string }
 
 const outsideFloorYAML = `version: 1
 device: {id: %[1]s}
@@ -127,7 +127,7 @@ func (o *outside) companionWith(id string, sameID bool, p part, env ...string) *
 		p.log = "info"
 	}
 	yaml := strings.NewReplacer("{{log}}", p.log, "{{dev}}", dev, "{{id}}", id, "{{broker}}", o.url, "{{port}}", strconv.Itoa(port),
-		"{{members}}", strings.Join(o.members, ", "), "{{extra}}", o.roomExtra, "{{brain}}", p.brain, "{{drivers}}", p.drivers).Replace(outsideCompanionYAML)
+		"{{members}}", strings.Join(o.members, ", "), "{{extra}}", o.roomExtra, "{{brain}}", p.brain, "{{drivers}}", p.drivers, "{{more}}", p.more).Replace(outsideCompanionYAML)
 	os.WriteFile(cfg, []byte(yaml), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, id, append([]string{"CHORUS_MQTT_PASSWORD=" + password(id)}, env...)...)
 }

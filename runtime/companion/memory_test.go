@@ -1,0 +1,295 @@
+package companion_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
+	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
+)
+
+// memBrain is a brain that speaks to every message and keeps the inputs
+// it was given.
+type memBrain struct {
+	braintest.Func
+	mu     sync.Mutex
+	inputs map[string]brain.Input // by message text
+}
+
+func newMemBrain() *memBrain {
+	b := &memBrain{inputs: map[string]brain.Input{}}
+	b.ThinkFn = func(_ context.Context, in brain.Input) (brain.Thought, error) {
+		b.mu.Lock()
+		b.inputs[in.Message.Params.Message] = in
+		b.mu.Unlock()
+		return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "I see."}, nil
+	}
+	return b
+}
+
+func (b *memBrain) input(t *testing.T, text string) brain.Input {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b.mu.Lock()
+		in, ok := b.inputs[text]
+		b.mu.Unlock()
+		if ok {
+			return in
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the brain was never asked about %q", text)
+	return brain.Input{}
+}
+
+// memRig is a room with one companion (kyoko) that remembers.
+func memRig(t *testing.T, b brain.Brain, mod func(*companion.Memory)) (*roomRig, *memory.Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := memory.Open(dir, "kyoko", memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newRig(t)
+	r.startFloor(time.Second)
+	mem := &companion.Memory{Store: st, RestAfter: 200 * time.Millisecond}
+	if mod != nil {
+		mod(mem)
+	}
+	r.startCompanion(cards()[0], b, func(c *companion.Config) { c.Memory = mem })
+	waitPresent(t, r, 1)
+	return r, st, dir
+}
+
+func waitFacts(t *testing.T, st *memory.Store, person string, n int) []memory.Fact {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if fs := st.Facts(person); len(fs) >= n {
+			return fs
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: %d facts remembered, want %d: %+v", person, len(st.Facts(person)), n, st.Facts(person))
+	return nil
+}
+
+func TestMemoryRecallsWhatAPersonSaidAfterTheConversationRests(t *testing.T) {
+	b := newMemBrain()
+	r, st, _ := memRig(t, b, nil)
+	r.userSays("Hello! My name is Alice. I like green tea.")
+	first := b.input(t, "Hello! My name is Alice. I like green tea.")
+	if len(first.Remembered) != 0 || first.Events[companion.KnownMet] != false {
+		t.Fatalf("a stranger's first message recalls %+v, events %v", first.Remembered, first.Events)
+	}
+	facts := waitFacts(t, st, "user", 2)
+	for _, f := range facts {
+		if f.Person != "user" || f.MessageID == "" || f.Robot != "kyoko" {
+			t.Fatalf("fact %+v: not the speaker's, or without its source", f)
+		}
+	}
+	r.userSays("What should I drink with green tea?")
+	in := b.input(t, "What should I drink with green tea?")
+	var texts []string
+	for _, f := range in.Remembered {
+		texts = append(texts, f.Text)
+	}
+	got := strings.Join(texts, "|")
+	if !strings.Contains(got, "Alice") || !strings.Contains(got, "green tea") {
+		t.Fatalf("recalled %q, want the name and green tea", got)
+	}
+	if in.Events[companion.KnownMet] != true {
+		t.Fatalf("events %v: memory knows the person spoke before", in.Events)
+	}
+}
+
+// Nothing is written before the robot's first audio: the body finds no
+// trace of the person's words on disk when it is asked to speak.
+func TestMemoryWritesNothingBeforeTheFirstAudio(t *testing.T) {
+	b := newMemBrain()
+	dir := t.TempDir()
+	st, err := memory.Open(dir, "kyoko", memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := newRig(t)
+	r.startFloor(time.Second)
+	r.startCompanion(cards()[0], b, func(c *companion.Config) {
+		c.Memory = &companion.Memory{Store: st, RestAfter: 300 * time.Millisecond}
+	})
+	waitPresent(t, r, 1)
+	r.userSays("My name is Zelda.")
+	r.untilRest(10 * time.Second)
+	r.mu.Lock()
+	spoke := len(r.spoken["kyoko"])
+	r.mu.Unlock()
+	if spoke == 0 {
+		t.Fatal("the robot never spoke")
+	}
+	// The robot has spoken; the name reaches the disk only after the rest.
+	waitFacts(t, st, "user", 1)
+	if occurrences(t, dir, "Zelda") == 0 {
+		t.Fatal("the name is not on disk after the rest")
+	}
+}
+
+func TestMemoryCommandsAreTheRulesNotTheBrains(t *testing.T) {
+	b := newMemBrain()
+	var mu sync.Mutex
+	var reports []string
+	r, st, dir := memRig(t, b, func(m *companion.Memory) {
+		m.Forgot = func(person, messageID string, n int) {
+			mu.Lock()
+			reports = append(reports, person)
+			mu.Unlock()
+		}
+	})
+	r.userSays("My name is Alice. I live in Osaka.")
+	waitFacts(t, st, "user", 2)
+	r.untilRest(10 * time.Second)
+
+	// What do you remember: the rules answer, with what is stored.
+	r.userSays("What do you remember about me?")
+	msgs, _ := r.untilRest(10 * time.Second)
+	said := lastFrom(msgs, "kyoko")
+	if !strings.Contains(said, "Alice") || !strings.Contains(said, "Osaka") {
+		t.Fatalf("the recall says %q", said)
+	}
+	thinks, _ := b.Calls()
+
+	// Forget me: erased from disk, reported, answered by the rules.
+	r.userSays("Please forget me.")
+	msgs, _ = r.untilRest(10 * time.Second)
+	if said := lastFrom(msgs, "kyoko"); said == "" {
+		t.Fatal("forget me was not acknowledged")
+	}
+	if now, _ := b.Calls(); now != thinks {
+		t.Fatalf("the brain was asked about a memory command (%d thinks, was %d)", now, thinks)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(st.Facts("user")) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if fs := st.Facts("user"); len(fs) != 0 || st.Met("user") {
+		t.Fatalf("after forget me: %+v (met %v)", fs, st.Met("user"))
+	}
+	for _, s := range []string{"Alice", "Osaka", `"user"`} {
+		if n := occurrences(t, dir, s); n != 0 {
+			t.Fatalf("%q is still on disk %d times", s, n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) != 1 || reports[0] != "user" {
+		t.Fatalf("forgot reports %v, want one for user", reports)
+	}
+}
+
+// "Forget that" before the rest drops the words never written.
+func TestMemoryForgetThatDropsWhatWasNotWrittenYet(t *testing.T) {
+	b := newMemBrain()
+	r, st, dir := memRig(t, b, func(m *companion.Memory) { m.RestAfter = 1500 * time.Millisecond })
+	r.userSays("My name is Alice.")
+	r.untilRest(10 * time.Second)
+	r.userSays("I like licorice.")
+	r.untilRest(10 * time.Second)
+	r.userSays("Forget that.")
+	r.untilRest(10 * time.Second)
+	fs := waitFacts(t, st, "user", 1)
+	time.Sleep(300 * time.Millisecond)
+	if len(st.Facts("user")) != 1 || !strings.Contains(fs[0].Text, "Alice") || occurrences(t, dir, "licorice") != 0 {
+		t.Fatalf("remembered %+v; licorice on disk %d times", st.Facts("user"), occurrences(t, dir, "licorice"))
+	}
+}
+
+// A model's fact credited to someone who did not say it is dropped: two
+// people's facts never mix.
+func TestMemoryModelFactsBelongToWhoSaidThem(t *testing.T) {
+	b := newMemBrain()
+	x := &extractor{}
+	r, st, _ := memRig(t, b, func(m *companion.Memory) { m.Extractor, m.RestAfter = x, time.Second })
+	bob := room.New(r.dial("bob", nil, nil), r.s, "lr", nil, nil)
+	r.userSays("I am a pilot.")
+	if err := bob.SendMessage(r.ctx, protocol.NewMessage(protocol.NewID(), "bob", nil, "I am a chef.", "")); err != nil {
+		t.Fatal(err)
+	}
+	waitFacts(t, st, "bob", 1)
+	waitFacts(t, st, "user", 1)
+	time.Sleep(200 * time.Millisecond)
+	for _, p := range []string{"user", "bob"} {
+		for _, f := range st.Facts(p) {
+			if !strings.Contains(f.Text, map[string]string{"user": "pilot", "bob": "chef"}[p]) {
+				t.Fatalf("%s remembers %q", p, f.Text)
+			}
+		}
+	}
+	if x.calls() != 1 {
+		t.Fatalf("the model was asked %d times for one rest", x.calls())
+	}
+}
+
+// extractor credits each message to its speaker, and once more to the
+// wrong person.
+type extractor struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (x *extractor) Extract(_ context.Context, in brain.ExtractInput) ([]brain.Learned, error) {
+	x.mu.Lock()
+	x.n++
+	x.mu.Unlock()
+	var out []brain.Learned
+	for _, s := range in.Said {
+		job := s.Text[strings.LastIndex(s.Text, " ")+1:]
+		job = strings.TrimSuffix(job, ".")
+		out = append(out, brain.Learned{Person: s.Person, MessageID: s.MessageID, Key: "job", Text: "is a " + job})
+		other := "bob"
+		if s.Person == "bob" {
+			other = "user"
+		}
+		out = append(out, brain.Learned{Person: other, MessageID: s.MessageID, Key: "job", Text: "is a " + job})
+	}
+	return out, nil
+}
+
+func (x *extractor) calls() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.n
+}
+
+func lastFrom(msgs []protocol.Message, from string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Params.From == from {
+			return msgs[i].Params.Message
+		}
+	}
+	return ""
+}
+
+func occurrences(t *testing.T, dir, s string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			n += bytes.Count(b, []byte(s))
+		}
+		return nil
+	})
+	return n
+}
