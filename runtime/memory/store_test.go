@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func open(t testing.TB, dir string, lim Limits) *Store {
@@ -539,3 +540,5 @@ func BenchmarkRecall(b *testing.B) {
 		s.Recall(people, "Do you still like green tea and the piano, or trains in Kyoto?", 8)
 	}
 }
+
+var testTime = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
