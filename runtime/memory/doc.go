@@ -11,6 +11,11 @@
 // me", "what do you remember about me") and the spoken replies Describe
 // and Acknowledge.
 //
+// Recall is lexical (shared words, weighted by rarity; Han and kana by
+// character pairs) and needs no model. Optionally, an Embedder (an
+// OpenAI-compatible /v1/embeddings client is here) gives each fact a
+// vector, kept in its record, and RecallVec recalls by cosine.
+//
 // # Usage
 //
 //	st, err := memory.Open(stateDir, "robot-a", memory.Limits{}, log)

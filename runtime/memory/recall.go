@@ -59,17 +59,28 @@ func (s *Store) People() []string {
 // and no fact of someone not in people is ever returned.
 func (s *Store) Recall(people []string, message string, n int) []Fact {
 	st := s.cur()
+	out, taken := core(st, people)
 	who := map[string]bool{}
 	for _, p := range people {
 		who[p] = true
 	}
+	for _, e := range s.rank(st, func(e *entry) bool { return who[e.f.Person] && !taken[e] }, message, n) {
+		out = append(out, e.f)
+	}
+	return out
+}
+
+// core is the pinned core of each of people: the name first, then the
+// newest pinned facts, at most maxCore each.
+func core(st *state, people []string) ([]Fact, map[*entry]bool) {
 	var out []Fact
 	taken := map[*entry]bool{}
+	done := map[string]bool{}
 	for _, p := range people {
-		if !who[p] {
+		if done[p] {
 			continue // a repeat
 		}
-		who[p] = false
+		done[p] = true
 		var core []*entry
 		for i := len(st.facts) - 1; i >= 0; i-- {
 			if e := st.facts[i]; e.f.Person == p && e.f.Pinned {
@@ -84,13 +95,7 @@ func (s *Store) Recall(people []string, message string, n int) []Fact {
 			taken[e] = true
 		}
 	}
-	for _, p := range people {
-		who[p] = true
-	}
-	for _, e := range s.rank(st, func(e *entry) bool { return who[e.f.Person] && !taken[e] }, message, n) {
-		out = append(out, e.f)
-	}
-	return out
+	return out, taken
 }
 
 func rankCore(e *entry) int {

@@ -19,7 +19,7 @@ import (
 type Limits struct {
 	PerPerson int   // live facts of one person (default 200)
 	Total     int   // live facts in all, and people with a met record (default 2000)
-	Bytes     int64 // bytes of the live records (default 1 MiB, at least 4 KiB)
+	Bytes     int64 // bytes of the live records (default 1 MiB, at least 4 KiB); a fact's vector counts (base64: 1,536 dimensions are about 8 KiB)
 }
 
 // Defaults of Limits.
@@ -66,6 +66,7 @@ type entry struct {
 	f    Fact
 	line int64    // bytes of its record
 	toks []string // lexical tokens of Key and Text, sorted, unique
+	norm float64  // of f.Vec
 }
 
 type met struct {
@@ -286,7 +287,7 @@ func (st *state) apply(f Fact, lim Limits) (Fact, []Fact) {
 			}
 		}
 	}
-	e := &entry{f: f, line: int64(len(factLine(f))), toks: tokens(f.Key + " " + f.Text)}
+	e := &entry{f: f, line: int64(len(factLine(f))), toks: tokens(f.Key + " " + f.Text), norm: norm32(f.Vec)}
 	st.facts = append(st.facts, e)
 	st.byID[f.ID] = e
 	st.bytes += e.line
