@@ -1,0 +1,91 @@
+// Package memory is a companion's long-term memory on the robot (issue 29;
+// DESIGN.md, "Memory"): atomic facts about people ("name is Alice", "likes
+// green tea"), kept in one file per companion in a directory (the device's
+// systemd StateDirectory), recalled into a prompt as facts, and forgotten
+// by rule, with the bytes erased from disk.
+//
+// It is standard library only and imports nothing of the conversation
+// runtime except runtime/modelhttp (for the optional embeddings client).
+// The rules that need no model live here too: Extract (simple
+// self-statements, English and Japanese), Control ("forget that", "forget
+// me", "what do you remember about me") and the spoken replies Describe
+// and Acknowledge.
+//
+// Recall is lexical (shared words, weighted by rarity; Han and kana by
+// character pairs) and needs no model. Optionally, an Embedder (an
+// OpenAI-compatible /v1/embeddings client is here) gives each fact a
+// vector, kept in its record, and RecallVec recalls by cosine.
+//
+// # Usage
+//
+//	st, err := memory.Open(stateDir, "robot-a", memory.Limits{}, log)
+//	...
+//	st.Touch(person)                          // once a person speaks
+//	st.Add(memory.Fact{Person: person, MessageID: id, Key: "name", Text: "name is Alice"})
+//	facts := st.Recall(people, message, 8)    // into the prompt, as facts
+//	st.Forget(person)                         // "forget me": erased from disk
+//
+// # File format
+//
+// One append-only file <dir>/<companion>.facts, one JSON object per line:
+//
+//	{"op":"fact","id":"…","person":"…","key":"name","text":"name is Alice","messageId":"…","robot":"…","created":"…","pinned":true}
+//	{"op":"met","person":"…","at":"…"}
+//	{"op":"end","n":2}
+//
+// A fact record is a Fact with op "fact"; a newer fact with the same person
+// and key, or one whose supersedes names an older fact of the same person,
+// replaces it when the file is replayed. A met record says a person has
+// talked with the companion (one per person). An end record closes a
+// rewritten file and counts the records before it. A fact's text is
+// untrusted input from people: it is only ever a JSON string, with control
+// characters removed, clipped to MaxText characters.
+//
+// # Crash safety
+//
+// An append writes whole lines and is followed by fsync; earlier bytes are
+// never rewritten in place except to erase them. A kill -9 or a power cut
+// in the middle of an append can only leave a torn last line (no trailing
+// newline, or unparseable): Open drops it (logged, counted in Repaired),
+// zeroes its bytes and truncates the file back to the last good line, so
+// every earlier fact survives. A bad line in the middle is skipped and
+// counted, never fatal, and the file is rewritten without it.
+//
+// # Bounds
+//
+// Limits bound the facts per person, the facts in all and the bytes of the
+// live records. Beyond a bound the oldest unpinned fact (of that person,
+// then of anyone) is evicted; pinned facts (a person's core: the name is
+// always pinned) go only when nothing else is left. When the file holds
+// more than about twice the bytes of the live records (superseded and
+// evicted records), it is compacted, so the file stays under about twice
+// Limits.Bytes.
+//
+// # Erasure
+//
+// Forget, Wipe and compaction rewrite the file so that what was forgotten
+// is found nowhere in the directory afterwards: the live records and a
+// final end record are written to <companion>.facts.new and synced; the old
+// file's bytes are overwritten in place with zeros and synced; the new file
+// is renamed over the old and the directory synced. Open finishes an
+// interrupted rewrite: a .new with its end record is authoritative (the old
+// file is zeroed and replaced); a .new without one is incomplete and is
+// zeroed and removed.
+//
+// The limit, honestly: we zero the blocks the filesystem gives us. A
+// journaling or copy-on-write filesystem (ext4 with data=journal, btrfs, an
+// overlay) may keep old copies of blocks, and an SD card's or SSD's wear
+// levelling may keep the old flash pages until they are reused; neither is
+// reachable from a program. For erasure that survives forensic reading of
+// the card, keep the state directory on an encrypted filesystem and
+// destroy its key.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Readers (Facts, Met, People, Recall,
+// Search) read the memory and never wait for the disk; writers (Add, Touch,
+// Forget, Wipe) are serialised, write and sync on the caller's goroutine,
+// and publish the new state only once it is durable. Call them from a
+// goroutine of your own, never from an event loop. One Store per file: a
+// second Open of the same file in the same process fails.
+package memory
