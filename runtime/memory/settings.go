@@ -39,9 +39,6 @@ type Settings struct {
 
 // The memory's defaults.
 const (
-	DefaultPerPerson = 200
-	DefaultTotal     = 2000
-	DefaultMaxBytes  = 1 << 20
 	DefaultRestAfter = 30 * time.Second
 	DefaultPerHour   = 12
 	DefaultRecall    = 5
@@ -69,7 +66,7 @@ func (s *Settings) SetDefaults(resolve func(string) string) {
 		s.Total = DefaultTotal
 	}
 	if s.MaxBytes == 0 {
-		s.MaxBytes = DefaultMaxBytes
+		s.MaxBytes = DefaultBytes
 	}
 	if s.RestAfter == 0 {
 		s.RestAfter = DefaultRestAfter
