@@ -175,7 +175,7 @@ var baseRules = []rule{
 	{"device/led and device/vision import no companion or brain", []string{"device/led/...", "device/vision/..."}, []string{"runtime/companion/...", "runtime/brain/...", "runtime/realtime/..."}},
 	{"the turn room imports neither the realtime room nor the companion", []string{"runtime/floor/..."}, []string{"runtime/realtime/...", "runtime/companion/..."}},
 	{"the realtime room imports neither the turn room nor the companion", []string{"runtime/realtime/..."}, []string{"runtime/floor/...", "runtime/companion/..."}},
-	{"the memory imports nothing of the conversation", []string{"runtime/memory/..."}, append(slices.Clone(conversation), "runtime/bus/...", "runtime/hearing/...")},
+	{"the memory imports nothing of the conversation", []string{"runtime/memory"}, append(slices.Clone(conversation), "runtime/bus/...", "runtime/hearing/...")},
 	{"the room's hearing arbiter imports no floor, companion or brain", []string{"runtime/hearing/..."}, []string{"runtime/floor/...", "runtime/realtime/...", "runtime/companion/...", "runtime/brain/..."}},
 }
 
