@@ -128,7 +128,7 @@ func (s Settings) Check(p *settings.Problems) {
 // can be made (0700), and a file can be written there (--check-config and
 // --doctor).
 func (s Settings) CheckDir() error {
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := MakeDir(s.Dir); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(s.Dir, ".check-*")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -120,7 +121,7 @@ func Open(dir, companion string, lim Limits, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := MakeDir(dir); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
 	path := filepath.Join(dir, companion+".facts")
@@ -256,6 +257,18 @@ func (s *Store) load(data []byte) (*state, int64, int) {
 		good, off = int64(end), end
 	}
 	return st, good, bad
+}
+
+// MakeDir makes dir for a memory: the folder itself readable by its owner
+// only (0700), the folders above it as any (0755).
+func MakeDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // Repaired is how many bad lines Open dropped or skipped.

@@ -157,6 +157,12 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		if c.Companion == nil {
 			return
 		}
+		if c.Memory != nil { // kept beside the run's audio, for the next run; no -out: nothing is kept
+			c.Memory.Dir = filepath.Join(filepath.Dir(out), "memory")
+			if out == "" {
+				c.Memory = nil
+			}
+		}
 		if v != nil {
 			v.prepare(c)
 			return
