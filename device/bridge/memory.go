@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -96,6 +97,10 @@ func (b *Bridge) memory(ctx context.Context, c *client, id *identity, rid json.R
 		return
 	}
 	a, err := control.Ask(ctx, id.memory, b.cfg.Room.Scheme, c.tok.Name, dev, req, MemoryTimeout)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// Ask's last resend can meet its deadline: that is no answer too.
+		err = fmt.Errorf("memory of %s: no answer within %v (is it online, with memory on?)", dev, MemoryTimeout)
+	}
 	if err != nil {
 		b.send(c, errorFrame(rid, "memory", err.Error()))
 		return
