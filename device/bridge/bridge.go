@@ -23,12 +23,31 @@
 //
 // Frames in: a Message (method message.send), a QueryResult, camera.get
 // {device} from a client whose token allows it (the answer goes to that
-// client only), actions.declare from a device, or any of them wrapped as
-// {"topic": "messages"|"queries", "body": ...} (aikyo's envelope).
-// Anything else gets a JSON-RPC error frame (errorCodes: -32700 not JSON,
-// -32600 invalid, -32001 forbidden, -32002 not addressed, -32003 rate
-// limited, -32004 not published, -32005 camera; data.reason is the
-// counted reason) and is counted; the connection stays up.
+// client only), memory from a user (below), actions.declare from a
+// device, or any of them wrapped as {"topic": "messages"|"queries",
+// "body": ...} (aikyo's envelope). Anything else gets a JSON-RPC error
+// frame (errorCodes: -32700 not JSON, -32600 invalid, -32001 forbidden,
+// -32002 not addressed, -32003 rate limited, -32004 not published,
+// -32005 camera, -32006 memory; data.reason is the counted reason) and
+// is counted; the connection stays up.
+//
+// # A person's memory
+//
+// A user's client lists and forgets what a device's companion remembers
+// (issue 29):
+//
+//	{"jsonrpc":"2.0","id":1,"method":"memory",
+//	 "params":{"device":D,"op":"list"|"forget","person":P,"fact":F}}
+//
+// The bridge asks device D (runtime/memory/control) under the client's
+// own name, on that name's bus connection, so the device decides by it:
+// anyone may list and forget their own facts, an operator
+// (memory.operators) anyone's. The answer, to that client only, is
+// {"jsonrpc":"2.0","id":1,"result":{"device":D,"facts":[...],"forgotten":N}},
+// or an error frame (-32006) with the device's refusal or why no answer
+// came (within MemoryTimeout, waited in that client's reader). Params are
+// strings with exactly these keys; op export and wipe are refused
+// (chorus memory does those).
 //
 // # A body's own actions
 //

@@ -15,6 +15,7 @@ func FuzzParseFrame(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"q1","result":{"success":true,"body":{}}}`,
 		`{"jsonrpc":"2.0","id":"q1","error":"no camera"}`,
 		`{"jsonrpc":"2.0","method":"camera.get","id":"c1","params":{"device":"cam"}}`,
+		`{"jsonrpc":"2.0","method":"memory","id":"m1","params":{"device":"cam","op":"list","person":"alice"}}`,
 		`{"jsonrpc":"2.0","method":"actions.declare","id":"d1","params":{"actions":[{"name":"wave","description":"Wave","schema":{"type":"object"}}],"delivery":"notify"}}`,
 		`{"topic":"queries","body":{"jsonrpc":"2.0","method":"actions.declare","id":2,"params":{"actions":[]}}}`,
 		`{"topic":"queries","body":{"method":"actions.declare","result":{}}}`,
@@ -32,7 +33,7 @@ func FuzzParseFrame(f *testing.F) {
 		var fe *frameError
 		switch {
 		case err == nil:
-			if in.kind != "message" && in.kind != "result" && in.kind != "camera" && in.kind != "declare" {
+			if in.kind != "message" && in.kind != "result" && in.kind != "camera" && in.kind != "memory" && in.kind != "declare" {
 				t.Fatalf("accepted a frame of kind %q", in.kind)
 			}
 			var obj map[string]json.RawMessage

@@ -20,6 +20,9 @@ type identity struct {
 	// action sent as action.send), from its bus handler (Device role).
 	results *bus.Outbox
 	stop    context.CancelFunc // ends results' goroutine
+	// memory is the connection as the memory requests of its clients
+	// use it (User role): one subscription to its answers.
+	memory *answers
 }
 
 // resultQueue bounds the results the bridge has waiting for one device.
@@ -40,7 +43,7 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := &identity{b: conn, refs: 1, asked: newAsked(256), stop: func() {}}
+	id := &identity{b: conn, refs: 1, asked: newAsked(256), stop: func() {}, memory: newAnswers(conn, b.cfg.Room.Scheme, name)}
 	if c.tok.Role == Device {
 		id.results = &bus.Outbox{Bus: conn, Size: resultQueue, Log: b.log, OnDrop: func(string, error) {
 			b.m.BridgeDropped.WithLabelValues("publish_failed").Inc()

@@ -44,7 +44,7 @@ func mustJSON(v any) []byte {
 // the counted reason. The package doc lists them (a test keeps the two,
 // and every reason refused with, in step).
 var errorCodes = map[string]int{"not_json": -32700, "invalid": -32600, "forbidden": -32001, "not_addressed": -32002,
-	"rate_limited": -32003, "publish_failed": -32004, "camera": -32005}
+	"rate_limited": -32003, "publish_failed": -32004, "camera": -32005, "memory": -32006}
 
 // answerID is the id of an answer to a frame whose id is id: null unless
 // the frame had a string or number id.

@@ -2,7 +2,11 @@
 // person on a phone would: the page loads and goes live, a message typed
 // in the box is answered by a companion, the vote table for that message
 // fills, the timeline shows the turn, what a robot did with its words
-// shows under them, and a device's camera frame comes on request. Usage:
+// shows under them, a device's camera frame comes on request, and the
+// memory panel lists what a device remembers about this console's person,
+// refuses another's, and forgets after a confirm (MEMORY_DEVICE: the device
+// asked; MEMORY_ON=1: its memory is on, else its silence is what the panel
+// must show; without MEMORY_DEVICE the panel is only looked for). Usage:
 //   node console-check.mjs URL SCREENSHOT.png [SECRET ...]
 // Any SECRET found in the page's HTML fails the check.
 import { chromium } from 'playwright-core';
@@ -83,6 +87,63 @@ try {
     step('camera');
   }
 
+  // Memory: the panel is there for a user, its person is the console's
+  // own; a List answers (what the device remembers, or nothing), another
+  // person's is the device's refusal, and Forget everything asks first.
+  await page.waitForSelector('#memory:not([hidden])', { timeout: 10000 });
+  const person = await page.inputValue('#mem-person');
+  let memory = '';
+  const memDevice = process.env.MEMORY_DEVICE;
+  const said = async (re) => {
+    try {
+      await page.waitForFunction((src) => new RegExp(src).test(document.getElementById('mem-out').textContent), re.source, { timeout: 20000 });
+    } catch (e) {
+      throw new Error(`the memory panel says ${JSON.stringify(await page.locator('#mem-out').textContent())}, want ${re}: ${e}`);
+    }
+    return page.locator('#mem-out').textContent();
+  };
+  if (memDevice) {
+    await page.waitForSelector(`#mem-device option[value="${memDevice}"]`, { state: 'attached', timeout: 10000 });
+    await page.selectOption('#mem-device', memDevice);
+    await page.click('#mem-list');
+  }
+  if (memDevice && process.env.MEMORY_ON !== '1') { // a device without memory: its silence, said in the panel
+    memory = await said(/no answer within/);
+    if (!(await page.locator('#mem-out.refused').count())) throw new Error('no answer not shown as an error: ' + memory);
+    step('memory off');
+  }
+  if (memDevice && process.env.MEMORY_ON === '1') {
+    memory = await said(new RegExp(`remembers (nothing|\\d+ facts?) about ${person}`));
+    step('memory list');
+    await page.fill('#mem-person', 'someone-else');
+    await page.click('#mem-list');
+    const refused = await said(/may not see/);
+    if (!(await page.locator('#mem-out.refused').count())) throw new Error('a refusal not shown as one: ' + refused);
+    step('memory refused');
+    await page.fill('#mem-person', person);
+    await page.click('#mem-list');
+    await said(new RegExp(`remembers (nothing|\\d+ facts?) about ${person}`));
+    // A fact is a person's words, shown as text: markup in it stays text.
+    // (The device's store may be empty: the page is handed a list as the
+    // bridge would answer it.) Its Forget asks the device for that fact.
+    const words = '<img src=x onerror="window.__xss=1"> likes <b>tea</b> & cake';
+    await page.evaluate(([device, person, text]) => memAnswer({ op: 'list', device, person },
+      { result: { device, facts: [{ id: 'f-check', person, text, created: new Date().toISOString() }], forgotten: 0 } }), [memDevice, person, words]);
+    const shown = await page.locator('#mem-facts li[data-fact="f-check"] .text').textContent();
+    if (shown !== words || await page.locator('#mem-facts img, #mem-facts b').count() || await page.evaluate(() => window.__xss)) {
+      throw new Error('a fact was not shown as text: ' + shown);
+    }
+    await page.locator('#mem-facts li[data-fact="f-check"] button').click();
+    await said(new RegExp(`forgot \\d+ facts?\\. .*remembers nothing about ${person}`));
+    step('memory fact');
+    let asked = '';
+    page.once('dialog', (d) => { asked = d.message(); d.accept(); });
+    await page.click('#mem-forget-all');
+    memory += ' / ' + await said(new RegExp(`forgot \\d+ facts? about ${person}\\. .*remembers nothing about ${person}`));
+    if (!asked.includes(person)) throw new Error('forget everything did not ask first: ' + asked);
+    step('memory forget');
+  }
+
   await page.screenshot({ path: shot, fullPage: true });
   const html = await page.content();
   for (const s of secrets) {
@@ -90,7 +151,7 @@ try {
   }
   if (problems.length) throw new Error('page errors: ' + problems.join('; '));
   const phase = await page.locator('#phase').textContent();
-  console.log(JSON.stringify({ ok: true, votes: Math.max(0, votes - 1), grant, answer, actions, bars, frameWidth: frame, phase }));
+  console.log(JSON.stringify({ ok: true, votes: Math.max(0, votes - 1), grant, answer, actions, bars, frameWidth: frame, phase, person, memory }));
 } finally {
   await browser.close();
 }

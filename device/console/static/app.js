@@ -22,7 +22,8 @@ const heard = [];           // the robots' heard reports, newest first
 const speakingNow = new Map(); // companion -> until (ms), while its status says speaking
 const refusals = [];
 const asked = new Map();    // camera.get request id -> device
-let send = () => {};
+const memAsked = new Map(); // memory request id -> {op, device, person, fact}
+let send = () => false;
 
 function newID() {
   const b = new Uint8Array(16);
@@ -35,6 +36,7 @@ function connect() {
   const ws = new WebSocket(`${proto}//${location.host}/ws${token ? '?token=' + encodeURIComponent(token) : ''}`);
   ws.onopen = () => { $('status').textContent = 'live'; $('status').className = 'status on'; };
   ws.onclose = () => {
+    if (memAsked.size) { memAsked.clear(); memBusy(false); memSay('refused', 'the connection closed before the device answered'); }
     $('status').textContent = 'disconnected, retrying…';
     $('status').className = 'status off';
     setTimeout(connect, 2000);
@@ -44,7 +46,11 @@ function connect() {
     try { f = JSON.parse(ev.data); } catch { return; }
     handle(f);
   };
-  send = (f) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(f)); };
+  send = (f) => {
+    if (ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(f));
+    return true;
+  };
   $('say').onsubmit = (ev) => {
     ev.preventDefault();
     const text = $('text').value.trim();
@@ -61,6 +67,8 @@ function handle(f) {
       $('room').textContent = me.room;
       $('text').disabled = me.role !== 'user';
       $('text').placeholder = me.role === 'user' ? `Say something to the robots as ${me.name}…` : 'This console may only watch.';
+      $('memory').hidden = me.role !== 'user';
+      if (me.role === 'user' && !$('mem-person').value) $('mem-person').value = me.name;
       break;
     case 'message.send': addMessage(f.params); break;
     case 'turn.grant': addGrant(f.params); break;
@@ -73,6 +81,7 @@ function handle(f) {
       break;
     default:
       if (f.id && asked.has(f.id)) { showFrame(asked.get(f.id), f); asked.delete(f.id); break; }
+      if (f.id && memAsked.has(f.id)) { const q = memAsked.get(f.id); memAsked.delete(f.id); memAnswer(q, f); break; }
       if (f.error) console.warn('bridge:', f.error.message);
   }
 }
@@ -223,7 +232,89 @@ function drawDevices() {
     }
     ul.append(li);
   }
+  drawMemoryDevices();
 }
+
+// Memory: what a device's companion remembers about a person, listed and
+// forgotten through the bridge under this console's own name (the device
+// decides: one's own facts, or anyone's for an operator). A fact is a
+// person's words: it is only ever set as text.
+function drawMemoryDevices() {
+  const sel = $('mem-device');
+  const was = sel.value;
+  const ids = [...new Set([...devices.values()].map((p) => (p.presence || {}).device).filter(Boolean))].sort();
+  if (ids.join(' ') === [...sel.options].map((o) => o.value).join(' ')) return;
+  sel.replaceChildren(...ids.map((id) => { const o = el('option', '', id); o.value = id; return o; }));
+  if (ids.includes(was)) sel.value = was;
+}
+
+function memSay(cls, text) {
+  const out = $('mem-out');
+  out.className = cls;
+  out.textContent = text;
+}
+
+function memBusy(busy) {
+  for (const b of document.querySelectorAll('#memory button')) b.disabled = busy;
+}
+
+// memAsk sends one memory request; note is said before its answer.
+function memAsk(op, device, person, fact, note) {
+  if (!device) { memSay('refused', 'no device to ask: none is present yet'); return; }
+  const id = newID();
+  const params = { device, op };
+  if (person) params.person = person;
+  if (fact) params.fact = fact;
+  if (!send({ jsonrpc: '2.0', method: 'memory', id, params })) { memSay('refused', 'not connected to the bridge'); return; }
+  memAsked.set(id, { op, device, person, fact, note });
+  memBusy(true);
+  memSay('muted', op === 'list' ? `asking ${device}…` : `asking ${device} to forget…`);
+}
+
+function memAnswer(q, f) {
+  memBusy(false);
+  if (f.error) { memSay('refused', f.error.message); return; }
+  const r = f.result || {};
+  if (q.op === 'forget') {
+    const n = r.forgotten || 0;
+    memAsk('list', q.device, q.person, '', `${q.device} forgot ${n} fact${n === 1 ? '' : 's'}${q.fact ? '' : ` about ${q.person}`}. `);
+    return;
+  }
+  const facts = Array.isArray(r.facts) ? r.facts : [];
+  const ul = $('mem-facts');
+  ul.replaceChildren();
+  for (const x of facts) {
+    const li = el('li');
+    li.dataset.fact = String(x.id);
+    const when = Date.parse(x.created);
+    const meta = [q.person ? '' : String(x.person), Number.isNaN(when) ? '' : new Date(when).toLocaleString()].filter(Boolean).join(' · ');
+    const b = el('button', 'small', 'Forget');
+    b.type = 'button';
+    b.onclick = () => memAsk('forget', q.device, String(x.person), String(x.id));
+    li.append(el('span', 'text', String(x.text)), el('span', 'meta', meta), b);
+    ul.append(li);
+  }
+  const whose = q.person ? `about ${q.person}` : 'about anyone';
+  memSay('muted', (q.note || '') + (facts.length ? `${q.device} remembers ${facts.length} fact${facts.length === 1 ? '' : 's'} ${whose}` : `${q.device} remembers nothing ${whose}`));
+  const all = $('mem-forget-all');
+  all.hidden = !q.person;
+  all.dataset.device = q.device;
+  all.dataset.person = q.person || '';
+}
+
+$('mem-form').onsubmit = (ev) => {
+  ev.preventDefault();
+  $('mem-facts').replaceChildren();
+  $('mem-forget-all').hidden = true;
+  memAsk('list', $('mem-device').value, $('mem-person').value.trim());
+};
+
+$('mem-forget-all').onclick = () => {
+  const { device, person } = $('mem-forget-all').dataset;
+  if (!device || !person) return;
+  if (!confirm(`Forget everything ${device} remembers about ${person}? This cannot be undone.`)) return;
+  memAsk('forget', device, person);
+};
 
 function showFrame(device, f) {
   const box = $('camera');

@@ -22,7 +22,12 @@ import (
 // screen: the page goes live, a message typed in its box is answered by a
 // companion, the vote table for that message fills, the timeline shows the
 // turn, and a device's camera frame comes on request; in the realtime demo
-// room, the phase opens with remaining counts, is talked in, and ends. The screenshot is kept in $CHORUS_ARTIFACTS (default: the
+// room, the phase opens with remaining counts, is talked in, and ends. In
+// the turn room the console's robot remembers people (Options.Memory):
+// the memory panel lists what it remembers about the console's person
+// (guest), shows its refusal of another person's, and forgets after a
+// confirm; a realtime room keeps no memory, and the panel says that its
+// device did not answer. The screenshot is kept in $CHORUS_ARTIFACTS (default: the
 // test's temporary folder). Without node, playwright-core or Chromium the
 // test is skipped, unless CHORUS_REQUIRE_NODE=1 (CI).
 func TestConsoleInABrowser(t *testing.T) {
@@ -50,8 +55,13 @@ func consoleInABrowser(t *testing.T, mode string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	transcript := &logtest.Buffer{}
+	cfgs, err := Configs("", mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memDevice, memDir := cfgs[0].Device.ID, t.TempDir()
 	url, stop, err := startConsoleDemo(ctx, func(ctx context.Context, onConsole func(string)) error {
-		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: onConsole, Paced: mode == "turn", W: transcript})
+		_, err := Run(ctx, Options{Mode: mode, Console: addr, OnConsole: onConsole, Memory: memDir, Paced: mode == "turn", W: transcript})
 		return err
 	}, 20*time.Second, 30*time.Second)
 	defer func() {
@@ -78,7 +88,10 @@ func consoleInABrowser(t *testing.T, mode string) {
 	os.MkdirAll(artifacts, 0o755)
 	shot := filepath.Join(artifacts, "console-"+mode+".png")
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "console-check.mjs"), url, shot)
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "CONSOLE_MODE="+mode)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "CONSOLE_MODE="+mode, "MEMORY_DEVICE="+memDevice)
+	if mode == "turn" {
+		cmd.Env = append(cmd.Env, "MEMORY_ON=1")
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("console check: %v\n%s\n--- transcript:\n%s", err, out, transcript.String())
@@ -92,12 +105,15 @@ func consoleInABrowser(t *testing.T, mode string) {
 		Actions string `json:"actions"`
 		Bars    int    `json:"bars"`
 		Phase   string `json:"phase"`
+		Person  string `json:"person"`
+		Memory  string `json:"memory"`
 	}
 	err = json.Unmarshal([]byte(lines[len(lines)-1]), &res)
-	if err != nil || !res.OK || (mode == "turn" && (res.Votes < 1 || res.Bars < 1 || !strings.HasPrefix(res.Actions, "does: nod"))) || (mode == "realtime" && !strings.Contains(res.Phase, "ended")) {
+	if err != nil || !res.OK || (mode == "turn" && (res.Votes < 1 || res.Bars < 1 || !strings.HasPrefix(res.Actions, "does: nod"))) || (mode == "realtime" && !strings.Contains(res.Phase, "ended")) ||
+		res.Person != "guest" || (mode == "turn" && !strings.Contains(res.Memory, "about guest")) || (mode == "realtime" && !strings.Contains(res.Memory, "no answer within")) {
 		t.Fatalf("console check: %+v %v\n%s", res, err, out)
 	}
-	t.Logf("the page: %d votes, %q, answered %q, actions %q, %d timeline bars, phase %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Actions, res.Bars, res.Phase, shot)
+	t.Logf("the page: %d votes, %q, answered %q, actions %q, %d timeline bars, phase %q, memory %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Actions, res.Bars, res.Phase, res.Memory, shot)
 }
 
 // startConsoleDemo runs a demo in the background (run calls onConsole with

@@ -22,6 +22,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/robot"
 	firmwareconfigs "github.com/chorus-robotics/chorus/firmware-configs"
 	"github.com/chorus-robotics/chorus/runtime/config"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 	"github.com/chorus-robotics/chorus/runtime/transcript"
@@ -38,9 +39,13 @@ type Options struct {
 	Console string
 	// OnConsole is called with the console's URL once it serves.
 	OnConsole func(url string)
-	Turns     int           // stop after this many companion turns; 0 = run to terminal
-	Timeout   time.Duration // give up after this long
-	Message   string        // the user's opening line
+	// Memory, with Console, turns the memory of the console's robot on,
+	// kept in this folder (extracted by rules): the console's Memory
+	// panel lists and forgets what it remembers. "": no memory.
+	Memory  string
+	Turns   int           // stop after this many companion turns; 0 = run to terminal
+	Timeout time.Duration // give up after this long
+	Message string        // the user's opening line
 	// Paced plays every utterance in real time, as robots with speakers
 	// would: the room runs at human speed, and out/room.wav is the whole
 	// conversation on one timeline with the silences as they happened.
@@ -153,6 +158,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	r, err := localroom.Start(serve, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *robot.Config) {
 		if o.Console != "" && c == cfgs[0] {
 			consoleOn(c, o.Console)
+			if o.Memory != "" && c.Companion != nil {
+				m := &memory.Settings{Dir: o.Memory, Extract: memory.ExtractRules}
+				m.SetDefaults(nil)
+				c.Memory = m
+			}
 		}
 		if c.Companion == nil {
 			return

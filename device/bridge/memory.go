@@ -1,0 +1,225 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/memory/control"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// memory: a user's client lists and forgets what a device's companion
+// remembers about a person (issue 29). The bridge asks the device under
+// the client's own identity (its bus connection), so the device decides
+// by that name: a person may see and forget their own facts, an operator
+// anyone's. Export and wipe are for `chorus memory`.
+
+// MethodMemory is the method of a client's memory request.
+const MethodMemory = "memory"
+
+// MemoryTimeout bounds one memory request.
+const MemoryTimeout = 10 * time.Second
+
+// memoryParams are the only keys memory's params may have.
+var memoryParams = map[string]bool{"device": true, "op": true, "person": true, "fact": true}
+
+// parseMemory reads a memory frame's params strictly: an object of
+// strings with the keys above (exact case, no others), a device id, op
+// list or forget, a person's identity (required to forget; a list without
+// one asks for everyone's, which only an operator gets), a fact only to
+// forget. The request is checked again by the contract's own decoder.
+// It returns the device and the request, or the refusal's reason and
+// message.
+func parseMemory(data []byte) (device string, req protocol.MemoryRequest, reason, why string) {
+	const shape = `memory needs params {"device": a device id, "op": "list" or "forget", "person": an identity, "fact": a fact id (forget only)}`
+	var f struct {
+		Params json.RawMessage `json:"params"`
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(data, &f) != nil || json.Unmarshal(f.Params, &raw) != nil || raw == nil {
+		return "", req, "invalid", shape
+	}
+	p := map[string]string{}
+	for k, v := range raw {
+		if !memoryParams[k] {
+			return "", req, "invalid", fmt.Sprintf("params.%.32s: unknown; %s", k, shape)
+		}
+		var s string
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			return "", req, "invalid", fmt.Sprintf("params.%s must be a string", k)
+		}
+		p[k] = s
+	}
+	device = p["device"]
+	if w := protocol.ValidIdentity(device); w != "" {
+		return "", req, "invalid", "params.device: " + w
+	}
+	switch p["op"] {
+	case protocol.MemoryList, protocol.MemoryForget:
+	case protocol.MemoryExport, protocol.MemoryWipe:
+		return "", req, "forbidden", fmt.Sprintf("op %s is for chorus memory; a client of the bridge may list and forget", p["op"])
+	default:
+		return "", req, "invalid", fmt.Sprintf("params.op must be list or forget, got %.32q", p["op"])
+	}
+	if w := protocol.ValidIdentity(p["person"]); p["person"] != "" && w != "" {
+		return "", req, "invalid", "params.person: " + w
+	}
+	req = protocol.MemoryRequest{ID: protocol.NewID(), Op: p["op"], Person: p["person"], Fact: p["fact"]}
+	if _, err := protocol.DecodeMemoryRequest(mustJSON(req), 0); err != nil {
+		return "", req, "invalid", err.Error()
+	}
+	return device, req, "", ""
+}
+
+// memory answers a memory frame to this client only, with
+// {"device", "facts", "forgotten"} or an error naming what failed (the
+// device's refusal in its own words). It waits in this client's reader
+// (at most MemoryTimeout), like camera.get.
+func (b *Bridge) memory(ctx context.Context, c *client, id *identity, rid json.RawMessage, data []byte) {
+	if c.tok.Role != User || id == nil {
+		b.refuse(c, rid, "forbidden", fmt.Sprintf("a %s may not ask about memory", c.tok.Role))
+		return
+	}
+	dev, req, reason, why := parseMemory(data)
+	if why != "" {
+		b.refuse(c, rid, reason, why)
+		return
+	}
+	if b.absent(dev) {
+		b.send(c, errorFrame(rid, "memory", fmt.Sprintf("memory of %s: device %s is offline", dev, dev)))
+		return
+	}
+	a, err := control.Ask(ctx, id.memory, b.cfg.Room.Scheme, c.tok.Name, dev, req, MemoryTimeout)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// Ask's last resend can meet its deadline: that is no answer too.
+		err = fmt.Errorf("memory of %s: no answer within %v (is it online, with memory on?)", dev, MemoryTimeout)
+	}
+	if err != nil {
+		b.send(c, errorFrame(rid, "memory", err.Error()))
+		return
+	}
+	facts := a.Facts
+	if facts == nil {
+		facts = []protocol.MemoryFact{}
+	}
+	f := mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": answerID(rid),
+		"result": map[string]any{"device": dev, "facts": facts, "forgotten": a.Forgotten}})
+	if int64(len(f)) > c.max/2 { // it would crowd the client's queue, or drop it
+		b.send(c, errorFrame(rid, "memory", fmt.Sprintf("memory of %s: %d facts are %d bytes, more than a client of the bridge is sent at once; chorus memory lists them", dev, len(facts), len(f))))
+		return
+	}
+	b.send(c, f)
+}
+
+// answers is an identity's bus as control.Ask sees it. Ask subscribes to
+// its answer topic at every call, and a bus subscription lasts until the
+// connection closes (bus.Bus): on a connection that lives as long as the
+// identity's clients, each request would leave a handler behind that
+// every later answer runs through. Here the identity has one real
+// subscription to all its memory answers, made at the first request,
+// and each Ask's handler is dropped when its call ends (its context).
+type answers struct {
+	b      bus.Bus
+	filter string // every memory answer to the identity
+
+	subMu      sync.Mutex // one real subscription, made once
+	subscribed bool
+
+	mu   sync.Mutex
+	next int
+	hs   map[string]map[int]bus.Handler // by exact topic
+}
+
+func newAnswers(b bus.Bus, s topic.Scheme, identity string) *answers {
+	return &answers{b: b, filter: s.MemoryAnswer("+", identity), hs: map[string]map[int]bus.Handler{}}
+}
+
+var _ bus.Bus = (*answers)(nil)
+
+// Publish publishes on the identity's connection.
+func (a *answers) Publish(ctx context.Context, t string, payload []byte, retain bool) error {
+	return a.b.Publish(ctx, t, payload, retain)
+}
+
+// Subscribe calls h for the messages on topic t (one of the identity's
+// memory answer topics, no wildcard) until ctx ends.
+func (a *answers) Subscribe(ctx context.Context, t string, h bus.Handler) error {
+	if strings.ContainsAny(t, "+#") || !topicMatches(a.filter, t) {
+		return fmt.Errorf("bridge: %s is not one of this identity's memory answer topics", t)
+	}
+	a.subMu.Lock()
+	if !a.subscribed {
+		if err := a.b.Subscribe(ctx, a.filter, a.dispatch); err != nil {
+			a.subMu.Unlock()
+			return err
+		}
+		a.subscribed = true
+	}
+	a.subMu.Unlock()
+	a.mu.Lock()
+	n := a.next
+	a.next++
+	if a.hs[t] == nil {
+		a.hs[t] = map[int]bus.Handler{}
+	}
+	a.hs[t][n] = h
+	a.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		a.mu.Lock()
+		delete(a.hs[t], n)
+		if len(a.hs[t]) == 0 {
+			delete(a.hs, t)
+		}
+		a.mu.Unlock()
+	})
+	return nil
+}
+
+// Close does nothing: the connection is the identity's.
+func (a *answers) Close() error { return nil }
+
+// dispatch hands a memory answer to the calls waiting on its topic.
+func (a *answers) dispatch(t string, payload []byte) {
+	a.mu.Lock()
+	hs := make([]bus.Handler, 0, len(a.hs[t]))
+	for _, h := range a.hs[t] {
+		hs = append(hs, h)
+	}
+	a.mu.Unlock()
+	for _, h := range hs {
+		h(t, payload)
+	}
+}
+
+// waiting is how many calls wait for an answer (tests).
+func (a *answers) waiting() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, hs := range a.hs {
+		n += len(hs)
+	}
+	return n
+}
+
+// topicMatches reports whether topic t matches filter f ('+' one level;
+// '#' is not used here).
+func topicMatches(f, t string) bool {
+	fs, ts := strings.Split(f, "/"), strings.Split(t, "/")
+	if len(fs) != len(ts) {
+		return false
+	}
+	for i := range fs {
+		if fs[i] != "+" && fs[i] != ts[i] {
+			return false
+		}
+	}
+	return true
+}
