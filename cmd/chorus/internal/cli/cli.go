@@ -104,7 +104,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	haOn := fs.Bool("homeassistant", false, "make every robot a Home Assistant device on the demo's broker (with -console it stays up)")
 	consoleOn := fs.Bool("console", false, "serve the room console in a browser and keep the room up until interrupted")
 	consoleAddr := fs.String("console-addr", "127.0.0.1:8080", "-console: where to serve it (loopback only)")
-	memDir := fs.String("memory", "", "-console: the console's robot remembers people, in this folder (the console's Memory panel lists and forgets)")
+	memDir := fs.String("memory", "", "keep what the robots remember in this folder (default: out/memory beside the audio); with -console, the console's robot remembers in any room")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -117,9 +117,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	addr := ""
 	if *consoleOn {
 		addr = *consoleAddr
-	}
-	if *memDir != "" && !*consoleOn {
-		return errors.New("-memory is for -console")
 	}
 	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout, Console: addr, Memory: *memDir,
 		Message: *msg, Paced: !*fast, Mode: *mode, Voice: *voiceOn, HomeAssistant: *haOn, W: stdout, Log: logger(stderr, *level)})

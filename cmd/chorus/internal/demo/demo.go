@@ -39,9 +39,10 @@ type Options struct {
 	Console string
 	// OnConsole is called with the console's URL once it serves.
 	OnConsole func(url string)
-	// Memory, with Console, turns the memory of the console's robot on,
-	// kept in this folder (extracted by rules): the console's Memory
-	// panel lists and forgets what it remembers. "": no memory.
+	// Memory is where the robots keep what they remember (default: out's
+	// parent's memory folder). With Console, the console's robot
+	// remembers (by the rules) even in a room whose configs keep nothing,
+	// and the console's Memory panel lists and forgets it.
 	Memory  string
 	Turns   int           // stop after this many companion turns; 0 = run to terminal
 	Timeout time.Duration // give up after this long
@@ -158,8 +159,8 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	r, err := localroom.Start(serve, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *robot.Config) {
 		if o.Console != "" && c == cfgs[0] {
 			consoleOn(c, o.Console)
-			if o.Memory != "" && c.Companion != nil {
-				m := &memory.Settings{Dir: o.Memory, Extract: memory.ExtractRules}
+			if o.Memory != "" && c.Companion != nil && c.Memory == nil { // a room whose configs keep none
+				m := &memory.Settings{Extract: memory.ExtractRules}
 				m.SetDefaults(nil)
 				c.Memory = m
 			}
@@ -167,9 +168,15 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		if c.Companion == nil {
 			return
 		}
-		if c.Memory != nil { // kept beside the run's audio, for the next run; no -out: nothing is kept
-			c.Memory.Dir = filepath.Join(filepath.Dir(out), "memory")
-			if out == "" {
+		if c.Memory != nil {
+			// Kept in -memory, or beside the run's audio for the next run;
+			// with neither, nothing is kept.
+			switch {
+			case o.Memory != "":
+				c.Memory.Dir = o.Memory
+			case out != "":
+				c.Memory.Dir = filepath.Join(filepath.Dir(out), "memory")
+			default:
 				c.Memory = nil
 			}
 		}
