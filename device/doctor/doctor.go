@@ -35,6 +35,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -105,7 +107,26 @@ func Run(ctx context.Context, c *robot.Config, o Options) []Result {
 	d.broker(ctx)
 	d.model(ctx)
 	d.hearing(ctx)
+	d.memory()
 	return d.out
+}
+
+// memory: the folder the companion keeps its facts in can be written, and
+// what it holds now.
+func (d *doctor) memory() {
+	m := d.c.Memory
+	if m == nil {
+		return
+	}
+	if err := m.CheckDir(); err != nil {
+		d.fail("memory", "make the folder writable by chorusd's user (chorusd.service's StateDirectory is /var/lib/chorus), or set memory.dir", err)
+		return
+	}
+	if fi, err := os.Stat(filepath.Join(m.Dir, d.c.Identity()+".facts")); err == nil {
+		d.ok("memory", "%s is writable; the companion's facts file holds %d bytes (bound %d)", m.Dir, fi.Size(), m.MaxBytes)
+		return
+	}
+	d.ok("memory", "%s is writable; nothing remembered yet", m.Dir)
 }
 
 // Write prints results, a line each (and the fix under a failure), and
