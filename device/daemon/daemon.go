@@ -715,6 +715,12 @@ func (d *Daemon) memory(ctx context.Context, g *errgroup.Group, l *link, b brain
 		IsOperator: mc.IsOperator, Forgot: func(p string, n int) { report(p, "", n) }, Log: d.log, Metrics: d.m}
 	g.Go(func() error { return srv.Run(ctx) })
 	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report}
+	if m.Embedder, err = mc.Embedder(); err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	if e := mc.Embeddings; e != nil {
+		m.EmbedWait = e.Timeout
+	}
 	if x, ok := b.(brain.Extractor); ok && mc.Extract != memory.ExtractRules {
 		m.Extractor = x
 	}

@@ -516,7 +516,9 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		return
 	}
 	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
+	var people []string // for a recall by meaning
 	if c.memOn() && c.isUser(from) {
+		people = c.people(m)
 		if c.control(ctx, m, e) {
 			return
 		}
@@ -542,6 +544,10 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	go func() {
 		defer c.wg.Done()
 		defer cancel()
+		if people != nil {
+			c.recallVec(tctx, &in, people)
+			e.in = in
+		}
 		e.thought, e.took = c.think(tctx, in, e)
 		c.deliver(ctx, e)
 	}()

@@ -46,6 +46,12 @@ type Memory struct {
 	// PerHour bounds its calls (default 12), over which the rules extract.
 	Extractor brain.Extractor
 	PerHour   int
+	// Embedder, when set, recalls by meaning: a message's embedding is
+	// asked on its think's goroutine, within EmbedWait (default 500 ms;
+	// over it, or failing, that message's recall stays lexical), and
+	// each fact's when it is written.
+	Embedder  memory.Embedder
+	EmbedWait time.Duration
 	// Forgot is told, on the memory's goroutine, what a "forget me" or a
 	// "forget that" erased (for the room: the companion's report); nil
 	// tells nobody. It must not block.
@@ -131,6 +137,35 @@ func (c *Companion) recall(in *brain.Input, m protocol.Message) {
 	}
 	if c.isUser(m.Params.From) {
 		in.Events = map[string]any{KnownMet: st.Met(m.Params.From)}
+	}
+}
+
+// recallVec replaces in's lexical recall by one by meaning, when the
+// memory has an embedder. It runs on the think's goroutine, bounded.
+func (c *Companion) recallVec(ctx context.Context, in *brain.Input, people []string) {
+	mc := c.cfg.Memory
+	if !c.memOn() || mc.Embedder == nil || !c.isUser(in.Message.Params.From) {
+		return
+	}
+	wait := mc.EmbedWait
+	if wait <= 0 {
+		wait = memory.DefaultEmbedWait
+	}
+	ectx, cancel := context.WithTimeout(ctx, wait)
+	vs, err := mc.Embedder.Embed(ectx, []string{in.Message.Params.Message})
+	cancel()
+	if err != nil || len(vs) != 1 {
+		c.m.BrainFailures.WithLabelValues("embed").Inc()
+		c.log.Debug("memory: no embedding for the message; recall stays lexical", "err", err)
+		return
+	}
+	n := mc.Recall
+	if n <= 0 {
+		n = memory.DefaultRecall
+	}
+	in.Remembered = in.Remembered[:0:0]
+	for _, f := range mc.Store.RecallVec(people, vs[0], n) {
+		in.Remembered = append(in.Remembered, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
 	}
 }
 
@@ -233,6 +268,13 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 	}
 	if len(facts) == 0 {
 		return
+	}
+	if e := c.cfg.Memory.Embedder; e != nil {
+		ectx, cancel := context.WithTimeout(ctx, extractTimeout)
+		if err := memory.EmbedFacts(ectx, e, facts); err != nil {
+			c.log.Warn("memory: no embeddings for the facts; they are recalled by their words", "err", err)
+		}
+		cancel()
 	}
 	stored, err := st.Add(facts...)
 	if err != nil {

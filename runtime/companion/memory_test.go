@@ -293,3 +293,79 @@ func occurrences(t *testing.T, dir, s string) int {
 	})
 	return n
 }
+
+// vecs embeds by a table of words: a text's vector has a 1 for each
+// topic word it holds. Slow, when set, makes every call late.
+type vecs struct {
+	slow time.Duration
+	mu   sync.Mutex
+	n    int
+}
+
+var topics = [][]string{{"tea", "drink", "beverage"}, {"cat", "pet", "animal"}, {"osaka", "city", "live"}}
+
+func (v *vecs) Embed(ctx context.Context, texts []string) ([]memory.Vector, error) {
+	v.mu.Lock()
+	v.n++
+	v.mu.Unlock()
+	if v.slow > 0 {
+		select {
+		case <-time.After(v.slow):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	out := make([]memory.Vector, len(texts))
+	for i, t := range texts {
+		out[i] = make(memory.Vector, len(topics))
+		for j, words := range topics {
+			for _, w := range words {
+				if strings.Contains(strings.ToLower(t), w) {
+					out[i][j] = 1
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// With an embeddings endpoint, a message recalls facts that share no word
+// with it but its meaning; a slow endpoint leaves the recall lexical
+// within its wait.
+func TestMemoryRecallsByMeaningWithEmbeddings(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fast", true: "slow"}[slow], func(t *testing.T) {
+			b := newMemBrain()
+			e := &vecs{}
+			r, st, _ := memRig(t, b, func(m *companion.Memory) { m.Embedder, m.EmbedWait = e, 300*time.Millisecond })
+			r.userSays("I like green tea. I have a cat.")
+			facts := waitFacts(t, st, "user", 2)
+			for _, f := range facts {
+				if len(f.Vec) == 0 {
+					t.Fatalf("fact %q was stored without its embedding", f.Text)
+				}
+			}
+			if slow {
+				e.mu.Lock()
+				e.slow = 2 * time.Second
+				e.mu.Unlock()
+			}
+			start := time.Now()
+			r.userSays("Which beverage would suit me?")
+			in := b.input(t, "Which beverage would suit me?")
+			took := time.Since(start)
+			var got []string
+			for _, f := range in.Remembered {
+				got = append(got, f.Text)
+			}
+			switch {
+			case !slow && (len(got) != 1 || !strings.Contains(got[0], "tea")):
+				t.Fatalf("recalled %q by meaning, want the tea", got)
+			case slow && len(got) != 0:
+				t.Fatalf("recalled %q, want nothing (lexical: no word shared) when the embedding is late", got)
+			case slow && took > 1500*time.Millisecond:
+				t.Fatalf("the think waited %v for a slow embedding (wait 300ms)", took)
+			}
+		})
+	}
+}

@@ -169,8 +169,8 @@ func EmbedFacts(ctx context.Context, e Embedder, facts []Fact) error {
 
 // RecallVec is Recall by meaning: the pinned core of people (at most 3
 // each), then up to n more of their facts whose vectors are nearest vec
-// by cosine (facts without a vector, or of other dimensions, are left
-// out). No fact of someone not in people is ever returned.
+// by cosine, if at all near (facts without a vector, or of other
+// dimensions, or at a cosine of 0 or less, are left out). No fact of someone not in people is ever returned.
 func (s *Store) RecallVec(people []string, vec Vector, n int) []Fact {
 	st := s.cur()
 	out, taken := core(st, people)
@@ -196,7 +196,9 @@ func (s *Store) RecallVec(people []string, vec Vector, n int) []Fact {
 		for j, x := range e.f.Vec {
 			dot += float64(x) * float64(vec[j])
 		}
-		found = append(found, scored{e, i, dot / (e.norm * qn)})
+		if cos := dot / (e.norm * qn); cos > 0 { // a fact unrelated to the message is not recalled
+			found = append(found, scored{e, i, cos})
+		}
 	}
 	slices.SortFunc(found, func(a, b scored) int {
 		if c := cmp.Compare(b.cos, a.cos); c != 0 {

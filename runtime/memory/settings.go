@@ -35,6 +35,36 @@ type Settings struct {
 	// Operators may list, export and forget anyone's facts over the bus
 	// (chorus memory); everyone else only their own.
 	Operators []string `yaml:"operators"`
+	// Embeddings, when set, recall by meaning through an OpenAI-compatible
+	// /v1/embeddings endpoint (Ollama, llama.cpp's server); without it,
+	// recall is lexical.
+	Embeddings *EmbedSettings `yaml:"embeddings"`
+}
+
+// EmbedSettings name the embeddings endpoint.
+type EmbedSettings struct {
+	BaseURL   string `yaml:"base_url"`
+	Model     string `yaml:"model"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Timeout bounds the message's embedding before a think (default
+	// 500 ms; over it, recall is lexical for that message).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// DefaultEmbedWait bounds a message's embedding on the way to its think.
+const DefaultEmbedWait = 500 * time.Millisecond
+
+// Embedder is the client of the embeddings endpoint (nil without one).
+func (s Settings) Embedder() (Embedder, error) {
+	e := s.Embeddings
+	if e == nil {
+		return nil, nil
+	}
+	key, err := settings.Secret("memory.embeddings.api_key_env", e.APIKeyEnv, "")
+	if err != nil {
+		return nil, err
+	}
+	return NewOpenAIEmbedder(EmbedConfig{BaseURL: e.BaseURL, APIKey: key, Model: e.Model}), nil
 }
 
 // The memory's defaults.
@@ -77,6 +107,9 @@ func (s *Settings) SetDefaults(resolve func(string) string) {
 	if s.Recall == 0 {
 		s.Recall = DefaultRecall
 	}
+	if e := s.Embeddings; e != nil && e.Timeout == 0 {
+		e.Timeout = DefaultEmbedWait
+	}
 }
 
 // Limits are the store's bounds.
@@ -116,6 +149,14 @@ func (s Settings) Check(p *settings.Problems) {
 	}
 	if s.Recall < 0 || s.Recall > 5 {
 		p.Add("recall", "must be from 0 to 5, got %d", s.Recall)
+	}
+	if e := s.Embeddings; e != nil {
+		if e.Model == "" {
+			p.Add("embeddings.model", "required: the embedding model's name (e.g. nomic-embed-text)")
+		}
+		if e.Timeout < 10*time.Millisecond || e.Timeout > 10*time.Second {
+			p.Add("embeddings.timeout", "must be from 10ms to 10s, got %v", e.Timeout)
+		}
 	}
 	for i, o := range s.Operators {
 		if why := protocol.ValidIdentity(o); why != "" {
