@@ -28,6 +28,15 @@ type Card struct {
 	// uses: this device when empty, or another one — a body written in
 	// another language behind the WebSocket bridge.
 	Body string `yaml:"body" json:"-"`
+	// Role is aikyo's role sentence: what the companion is for, in its
+	// system prompt.
+	Role string `yaml:"role" json:"role,omitempty"`
+	// Events are parameters the model judges in the State's call and
+	// conditions over them that pick the turn's instruction (events.go).
+	Events Events `yaml:"events" json:"events,omitzero"`
+	// Knowledge lists the knowledge tools the model may call, by name;
+	// empty: every tool the companion offers.
+	Knowledge []string `yaml:"knowledge" json:"knowledge,omitempty"`
 }
 
 // Validate names the first bad field of a card.
@@ -43,6 +52,20 @@ func (c Card) Validate() error {
 	}
 	if why := protocol.ValidIdentity(c.Body); c.Body != "" && why != "" {
 		return fmt.Errorf("card.body: %s", why)
+	}
+	if len([]rune(c.Role)) > MaxRole {
+		return fmt.Errorf("card.role: longer than %d characters", MaxRole)
+	}
+	if err := c.Events.Validate(); err != nil {
+		return err
+	}
+	if len(c.Knowledge) > MaxKnowledge {
+		return fmt.Errorf("card.knowledge: more than %d tools", MaxKnowledge)
+	}
+	for i, k := range c.Knowledge {
+		if !validName(k) {
+			return fmt.Errorf("card.knowledge[%d]: %q is not a tool name (letters, digits, _ and -, up to 64)", i, k)
+		}
 	}
 	return nil
 }

@@ -52,11 +52,11 @@ func TestHolds(t *testing.T) {
 		{`"\u00e9" == "é"`, true},
 		{`1e3 == 1000`, true},
 		{`  ( ( need_response ) )  `, true},
-		{`need_response == true == true`, true},      // left to right
-		{`false == false && true`, true},             // == binds tighter than &&
-		{`true || false && false`, true},             // && binds tighter than ||
-		{`!need_response == false`, true},            // ! binds tighter than ==
-		{`count > 1 == true`, true},                  // < binds tighter than ==
+		{`need_response == true == true`, true}, // left to right
+		{`false == false && true`, true},        // == binds tighter than &&
+		{`true || false && false`, true},        // && binds tighter than ||
+		{`!need_response == false`, true},       // ! binds tighter than ==
+		{`count > 1 == true`, true},             // < binds tighter than ==
 		{`already_replied == false || count > 9`, true},
 	} {
 		e, err := Parse(c.src)
