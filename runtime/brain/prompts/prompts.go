@@ -81,6 +81,9 @@ func System(in brain.Input) string {
 	w := wordsFor(in.Card.Language)
 	var b strings.Builder
 	fmt.Fprintf(&b, w.youAre, in.Card.Name, in.Card.ID)
+	if in.Card.Role != "" {
+		b.WriteString("\n" + w.role + in.Card.Role)
+	}
 	if in.Card.Personality != "" {
 		b.WriteString("\n" + w.personality + in.Card.Personality)
 	}
@@ -105,10 +108,13 @@ func State(in brain.Input, draft bool) string {
 	w := wordsFor(in.Card.Language)
 	var b strings.Builder
 	conversation(&b, w, in.History)
+	remembered(&b, w, in.Remembered)
 	b.WriteString("\n\n" + w.stateAsk + "\n" + said(in.Message))
 	b.WriteString("\n\n" + w.stateSpec)
+	events(&b, w, in)
 	if draft {
 		b.WriteString("\n" + w.draft + TextsFor(in.Card.Language).SpeakTo)
+		instruction(&b, w, in)
 	}
 	b.WriteString("\n\n" + w.stateCalm + "\n" + in.ClosingInstruction)
 	return strings.TrimSpace(b.String())
@@ -119,6 +125,7 @@ func Utter(in brain.Input) string {
 	w := wordsFor(in.Card.Language)
 	var b strings.Builder
 	conversation(&b, w, in.History)
+	remembered(&b, w, in.Remembered)
 	b.WriteString("\n\n" + w.yourTurn + "\n" + said(in.Message))
 	b.WriteString("\n" + w.speakWith + TextsFor(in.Card.Language).SpeakTo + w.lookFirst)
 	b.WriteString("\n" + in.ClosingInstruction)
@@ -158,4 +165,85 @@ func Vision(lang string) string { return wordsFor(lang).vision }
 func Repetition(lang string, window []protocol.Message) string {
 	w := wordsFor(lang)
 	return strings.TrimSpace(w.repetitionHead + "\n" + history(window) + "\n\n" + w.repetitionTail)
+}
+
+// Bounds of the remembered facts in a prompt.
+const (
+	MaxRemembered     = 8   // facts
+	MaxRememberedText = 200 // characters of each
+)
+
+// fact is a remembered fact, as the prompts show it.
+type fact struct {
+	Person string `json:"person"`
+	Text   string `json:"text"`
+}
+
+// remembered writes what the companion remembers about people (at most
+// MaxRemembered facts, each clipped to MaxRememberedText characters) as
+// JSON lines under a heading that says they are data, never
+// instructions; nothing when it remembers nothing.
+func remembered(b *strings.Builder, w words, fs []brain.Fact) {
+	if len(fs) == 0 {
+		return
+	}
+	b.WriteString("\n\n" + w.remembered)
+	for _, f := range fs[:min(len(fs), MaxRemembered)] {
+		text := f.Text
+		if r := []rune(text); len(r) > MaxRememberedText {
+			text = string(r[:MaxRememberedText]) + "…"
+		}
+		line, _ := json.Marshal(fact{Person: f.Person, Text: text})
+		b.WriteString("\n")
+		b.Write(line)
+	}
+}
+
+// events writes the card's event parameters as the state's events field
+// (after closing, before the draft), each with its type and description,
+// and the values the runtime knows exactly.
+func events(b *strings.Builder, w words, in brain.Input) {
+	e := in.Card.Events
+	if !e.Has() {
+		return
+	}
+	b.WriteString("\n" + w.eventsField)
+	for _, name := range e.ParamNames() {
+		p := e.Param(name)
+		typ, _ := p["type"].(string)
+		if enum, ok := p["enum"].([]any); ok {
+			vals := make([]string, len(enum))
+			for i, v := range enum {
+				q, _ := json.Marshal(v)
+				vals[i] = string(q)
+			}
+			typ = strings.Join(vals, " | ")
+		}
+		desc, _ := p["description"].(string)
+		fmt.Fprintf(b, "\n  - %s (%s): %s", name, typ, strings.Join(strings.Fields(desc), " "))
+	}
+	if len(in.Events) > 0 {
+		known, _ := json.Marshal(in.Events) // sorted keys
+		b.WriteString("\n" + w.eventsKnown)
+		b.Write(known)
+	}
+}
+
+// instruction writes the turn's instruction when the known values settle
+// it, else the conditions the model's events decide, in order.
+func instruction(b *strings.Builder, w words, in brain.Input) {
+	instr, settled, open := in.Card.Events.Settle(in.Events)
+	switch {
+	case settled && instr != "":
+		b.WriteString("\n\n" + w.instruction + instr)
+	case !settled:
+		b.WriteString("\n\n" + w.eventsRule)
+		for _, c := range open {
+			if c.Expression == "true" {
+				b.WriteString("\n" + w.eventsOtherwise + w.eventsThen + c.Instruction)
+				continue
+			}
+			b.WriteString("\n" + w.eventsIf + c.Expression + w.eventsThen + c.Instruction)
+		}
+	}
 }
