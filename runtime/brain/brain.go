@@ -203,6 +203,9 @@ type TalkInput struct {
 	// them as tools in the call that writes the words (none in a whisper
 	// channel, which is never said aloud).
 	Actions []protocol.ActionDef
+	// Knowledge are tools the model may call in the same call, as in
+	// Input.Knowledge.
+	Knowledge []Knowledge
 }
 
 // ClosingInstruction returns the seed's repetition instruction
