@@ -247,3 +247,52 @@ func instruction(b *strings.Builder, w words, in brain.Input) {
 		}
 	}
 }
+
+// saidLine is one thing a person said, as the extraction prompt quotes it.
+type saidLine struct {
+	Person    string `json:"person"`
+	MessageID string `json:"messageId"`
+	Text      string `json:"text"`
+}
+
+// knownLine is a remembered fact, as the extraction prompt shows it.
+type knownLine struct {
+	ID     string `json:"id"`
+	Person string `json:"person"`
+	Key    string `json:"key"`
+	Text   string `json:"text"`
+}
+
+// Extract is the memory extraction prompt (issue 29): what people said
+// (JSON lines of person, messageId and text, each text clipped to
+// MaxQuoted) and what is already known about them, and the facts
+// asked for.
+func Extract(in brain.ExtractInput) string {
+	w := extractWordsFor(in.Card.Language)
+	var b strings.Builder
+	b.WriteString(w.head + "\n\n" + w.said)
+	for _, s := range in.Said {
+		text := s.Text
+		if r := []rune(text); len(r) > MaxQuoted {
+			text = string(r[:MaxQuoted]) + "…"
+		}
+		line, _ := json.Marshal(saidLine{Person: s.Person, MessageID: s.MessageID, Text: text})
+		b.WriteString("\n")
+		b.Write(line)
+	}
+	b.WriteString("\n\n" + w.known)
+	if len(in.Known) == 0 {
+		b.WriteString("\n" + wordsFor(in.Card.Language).nothingYet)
+	}
+	for _, f := range in.Known {
+		text := f.Text
+		if r := []rune(text); len(r) > MaxRememberedText {
+			text = string(r[:MaxRememberedText]) + "…"
+		}
+		line, _ := json.Marshal(knownLine{ID: f.ID, Person: f.Person, Key: f.Key, Text: text})
+		b.WriteString("\n")
+		b.Write(line)
+	}
+	b.WriteString("\n\n" + w.tail)
+	return b.String()
+}
