@@ -12,6 +12,19 @@
 // MaxUtterance characters is cut at a sentence boundary (counted in
 // chorus_brain_clipped_total), and its addressees are kept to the room's
 // members and those who spoke in the conversation.
+//
+// Issue 29: when the card has events, the state answer carries an events
+// object (StateSchemaWith: after the vote, before the draft); the model's
+// values are checked against the card's params (what does not fit is
+// dropped and counted, reason "bad_events", never failing the turn),
+// merged with Input.Events (known values win), and Thought.Instruction is
+// the first condition that holds (brain.Events.Instruction). Knowledge
+// tools (Input.Knowledge, as card.knowledge allows) are offered beside
+// the actions in the call that writes the words; a call runs within
+// Brain.KnowledgeTimeout and its answer, clipped to MaxKnowledgeText, is a tool
+// turn marked as data. Extract (brain.Extractor) asks for the lasting
+// facts people said about themselves in one call (ExtractSchema,
+// ParseExtract).
 package llm
 
 import (
