@@ -104,6 +104,9 @@ type Input struct {
 	// exactly (from memory: "already_replied"); the model fills in the
 	// rest in the same call that writes the State.
 	Events map[string]any
+	// Instruction is the turn's instruction when Utter writes the words
+	// (the two-call path): the Thought.Instruction its Think chose.
+	Instruction string
 }
 
 // Thought is a brain's State for a message, and its draft utterance.

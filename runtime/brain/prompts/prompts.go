@@ -128,6 +128,9 @@ func Utter(in brain.Input) string {
 	remembered(&b, w, in.Remembered)
 	b.WriteString("\n\n" + w.yourTurn + "\n" + said(in.Message))
 	b.WriteString("\n" + w.speakWith + TextsFor(in.Card.Language).SpeakTo + w.lookFirst)
+	if in.Instruction != "" {
+		b.WriteString("\n" + w.utterInstr + in.Instruction)
+	}
 	b.WriteString("\n" + in.ClosingInstruction)
 	return strings.TrimSpace(b.String())
 }
