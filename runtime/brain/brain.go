@@ -28,9 +28,15 @@ type Card struct {
 	// uses: this device when empty, or another one — a body written in
 	// another language behind the WebSocket bridge.
 	Body string `yaml:"body" json:"-"`
-	// Knowledge lists the knowledge tools the companion's model may call
-	// (companions_present, date_time, memory_search); none when empty.
-	Knowledge []string `yaml:"knowledge" json:"-"`
+	// Role is aikyo's role sentence: what the companion is for, in its
+	// system prompt.
+	Role string `yaml:"role" json:"role,omitempty"`
+	// Events are parameters the model judges in the State's call and
+	// conditions over them that pick the turn's instruction (events.go).
+	Events Events `yaml:"events" json:"events,omitzero"`
+	// Knowledge lists the knowledge tools the model may call, by name
+	// (companions_present, date_time, memory_search); empty: none.
+	Knowledge []string `yaml:"knowledge" json:"knowledge,omitempty"`
 }
 
 // Validate names the first bad field of a card.
@@ -46,6 +52,20 @@ func (c Card) Validate() error {
 	}
 	if why := protocol.ValidIdentity(c.Body); c.Body != "" && why != "" {
 		return fmt.Errorf("card.body: %s", why)
+	}
+	if len([]rune(c.Role)) > MaxRole {
+		return fmt.Errorf("card.role: longer than %d characters", MaxRole)
+	}
+	if err := c.Events.Validate(); err != nil {
+		return err
+	}
+	if len(c.Knowledge) > MaxKnowledge {
+		return fmt.Errorf("card.knowledge: more than %d tools", MaxKnowledge)
+	}
+	for i, k := range c.Knowledge {
+		if !validName(k) {
+			return fmt.Errorf("card.knowledge[%d]: %q is not a tool name (letters, digits, _ and -, up to 64)", i, k)
+		}
 	}
 	return nil
 }
@@ -84,6 +104,9 @@ type Input struct {
 	// exactly (from memory: "already_replied"); the model fills in the
 	// rest in the same call that writes the State.
 	Events map[string]any
+	// Instruction is the turn's instruction when Utter writes the words
+	// (the two-call path): the Thought.Instruction its Think chose.
+	Instruction string
 }
 
 // Thought is a brain's State for a message, and its draft utterance.
@@ -183,6 +206,9 @@ type TalkInput struct {
 	// them as tools in the call that writes the words (none in a whisper
 	// channel, which is never said aloud).
 	Actions []protocol.ActionDef
+	// Knowledge are tools the model may call in the same call, as in
+	// Input.Knowledge.
+	Knowledge []Knowledge
 }
 
 // ClosingInstruction returns the seed's repetition instruction

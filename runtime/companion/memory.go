@@ -64,7 +64,7 @@ const (
 	extractTimeout = 60 * time.Second // one model extraction
 	// KnownMet is the event parameter memory answers exactly: has this
 	// companion talked with the person before (aikyo's already_replied).
-	KnownMet = "already_replied"
+	KnownMet = brain.EventAlreadyReplied
 )
 
 // remembering is the companion's memory book, owned by Run; the jobs run

@@ -142,7 +142,9 @@ func (c *Companion) utterance(ctx context.Context, id string, tf thoughtFor) (br
 	} else if (c.cfg.TwoCall && !tf.ruled) || u.Text == "" {
 		uctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
 		var err error
-		u, err = c.cfg.Brain.Utter(uctx, tf.in)
+		in := tf.in
+		in.Instruction = tf.thought.Instruction // the instruction the events chose, in the State's call
+		u, err = c.cfg.Brain.Utter(uctx, in)
 		cancel()
 		if err == nil && u.Text == "" {
 			err = errNoWords

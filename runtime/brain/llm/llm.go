@@ -12,6 +12,19 @@
 // MaxUtterance characters is cut at a sentence boundary (counted in
 // chorus_brain_clipped_total), and its addressees are kept to the room's
 // members and those who spoke in the conversation.
+//
+// Issue 29: when the card has events, the state answer carries an events
+// object (StateSchemaWith: after the vote, before the draft); the model's
+// values are checked against the card's params (what does not fit is
+// dropped and counted, reason "bad_events", never failing the turn),
+// merged with Input.Events (known values win), and Thought.Instruction is
+// the first condition that holds (brain.Events.Instruction). Knowledge
+// tools (Input.Knowledge, as card.knowledge allows) are offered beside
+// the actions in the call that writes the words; a call runs within
+// Brain.KnowledgeTimeout and its answer, clipped to MaxKnowledgeText, is a tool
+// turn marked as data. Extract (brain.Extractor) asks for the lasting
+// facts people said about themselves in one call (ExtractSchema,
+// ParseExtract).
 package llm
 
 import (
@@ -22,6 +35,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
@@ -124,6 +138,9 @@ type Brain struct {
 	// ones are cut at a sentence boundary. Default DefaultMaxUtterance.
 	MaxUtterance int
 	Metrics      *metrics.Metrics
+	// KnowledgeTimeout bounds one call of a knowledge tool; default
+	// DefaultKnowledgeTimeout.
+	KnowledgeTimeout time.Duration
 }
 
 var _ brain.Brain = (*Brain)(nil)
@@ -196,6 +213,13 @@ func utteranceSchema(lang string) map[string]any {
 // draft (whose descriptions are in lang). Its properties are listed vote
 // first — state, importance, selected, closing — then the draft.
 func StateSchema(draft bool, lang string) map[string]any {
+	return StateSchemaWith(draft, lang, brain.Events{})
+}
+
+// StateSchemaWith is StateSchema with the card's events: when it has
+// params, an events object (EventsSchema) comes after closing and before
+// the draft, so that the vote is still written first (issue 29).
+func StateSchemaWith(draft bool, lang string, events brain.Events) map[string]any {
 	props := Properties{
 		{"state", map[string]any{"type": "string", "enum": speechEnum}},
 		{"importance", map[string]any{"type": "number", "minimum": 0, "maximum": 10, "description": "0 to 10"}},
@@ -203,9 +227,32 @@ func StateSchema(draft bool, lang string) map[string]any {
 		{"closing", map[string]any{"type": "string", "enum": closingEnum}},
 	}
 	req := []any{"state", "importance", "selected", "closing"}
+	if events.Has() {
+		props = append(props, Property{"events", EventsSchema(events)})
+		req = append(req, "events")
+	}
 	if draft {
 		props = append(props, Property{"draft", utteranceSchema(lang)})
 		req = append(req, "draft")
+	}
+	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}
+
+// EventsSchema is the card's params as the model is asked for them: an
+// object of the declared properties (type, description, enum, bounds),
+// in name order, all required, nothing else.
+func EventsSchema(e brain.Events) map[string]any {
+	var props Properties
+	var req []any
+	for _, name := range e.ParamNames() {
+		p := map[string]any{}
+		for _, k := range []string{"type", "description", "enum", "minimum", "maximum"} {
+			if v, ok := e.Param(name)[k]; ok {
+				p[k] = v
+			}
+		}
+		props = append(props, Property{name, p})
+		req = append(req, name)
 	}
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
@@ -237,15 +284,19 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 // stateRequest is the call that asks for the State and the draft.
 func (b *Brain) stateRequest(in brain.Input) Request {
 	sys, user := prompts.System(in), prompts.State(in, b.Draft)
-	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchema(b.Draft, in.Card.Language), SchemaName: "companion_state"}
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchemaWith(b.Draft, in.Card.Language, in.Card.Events), SchemaName: StateSchemaName}
 	if b.Look != nil && b.Draft {
 		req.Tools = []ToolDef{VisionTool(in.Card.Language)}
 	}
 	if b.Draft {
 		req.Tools = append(req.Tools, ActionTools(in.Actions)...)
+		req.Tools = append(req.Tools, b.knowledgeTools(in.Card, in.Knowledge, req.Tools)...)
 	}
 	return req
 }
+
+// StateSchemaName names the state answer's structured output.
+const StateSchemaName = "companion_state"
 
 // MaxTurnActions bounds the actions one turn's words take: a model that
 // calls more has the rest dropped.
@@ -322,6 +373,10 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 	if acts := ActionTools(in.Actions); len(acts) > 0 {
 		req.Tools = append(req.Tools, acts...)
 		req.ForceTool = "" // it may gesture with its words
+	}
+	if ks := b.knowledgeTools(in.Card, in.Knowledge, req.Tools); len(ks) > 0 {
+		req.Tools = append(req.Tools, ks...)
+		req.ForceTool = "" // it may look things up first
 	}
 	resp, acts, err := b.run(ctx, in, req, nil)
 	if err != nil {
@@ -402,7 +457,8 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, 
 	sys := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
 	user := prompts.Talk(in)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: ActionTools(in.Actions)}
-	resp, acts, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions}, req, nil)
+	req.Tools = append(req.Tools, b.knowledgeTools(in.Card, in.Knowledge, req.Tools)...)
+	resp, acts, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions, Knowledge: in.Knowledge}, req, nil)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
@@ -454,6 +510,12 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 	for _, t := range req.Tools {
 		offered[t.Name] = true
 	}
+	knows := map[string]brain.Knowledge{}
+	for _, k := range in.Knowledge {
+		if offered[k.Name] && !isAction(in.Actions, k.Name) {
+			knows[k.Name] = k
+		}
+	}
 	var acts []protocol.ActionRequest
 	for range rounds {
 		var text func(string)
@@ -478,6 +540,8 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 				spoke = true
 			case c.Name == "vision" && offered["vision"]:
 				tools = append(tools, c)
+			case knows[c.Name].Call != nil:
+				tools = append(tools, c)
 			case offered[c.Name]:
 				tools = append(tools, c)
 				acts = b.action(acts, c)
@@ -485,14 +549,18 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 				return Response{}, nil, fmt.Errorf("llm: the model called an unknown tool %q", clip(c.Name))
 			}
 		}
-		if spoke || len(tools) == 0 || (strings.TrimSpace(resp.Text) != "" && !calls(tools, "vision")) {
+		asked := calls(tools, "vision") || slices.ContainsFunc(tools, func(c ToolCall) bool { return knows[c.Name].Call != nil })
+		if spoke || len(tools) == 0 || (strings.TrimSpace(resp.Text) != "" && !asked) {
 			return resp, acts, nil
 		}
 		req.Turns = append(req.Turns, Turn{Role: Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, c := range tools {
 			answer := prompts.TextsFor(in.Card.Language).ActionQueued
-			if c.Name == "vision" {
+			switch k := knows[c.Name]; {
+			case c.Name == "vision":
 				answer = b.see(ctx, in)
+			case k.Call != nil:
+				answer = b.know(ctx, in.Card.Language, k, c.Args)
 			}
 			req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer})
 		}
@@ -590,11 +658,12 @@ type draftWire struct {
 }
 
 type stateWire struct {
-	State      *string    `json:"state"`
-	Importance *float64   `json:"importance"`
-	Selected   *bool      `json:"selected"`
-	Closing    *string    `json:"closing"`
-	Draft      *draftWire `json:"draft"`
+	State      *string         `json:"state"`
+	Importance *float64        `json:"importance"`
+	Selected   *bool           `json:"selected"`
+	Closing    *string         `json:"closing"`
+	Events     json.RawMessage `json:"events"`
+	Draft      *draftWire      `json:"draft"`
 }
 
 func strictJSON(s string, v any) error {
@@ -615,11 +684,26 @@ func strictJSON(s string, v any) error {
 	return nil
 }
 
-// ParseThought checks a state answer.
+// ParseThought checks a state answer. Its events, when the answer has
+// them as an object, are in Thought.Events as written (unchecked: the
+// brain checks them against the card, and drops what does not fit; an
+// events field never fails an answer).
 func ParseThought(text string, draft bool) (brain.Thought, error) {
+	t, raw, err := parseState(text, draft)
+	if err == nil && len(raw) > 0 {
+		var ev map[string]any
+		if json.Unmarshal(raw, &ev) == nil {
+			t.Events = ev
+		}
+	}
+	return t, err
+}
+
+// parseState is ParseThought, with the answer's events as written.
+func parseState(text string, draft bool) (brain.Thought, json.RawMessage, error) {
 	var w stateWire
 	if err := strictJSON(text, &w); err != nil {
-		return brain.Thought{}, fmt.Errorf("llm: state answer is not the JSON asked for: %w (got %q)", err, clip(text))
+		return brain.Thought{}, nil, fmt.Errorf("llm: state answer is not the JSON asked for: %w (got %q)", err, clip(text))
 	}
 	var problems []string
 	t := brain.Thought{Closing: protocol.ClosingNone, Emotion: protocol.EmotionNeutral}
@@ -663,9 +747,9 @@ func ParseThought(text string, draft bool) (brain.Thought, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return brain.Thought{}, fmt.Errorf("llm: bad state answer: %s", strings.Join(problems, "; "))
+		return brain.Thought{}, nil, fmt.Errorf("llm: bad state answer: %s", strings.Join(problems, "; "))
 	}
-	return t, nil
+	return t, w.Events, nil
 }
 
 // ParseUtterance checks the arguments of a speak call.

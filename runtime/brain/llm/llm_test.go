@@ -32,6 +32,8 @@ func TestParseThought(t *testing.T) {
 		{"draft missing", `{"state":"speak","importance":5,"selected":false,"closing":"none"}`, true, "draft missing"},
 		{"two objects", `{"state":"listen","importance":1,"selected":false,"closing":"none"}{}`, false, "trailing"},
 		{"prose", `I would like to speak.`, false, "not the JSON"},
+		{"events", `{"state":"listen","importance":1,"selected":false,"closing":"none","events":{"need_response":true}}`, false, ""},
+		{"events not an object", `{"state":"listen","importance":1,"selected":false,"closing":"none","events":[1]}`, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,7 +100,10 @@ const (
 // vote reports whether r is one of the vote's fields.
 func (r role) vote() bool { return r >= rState && r <= rClosing }
 
-var topRoles = map[string]role{"state": rState, "importance": rImportance, "selected": rSelected, "closing": rClosing}
+// topRoles are the answer's keys: the vote's, and the card's events
+// (issue 29), written after the vote and before the draft; Partial does
+// not read them (ParseThought checks them against the card).
+var topRoles = map[string]role{"state": rState, "importance": rImportance, "selected": rSelected, "closing": rClosing, "events": rOther}
 var draftRoles = map[string]role{"message": rMessage, "emotion": rEmotion, "to": rOther}
 
 // NewPartial reads a state answer with the draft (draft) or without.

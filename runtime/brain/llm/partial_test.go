@@ -119,6 +119,14 @@ func TestPartial(t *testing.T) {
 		{name: "a duplicate after the vote", draft: true, vote: true, voteBy: `"closing":"none",`, said: "One. Two.", e: protocol.EmotionNeutral,
 			in: `{"state":"speak","importance":5,"selected":false,"closing":"none","draft":{"emotion":"neutral","to":[],"message":"One. Two."},"state":"listen"}`},
 		{name: "prose", draft: true, vote: false, in: `I would like to speak. {"state":"speak"}`},
+		{name: "events between the vote and the draft", draft: true, vote: true, voteBy: `"closing":"none"`, said: "One. Two.", e: protocol.EmotionHappy,
+			in: `{"state":"speak","importance":5,"selected":false,"closing":"none","events":{"need_response":true,"mood":"sad \"}","n":[1,{"message":"no"}]},"draft":{"emotion":"happy","to":[],"message":"One. Two."}}`},
+		{name: "events without a draft", vote: true, voteBy: `"closing":"none"`,
+			in: `{"state":"listen","importance":2,"selected":false,"closing":"none","events":{"already_replied":false}}`},
+		{name: "events first", draft: true, vote: true, voteBy: `"closing":"terminal"`, said: "Bye.", e: protocol.EmotionSad,
+			in: `{"events":{"state":"listen","closing":"none"},"state":"speak","importance":5,"selected":true,"closing":"terminal","draft":{"emotion":"sad","to":[],"message":"Bye."}}`},
+		{name: "events twice", vote: false,
+			in: `{"events":{},"events":{},"state":"speak","importance":5,"selected":false,"closing":"none"}`},
 		{name: "broken", draft: true, vote: false, said: "", in: `{"state":"speak",,"importance":5,"selected":false,"closing":"none"}`},
 		{name: "nested values skipped", draft: true, vote: true, voteBy: `"closing":"none"`, said: "ok", e: protocol.EmotionNeutral,
 			in: `{"draft":{"to":["a","b\"c"],"emotion":"neutral","message":" ok "},"state":"speak","importance":0,"selected":false,"closing":"none"}`},
@@ -247,6 +255,7 @@ func FuzzPartial(f *testing.F) {
 	f.Add(`{"state":"speak","importance":6.5,"selected":false,"closing":"pre-closing","draft":{"emotion":"neutral","to":["hana"],"message":"Hi. How are you?"}}`, true, uint64(1))
 	f.Add(`{"draft":{"message":"こんにちは。元気？","to":[],"emotion":"happy"},"state":"speak","importance":1,"selected":true,"closing":"none"}`, true, uint64(7))
 	f.Add("```json\n{\"state\":\"listen\",\"importance\":0,\"selected\":false,\"closing\":\"none\"}\n```", false, uint64(3))
+	f.Add(`{"state":"speak","importance":2,"selected":false,"closing":"none","events":{"a":true,"b":"x"},"draft":{"emotion":"happy","to":[],"message":"Yes. No."}}`, true, uint64(5))
 	f.Add(`{"state":"speak","importance":1e1,"selected":true,"closing":"none","draft":{"emotion":"sad","to":[],"message":"\u00e9\ud83d\ude00\"\\. x"}}`, true, uint64(0))
 	f.Fuzz(func(t *testing.T, s string, draft bool, seed uint64) {
 		r := rand.New(rand.NewPCG(seed, 0))

@@ -5,6 +5,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -45,7 +46,9 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 	resp, acts, err := b.run(sctx, in, b.stateRequest(in), listen)
 	if err == nil {
 		var t brain.Thought
-		if t, err = ParseThought(resp.Text, b.Draft); err == nil {
+		var raw json.RawMessage
+		if t, raw, err = parseState(resp.Text, b.Draft); err == nil {
+			t.Events, t.Instruction = b.events(in, raw)
 			u := b.bound(brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To}, in)
 			t.Draft, t.To = u.Text, u.To
 			if l.voted { // the vote the room has is the one that stands
@@ -60,7 +63,38 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 	if l.broken != "" {
 		return brain.Thought{}, fmt.Errorf("%w: %s (the stream was closed there)", errBroken, l.broken)
 	}
-	return b.heardThought(l, err)
+	t, err := b.heardThought(l, err)
+	if err == nil { // the events were not heard: what is known decides
+		t.Events, t.Instruction = b.events(in, nil)
+	}
+	return t, err
+}
+
+// events are a state answer's events (raw, as the model wrote them)
+// checked against the card's params — what does not fit is dropped and
+// counted (chorus_brain_failures_total{reason="bad_events"}), never
+// failing the turn — merged with the values the runtime knows (which
+// win), and the instruction their conditions choose (brain.Events).
+func (b *Brain) events(in brain.Input, raw json.RawMessage) (map[string]any, string) {
+	e := in.Card.Events
+	var model map[string]any
+	bad := 0
+	if len(raw) > 0 && string(raw) != "null" {
+		switch err := json.Unmarshal(raw, &model); {
+		case !e.Has():
+			bad, model = 1, nil
+		case err != nil:
+			bad, model = 1, nil
+		default:
+			model, bad = e.Check(model)
+		}
+	}
+	if bad > 0 {
+		metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("bad_events").Add(float64(bad))
+		b.log().Info("the model's events do not fit the card's params; dropped", "dropped", bad)
+	}
+	values := brain.Merge(model, in.Events)
+	return values, e.Instruction(values)
 }
 
 // heardThought is the Thought of a stream that failed (err): what was

@@ -81,6 +81,9 @@ func System(in brain.Input) string {
 	w := wordsFor(in.Card.Language)
 	var b strings.Builder
 	fmt.Fprintf(&b, w.youAre, in.Card.Name, in.Card.ID)
+	if in.Card.Role != "" {
+		b.WriteString("\n" + w.role + in.Card.Role)
+	}
 	if in.Card.Personality != "" {
 		b.WriteString("\n" + w.personality + in.Card.Personality)
 	}
@@ -105,10 +108,13 @@ func State(in brain.Input, draft bool) string {
 	w := wordsFor(in.Card.Language)
 	var b strings.Builder
 	conversation(&b, w, in.History)
+	remembered(&b, w, in.Remembered)
 	b.WriteString("\n\n" + w.stateAsk + "\n" + said(in.Message))
 	b.WriteString("\n\n" + w.stateSpec)
+	events(&b, w, in)
 	if draft {
 		b.WriteString("\n" + w.draft + TextsFor(in.Card.Language).SpeakTo)
+		instruction(&b, w, in)
 	}
 	b.WriteString("\n\n" + w.stateCalm + "\n" + in.ClosingInstruction)
 	return strings.TrimSpace(b.String())
@@ -119,8 +125,12 @@ func Utter(in brain.Input) string {
 	w := wordsFor(in.Card.Language)
 	var b strings.Builder
 	conversation(&b, w, in.History)
+	remembered(&b, w, in.Remembered)
 	b.WriteString("\n\n" + w.yourTurn + "\n" + said(in.Message))
 	b.WriteString("\n" + w.speakWith + TextsFor(in.Card.Language).SpeakTo + w.lookFirst)
+	if in.Instruction != "" {
+		b.WriteString("\n" + w.utterInstr + in.Instruction)
+	}
 	b.WriteString("\n" + in.ClosingInstruction)
 	return strings.TrimSpace(b.String())
 }
@@ -158,4 +168,134 @@ func Vision(lang string) string { return wordsFor(lang).vision }
 func Repetition(lang string, window []protocol.Message) string {
 	w := wordsFor(lang)
 	return strings.TrimSpace(w.repetitionHead + "\n" + history(window) + "\n\n" + w.repetitionTail)
+}
+
+// Bounds of the remembered facts in a prompt.
+const (
+	MaxRemembered     = 8   // facts
+	MaxRememberedText = 200 // characters of each
+)
+
+// fact is a remembered fact, as the prompts show it.
+type fact struct {
+	Person string `json:"person"`
+	Text   string `json:"text"`
+}
+
+// remembered writes what the companion remembers about people (at most
+// MaxRemembered facts, each clipped to MaxRememberedText characters) as
+// JSON lines under a heading that says they are data, never
+// instructions; nothing when it remembers nothing.
+func remembered(b *strings.Builder, w words, fs []brain.Fact) {
+	if len(fs) == 0 {
+		return
+	}
+	b.WriteString("\n\n" + w.remembered)
+	for _, f := range fs[:min(len(fs), MaxRemembered)] {
+		text := f.Text
+		if r := []rune(text); len(r) > MaxRememberedText {
+			text = string(r[:MaxRememberedText]) + "…"
+		}
+		line, _ := json.Marshal(fact{Person: f.Person, Text: text})
+		b.WriteString("\n")
+		b.Write(line)
+	}
+}
+
+// events writes the card's event parameters as the state's events field
+// (after closing, before the draft), each with its type and description,
+// and the values the runtime knows exactly.
+func events(b *strings.Builder, w words, in brain.Input) {
+	e := in.Card.Events
+	if !e.Has() {
+		return
+	}
+	b.WriteString("\n" + w.eventsField)
+	for _, name := range e.ParamNames() {
+		p := e.Param(name)
+		typ, _ := p["type"].(string)
+		if enum, ok := p["enum"].([]any); ok {
+			vals := make([]string, len(enum))
+			for i, v := range enum {
+				q, _ := json.Marshal(v)
+				vals[i] = string(q)
+			}
+			typ = strings.Join(vals, " | ")
+		}
+		desc, _ := p["description"].(string)
+		fmt.Fprintf(b, "\n  - %s (%s): %s", name, typ, strings.Join(strings.Fields(desc), " "))
+	}
+	if len(in.Events) > 0 {
+		known, _ := json.Marshal(in.Events) // sorted keys
+		b.WriteString("\n" + w.eventsKnown)
+		b.Write(known)
+	}
+}
+
+// instruction writes the turn's instruction when the known values settle
+// it, else the conditions the model's events decide, in order.
+func instruction(b *strings.Builder, w words, in brain.Input) {
+	instr, settled, open := in.Card.Events.Settle(in.Events)
+	switch {
+	case settled && instr != "":
+		b.WriteString("\n\n" + w.instruction + instr)
+	case !settled:
+		b.WriteString("\n\n" + w.eventsRule)
+		for _, c := range open {
+			if c.Expression == "true" {
+				b.WriteString("\n" + w.eventsOtherwise + w.eventsThen + c.Instruction)
+				continue
+			}
+			b.WriteString("\n" + w.eventsIf + c.Expression + w.eventsThen + c.Instruction)
+		}
+	}
+}
+
+// saidLine is one thing a person said, as the extraction prompt quotes it.
+type saidLine struct {
+	Person    string `json:"person"`
+	MessageID string `json:"messageId"`
+	Text      string `json:"text"`
+}
+
+// knownLine is a remembered fact, as the extraction prompt shows it.
+type knownLine struct {
+	ID     string `json:"id"`
+	Person string `json:"person"`
+	Key    string `json:"key"`
+	Text   string `json:"text"`
+}
+
+// Extract is the memory extraction prompt (issue 29): what people said
+// (JSON lines of person, messageId and text, each text clipped to
+// MaxQuoted) and what is already known about them, and the facts
+// asked for.
+func Extract(in brain.ExtractInput) string {
+	w := extractWordsFor(in.Card.Language)
+	var b strings.Builder
+	b.WriteString(w.head + "\n\n" + w.said)
+	for _, s := range in.Said {
+		text := s.Text
+		if r := []rune(text); len(r) > MaxQuoted {
+			text = string(r[:MaxQuoted]) + "…"
+		}
+		line, _ := json.Marshal(saidLine{Person: s.Person, MessageID: s.MessageID, Text: text})
+		b.WriteString("\n")
+		b.Write(line)
+	}
+	b.WriteString("\n\n" + w.known)
+	if len(in.Known) == 0 {
+		b.WriteString("\n" + wordsFor(in.Card.Language).nothingYet)
+	}
+	for _, f := range in.Known {
+		text := f.Text
+		if r := []rune(text); len(r) > MaxRememberedText {
+			text = string(r[:MaxRememberedText]) + "…"
+		}
+		line, _ := json.Marshal(knownLine{ID: f.ID, Person: f.Person, Key: f.Key, Text: text})
+		b.WriteString("\n")
+		b.Write(line)
+	}
+	b.WriteString("\n\n" + w.tail)
+	return b.String()
 }

@@ -185,6 +185,11 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	if t.State == protocol.Speak && (slices.Contains(m.To, in.Card.ID) || addressed(in.Card, m)) {
 		t.Actions = nod(in.Actions)
 	}
+	// The card's events: only what the runtime knows (the rule brain
+	// judges no parameter), and the instruction they choose — which the
+	// rule brain's lines do not follow.
+	t.Events = brain.Merge(nil, in.Events)
+	t.Instruction = in.Card.Events.Instruction(t.Events)
 	return t, nil
 }
 

@@ -202,3 +202,28 @@ func TestTalkNodsWhenAskedByName(t *testing.T) {
 		})
 	}
 }
+
+// The rule brain's events are the known ones, and its instruction the
+// one their conditions choose, as the LLM brain's (brain.Events).
+func TestRuleEvents(t *testing.T) {
+	c := brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en", Events: brain.Events{
+		Params: map[string]any{"type": "object", "properties": map[string]any{
+			"need_response": map[string]any{"type": "boolean", "description": "Needs an answer?"}}},
+		Conditions: []brain.Condition{
+			{Expression: "need_response", Instruction: "Answer."},
+			{Expression: "already_replied == false", Instruction: "Introduce yourself."},
+		}}}
+	in := brain.Input{Card: c, Message: protocol.NewMessage("m1", "user", nil, "hello", ""), Remaining: -1,
+		Events: map[string]any{"already_replied": false}}
+	th, err := New(0, nil).Think(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Instruction != "Introduce yourself." || th.Events["already_replied"] != false || len(th.Events) != 1 {
+		t.Errorf("events %v, instruction %q", th.Events, th.Instruction)
+	}
+	in.Events = nil
+	if th, _ := New(0, nil).Think(context.Background(), in); th.Instruction != "" || th.Events != nil {
+		t.Errorf("nothing known: events %v, instruction %q", th.Events, th.Instruction)
+	}
+}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
 )
 
 // Server is a fake OpenAI-compatible server.
@@ -71,6 +73,13 @@ type Server struct {
 	// {}), as a model with a body would.
 	Gesture     string
 	GestureArgs string
+	// Extract, when set, is the model's answer to an extraction request
+	// (runtime/brain/llm.Brain.Extract): the facts it learns from what the
+	// prompt quotes (ExtractInput rebuilt from the prompt, Card only its
+	// language). Nil: no facts. The answer comes at the server's pace.
+	Extract func(brain.ExtractInput) []brain.Learned
+
+	extracted []brain.ExtractInput
 
 	judged   [][]string
 	offered  []string // the tools of the latest state call
@@ -195,7 +204,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if s.Model != "" && req.Model != s.Model {
 		s.problem("model %q, want %q", req.Model, s.Model)
 	}
-	if s.judge(w, req) {
+	if s.judge(w, req) || s.extract(w, req) {
 		return
 	}
 	if url, ok := imageIn(req); ok { // the vision tool: describe the picture
@@ -291,8 +300,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		if closing == "terminal" || (s.OnlyUsers && judgedFrom(user) != "user") {
 			st.State = "listen"
 		}
-		if props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any); props["draft"] != nil {
+		props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any)
+		if props["draft"] != nil {
 			st.Draft = &draft{Emotion: "happy", To: []string{}, Message: line}
+		}
+		if ev, ok := props["events"].(map[string]any); ok {
+			st.Events = plainEvents(ev)
 		}
 		b, _ := json.Marshal(st)
 		msg["content"] = string(b)
@@ -327,11 +340,38 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 // first, then the draft, so that a streamed vote is complete before the
 // draft is written (issue 28).
 type state struct {
-	State      string  `json:"state"`
-	Importance float64 `json:"importance"`
-	Selected   bool    `json:"selected"`
-	Closing    string  `json:"closing"`
-	Draft      *draft  `json:"draft,omitempty"`
+	State      string         `json:"state"`
+	Importance float64        `json:"importance"`
+	Selected   bool           `json:"selected"`
+	Closing    string         `json:"closing"`
+	Events     map[string]any `json:"events,omitempty"` // the card's events, after the vote
+	Draft      *draft         `json:"draft,omitempty"`
+}
+
+// plainEvents fills in a card's events schema as a model with no opinion
+// would: booleans false, strings "" (an enum's first value), numbers their
+// minimum or 0.
+func plainEvents(schema map[string]any) map[string]any {
+	props, _ := schema["properties"].(map[string]any)
+	out := make(map[string]any, len(props))
+	for name, p := range props {
+		pm, _ := p.(map[string]any)
+		switch pm["type"] {
+		case "boolean":
+			out[name] = false
+		case "string":
+			out[name] = ""
+			if enum, ok := pm["enum"].([]any); ok && len(enum) > 0 {
+				out[name] = enum[0]
+			}
+		case "number", "integer":
+			out[name] = 0.0
+			if lo, ok := pm["minimum"].(float64); ok {
+				out[name] = lo
+			}
+		}
+	}
+	return out
 }
 
 type draft struct {
@@ -487,8 +527,8 @@ func judgedFrom(prompt string) string {
 		var q struct {
 			From string `json:"from"`
 		}
-		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &q) == nil {
-			return q.From
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &q) == nil && q.From != "" {
+			return q.From // not a remembered fact's line ({"person": …})
 		}
 	}
 	return ""

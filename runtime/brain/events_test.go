@@ -1,0 +1,184 @@
+package brain
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// aikyoCard is aikyo's example card's events, written in YAML.
+const aikyoCard = `
+id: kyoko
+name: Kyoko
+language: en
+role: You greet the people who come to the café and talk with them.
+knowledge: [companions, datetime]
+events:
+  params:
+    title: What you judge
+    description: Fill in each by its description
+    type: object
+    properties:
+      need_response: {type: boolean, description: "Does the message need an answer from me?"}
+      mood: {type: string, enum: [happy, sad, neutral], description: "The speaker's mood"}
+      topic: {type: string, description: "What the message is about"}
+      count: {type: integer, minimum: 0, maximum: 10, description: "How many questions it asks"}
+    required: [need_response, mood]
+  conditions:
+    - expression: already_replied == false
+      instruction: Introduce yourself.
+    - expression: need_response === true && mood == "sad"
+      instruction: Comfort them.
+    - expression: need_response === true
+      instruction: Answer the question.
+`
+
+func loadCard(t *testing.T, src string) Card {
+	t.Helper()
+	var c Card
+	dec := yaml.NewDecoder(strings.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCardFromYAML(t *testing.T) {
+	c := loadCard(t, aikyoCard)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Role == "" || len(c.Knowledge) != 2 || len(c.Events.Conditions) != 3 {
+		t.Fatalf("card %+v", c)
+	}
+	if got := fmt.Sprint(c.Events.ParamNames()); got != "[count mood need_response topic]" {
+		t.Errorf("params %s", got)
+	}
+}
+
+func TestCardValidateNamesTheField(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*Card)
+		want string
+	}{
+		{func(c *Card) { c.Events.Params["type"] = "array" }, "card.events.params.type"},
+		{func(c *Card) { c.Events.Params["oneOf"] = []any{} }, "card.events.params.oneOf"},
+		{func(c *Card) { c.Events.Params["properties"] = map[string]any{} }, "card.events.params.properties"},
+		{func(c *Card) { c.Events.Params["required"] = []any{"nope"} }, "card.events.params.required[0]"},
+		{func(c *Card) { prop(c, "mood")["type"] = "array" }, "card.events.params.properties.mood.type"},
+		{func(c *Card) { prop(c, "mood")["items"] = "x" }, "card.events.params.properties.mood.items"},
+		{func(c *Card) { delete(prop(c, "mood"), "description") }, "card.events.params.properties.mood.description"},
+		{func(c *Card) { prop(c, "mood")["enum"] = []any{1} }, "card.events.params.properties.mood.enum[0]"},
+		{func(c *Card) { prop(c, "need_response")["enum"] = []any{"a"} }, "card.events.params.properties.need_response.enum"},
+		{func(c *Card) { prop(c, "count")["minimum"] = "low" }, "card.events.params.properties.count.minimum"},
+		{func(c *Card) {
+			c.Events.Params["properties"].(map[string]any)["2bad"] = map[string]any{"type": "boolean", "description": "x"}
+		}, "card.events.params.properties.2bad"},
+		{func(c *Card) {
+			props := c.Events.Params["properties"].(map[string]any)
+			for i := range MaxParams {
+				props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "boolean", "description": "x"}
+			}
+		}, "card.events.params.properties: at most 16"},
+		{func(c *Card) { c.Events.Conditions[1].Expression = "need_response ==" }, "card.events.conditions[1].expression"},
+		{func(c *Card) { c.Events.Conditions[2].Expression = "undeclared == 1" }, "card.events.conditions[2].expression: \"undeclared\""},
+		{func(c *Card) { c.Events.Conditions[0].Instruction = "  " }, "card.events.conditions[0].instruction"},
+		{func(c *Card) {
+			for range MaxConditions {
+				c.Events.Conditions = append(c.Events.Conditions, c.Events.Conditions[0])
+			}
+		}, "card.events.conditions: at most 16"},
+		{func(c *Card) { c.Events.Params = nil }, "card.events.params: required with conditions"},
+		{func(c *Card) { c.Knowledge = []string{"ok", "not ok"} }, "card.knowledge[1]"},
+		{func(c *Card) { c.Role = strings.Repeat("r", MaxRole+1) }, "card.role"},
+	} {
+		card := loadCard(t, aikyoCard)
+		c.edit(&card)
+		err := card.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("want an error naming %s, got %v", c.want, err)
+		}
+	}
+	if err := (Card{ID: "a", Name: "A", Language: "en"}).Validate(); err != nil {
+		t.Errorf("a card without events: %v", err)
+	}
+}
+
+func prop(c *Card, name string) map[string]any {
+	return c.Events.Params["properties"].(map[string]any)[name].(map[string]any)
+}
+
+func TestEventsCheck(t *testing.T) {
+	e := loadCard(t, aikyoCard).Events
+	kept, dropped := e.Check(map[string]any{
+		"need_response": true, "mood": "sad", "topic": "tea", "count": 2.0,
+		"unknown": true,
+	})
+	if dropped != 1 || len(kept) != 4 {
+		t.Errorf("kept %v, dropped %d", kept, dropped)
+	}
+	for _, bad := range []map[string]any{
+		{"need_response": "yes"}, {"mood": "angry"}, {"mood": 1}, {"topic": false},
+		{"count": 1.5}, {"count": 11.0}, {"count": -1.0}, {"count": "2"}, {"need_response": nil},
+	} {
+		if kept, dropped := e.Check(bad); dropped != 1 || len(kept) != 0 {
+			t.Errorf("%v: kept %v, dropped %d", bad, kept, dropped)
+		}
+	}
+}
+
+func TestInstructionAndSettle(t *testing.T) {
+	e := loadCard(t, aikyoCard).Events
+	for _, c := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"already_replied": false, "need_response": true, "mood": "sad"}, "Introduce yourself."},
+		{map[string]any{"already_replied": true, "need_response": true, "mood": "sad"}, "Comfort them."},
+		{map[string]any{"already_replied": true, "need_response": true, "mood": "happy"}, "Answer the question."},
+		{map[string]any{"already_replied": true, "need_response": false, "mood": "happy"}, ""},
+		{map[string]any{"need_response": true, "mood": "happy"}, "Answer the question."}, // already_replied unknown: that condition does not hold
+		{nil, ""},
+	} {
+		if got := e.Instruction(c.values); got != c.want {
+			t.Errorf("Instruction(%v) = %q, want %q", c.values, got, c.want)
+		}
+	}
+
+	instr, settled, open := e.Settle(map[string]any{"already_replied": false})
+	if instr != "Introduce yourself." || !settled || open != nil {
+		t.Errorf("known false: %q %v %v", instr, settled, open)
+	}
+	instr, settled, open = e.Settle(map[string]any{"already_replied": true})
+	if instr != "" || settled || len(open) != 2 {
+		t.Errorf("known true: %q %v %v", instr, settled, open)
+	}
+	_, settled, open = e.Settle(nil)
+	if settled || len(open) != 3 {
+		t.Errorf("nothing known: %v %v", settled, open)
+	}
+	// A known condition that holds after open ones ends the list as "true".
+	e.Conditions = append(e.Conditions[1:], Condition{Expression: "!already_replied", Instruction: "Hello."}, Condition{Expression: "true", Instruction: "never"})
+	_, settled, open = e.Settle(map[string]any{"already_replied": false})
+	if settled || len(open) != 3 || open[2] != (Condition{Expression: "true", Instruction: "Hello."}) {
+		t.Errorf("known last: %v %v", settled, open)
+	}
+	e.Conditions = nil
+	if instr, settled, open := e.Settle(map[string]any{"x": 1}); instr != "" || !settled || open != nil {
+		t.Errorf("no conditions: %q %v %v", instr, settled, open)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	got := Merge(map[string]any{"a": 1, "already_replied": false}, map[string]any{"already_replied": true})
+	if !maps.Equal(got, map[string]any{"a": 1, "already_replied": true}) {
+		t.Errorf("merge %v", got)
+	}
+	if Merge(nil, nil) != nil {
+		t.Error("nothing merged is not nil")
+	}
+}
