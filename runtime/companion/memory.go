@@ -267,6 +267,7 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 		facts = ruleFacts(said)
 	}
 	if len(facts) == 0 {
+		c.log.Info("memory: nothing to remember in what was said", "said", len(said), "by", map[bool]string{true: "model", false: "rules"}[model != nil])
 		return
 	}
 	if e := c.cfg.Memory.Embedder; e != nil {

@@ -127,12 +127,13 @@ func rememberPeople(t *testing.T, brainKind string) {
 			o.waitFacts(t, "dev-"+id, facts, 20*time.Second)
 		}
 		// Killed with -9 between conversations, and started again.
+		restarted := time.Now()
 		for _, id := range []string{"ann", "ben"} {
 			procs[id].cmd.Process.Kill()
 			<-procs[id].done
 			procs[id] = start(id)
 		}
-		w.waitOnline(t, "ann", "ben")
+		w.onlineAfter(t, restarted, "ann", "ben")
 		o.waitFacts(t, "dev-ann", facts, 20*time.Second) // all there after the restart: nothing corrupted
 	}
 
@@ -196,12 +197,13 @@ func rememberPeople(t *testing.T, brainKind string) {
 			return l.topic == "chorus/rooms/lab/forgot/"+id && strings.Contains(l.payload, `"person":"alice"`) && strings.Contains(l.payload, asked)
 		})
 	}
+	restarted := time.Now()
 	for _, id := range []string{"ann", "ben"} {
 		procs[id].cmd.Process.Kill()
 		<-procs[id].done
 		procs[id] = start(id)
 	}
-	w.waitOnline(t, "ann", "ben")
+	w.onlineAfter(t, restarted, "ann", "ben")
 	for _, id := range []string{"ann", "ben"} {
 		for _, v := range []string{"Alice", "green tea", "Osaka", "nurse", "blue", "alice"} {
 			if n := occurrences(t, dirs[id], v); n != 0 {
@@ -215,6 +217,18 @@ func rememberPeople(t *testing.T, brainKind string) {
 	if out, err := o.memory("root", "list", "-device", "dev-ann,dev-ben", "-person", "alice"); err != nil || strings.Contains(out, "alice\t") {
 		t.Fatalf("alice's facts are still listed: %v\n%s", err, out)
 	}
+}
+
+// onlineAfter waits until each of ids announced itself online after at
+// (a restarted process, not its last life's retained presence).
+func (w *watcher) onlineAfter(t *testing.T, at time.Time, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		w.waitFor(t, 15*time.Second, id+" online again", func(l line) bool {
+			return l.at.After(at) && l.topic == "chorus/rooms/lab/presence/"+id && strings.Contains(l.payload, `"online":true`)
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // its subscriptions are in place
 }
 
 // says reports whether text has word (a whole word, any case).
