@@ -106,7 +106,7 @@ func rememberPeople(t *testing.T, brainKind string) {
 	defer w.dumpOnFailure(t)
 	o.floor("floor-box")
 	procs := map[string]*proc{"ann": start("ann"), "ben": start("ben")}
-	w.waitOnline(t, "ann", "ben")
+	w.onlineAfter(t, time.Time{}, "ann", "ben")
 
 	for i, conv := range memoryScript {
 		facts := 0
@@ -228,7 +228,26 @@ func (w *watcher) onlineAfter(t *testing.T, at time.Time, ids ...string) {
 			return l.at.After(at) && l.topic == "chorus/rooms/lab/presence/"+id && strings.Contains(l.payload, `"online":true`)
 		})
 	}
-	time.Sleep(300 * time.Millisecond) // its subscriptions are in place
+	// Its subscriptions are in place when it votes on a message (its
+	// presence goes out as it connects, before it subscribes).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v do not vote on a message within 30s of coming online", ids)
+		}
+		id := protocol.NewID()
+		b, _ := json.Marshal(protocol.NewMessage(id, "user", nil, "Hello?", ""))
+		w.o.pub("user", "chorus/rooms/lab/messages/user", string(b), false)
+		voted := true
+		for _, who := range ids {
+			_, ok := w.lookFor(3*time.Second, func(l line) bool {
+				return l.topic == "chorus/rooms/lab/states/"+who && strings.Contains(l.payload, id)
+			})
+			voted = voted && ok
+		}
+		if voted {
+			return
+		}
+	}
 }
 
 // says reports whether text has word (a whole word, any case).

@@ -237,6 +237,7 @@ type line struct {
 
 // watcher is a mosquitto_sub that keeps everything it printed.
 type watcher struct {
+	o     *outside
 	mu    sync.Mutex
 	lines []line
 	cond  chan struct{} // closed and replaced on every new line
@@ -264,7 +265,7 @@ func (o *outside) watchAs(user string, filters ...string) *watcher {
 	if err := cmd.Start(); err != nil {
 		o.t.Fatalf("mosquitto_sub: %v", err)
 	}
-	w := &watcher{cond: make(chan struct{})}
+	w := &watcher{o: o, cond: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
