@@ -714,7 +714,7 @@ func (d *Daemon) memory(ctx context.Context, g *errgroup.Group, l *link, b brain
 	srv := &control.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Store: st,
 		IsOperator: mc.IsOperator, Forgot: func(p string, n int) { report(p, "", n) }, Log: d.log, Metrics: d.m}
 	g.Go(func() error { return srv.Run(ctx) })
-	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report}
+	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report, Share: mc.Share}
 	if m.Embedder, err = mc.Embedder(); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}

@@ -384,6 +384,12 @@ func (c *Companion) Run(ctx context.Context) error {
 	if err := r.OnSpeaking(ctx, func(s room.SpeakingEvent) { c.push(event{kind: evSpeaking, speaking: s}, "speaking") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
+	if c.memOn() && c.cfg.Memory.Share {
+		// The store is safe for concurrent use, and onShared only queues.
+		if err := r.OnShared(ctx, c.onShared); err != nil {
+			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
+		}
+	}
 	c.status(Listening)
 	for {
 		select {

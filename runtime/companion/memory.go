@@ -52,6 +52,10 @@ type Memory struct {
 	// each fact's when it is written.
 	Embedder  memory.Embedder
 	EmbedWait time.Duration
+	// Share gives the facts this companion learns to the other companions
+	// of its room, and keeps theirs (memory.share: the room shares
+	// memory). Without it, each companion remembers what it was told.
+	Share bool
 	// Forgot is told, on the memory's goroutine, what a "forget me" or a
 	// "forget that" erased (for the room: the companion's report); nil
 	// tells nobody. It must not block.
@@ -283,6 +287,9 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 		return
 	}
 	c.log.Info("memory: written", "facts", len(stored), "said", len(said))
+	if c.cfg.Memory.Share {
+		c.share(ctx, stored)
+	}
 }
 
 // learnedFacts keeps what a model extracted that belongs to whoever said
@@ -302,6 +309,48 @@ func learnedFacts(learned []brain.Learned, said []brain.Said) []memory.Fact {
 			Supersedes: l.Supersedes, Pinned: l.Key == "name"})
 	}
 	return out
+}
+
+// share tells the room's other companions what this one learned, in
+// reports of at most protocol.MaxSharedFacts. Runs on the memory's
+// goroutine.
+func (c *Companion) share(ctx context.Context, facts []memory.Fact) {
+	for len(facts) > 0 {
+		n := min(len(facts), protocol.MaxSharedFacts)
+		s := protocol.Shared{From: c.me(), ID: protocol.NewID()}
+		for _, f := range facts[:n] {
+			s.Facts = append(s.Facts, protocol.MemoryFact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Created: f.Created,
+				Robot: f.Robot, MessageID: f.MessageID, Pinned: f.Pinned, Supersedes: f.Supersedes})
+		}
+		facts = facts[n:]
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := c.cfg.Room.SendShared(pctx, s); err != nil {
+			c.log.Warn("memory: the room was not told what was learned", "facts", len(s.Facts), "err", err)
+		}
+		cancel()
+	}
+}
+
+// onShared keeps what another companion of the room learned, on the
+// memory's goroutine (the store skips a fact it has: a report seen twice
+// adds nothing).
+func (c *Companion) onShared(s protocol.Shared) {
+	if s.From == c.me() || !c.memOn() || !c.cfg.Memory.Share {
+		return
+	}
+	facts := make([]memory.Fact, 0, len(s.Facts))
+	for _, f := range s.Facts {
+		facts = append(facts, memory.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, MessageID: f.MessageID,
+			Robot: s.From, Created: f.Created, Pinned: f.Pinned, Supersedes: f.Supersedes})
+	}
+	st := c.cfg.Memory.Store
+	c.memJob("shared", func(context.Context) {
+		if stored, err := st.Add(facts...); err != nil {
+			c.log.Error("memory: shared facts not written", "from", s.From, "err", err)
+		} else if len(stored) > 0 {
+			c.log.Info("memory: kept what another companion learned", "from", s.From, "facts", len(stored))
+		}
+	})
 }
 
 // ruleFacts are the rules' statements in what people said.

@@ -369,3 +369,38 @@ func TestMemoryRecallsByMeaningWithEmbeddings(t *testing.T) {
 		})
 	}
 }
+
+// A room that shares memory: what one companion learned, the others that
+// share keep; one that does not share keeps only what it was told.
+func TestMemorySharedByTheRoom(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(time.Second)
+	stores := map[string]*memory.Store{}
+	for i, card := range cards() {
+		st, err := memory.Open(t.TempDir(), card.ID, memory.Limits{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		stores[card.ID] = st
+		mem := &companion.Memory{Store: st, RestAfter: 200 * time.Millisecond, Share: card.ID != "aya"}
+		if i == 0 {
+			mem.Extractor = &extractor{} // kyoko's model extracts; the others' rules find nothing
+		}
+		r.startCompanion(card, newMemBrain(), func(c *companion.Config) { c.Memory = mem })
+	}
+	waitPresent(t, r, 3)
+	r.userSays("I am a pilot.")
+	waitFacts(t, stores["kyoko"], "user", 1)
+	got := waitFacts(t, stores["hana"], "user", 1)
+	if got[0].Robot != "kyoko" || !strings.Contains(got[0].Text, "pilot") {
+		t.Fatalf("hana keeps %+v, want kyoko's pilot", got[0])
+	}
+	time.Sleep(300 * time.Millisecond)
+	if fs := stores["aya"].Facts("user"); len(fs) != 0 {
+		t.Fatalf("aya does not share, yet keeps %+v", fs)
+	}
+	if fs := stores["hana"].Facts("user"); len(fs) != 1 {
+		t.Fatalf("hana keeps %d facts, want 1 (a report is kept once)", len(fs))
+	}
+}

@@ -35,6 +35,10 @@ type Settings struct {
 	// Operators may list, export and forget anyone's facts over the bus
 	// (chorus memory); everyone else only their own.
 	Operators []string `yaml:"operators"`
+	// Share gives what this companion learns to the other companions of
+	// its room that share too, and keeps what they learn (their facts
+	// travel on the room's facts topic, which only members read).
+	Share bool `yaml:"share"`
 	// Embeddings, when set, recall by meaning through an OpenAI-compatible
 	// /v1/embeddings endpoint (Ollama, llama.cpp's server); without it,
 	// recall is lexical.

@@ -54,6 +54,7 @@ func FuzzDecodeHold(f *testing.F)         { fuzzDecoder(f, "hold") }
 func FuzzDecodeSpeaking(f *testing.F)     { fuzzDecoder(f, "speaking") }
 func FuzzDecodeHeard(f *testing.F)        { fuzzDecoder(f, "heard") }
 func FuzzDecodeForgot(f *testing.F)       { fuzzDecoder(f, "forgot") }
+func FuzzDecodeShared(f *testing.F)       { fuzzDecoder(f, "shared") }
 func FuzzDecodeMemory(f *testing.F)       { fuzzDecoder(f, "memory") }
 func FuzzDecodeMemoryAnswer(f *testing.F) { fuzzDecoder(f, "memory-answer") }
 

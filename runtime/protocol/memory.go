@@ -135,3 +135,53 @@ func DecodeMemoryAnswer(b []byte, max int) (MemoryAnswer, error) {
 	}
 	return a, c.done()
 }
+
+// MaxSharedFacts bounds the facts one Shared report carries.
+const MaxSharedFacts = 64
+
+// Shared is what a companion learned at one write, shared with the other
+// companions of its room when the room shares memory (memory.share).
+type Shared struct {
+	From  string       `json:"from"` // the companion that learned them
+	ID    string       `json:"id"`   // the report's id: a receiver acts once per id
+	Facts []MemoryFact `json:"facts"`
+}
+
+// DecodeShared decodes and validates a Shared report.
+func DecodeShared(b []byte, max int) (Shared, error) {
+	var s Shared
+	if err := decodeStrict("shared", b, max, &s); err != nil {
+		return Shared{}, err
+	}
+	c := checker{typ: "shared"}
+	c.identity("from", s.From)
+	c.id("id", s.ID)
+	switch {
+	case len(s.Facts) == 0:
+		c.fail("facts", KindMissing, "required: at least one fact")
+	case len(s.Facts) > MaxSharedFacts:
+		c.fail("facts", KindInvalid, "at most %d, got %d", MaxSharedFacts, len(s.Facts))
+	}
+	for i, f := range s.Facts {
+		c.id("facts.id", f.ID)
+		c.identity("facts.person", f.Person)
+		c.id("facts.messageId", f.MessageID)
+		if f.Supersedes != "" {
+			c.id("facts.supersedes", f.Supersedes)
+		}
+		switch n := utf8.RuneCountInString(f.Text); {
+		case !utf8.ValidString(f.Text) || !utf8.ValidString(f.Key):
+			c.fail("facts.text", KindInvalid, "must be valid UTF-8")
+		case n == 0:
+			c.fail("facts.text", KindMissing, "required and must not be empty")
+		case n > MaxFactText:
+			c.fail("facts.text", KindInvalid, "at most %d characters, got %d", MaxFactText, n)
+		}
+		s.Facts[i].Created = f.Created.UTC()
+	}
+	return s, c.done()
+}
+
+// MaxFactText bounds a fact's text, in characters (runtime/memory keeps
+// the same bound).
+const MaxFactText = 200

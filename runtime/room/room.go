@@ -364,6 +364,26 @@ func (r *Room) SendForgot(ctx context.Context, f protocol.Forgot) error {
 	return r.publish(ctx, r.Scheme.Forgot(r.Name, f.From), f, false)
 }
 
+// OnShared calls fn for every valid report of facts a member learned
+// (a room that shares memory); one from someone off the roster is dropped
+// and counted.
+func (r *Room) OnShared(ctx context.Context, fn func(protocol.Shared)) error {
+	return subscribe(ctx, r, r.Scheme.FactsOf(r.Name), topic.KindFacts, protocol.DecodeShared,
+		func(s protocol.Shared) string { return s.From }, func(s protocol.Shared) {
+			if r.member(topic.KindFacts, s.From) {
+				fn(s)
+			}
+		})
+}
+
+// SendShared publishes a member's learned facts to the room's members.
+func (r *Room) SendShared(ctx context.Context, s protocol.Shared) error {
+	for i := range s.Facts {
+		s.Facts[i].Created = s.Facts[i].Created.UTC()
+	}
+	return r.publish(ctx, r.Scheme.Facts(r.Name, s.From), s, false)
+}
+
 func (r *Room) publish(ctx context.Context, t string, v any, retain bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -241,6 +241,14 @@ func (s Scheme) Forgot(room, companion string) string { return s.room(room, "for
 // Forgots is the filter for every Forgot report of a room.
 func (s Scheme) Forgots(room string) string { return s.room(room, "forgot", "+") }
 
+// Facts is where companion shares the facts it learned with the other
+// companions of its room, when the room shares memory (issue 29): only
+// the room's members read them.
+func (s Scheme) Facts(room, companion string) string { return s.room(room, "facts", companion) }
+
+// FactsOf is the filter for every companion's shared facts in room.
+func (s Scheme) FactsOf(room string) string { return s.room(room, "facts", "+") }
+
 // Memory is where identity asks device about its memory: only identity
 // publishes there, only the device reads it.
 func (s Scheme) Memory(device, identity string) string {
@@ -277,6 +285,7 @@ const (
 	KindResult       Kind = "result"
 	KindProbe        Kind = "probe"
 	KindForgot       Kind = "forgot"
+	KindFacts        Kind = "facts"
 	KindMemory       Kind = "memory"
 	KindMemoryAnswer Kind = "memory-answer"
 )
@@ -355,6 +364,8 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindHeard, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "forgot":
 		return Route{Kind: KindForgot, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "facts":
+		return Route{Kind: KindFacts, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "floor" && seg[3] == "leader":
 		return Route{Kind: KindLeader, Room: room}, true
 	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "in":
@@ -418,7 +429,7 @@ func (s Scheme) MayPublish(user, t string) bool {
 		// its user typed there under that user's name.
 		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room]) ||
 			(s.HA != nil && s.HA.Rooms[r.Room] && r.Identity == s.HA.User && s.IsMember(r.Room, user))
-	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard, KindForgot:
+	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard, KindForgot, KindFacts:
 		return r.Identity == user && s.IsMember(r.Room, user)
 	case KindResult, KindProbe:
 		return r.Identity == user
@@ -454,11 +465,25 @@ func (s Scheme) MayRead(user, filter string) bool {
 		// A person's memory traffic: theirs and the device's only.
 		return r.Identity == user || r.Device == user
 	}
+	if room, named := s.namesFacts(filter); named {
+		return s.IsMember(room, user) // facts about people: the room's companions only
+	}
 	if room, ch, named := s.namesWhisper(filter); named && !s.IsFloor(user) && !s.InWhisper(room, ch, user) {
 		return false // a whisper channel's traffic is for its members only
 	}
 	device, covers := s.coversResults(filter)
 	return !covers || s.isAnyMember(user) || (device != "" && device == user)
+}
+
+// namesFacts reports whether filter is (or names only) one room's shared
+// facts topics, and which room.
+func (s Scheme) namesFacts(filter string) (room string, named bool) {
+	rest, _ := strings.CutPrefix(filter, s.Prefix+"/")
+	seg := strings.Split(rest, "/")
+	if len(seg) != 4 || seg[0] != "rooms" || seg[2] != "facts" || strings.ContainsAny(seg[1], "+#") {
+		return "", false
+	}
+	return seg[1], true
 }
 
 // namesWhisper reports whether filter names one whisper channel of one
@@ -554,7 +579,7 @@ func (s Scheme) MosquittoACL() string {
 	sort.Strings(rooms)
 	for _, room := range rooms {
 		for _, m := range s.Rosters[room] {
-			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m), s.Heard(room, m), s.Forgot(room, m)} {
+			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m), s.Heard(room, m), s.Forgot(room, m), s.Facts(room, m)} {
 				byUser[m] = append(byUser[m], t)
 			}
 		}
@@ -587,6 +612,11 @@ func (s Scheme) MosquittoACL() string {
 		}
 		for _, t := range reads[u] {
 			b.WriteString("topic read " + t + "\n")
+		}
+		for _, room := range rooms {
+			if s.IsMember(room, u) { // facts about people: the room's companions only
+				b.WriteString("topic read " + s.FactsOf(room) + "\n")
+			}
 		}
 		if s.isAnyMember(u) {
 			// Members ask devices to look: they read the results (camera frames).

@@ -189,7 +189,41 @@ func TestMayRead(t *testing.T) {
 		{"", "chorus/rooms/lr/messages/kyoko", true},
 		{"", "chorus/devices/pi5/results", false},
 		{"", "chorus/#", false},
+		// Shared facts are about people: the room's companions read them.
+		{"kyoko", "chorus/rooms/lr/facts/hana", true},
+		{"kyoko", "chorus/rooms/lr/facts/+", true},
+		{"user", "chorus/rooms/lr/facts/kyoko", false},
+		{"user", "chorus/rooms/lr/facts/+", false},
+		{"", "chorus/rooms/lr/facts/kyoko", false},
+		{"kyoko", "chorus/rooms/other/facts/+", false},
+		// A person's memory traffic: theirs and the device's.
+		{"alice", "chorus/devices/pi5/memory/alice/answer", true},
+		{"bob", "chorus/devices/pi5/memory/alice/answer", false},
+		{"pi5", "chorus/devices/pi5/memory/alice", true},
+		{"kyoko", "chorus/devices/pi5/memory/alice", false},
 	})
+}
+
+func TestMemoryTopicsArePublishedByTheirOwners(t *testing.T) {
+	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana"})
+	for _, c := range []struct {
+		user, topic string
+		want        bool
+	}{
+		{"kyoko", "chorus/rooms/lr/facts/kyoko", true},
+		{"kyoko", "chorus/rooms/lr/facts/hana", false},
+		{"user", "chorus/rooms/lr/facts/user", false},
+		{"kyoko", "chorus/rooms/lr/forgot/kyoko", true},
+		{"user", "chorus/rooms/lr/forgot/user", false},
+		{"alice", "chorus/devices/pi5/memory/alice", true},
+		{"alice", "chorus/devices/pi5/memory/bob", false},
+		{"pi5", "chorus/devices/pi5/memory/alice/answer", true},
+		{"alice", "chorus/devices/pi5/memory/alice/answer", false},
+	} {
+		if got := s.MayPublish(c.user, c.topic); got != c.want {
+			t.Errorf("MayPublish(%q, %q) = %v, want %v", c.user, c.topic, got, c.want)
+		}
+	}
 }
 
 // A whisper channel's traffic is its members' and the floor's only: they
