@@ -23,8 +23,8 @@
 //
 // Frames in: a Message (method message.send), a QueryResult, camera.get
 // {device} from a client whose token allows it (the answer goes to that
-// client only), memory from a user (below), actions.declare from a
-// device, or any of them wrapped as {"topic": "messages"|"queries",
+// client only), memory from a user (below), actions.declare and
+// knowledge.declare from a device, or any of them wrapped as {"topic": "messages"|"queries",
 // "body": ...} (aikyo's envelope). Anything else gets a JSON-RPC error
 // frame (errorCodes: -32700 not JSON, -32600 invalid, -32001 forbidden,
 // -32002 not addressed, -32003 rate limited, -32004 not published,
@@ -76,6 +76,26 @@
 // {name, done: true, detail: SentDetail} — or an error result naming the
 // undeclared action and the declared ones, or what is wrong with the
 // arguments.
+//
+// # A body's own knowledge
+//
+// A device's client declares knowledge tools its companion's model may call
+// (issue 29), as it declares actions:
+//
+//	{"jsonrpc":"2.0","id":2,"method":"knowledge.declare",
+//	 "params":{"knowledge":[{"name","description","parameters"}...]}}
+//
+// The params are decoded strictly (protocol.DecodeKnowledgeDeclaration: at
+// most 16 tools, names as actions' and unique, parameters a JSON Schema
+// object) and every parameters schema is compiled (runtime/schema) before
+// anything is kept; the answer is {"jsonrpc":"2.0","id":2,"result":
+// {"declared":N}}, or an error frame naming what is wrong, and the previous
+// declaration stays. A new declaration replaces the previous one; it is
+// forgotten when the device's last client goes. Knowledge returns what a
+// device declared. A knowledge query (protocol.TypeKnowledge,
+// {"name","args"}) goes to the body as query.send like any query, and the
+// body answers it with a QueryResult whose body is {"text": ...}
+// (protocol.KnowledgeResult, at most 2,000 characters).
 //
 // # Limits
 //
@@ -201,6 +221,8 @@ type Bridge struct {
 	// connected; bounded by the device tokens (only their clients
 	// declare).
 	decl map[string]*declaration
+	// know is each device's declared knowledge tools, kept as decl is.
+	know map[string][]protocol.KnowledgeDef
 	// actionsMu orders the changes of decl with their OnActions calls.
 	actionsMu sync.Mutex
 }
@@ -267,7 +289,7 @@ func New(cfg Config) (*Bridge, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}, latest: map[string][]byte{},
-		devices: map[string]int{}, decl: map[string]*declaration{}}, nil
+		devices: map[string]int{}, decl: map[string]*declaration{}, know: map[string][]protocol.KnowledgeDef{}}, nil
 }
 
 // Run subscribes to the room's traffic and relays it to the clients until

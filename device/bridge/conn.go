@@ -168,7 +168,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // deviceGone counts a device's client out; the last one out makes the
 // device offline (OnDeviceGone) and forgets the actions it declared
-// (OnActions with nil).
+// (OnActions with nil) and its knowledge.
 func (b *Bridge) deviceGone(name string) {
 	b.actionsMu.Lock()
 	b.mu.Lock()
@@ -179,6 +179,7 @@ func (b *Bridge) deviceGone(name string) {
 		delete(b.devices, name)
 		_, declared = b.decl[name]
 		delete(b.decl, name)
+		delete(b.know, name)
 	}
 	b.mu.Unlock()
 	if declared && b.cfg.OnActions != nil {

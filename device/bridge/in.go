@@ -16,8 +16,8 @@ import (
 // client that asked.
 
 // inFrame is what a client may send: a Message, a QueryResult, a
-// camera.get, a memory request, an actions.declare, or any of them inside aikyo's {topic,
-// body} envelope.
+// camera.get, a memory request, an actions.declare, a knowledge.declare,
+// or any of them inside aikyo's {topic, body} envelope.
 type inFrame struct {
 	Method string          `json:"method"`
 	ID     json.RawMessage `json:"id"`
@@ -30,7 +30,7 @@ type inFrame struct {
 // frameIn is a parsed frame in: what it asks, its id (for the answer),
 // and the JSON-RPC object itself (unwrapped from an envelope).
 type frameIn struct {
-	kind string          // "message", "result", "camera", "memory", "declare", or "" with err set
+	kind string          // "message", "result", "camera", "memory", "declare", "knowledge", or "" with err set
 	rid  json.RawMessage // the frame's id, echoed in the answer
 	data []byte
 	// method names an unknown method (kind ""), for the refusal.
@@ -104,10 +104,12 @@ func parseFrame(data []byte) (frameIn, error) {
 		in.kind = "memory"
 	case f.Method == protocol.MethodActionsDeclare:
 		in.kind = "declare"
+	case f.Method == protocol.MethodKnowledgeDeclare:
+		in.kind = "knowledge"
 	case f.Method == "" && (f.Result != nil || f.Error != nil):
 		in.kind = "result"
 	case f.Method != "":
-		return in, &frameError{"forbidden", fmt.Sprintf("method %.64q is not one a client may send (message.send, camera.get, memory, actions.declare, or a query result)", f.Method)}
+		return in, &frameError{"forbidden", fmt.Sprintf("method %.64q is not one a client may send (message.send, camera.get, memory, actions.declare, knowledge.declare, or a query result)", f.Method)}
 	default:
 		return in, &frameError{"invalid", "a frame needs a method (message.send) or a result or error (a query result)"}
 	}
@@ -161,6 +163,8 @@ func (b *Bridge) handle(ctx context.Context, c *client, id *identity, raw []byte
 		b.memory(ctx, c, id, rid, data)
 	case "declare":
 		b.declare(c, rid, data)
+	case "knowledge":
+		b.declareKnowledge(c, rid, data)
 	}
 }
 

@@ -679,7 +679,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
-		SpeakMore: body == cfg.Device.ID, Memory: mem})
+		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, Memory: mem})
 	if err != nil {
 		return err
 	}
@@ -738,6 +738,16 @@ func (d *Daemon) actionsOf(device string) func() []protocol.ActionDef {
 		return func() []protocol.ActionDef { return defs }
 	case d.br != nil && d.br.Serves(device):
 		return func() []protocol.ActionDef { return d.br.Actions(device) }
+	}
+	return nil
+}
+
+// knowledgeOf is the knowledge tools the body device declares, as its
+// companion may offer them to its brain: those a body behind this
+// device's bridge declared (knowledge.declare); nil for any other body.
+func (d *Daemon) knowledgeOf(device string) func() []protocol.KnowledgeDef {
+	if d.br != nil && d.br.Serves(device) {
+		return func() []protocol.KnowledgeDef { return d.br.Knowledge(device) }
 	}
 	return nil
 }

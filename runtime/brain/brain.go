@@ -35,7 +35,9 @@ type Card struct {
 	// conditions over them that pick the turn's instruction (events.go).
 	Events Events `yaml:"events" json:"events,omitzero"`
 	// Knowledge lists the knowledge tools the model may call, by name
-	// (companions_present, date_time, memory_search); empty: none.
+	// (companions_present, date_time, memory_search, or one the body
+	// declared), or "body" (KnowBody) for every tool the body declares;
+	// empty: none.
 	Knowledge []string `yaml:"knowledge" json:"knowledge,omitempty"`
 }
 

@@ -5,6 +5,7 @@ package brain
 import (
 	"context"
 	"encoding/json"
+	"slices"
 )
 
 // Fact is something a companion remembers about a person, as a brain
@@ -62,4 +63,19 @@ type Knowledge struct {
 	Description string
 	Parameters  json.RawMessage // a JSON Schema object; nil: no arguments
 	Call        func(ctx context.Context, args json.RawMessage) (string, error)
+	// FromBody says the companion's body declared it (a bridge client's
+	// knowledge.declare): card.knowledge allows it by its name or by the
+	// word KnowBody (Card.AllowsKnowledge).
+	FromBody bool
+}
+
+// KnowBody is the word of card.knowledge that allows every knowledge tool
+// the companion's body declares, whatever its name.
+const KnowBody = "body"
+
+// AllowsKnowledge reports whether the card's knowledge list allows k: it
+// names k, or k is one its body declared (FromBody) and it names
+// KnowBody. An empty list allows none.
+func (c Card) AllowsKnowledge(k Knowledge) bool {
+	return slices.Contains(c.Knowledge, k.Name) || k.FromBody && slices.Contains(c.Knowledge, KnowBody)
 }

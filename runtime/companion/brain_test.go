@@ -97,6 +97,13 @@ func TestFailedSpeakIsMarkedUnspoken(t *testing.T) {
 // turn and returns the Message it says.
 func speakWith(t *testing.T, m *metrics.Metrics, h query.Handler) protocol.Message {
 	t.Helper()
+	return speakTuned(t, m, h, nil)
+}
+
+// speakTuned is speakWith with the companion's config and its body's query
+// server changed by tune before they start.
+func speakTuned(t *testing.T, m *metrics.Metrics, h query.Handler, tune func(*companion.Config, *query.Server)) protocol.Message {
+	t.Helper()
 	mem := bustest.NewMemory(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -108,10 +115,14 @@ func speakWith(t *testing.T, m *metrics.Metrics, h query.Handler) protocol.Messa
 	rm.Bus = conn
 	srv := &query.Server{Bus: conn, Scheme: rm.Scheme, Device: "kyoko"}
 	srv.Handle(protocol.TypeSpeak, h)
+	cfg := companion.Config{Room: rm, Card: cards()[0], Brain: eager("Hello"), Device: "kyoko",
+		Queries: query.NewClient(conn, rm.Scheme, "kyoko", query.ClientOptions{}), Pause: time.Millisecond, SpeakTimeout: 2 * time.Second}
+	if tune != nil {
+		tune(&cfg, srv)
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); srv.Serve(ctx) }()
-	c, err := companion.New(companion.Config{Room: rm, Card: cards()[0], Brain: eager("Hello"), Device: "kyoko",
-		Queries: query.NewClient(conn, rm.Scheme, "kyoko", query.ClientOptions{}), Pause: time.Millisecond, SpeakTimeout: 2 * time.Second})
+	c, err := companion.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

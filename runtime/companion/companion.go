@@ -158,6 +158,11 @@ type Config struct {
 	// actions"): its brain may call them with its words, and the body
 	// (Device) is asked to do them as the words start. nil: none.
 	Actions func() []protocol.ActionDef
+	// Knowledge lists the knowledge tools the companion's body declares
+	// now (a bridge client's knowledge.declare, issue 29); nil: none. The
+	// card's knowledge list allows each by its name or by the word "body"
+	// (brain.KnowBody); a call asks the body (Device) a knowledge query.
+	Knowledge func() []protocol.KnowledgeDef
 	// Memory is the companion's long-term memory (memory.go, issue 29);
 	// nil remembers nothing.
 	Memory *Memory
@@ -172,6 +177,9 @@ type Companion struct {
 	judge  repetition.Judge
 	wg     sync.WaitGroup
 	out    *bus.Outbox
+	// knowClash are the body's knowledge tool names already said in the
+	// log as clashing (bodyKnowledge).
+	knowClash sync.Map
 
 	// owned by Run
 	history  []protocol.Message
@@ -531,7 +539,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.recall(&in, m)
 		c.heardPerson(ctx, m)
 	}
-	in.Knowledge = c.knowledge(m)
+	in.Knowledge = c.knowledge(m, in.Actions)
 	if c.thinking >= maxThinking {
 		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
 		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})

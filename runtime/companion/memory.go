@@ -11,6 +11,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 )
 
 // Memory (issue 29). A companion with a memory (Config.Memory) keeps
@@ -464,9 +465,17 @@ func (c *Companion) memStop() {
 }
 
 // knowledge are the tools the card allows its model beside actions:
-// the companions present, the date and time, and memory search about the
-// message's author.
-func (c *Companion) knowledge(m protocol.Message) []brain.Knowledge {
+// the companions present, the date and time, memory search about the
+// message's author, and the tools the body declares (Config.Knowledge).
+//
+// The rule for a body's tools: one is offered when the card's knowledge
+// list names it or names the word "body" (brain.KnowBody), and never when
+// its name is a built-in tool's (companions_present, date_time,
+// memory_search, whether or not the card lists them) or one of the body's
+// actions (acts): those are said in the log once per name. Its call asks
+// the body (Device) a knowledge query, bounded by the brain's context,
+// and answers the result's text.
+func (c *Companion) knowledge(m protocol.Message, acts []protocol.ActionDef) []brain.Knowledge {
 	allowed := c.cfg.Card.Knowledge
 	if len(allowed) == 0 {
 		return nil
@@ -513,6 +522,40 @@ func (c *Companion) knowledge(m protocol.Message) []brain.Knowledge {
 					return strings.Join(lines, "\n"), nil
 				}})
 		}
+	}
+	return append(out, c.bodyKnowledge(acts)...)
+}
+
+// bodyKnowledge are the knowledge tools the body declares that the card
+// allows (the rule is knowledge's).
+func (c *Companion) bodyKnowledge(acts []protocol.ActionDef) []brain.Knowledge {
+	if c.cfg.Knowledge == nil || c.cfg.Device == "" {
+		return nil
+	}
+	card := c.cfg.Card
+	var out []brain.Knowledge
+	for _, d := range c.cfg.Knowledge() {
+		k := brain.Knowledge{Name: d.Name, Description: d.Description, Parameters: d.Parameters, FromBody: true}
+		if !card.AllowsKnowledge(k) {
+			continue
+		}
+		builtin := slices.ContainsFunc([]string{KnowCompanions, KnowDateTime, KnowMemory}, func(n string) bool { return strings.EqualFold(n, d.Name) })
+		action := slices.ContainsFunc(acts, func(a protocol.ActionDef) bool { return strings.EqualFold(a.Name, d.Name) })
+		if builtin || action {
+			if _, told := c.knowClash.LoadOrStore(d.Name, true); !told {
+				c.log.Warn("the body declared a knowledge tool with the name of a built-in tool or an action; not offered", "tool", d.Name, "body", c.cfg.Device)
+			}
+			continue
+		}
+		dev, asker, name := c.cfg.Device, c.cfg.Queries, d.Name
+		k.Call = func(ctx context.Context, args json.RawMessage) (string, error) {
+			res, err := query.Know(ctx, asker, dev, protocol.KnowledgeRequest{Name: name, Args: args}, 0)
+			if err != nil {
+				return "", fmt.Errorf("knowledge %s of body %s: %w", name, dev, err)
+			}
+			return res.Text, nil
+		}
+		out = append(out, k)
 	}
 	return out
 }

@@ -73,33 +73,40 @@ func (d ActionDef) Validate() error {
 }
 
 func (d ActionDef) check(c *checker, at string) {
-	if why := ValidActionName(d.Name); why != "" {
-		c.fail(at+"name", KindInvalid, "%s, got %.64q", why, d.Name)
+	checkTool(c, at, d.Name, d.Description, "what the model is told the action does", "schema", d.Schema)
+}
+
+// checkTool checks a tool a body declares (an action, a knowledge tool):
+// its name, its description (what names what it is for), and its
+// arguments' JSON Schema, in field schemaField.
+func checkTool(c *checker, at, name, description, what, schemaField string, schema json.RawMessage) {
+	if why := ValidActionName(name); why != "" {
+		c.fail(at+"name", KindInvalid, "%s, got %.64q", why, name)
 	}
 	switch {
-	case strings.TrimSpace(d.Description) == "":
-		c.fail(at+"description", KindMissing, "required: what the model is told the action does")
-	case len(d.Description) > MaxActionDescription:
-		c.fail(at+"description", KindInvalid, "must be at most %d bytes, got %d", MaxActionDescription, len(d.Description))
-	case !utf8.ValidString(d.Description):
+	case strings.TrimSpace(description) == "":
+		c.fail(at+"description", KindMissing, "required: %s", what)
+	case len(description) > MaxActionDescription:
+		c.fail(at+"description", KindInvalid, "must be at most %d bytes, got %d", MaxActionDescription, len(description))
+	case !utf8.ValidString(description):
 		c.fail(at+"description", KindInvalid, "must be valid UTF-8")
 	}
-	s := bytes.TrimSpace(d.Schema)
+	s := bytes.TrimSpace(schema)
 	switch {
 	case len(s) == 0:
-		c.fail(at+"schema", KindMissing, "required: the JSON Schema of the arguments")
+		c.fail(at+schemaField, KindMissing, "required: the JSON Schema of the arguments")
 	case len(s) > MaxActionSchema:
-		c.fail(at+"schema", KindInvalid, "must be at most %d bytes, got %d", MaxActionSchema, len(s))
+		c.fail(at+schemaField, KindInvalid, "must be at most %d bytes, got %d", MaxActionSchema, len(s))
 	case s[0] != '{':
-		c.fail(at+"schema", KindInvalid, "must be a JSON Schema object")
+		c.fail(at+schemaField, KindInvalid, "must be a JSON Schema object")
 	default:
 		var top struct {
 			Type any `json:"type"`
 		}
 		if err := json.Unmarshal(s, &top); err != nil {
-			c.fail(at+"schema", KindInvalid, "is not JSON: %v", err)
+			c.fail(at+schemaField, KindInvalid, "is not JSON: %v", err)
 		} else if top.Type != "object" {
-			c.fail(at+"schema", KindInvalid, `must describe an object ("type": "object"), the arguments a tool call carries`)
+			c.fail(at+schemaField, KindInvalid, `must describe an object ("type": "object"), the arguments a tool call carries`)
 		}
 	}
 }

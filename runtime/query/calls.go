@@ -169,6 +169,25 @@ func Action(ctx context.Context, a Asker, device string, r protocol.ActionReques
 	return res, nil
 }
 
+// Know asks device for the answer of a knowledge tool its body declared
+// (protocol.TypeKnowledge) and waits for it, bounded by ctx (a brain's
+// knowledge call has its own deadline) and timeout (0: the Asker's own).
+// A knowledge query given up is cancelled on the device.
+func Know(ctx context.Context, a Asker, device string, r protocol.KnowledgeRequest, timeout time.Duration) (protocol.KnowledgeResult, error) {
+	if err := r.Validate(); err != nil {
+		return protocol.KnowledgeResult{}, fmt.Errorf("query: knowledge to %s: %w", device, err)
+	}
+	raw, err := a.Ask(ctx, device, protocol.TypeKnowledge, r, timeout, CancelOnGiveUp())
+	if err != nil {
+		return protocol.KnowledgeResult{}, err
+	}
+	res, err := protocol.DecodeKnowledgeResult(raw, 0)
+	if err != nil {
+		return protocol.KnowledgeResult{}, badResult(device, protocol.TypeKnowledge, err)
+	}
+	return res, nil
+}
+
 // Acts asks device for each of acts, the actions that go with the words
 // msgID (which ties them to the words' first audio): each on its own
 // goroutine counted in wg, so its owner waits for it and no caller waits

@@ -187,3 +187,31 @@ func TestKnowledgeTools(t *testing.T) {
 		t.Errorf("stuck's turn %+v", st)
 	}
 }
+
+// The card's word "body" allows every knowledge tool the body declared
+// (FromBody), and no other tool it does not name.
+func TestKnowledgeFromTheBody(t *testing.T) {
+	call := func(context.Context, json.RawMessage) (string, error) { return "", nil }
+	ks := []brain.Knowledge{
+		{Name: "weather", Description: "The body's.", Call: call, FromBody: true},
+		{Name: "date_time", Description: "Built in.", Call: call},
+		{Name: "news", Description: "The body's, named.", Call: call, FromBody: true},
+	}
+	for _, tc := range []struct {
+		list []string
+		want string
+	}{
+		{[]string{"body"}, "weather,news"},
+		{[]string{"body", "date_time"}, "weather,date_time,news"},
+		{[]string{"news"}, "news"},
+		{[]string{"date_time"}, "date_time"},
+	} {
+		var names []string
+		for _, td := range (&Brain{}).knowledgeTools(brain.Card{Knowledge: tc.list}, ks, nil) {
+			names = append(names, td.Name)
+		}
+		if got := strings.Join(names, ","); got != tc.want {
+			t.Errorf("card.knowledge %v offers %s, want %s", tc.list, got, tc.want)
+		}
+	}
+}

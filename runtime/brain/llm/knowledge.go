@@ -21,8 +21,8 @@ const (
 	MaxKnowledgeText        = 2000            // characters of its answer given to the model
 )
 
-// knowledgeTools are the knowledge tools the card allows (card.knowledge;
-// all when it names none) as tool definitions. A tool whose name is
+// knowledgeTools are the knowledge tools the card allows (card.knowledge,
+// brain.Card.AllowsKnowledge; all when it names none) as tool definitions. A tool whose name is
 // already offered (vision, speak, a body action) or whose parameters are
 // not a JSON Schema object is not offered, said in the log.
 func (b *Brain) knowledgeTools(card brain.Card, ks []brain.Knowledge, offered []ToolDef) []ToolDef {
@@ -33,7 +33,7 @@ func (b *Brain) knowledgeTools(card brain.Card, ks []brain.Knowledge, offered []
 			name == "speak" || name == "vision"
 	}
 	for _, k := range ks {
-		if k.Call == nil || len(card.Knowledge) > 0 && !slices.Contains(card.Knowledge, k.Name) {
+		if k.Call == nil || len(card.Knowledge) > 0 && !card.AllowsKnowledge(k) {
 			continue
 		}
 		if taken(k.Name) {
