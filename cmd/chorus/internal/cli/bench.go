@@ -99,7 +99,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		n := min(*rounds, 10)
 		var readies []time.Duration
-		var mems []bench.Memory
+		var mems []bench.Resident
 		for range n {
 			r, m, err := bench.Startup(ctx, bin, *devCfg, 2*time.Second)
 			if err != nil {
