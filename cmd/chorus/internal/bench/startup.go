@@ -16,25 +16,25 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
-// Memory is a process's resident set, in kB: anonymous (its heap and
+// Resident is a process's resident set, in kB: anonymous (its heap and
 // stacks) and file-backed (the pages of its binary it touched).
-type Memory struct {
+type Resident struct {
 	RSS, Anon, File int
 }
 
 // Startup runs chorusd with config as systemd would (a notify socket),
 // and returns the time from exec to READY=1, and its resident memory after
 // idle of settle.
-func Startup(ctx context.Context, chorusd, config string, settle time.Duration) (ready time.Duration, mem Memory, err error) {
+func Startup(ctx context.Context, chorusd, config string, settle time.Duration) (ready time.Duration, mem Resident, err error) {
 	dir, err := os.MkdirTemp("", "chorus-startup-")
 	if err != nil {
-		return 0, Memory{}, err
+		return 0, Resident{}, err
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {
-		return 0, Memory{}, err
+		return 0, Resident{}, err
 	}
 	defer conn.Close()
 	cmd := exec.CommandContext(ctx, chorusd, "--config", config)
@@ -43,7 +43,7 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	cmd.Stderr = logs
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, Memory{}, err
+		return 0, Resident{}, err
 	}
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -61,7 +61,7 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
-			return 0, Memory{}, fmt.Errorf("no READY from chorusd: %w\n%s", err, logs.String())
+			return 0, Resident{}, fmt.Errorf("no READY from chorusd: %w\n%s", err, logs.String())
 		}
 		if strings.Contains(string(buf[:n]), "READY=1") {
 			ready = time.Since(start)
@@ -69,18 +69,18 @@ func Startup(ctx context.Context, chorusd, config string, settle time.Duration) 
 		}
 	}
 	time.Sleep(settle)
-	mem, err = memory(cmd.Process.Pid)
+	mem, err = residentOf(cmd.Process.Pid)
 	return ready, mem, err
 }
 
-// memory reads a process's resident set from /proc/PID/status.
-func memory(pid int) (Memory, error) {
+// residentOf reads a process's resident set from /proc/PID/status.
+func residentOf(pid int) (Resident, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return Memory{}, err
+		return Resident{}, err
 	}
 	defer f.Close()
-	var m Memory
+	var m Resident
 	fields := map[string]*int{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -91,7 +91,7 @@ func memory(pid int) (Memory, error) {
 		}
 	}
 	if m.RSS == 0 {
-		return Memory{}, fmt.Errorf("no VmRSS for pid %d", pid)
+		return Resident{}, fmt.Errorf("no VmRSS for pid %d", pid)
 	}
 	return m, nil
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,9 @@ type Server struct {
 	Model string
 	// OnlyUsers makes the companions want to speak only after a user's
 	// message, so each user message gets exactly one answer (benchmarks).
+	// A user is "user", or one of Users.
 	OnlyUsers bool
+	Users     []string
 	// Garbage makes every answer a well-formed completion whose content is
 	// not the JSON asked for (a model that ignores the schema).
 	Garbage bool
@@ -297,7 +300,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.offered = names
 		s.mu.Unlock()
 		st := state{State: "speak", Importance: importance, Closing: closing}
-		if closing == "terminal" || (s.OnlyUsers && judgedFrom(user) != "user") {
+		if from := judgedFrom(user); closing == "terminal" || (s.OnlyUsers && from != "user" && !slices.Contains(s.Users, from)) {
 			st.State = "listen"
 		}
 		props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any)
