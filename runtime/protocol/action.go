@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -114,33 +115,87 @@ func checkTool(c *checker, at, name, description, what, schemaField string, sche
 // DecodeActionDefs decodes and validates a body's declared actions: at
 // most MaxActions, names unique.
 func DecodeActionDefs(b []byte, max int) ([]ActionDef, error) {
-	var defs []ActionDef
-	if err := decodeStrict("action-defs", b, max, &defs); err != nil {
-		return nil, err
-	}
-	if err := ValidateActionDefs(defs); err != nil {
-		return nil, err
-	}
-	return defs, nil
+	return decodeTools[ActionDef]("action-defs", "actions", MaxActions, b, max)
 }
 
 // ValidateActionDefs checks a list of declarations as DecodeActionDefs
 // does.
 func ValidateActionDefs(defs []ActionDef) error {
-	c := checker{typ: "action-defs"}
-	if len(defs) > MaxActions {
-		c.fail("", KindInvalid, "at most %d actions, got %d", MaxActions, len(defs))
+	return validateTools("action-defs", "actions", MaxActions, defs)
+}
+
+func (d ActionDef) toolName() string { return d.Name }
+
+// tool is what a body declares for its companion's model: an action, a
+// knowledge tool.
+type tool interface {
+	check(c *checker, at string)
+	toolName() string
+}
+
+// validateTools checks a body's declared tools: at most max, each valid,
+// names unique (ignoring case).
+func validateTools[T tool](typ, noun string, max int, defs []T) error {
+	c := checker{typ: typ}
+	if len(defs) > max {
+		c.fail("", KindInvalid, "at most %d %s, got %d", max, noun, len(defs))
 	}
 	seen := map[string]bool{}
 	for i, d := range defs {
 		at := "[" + itoa(i) + "]."
 		d.check(&c, at)
-		if seen[strings.ToLower(d.Name)] {
-			c.fail(at+"name", KindInvalid, "%q is declared twice", d.Name)
+		name := strings.ToLower(d.toolName())
+		if seen[name] {
+			c.fail(at+"name", KindInvalid, "%q is declared twice", d.toolName())
 		}
-		seen[strings.ToLower(d.Name)] = true
+		seen[name] = true
 	}
 	return c.done()
+}
+
+// decodeTools decodes a list of declared tools strictly and checks it as
+// validateTools does.
+func decodeTools[T tool](typ, noun string, most int, b []byte, max int) ([]T, error) {
+	var defs []T
+	if err := decodeStrict(typ, b, max, &defs); err != nil {
+		return nil, err
+	}
+	if err := validateTools(typ, noun, most, defs); err != nil {
+		return nil, err
+	}
+	return defs, nil
+}
+
+// declaredList decodes the list field of a declaration (actions.declare's
+// actions, knowledge.declare's knowledge): present, a list, each entry's
+// errors named under field ("actions[2].name").
+func declaredList[T tool](typ, field, noun string, raw json.RawMessage, decode func([]byte, int) ([]T, error), max int) ([]T, error) {
+	a := bytes.TrimSpace(raw)
+	switch {
+	case len(a) == 0 || bytes.Equal(a, []byte("null")):
+		return nil, fieldErr(typ, field, KindMissing, "required: the list of the body's %s ([] declares none)", noun)
+	case a[0] != '[':
+		return nil, fieldErr(typ, field, KindInvalid, "must be a list of %s", noun)
+	}
+	defs, err := decode(a, max)
+	if err != nil {
+		var pe *Error
+		if !errors.As(err, &pe) {
+			return nil, err
+		}
+		switch {
+		case pe.Field == "":
+		case pe.Field[0] == '[':
+			field += pe.Field
+		default:
+			field += "[]." + pe.Field // an unknown field of one of them
+		}
+		return nil, fieldErr(typ, field, pe.Kind, "%s", pe.Msg)
+	}
+	if defs == nil {
+		defs = []T{}
+	}
+	return defs, nil
 }
 
 // ActionRequest is the body of an action query: which action, with what

@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 )
 
 // The two frames of a body behind the WebSocket bridge that declares its
@@ -59,28 +58,9 @@ func DecodeActionDeclaration(b []byte, max int) (ActionDeclaration, error) {
 	if err := decodeBody(typ, b, max, &w); err != nil {
 		return ActionDeclaration{}, err
 	}
-	a := bytes.TrimSpace(w.Actions)
-	switch {
-	case len(a) == 0 || bytes.Equal(a, []byte("null")):
-		return ActionDeclaration{}, fieldErr(typ, "actions", KindMissing, "required: the list of the body's actions ([] declares none)")
-	case a[0] != '[':
-		return ActionDeclaration{}, fieldErr(typ, "actions", KindInvalid, "must be a list of actions")
-	}
-	defs, err := DecodeActionDefs(a, MaxActionDeclaration)
+	defs, err := declaredList(typ, "actions", "actions", w.Actions, DecodeActionDefs, MaxActionDeclaration)
 	if err != nil {
-		var pe *Error
-		if !errors.As(err, &pe) {
-			return ActionDeclaration{}, err
-		}
-		field := "actions"
-		switch {
-		case pe.Field == "":
-		case pe.Field[0] == '[':
-			field += pe.Field
-		default:
-			field += "[]." + pe.Field // an unknown field of one of them
-		}
-		return ActionDeclaration{}, fieldErr(typ, field, pe.Kind, "%s", pe.Msg)
+		return ActionDeclaration{}, err
 	}
 	d := ActionDeclaration{Actions: defs, Delivery: w.Delivery}
 	switch d.Delivery {
@@ -89,9 +69,6 @@ func DecodeActionDeclaration(b []byte, max int) (ActionDeclaration, error) {
 	case DeliveryQuery, DeliveryNotify:
 	default:
 		return ActionDeclaration{}, fieldErr(typ, "delivery", KindInvalid, `must be "query" or "notify", got %.32q`, d.Delivery)
-	}
-	if d.Actions == nil {
-		d.Actions = []ActionDef{}
 	}
 	return d, nil
 }

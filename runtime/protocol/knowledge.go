@@ -3,8 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -79,64 +77,24 @@ func DecodeKnowledgeDeclaration(b []byte, max int) (KnowledgeDeclaration, error)
 	if err := decodeBody(typ, b, max, &w); err != nil {
 		return KnowledgeDeclaration{}, err
 	}
-	a := bytes.TrimSpace(w.Knowledge)
-	switch {
-	case len(a) == 0 || bytes.Equal(a, []byte("null")):
-		return KnowledgeDeclaration{}, fieldErr(typ, "knowledge", KindMissing, "required: the list of the body's knowledge tools ([] declares none)")
-	case a[0] != '[':
-		return KnowledgeDeclaration{}, fieldErr(typ, "knowledge", KindInvalid, "must be a list of knowledge tools")
-	}
-	defs, err := decodeKnowledgeDefs(a, MaxKnowledgeDeclaration)
+	defs, err := declaredList(typ, "knowledge", "knowledge tools", w.Knowledge, decodeKnowledgeDefs, MaxKnowledgeDeclaration)
 	if err != nil {
-		var pe *Error
-		if !errors.As(err, &pe) {
-			return KnowledgeDeclaration{}, err
-		}
-		field := "knowledge"
-		switch {
-		case pe.Field == "":
-		case pe.Field[0] == '[':
-			field += pe.Field
-		default:
-			field += "[]." + pe.Field // an unknown field of one of them
-		}
-		return KnowledgeDeclaration{}, fieldErr(typ, field, pe.Kind, "%s", pe.Msg)
-	}
-	if defs == nil {
-		defs = []KnowledgeDef{}
+		return KnowledgeDeclaration{}, err
 	}
 	return KnowledgeDeclaration{Knowledge: defs}, nil
 }
 
 func decodeKnowledgeDefs(b []byte, max int) ([]KnowledgeDef, error) {
-	var defs []KnowledgeDef
-	if err := decodeStrict("knowledge-defs", b, max, &defs); err != nil {
-		return nil, err
-	}
-	if err := ValidateKnowledgeDefs(defs); err != nil {
-		return nil, err
-	}
-	return defs, nil
+	return decodeTools[KnowledgeDef]("knowledge-defs", "knowledge tools", MaxKnowledgeDefs, b, max)
 }
+
+func (d KnowledgeDef) toolName() string { return d.Name }
 
 // ValidateKnowledgeDefs checks a list of declarations as
 // DecodeKnowledgeDeclaration does: at most MaxKnowledgeDefs, each valid,
 // names unique (ignoring case).
 func ValidateKnowledgeDefs(defs []KnowledgeDef) error {
-	c := checker{typ: "knowledge-defs"}
-	if len(defs) > MaxKnowledgeDefs {
-		c.fail("", KindInvalid, "at most %d knowledge tools, got %d", MaxKnowledgeDefs, len(defs))
-	}
-	seen := map[string]bool{}
-	for i, d := range defs {
-		at := "[" + itoa(i) + "]."
-		d.check(&c, at)
-		if seen[strings.ToLower(d.Name)] {
-			c.fail(at+"name", KindInvalid, "%q is declared twice", d.Name)
-		}
-		seen[strings.ToLower(d.Name)] = true
-	}
-	return c.done()
+	return validateTools("knowledge-defs", "knowledge tools", MaxKnowledgeDefs, defs)
 }
 
 // KnowledgeRequest is the body of a knowledge query: which tool, with
