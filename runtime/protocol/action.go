@@ -209,6 +209,29 @@ type ActionRequest struct {
 	MessageID string          `json:"messageId,omitempty"`
 }
 
+// checkCall checks a call of a declared tool: its name, and arguments
+// that are a JSON object of at most MaxActionArgs bytes (or absent).
+func checkCall(c *checker, name string, args json.RawMessage) {
+	if why := ValidActionName(name); why != "" {
+		c.fail("name", KindInvalid, "%s, got %.64q", why, name)
+	}
+	a := bytes.TrimSpace(args)
+	switch {
+	case len(a) > MaxActionArgs:
+		c.fail("args", KindOversize, "must be at most %d bytes, got %d", MaxActionArgs, len(a))
+	case len(a) > 0 && !bytes.Equal(a, []byte("null")) && (a[0] != '{' || !json.Valid(a)):
+		c.fail("args", KindInvalid, "must be a JSON object") // a model's call may be anything
+	}
+}
+
+// objectArgs is a call's arguments, {} when absent.
+func objectArgs(args json.RawMessage) json.RawMessage {
+	if a := bytes.TrimSpace(args); len(a) == 0 || bytes.Equal(a, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
 // DecodeActionRequest decodes and validates an action query's body. The
 // arguments are checked only for being a JSON object here: the device
 // checks them against the action's schema.
@@ -220,25 +243,14 @@ func DecodeActionRequest(b []byte, max int) (ActionRequest, error) {
 	if err := r.Validate(); err != nil {
 		return ActionRequest{}, err
 	}
-	if len(bytes.TrimSpace(r.Args)) == 0 || bytes.Equal(bytes.TrimSpace(r.Args), []byte("null")) {
-		r.Args = json.RawMessage("{}")
-	}
+	r.Args = objectArgs(r.Args)
 	return r, nil
 }
 
 // Validate checks an ActionRequest as DecodeActionRequest does.
 func (r ActionRequest) Validate() error {
 	c := checker{typ: "action"}
-	if why := ValidActionName(r.Name); why != "" {
-		c.fail("name", KindInvalid, "%s, got %.64q", why, r.Name)
-	}
-	a := bytes.TrimSpace(r.Args)
-	switch {
-	case len(a) > MaxActionArgs:
-		c.fail("args", KindOversize, "must be at most %d bytes, got %d", MaxActionArgs, len(a))
-	case len(a) > 0 && !bytes.Equal(a, []byte("null")) && (a[0] != '{' || !json.Valid(a)):
-		c.fail("args", KindInvalid, "must be a JSON object") // a model's call may be anything
-	}
+	checkCall(&c, r.Name, r.Args)
 	if r.MessageID != "" {
 		c.id("messageId", r.MessageID)
 	}

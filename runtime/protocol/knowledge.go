@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -115,9 +114,7 @@ func DecodeKnowledgeRequest(b []byte, max int) (KnowledgeRequest, error) {
 	if err := r.Validate(); err != nil {
 		return KnowledgeRequest{}, err
 	}
-	if len(bytes.TrimSpace(r.Args)) == 0 || bytes.Equal(bytes.TrimSpace(r.Args), []byte("null")) {
-		r.Args = json.RawMessage("{}")
-	}
+	r.Args = objectArgs(r.Args)
 	return r, nil
 }
 
@@ -126,16 +123,7 @@ func DecodeKnowledgeRequest(b []byte, max int) (KnowledgeRequest, error) {
 // MaxActionArgs bytes).
 func (r KnowledgeRequest) Validate() error {
 	c := checker{typ: "knowledge"}
-	if why := ValidActionName(r.Name); why != "" {
-		c.fail("name", KindInvalid, "%s, got %.64q", why, r.Name)
-	}
-	a := bytes.TrimSpace(r.Args)
-	switch {
-	case len(a) > MaxActionArgs:
-		c.fail("args", KindOversize, "must be at most %d bytes, got %d", MaxActionArgs, len(a))
-	case len(a) > 0 && !bytes.Equal(a, []byte("null")) && (a[0] != '{' || !json.Valid(a)):
-		c.fail("args", KindInvalid, "must be a JSON object") // a model's call may be anything
-	}
+	checkCall(&c, r.Name, r.Args)
 	return c.done()
 }
 
