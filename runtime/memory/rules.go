@@ -342,6 +342,9 @@ var enCommands = map[string]Command{
 	"forget about it": ForgetThat, "forget what i just said": ForgetThat, "forget what i said": ForgetThat,
 	"forget what i just told you": ForgetThat, "forget what i told you": ForgetThat, "forget i said that": ForgetThat,
 	"forget me": ForgetMe, "forget everything about me": ForgetMe, "forget all about me": ForgetMe,
+	"forget about me": ForgetMe, "forget my name": ForgetMe, "forget everything": ForgetMe, "forget everything i told you": ForgetMe,
+	"forget everything i said": ForgetMe, "forget all i told you": ForgetMe, "delete my data": ForgetMe, "delete my information": ForgetMe,
+	"erase my data": ForgetMe, "delete me": ForgetMe, "erase me": ForgetMe,
 	"forget everything you know about me": ForgetMe, "forget all you know about me": ForgetMe,
 	"delete what you know about me": ForgetMe, "delete everything you know about me": ForgetMe,
 	"delete everything about me": ForgetMe, "erase what you know about me": ForgetMe, "erase everything about me": ForgetMe,
@@ -361,10 +364,11 @@ var notName = map[string]bool{"don't": true, "dont": true, "do": true, "never": 
 	"or": true, "if": true, "ever": true, "always": true, "i'll": true, "you'll": true, "please": true, "should": true, "must": true}
 
 var (
-	jaForgetThat = regexp.MustCompile(`^(?:(?:それ|これ|今の|いまの|さっきの)(?:を|は|も)?)?(?:全部)?忘れて$`)
-	jaForgetMe   = regexp.MustCompile(`^` + jaI + `(?:のこと|について)(?:を|は|も)?(?:全部|ぜんぶ|すべて|全て|みんな)?(?:を)?忘れて$`)
+	jaForgetThat = regexp.MustCompile(`^(?:(?:それ|これ|今の|いまの|さっきの)(?:を|は|も)?)?忘れて$`)
+	jaForgetMe   = regexp.MustCompile(`^(?:` + jaI + `(?:のこと|について)?(?:を|は|も)?(?:全部|ぜんぶ|すべて|全て|みんな)?|全部|ぜんぶ|すべて|全て|みんな)(?:を)?忘れて$`)
 	jaRecall     = regexp.MustCompile(`^` + jaI + `(?:のこと|について)(?:を|は|で)?(?:何を|なにを|何|なに|どんなことを)?(?:覚えてる|覚えている|覚えています|おぼえてる|知ってる|知っている|知っています)(?:の|か|こと)?$`)
-	jaPolite     = []string{"ください", "下さい", "くれる", "くれ", "ほしい", "欲しい", "もらえる", "ね", "よ", "な"}
+	jaPolite     = []string{"ください", "下さい", "くれる", "くれ", "ほしい", "欲しい", "もらえる", "もらえますか", "もらえませんか",
+		"くれますか", "くれませんか", "いただけますか", "いただけませんか", "ね", "よ", "な"}
 )
 
 // Control reads a request to the memory: "forget that", "forget me",
@@ -376,6 +380,40 @@ func Control(text string) Command {
 	if utf8.RuneCountInString(text) > 200 {
 		return None
 	}
+	// Each sentence and clause on its own ("My name is Carol. Please
+	// forget me.", "Forget me, Kyoko."): the strongest command wins.
+	// A clause between commas counts only as "forget me", which nothing
+	// else means ("forget it, let's talk about cats" is not a command).
+	best := controlOne(text)
+	for _, sentence := range strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(".!?;\n。！？；", r) }) {
+		if c := controlOne(sentence); rank(c) > rank(best) {
+			best = c
+		}
+		for _, clause := range strings.FieldsFunc(sentence, func(r rune) bool { return strings.ContainsRune(",、，", r) }) {
+			if controlOne(clause) == ForgetMe {
+				best = ForgetMe
+			}
+		}
+	}
+	return best
+}
+
+// rank orders commands for a message holding more than one: forgetting
+// everything wins, then forgetting the last thing, then recalling.
+func rank(c Command) int {
+	switch c {
+	case ForgetMe:
+		return 3
+	case ForgetThat:
+		return 2
+	case Recall:
+		return 1
+	}
+	return 0
+}
+
+// controlOne is Control for one sentence or clause.
+func controlOne(text string) Command {
 	if hasJapanese(text) {
 		return controlJA(text)
 	}
