@@ -261,6 +261,7 @@ type event struct {
 	score    float64
 	words    *words
 	whole    bool // evPrepared: utter is the whole utterance
+	forgets  protocol.ForgetLog
 }
 
 const (
@@ -279,6 +280,7 @@ const (
 	evVote
 	evDrafted
 	evRest
+	evForgets
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -352,7 +354,7 @@ func New(cfg Config) (*Companion, error) {
 		voices:   map[string]voice{},
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
-		mem:      remembering{touched: map[string]bool{}, jobs: make(chan func(context.Context), memJobs)},
+		mem:      remembering{touched: map[string]bool{}, jobs: make(chan func(context.Context), memJobs), applied: seen.New(recentMessages)},
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}, nil
@@ -391,6 +393,11 @@ func (c *Companion) Run(ctx context.Context) error {
 	}
 	if err := r.OnSpeaking(ctx, func(s room.SpeakingEvent) { c.push(event{kind: evSpeaking, speaking: s}, "speaking") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
+	}
+	if c.memOn() {
+		if err := r.OnForgets(ctx, func(l protocol.ForgetLog) { c.push(event{kind: evForgets, forgets: l}, "forgets") }); err != nil {
+			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
+		}
 	}
 	if c.memOn() && c.cfg.Memory.Share {
 		// The store is safe for concurrent use, and onShared only queues.
@@ -467,6 +474,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		c.onJudged(e)
 	case evRest:
 		c.onRest()
+	case evForgets:
+		c.onForgets(e.forgets)
 	case evStartCheck:
 		if t := c.turn; t != nil && t.grant == e.id {
 			c.maybeStart(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/seen"
 )
 
 // Memory (issue 29). A companion with a memory (Config.Memory) keeps
@@ -80,6 +81,8 @@ type remembering struct {
 	touched map[string]bool // people recorded as met in this run (bounded)
 	calls   []time.Time     // the model's extraction calls in the last hour
 	jobs    chan func(context.Context)
+	log     []protocol.ForgetEntry // the "forget me"s this companion heard, newest last (its retained forget log)
+	applied *seen.Set              // forget entries acted on, by message id
 }
 
 type clockTimer interface{ Stop() bool }
@@ -388,14 +391,15 @@ func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bo
 		c.mem.pending = slices.DeleteFunc(c.mem.pending, func(s brain.Said) bool { return s.Person == p })
 		delete(c.mem.touched, p)
 		text = memory.Acknowledge(lang, cmd, 0)
-		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID) })
+		c.logForget(protocol.ForgetEntry{Person: p, At: c.cfg.Clock.Now(), MessageID: m.Params.ID})
+		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID, 0) })
 	case memory.ForgetThat:
 		text = memory.Acknowledge(lang, cmd, 1)
 		if i := lastBy(c.mem.pending, p); i >= 0 {
 			c.mem.pending = slices.Delete(c.mem.pending, i, i+1) // not written yet: never will be
 			break
 		}
-		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID, newest(st.Facts(p))...) })
+		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID, 0, newest(st.Facts(p))...) })
 	}
 	c.log.Info("memory: a person's command, answered by the rules", "person", p, "command", cmd)
 	e.kind = evThought
@@ -438,17 +442,88 @@ func newest(facts []memory.Fact) []string {
 	return []string{facts[len(facts)-1].ID}
 }
 
+// forgetRetries bounds how often a forget that failed (a full disk) is
+// tried again, forgetRetry apart.
+const (
+	forgetRetries = 10
+	forgetRetry   = 30 * time.Second
+)
+
 // forget erases p's facts (ids; all of them when none) from the store and
-// reports it. Runs on the memory's goroutine.
-func (c *Companion) forget(p, messageID string, ids ...string) {
+// reports it; one that fails is tried again later (attempt counts). Runs
+// on the memory's goroutine.
+func (c *Companion) forget(p, messageID string, attempt int, ids ...string) {
 	n, err := c.cfg.Memory.Store.Forget(p, ids...)
 	if err != nil {
-		c.log.Error("memory: not forgotten", "person", p, "err", err)
+		c.m.BrainFailures.WithLabelValues("forget").Inc()
+		if attempt+1 >= forgetRetries {
+			c.log.Error("memory: not forgotten, and no more tries; a restart tries again from the room's forget logs", "person", p, "err", err)
+			return
+		}
+		c.log.Error("memory: not forgotten; trying again", "person", p, "in", forgetRetry, "err", err)
+		c.cfg.Clock.AfterFunc(forgetRetry, func() {
+			c.memJob("forget", func(context.Context) { c.forget(p, messageID, attempt+1, ids...) })
+		})
 		return
 	}
 	c.log.Info("memory: forgotten", "person", p, "facts", n)
 	if f := c.cfg.Memory.Forgot; f != nil {
 		f(p, messageID, n)
+	}
+}
+
+// logForget adds e to this companion's forget log and publishes it
+// (retained): a companion of the room that was away reads it when it
+// comes back.
+func (c *Companion) logForget(e protocol.ForgetEntry) {
+	c.mem.applied.Add(e.MessageID)
+	c.mem.log = append(c.mem.log, e)
+	if len(c.mem.log) > protocol.MaxForgets {
+		c.mem.log = slices.Clone(c.mem.log[len(c.mem.log)-protocol.MaxForgets:])
+	}
+	l := protocol.ForgetLog{From: c.me(), Forgets: slices.Clone(c.mem.log)}
+	if err := c.cfg.Room.QueueForgets(c.out, l); err != nil {
+		c.log.Warn("memory: the forget log was not published", "err", err)
+	}
+}
+
+// onForgets acts on a member's forget log: each "forget me" not acted on
+// yet forgets what this companion learned about that person before it
+// was asked (what it learned since stays). Its own log, read back after
+// a restart, is adopted, and acted on again: a forget that failed before
+// the restart is tried once more.
+func (c *Companion) onForgets(l protocol.ForgetLog) {
+	if l.From == c.me() {
+		for _, e := range l.Forgets {
+			if !slices.ContainsFunc(c.mem.log, func(o protocol.ForgetEntry) bool { return o.MessageID == e.MessageID }) {
+				c.mem.log = append(c.mem.log, e)
+			}
+		}
+		slices.SortFunc(c.mem.log, func(a, b protocol.ForgetEntry) int { return a.At.Compare(b.At) })
+		if len(c.mem.log) > protocol.MaxForgets {
+			c.mem.log = slices.Clone(c.mem.log[len(c.mem.log)-protocol.MaxForgets:])
+		}
+	}
+	st := c.cfg.Memory.Store
+	for _, e := range l.Forgets {
+		if !c.mem.applied.Add(e.MessageID) {
+			continue
+		}
+		c.memJob("forget", func(context.Context) {
+			var ids []string
+			facts := st.Facts(e.Person)
+			for _, f := range facts {
+				if f.Created.Before(e.At) {
+					ids = append(ids, f.ID)
+				}
+			}
+			switch {
+			case len(ids) == len(facts) && (len(facts) > 0 || st.Met(e.Person)):
+				c.forget(e.Person, e.MessageID, 0) // everything, the meeting too
+			case len(ids) > 0:
+				c.forget(e.Person, e.MessageID, 0, ids...)
+			}
+		})
 	}
 }
 

@@ -404,3 +404,58 @@ func TestMemorySharedByTheRoom(t *testing.T) {
 		t.Fatalf("hana keeps %d facts, want 1 (a report is kept once)", len(fs))
 	}
 }
+
+// A companion away when someone said "forget me" forgets them when it
+// comes back, from its peers' retained forget logs; what it learned about
+// them after they asked stays.
+func TestMemoryForgetMeReachesACompanionThatWasAway(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(time.Second)
+	kst, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kst.Close() })
+	r.startCompanion(cards()[0], newMemBrain(), func(c *companion.Config) {
+		c.Memory = &companion.Memory{Store: kst, RestAfter: 200 * time.Millisecond}
+	})
+	waitPresent(t, r, 1)
+	// hana is away; what she learned about the user is on her disk.
+	hdir := t.TempDir()
+	hst, err := memory.Open(hdir, "hana", memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hst.Close() })
+	if _, err := hst.Add(memory.Fact{Person: "user", Key: "home", Text: "lives in Osaka", MessageID: "m0"}); err != nil {
+		t.Fatal(err)
+	}
+	r.userSays("Please forget me.")
+	r.untilRest(10 * time.Second)
+	// Learned after the "forget me" (hana's clock runs ahead): stays.
+	if _, err := hst.Add(memory.Fact{Person: "user", Key: "pet", Text: "has a cat", MessageID: "m9", Created: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var reports []int
+	r.startCompanion(cards()[1], newMemBrain(), func(c *companion.Config) {
+		c.Memory = &companion.Memory{Store: hst, RestAfter: 200 * time.Millisecond,
+			Forgot: func(_, _ string, n int) { mu.Lock(); reports = append(reports, n); mu.Unlock() }}
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for len(hst.Facts("user")) != 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	fs := hst.Facts("user")
+	if len(fs) != 1 || fs[0].Text != "has a cat" {
+		t.Fatalf("hana, back, remembers %+v; want only what she learned after the forget", fs)
+	}
+	if occurrences(t, hdir, "Osaka") != 0 {
+		t.Fatal("Osaka is still on hana's disk")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) != 1 || reports[0] != 1 {
+		t.Fatalf("hana's reports %v, want one of 1 fact", reports)
+	}
+}

@@ -55,6 +55,7 @@ func FuzzDecodeSpeaking(f *testing.F)     { fuzzDecoder(f, "speaking") }
 func FuzzDecodeHeard(f *testing.F)        { fuzzDecoder(f, "heard") }
 func FuzzDecodeForgot(f *testing.F)       { fuzzDecoder(f, "forgot") }
 func FuzzDecodeShared(f *testing.F)       { fuzzDecoder(f, "shared") }
+func FuzzDecodeForgetLog(f *testing.F)    { fuzzDecoder(f, "forget-log") }
 func FuzzDecodeMemory(f *testing.F)       { fuzzDecoder(f, "memory") }
 func FuzzDecodeMemoryAnswer(f *testing.F) { fuzzDecoder(f, "memory-answer") }
 

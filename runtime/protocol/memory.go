@@ -185,3 +185,48 @@ func DecodeShared(b []byte, max int) (Shared, error) {
 // MaxFactText bounds a fact's text, in characters (runtime/memory keeps
 // the same bound).
 const MaxFactText = 200
+
+// MaxForgets bounds the entries of a companion's ForgetLog.
+const MaxForgets = 64
+
+// ForgetLog is a companion's retained record of the people who asked the
+// room to forget them (its newest MaxForgets): a companion that was away
+// when someone said "forget me" reads its peers' logs when it comes back
+// and forgets what it learned about them before they asked.
+type ForgetLog struct {
+	From    string        `json:"from"`
+	Forgets []ForgetEntry `json:"forgets"`
+}
+
+// ForgetEntry is one "forget me": who, when the companion heard it, and
+// the message that asked.
+type ForgetEntry struct {
+	Person    string    `json:"person"`
+	At        time.Time `json:"at"`
+	MessageID string    `json:"messageId"`
+}
+
+// DecodeForgetLog decodes and validates a ForgetLog.
+func DecodeForgetLog(b []byte, max int) (ForgetLog, error) {
+	var l ForgetLog
+	if err := decodeStrict("forget-log", b, max, &l); err != nil {
+		return ForgetLog{}, err
+	}
+	c := checker{typ: "forget-log"}
+	c.identity("from", l.From)
+	if len(l.Forgets) > MaxForgets {
+		c.fail("forgets", KindInvalid, "at most %d, got %d", MaxForgets, len(l.Forgets))
+	}
+	for i, f := range l.Forgets {
+		c.identity("forgets.person", f.Person)
+		c.id("forgets.messageId", f.MessageID)
+		if f.At.IsZero() {
+			c.fail("forgets.at", KindMissing, "required: when it was asked")
+		}
+		l.Forgets[i].At = f.At.UTC()
+	}
+	if l.Forgets == nil {
+		l.Forgets = []ForgetEntry{}
+	}
+	return l, c.done()
+}

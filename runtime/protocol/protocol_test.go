@@ -29,6 +29,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"heard":         func(b []byte) (any, error) { return DecodeHeard(b, 0) },
 	"forgot":        func(b []byte) (any, error) { return DecodeForgot(b, 0) },
 	"shared":        func(b []byte) (any, error) { return DecodeShared(b, 0) },
+	"forget-log":    func(b []byte) (any, error) { return DecodeForgetLog(b, 0) },
 	"memory":        func(b []byte) (any, error) { return DecodeMemoryRequest(b, 0) },
 	"memory-answer": func(b []byte) (any, error) { return DecodeMemoryAnswer(b, 0) },
 }

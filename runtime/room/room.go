@@ -384,6 +384,25 @@ func (r *Room) SendShared(ctx context.Context, s protocol.Shared) error {
 	return r.publish(ctx, r.Scheme.Facts(r.Name, s.From), s, false)
 }
 
+// OnForgets calls fn for every member's retained forget log (issue 29):
+// who asked the room to forget them.
+func (r *Room) OnForgets(ctx context.Context, fn func(protocol.ForgetLog)) error {
+	return subscribe(ctx, r, r.Scheme.ForgetsOf(r.Name), topic.KindForgets, protocol.DecodeForgetLog,
+		func(l protocol.ForgetLog) string { return l.From }, func(l protocol.ForgetLog) {
+			if r.member(topic.KindForgets, l.From) {
+				fn(l)
+			}
+		})
+}
+
+// QueueForgets queues (retained) a member's forget log on o.
+func (r *Room) QueueForgets(o *bus.Outbox, l protocol.ForgetLog) error {
+	for i := range l.Forgets {
+		l.Forgets[i].At = l.Forgets[i].At.UTC()
+	}
+	return r.queue(o, r.Scheme.Forgets(r.Name, l.From), l, true)
+}
+
 func (r *Room) publish(ctx context.Context, t string, v any, retain bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -249,6 +249,13 @@ func (s Scheme) Facts(room, companion string) string { return s.room(room, "fact
 // FactsOf is the filter for every companion's shared facts in room.
 func (s Scheme) FactsOf(room string) string { return s.room(room, "facts", "+") }
 
+// Forgets is companion's retained log of who asked the room to forget
+// them (protocol.ForgetLog): only the room's members read it.
+func (s Scheme) Forgets(room, companion string) string { return s.room(room, "forgets", companion) }
+
+// ForgetsOf is the filter for every member's forget log in room.
+func (s Scheme) ForgetsOf(room string) string { return s.room(room, "forgets", "+") }
+
 // Memory is where identity asks device about its memory: only identity
 // publishes there, only the device reads it.
 func (s Scheme) Memory(device, identity string) string {
@@ -286,6 +293,7 @@ const (
 	KindProbe        Kind = "probe"
 	KindForgot       Kind = "forgot"
 	KindFacts        Kind = "facts"
+	KindForgets      Kind = "forgets"
 	KindMemory       Kind = "memory"
 	KindMemoryAnswer Kind = "memory-answer"
 )
@@ -366,6 +374,8 @@ func (s Scheme) Parse(t string) (r Route, ok bool) {
 		return Route{Kind: KindForgot, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "facts":
 		return Route{Kind: KindFacts, Room: room, Identity: seg[3]}, true
+	case len(seg) == 4 && seg[2] == "forgets":
+		return Route{Kind: KindForgets, Room: room, Identity: seg[3]}, true
 	case len(seg) == 4 && seg[2] == "floor" && seg[3] == "leader":
 		return Route{Kind: KindLeader, Room: room}, true
 	case len(seg) == 5 && seg[2] == "floor" && seg[3] == "in":
@@ -429,7 +439,7 @@ func (s Scheme) MayPublish(user, t string) bool {
 		// its user typed there under that user's name.
 		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room]) ||
 			(s.HA != nil && s.HA.Rooms[r.Room] && r.Identity == s.HA.User && s.IsMember(r.Room, user))
-	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard, KindForgot, KindFacts:
+	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard, KindForgot, KindFacts, KindForgets:
 		return r.Identity == user && s.IsMember(r.Room, user)
 	case KindResult, KindProbe:
 		return r.Identity == user
@@ -476,11 +486,11 @@ func (s Scheme) MayRead(user, filter string) bool {
 }
 
 // namesFacts reports whether filter is (or names only) one room's shared
-// facts topics, and which room.
+// facts or forget logs topics (its members' only), and which room.
 func (s Scheme) namesFacts(filter string) (room string, named bool) {
 	rest, _ := strings.CutPrefix(filter, s.Prefix+"/")
 	seg := strings.Split(rest, "/")
-	if len(seg) != 4 || seg[0] != "rooms" || seg[2] != "facts" || strings.ContainsAny(seg[1], "+#") {
+	if len(seg) != 4 || seg[0] != "rooms" || (seg[2] != "facts" && seg[2] != "forgets") || strings.ContainsAny(seg[1], "+#") {
 		return "", false
 	}
 	return seg[1], true
@@ -579,7 +589,7 @@ func (s Scheme) MosquittoACL() string {
 	sort.Strings(rooms)
 	for _, room := range rooms {
 		for _, m := range s.Rosters[room] {
-			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m), s.Heard(room, m), s.Forgot(room, m), s.Facts(room, m)} {
+			for _, t := range []string{s.Presence(room, m), s.State(room, m), s.FloorIn(room, m), s.FloorHold(room, m), s.Speaking(room, m), s.Heard(room, m), s.Forgot(room, m), s.Facts(room, m), s.Forgets(room, m)} {
 				byUser[m] = append(byUser[m], t)
 			}
 		}
@@ -616,6 +626,7 @@ func (s Scheme) MosquittoACL() string {
 		for _, room := range rooms {
 			if s.IsMember(room, u) { // facts about people: the room's companions only
 				b.WriteString("topic read " + s.FactsOf(room) + "\n")
+				b.WriteString("topic read " + s.ForgetsOf(room) + "\n")
 			}
 		}
 		if s.isAnyMember(u) {

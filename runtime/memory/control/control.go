@@ -162,7 +162,7 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 		if err != nil {
 			return protocol.MemoryAnswer{Error: err.Error()}
 		}
-		if s.Forgot != nil {
+		if s.Forgot != nil && n > 0 { // nothing erased: nothing to tell the room
 			s.Forgot(req.Person, n)
 		}
 		return protocol.MemoryAnswer{Forgotten: n}
