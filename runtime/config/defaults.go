@@ -29,6 +29,14 @@ func (c *Config) SetDefaults() {
 	c.Hearing.SetDefaults()
 	c.Query.SetDefaults()
 	if c.Memory != nil {
-		c.Memory.SetDefaults(c.Resolve)
+		c.Memory.SetDefaults()
+	}
+}
+
+// resolvePaths makes the config's own relative paths relative to its
+// file's folder, once the file is known (defaults are set before).
+func (c *Config) resolvePaths() {
+	if c.Memory != nil {
+		c.Memory.Dir = c.Resolve(c.Memory.Dir)
 	}
 }

@@ -80,6 +80,7 @@ func parseNamed(name string, open func() (io.ReadCloser, error), doc Document) (
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	doc.Base().path = name
+	doc.Base().resolvePaths()
 	return typed, nil
 }
 

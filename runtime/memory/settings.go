@@ -80,18 +80,15 @@ const (
 	ExtractRules     = "rules"
 )
 
-// SetDefaults fills every unset field; resolve makes a relative dir
-// relative to the config's folder.
-func (s *Settings) SetDefaults(resolve func(string) string) {
+// SetDefaults fills every unset field (runtime/config then makes a
+// relative dir relative to the config file's folder).
+func (s *Settings) SetDefaults() {
 	if s.Dir == "" {
 		if d := os.Getenv("STATE_DIRECTORY"); d != "" {
 			s.Dir = filepath.Join(filepath.SplitList(d)[0], "memory")
 		} else {
 			s.Dir = "chorus-memory"
 		}
-	}
-	if resolve != nil {
-		s.Dir = resolve(s.Dir)
 	}
 	if s.PerPerson == 0 {
 		s.PerPerson = DefaultPerPerson

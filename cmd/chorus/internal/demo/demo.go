@@ -161,7 +161,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			consoleOn(c, o.Console)
 			if o.Memory != "" && c.Companion != nil && c.Memory == nil { // a room whose configs keep none
 				m := &memory.Settings{Extract: memory.ExtractRules}
-				m.SetDefaults(nil)
+				m.SetDefaults()
 				c.Memory = m
 			}
 		}
