@@ -54,10 +54,11 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("-passwd: %w (an existing password file is never overwritten)", err)
 		}
 		defer f.Close()
-		if _, err := io.WriteString(f, passwordSkeleton(cfgs)); err != nil {
+		skel, who := passwordSkeleton(cfgs)
+		if _, err := io.WriteString(f, skel); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "wrote %s: set every password, then run: mosquitto_passwd -U %s\n", *passwd, *passwd)
+		fmt.Fprintf(stderr, "wrote %s: replace every CHANGE-ME with that identity's password, add a line per person's app (a user: it may speak, never vote), then hash the file in place: mosquitto_passwd -U %s\n%s", *passwd, *passwd, who)
 	}
 	return nil
 }
@@ -110,8 +111,10 @@ func roomsScheme(cfgs []*robot.Config) (topic.Scheme, error) {
 }
 
 // passwordSkeleton lists every identity the configs connect as, one
-// "name:CHANGE-ME" line each, for mosquitto_passwd -U.
-func passwordSkeleton(cfgs []*robot.Config) string {
+// "name:CHANGE-ME" line each, for mosquitto_passwd -U (which takes no
+// comment line: Debian's 2.0.11 calls the file corrupt), and who each
+// identity is, a line each, for the operator.
+func passwordSkeleton(cfgs []*robot.Config) (file, who string) {
 	names := map[string]string{}
 	for _, c := range cfgs {
 		names[c.MQTT.Username] = "the device " + c.Device.ID + " (" + c.Path() + ")"
@@ -132,12 +135,10 @@ func passwordSkeleton(cfgs []*robot.Config) string {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	var b strings.Builder
-	b.WriteString("# Chorus password file skeleton, written by chorus acl. Replace every CHANGE-ME with\n")
-	b.WriteString("# that identity's password, add a line per person's app (a user: it may speak, never\n")
-	b.WriteString("# vote), then hash the file in place: mosquitto_passwd -U FILE\n")
+	var b, w strings.Builder
 	for _, id := range ids {
-		fmt.Fprintf(&b, "# %s\n%s:CHANGE-ME\n", names[id], id)
+		fmt.Fprintf(&b, "%s:CHANGE-ME\n", id)
+		fmt.Fprintf(&w, "  %s: %s\n", id, names[id])
 	}
-	return b.String()
+	return b.String(), w.String()
 }

@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/jpeg"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -134,6 +135,13 @@ func TestACLForTheLivingRoom(t *testing.T) {
 	}
 	if code := Main(context.Background(), append([]string{"acl", "-passwd", pw}, cfgs...), &out, &errOut); code == 0 {
 		t.Error("an existing password file was overwritten")
+	}
+	// Mosquitto's own tool hashes it as written (Debian's 2.0.11 refuses
+	// a comment line: "Corrupt password file").
+	if _, err := exec.LookPath("mosquitto_passwd"); err == nil {
+		if b, err := exec.Command("mosquitto_passwd", "-U", pw).CombinedOutput(); err != nil {
+			t.Fatalf("mosquitto_passwd -U on the skeleton: %v\n%s", err, b)
+		}
 	}
 }
 
