@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // Limits bound a store. Zero fields take the defaults.
@@ -231,6 +235,9 @@ func (s *Store) load(data []byte) (*state, int64, int) {
 		line := data[off : off+nl]
 		end := off + nl + 1
 		w, err := decodeLine(line)
+		if err == nil {
+			err = strict(line, w)
+		}
 		if err != nil {
 			s.repaired++
 			if end == len(data) {
@@ -257,6 +264,52 @@ func (s *Store) load(data []byte) (*state, int64, int) {
 		good, off = int64(end), end
 	}
 	return st, good, bad
+}
+
+// strict refuses a record that decodeLine lets through but that Add or
+// Touch never writes: a field its op does not have, a person that is not
+// an identity (protocol.ValidIdentity), a text or key longer than Add
+// keeps (MaxText, MaxKey characters).
+func strict(line []byte, w wire) error {
+	var v any
+	switch w.Op {
+	case opFact:
+		v = &factRecord{}
+	case opMet:
+		v = &metRecord{}
+	case opEnd:
+		v = &endRecord{}
+	default:
+		return fmt.Errorf("unknown op %q", w.Op)
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case *factRecord:
+		if err := checkPerson(v.Person); err != nil {
+			return err
+		}
+		if n := utf8.RuneCountInString(v.Text); n > MaxText {
+			return fmt.Errorf("a text of %d characters (at most %d)", n, MaxText)
+		}
+		if n := utf8.RuneCountInString(v.Key); n > MaxKey {
+			return fmt.Errorf("a key of %d characters (at most %d)", n, MaxKey)
+		}
+	case *metRecord:
+		return checkPerson(v.Person)
+	}
+	return nil
+}
+
+// checkPerson refuses a person that is not an identity.
+func checkPerson(p string) error {
+	if why := protocol.ValidIdentity(p); why != "" {
+		return fmt.Errorf("person %q %s", clip(p, 40), why)
+	}
+	return nil
 }
 
 // MakeDir makes dir for a memory: the folder itself readable by its owner
@@ -408,9 +461,10 @@ func newID() string {
 // key; enforces the limits (the oldest unpinned fact of that person, then
 // of anyone, is evicted); appends the records durably (write and fsync);
 // and returns the facts stored and still live. A fact that is not valid
-// (no person or text, an identity over MaxID bytes or with control
-// characters, an id already stored) is refused and logged; Text is clipped
-// to MaxText characters. The error is the file's.
+// (no text, a person that is not an identity (protocol.ValidIdentity),
+// another identity over MaxID bytes or with control characters, an id
+// already stored) is refused and logged; Text is clipped to MaxText
+// characters and Key to MaxKey. The error is the file's.
 func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -433,6 +487,9 @@ func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 			f.Robot = s.companion
 		}
 		c, err := clean(f)
+		if err == nil {
+			err = checkPerson(c.Person)
+		}
 		if err == nil && st.byID[c.ID] != nil {
 			err = errors.New("the id is already stored")
 		}
@@ -465,11 +522,12 @@ func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 	return live, nil
 }
 
-// Touch records that person spoke with this companion: one durable met
-// record per person, written the first time only.
+// Touch records that person (an identity, protocol.ValidIdentity) spoke
+// with this companion: one durable met record per person, written the
+// first time only.
 func (s *Store) Touch(person string) error {
-	if err := checkID("person", person); err != nil || person == "" {
-		return fmt.Errorf("memory: touch: bad person %q", clip(person, 40))
+	if err := checkPerson(person); err != nil {
+		return fmt.Errorf("memory: touch: %w", err)
 	}
 	if s.Met(person) {
 		if _, ok := s.cur().met[person]; ok {
