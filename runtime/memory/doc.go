@@ -4,8 +4,9 @@
 // systemd StateDirectory), recalled into a prompt as facts, and forgotten
 // by rule, with the bytes erased from disk.
 //
-// It is standard library only and imports nothing of the conversation
-// runtime except runtime/modelhttp (for the optional embeddings client).
+// It imports nothing of the conversation runtime; of Chorus it uses only
+// runtime/protocol (what an identity is), runtime/settings (its settings)
+// and runtime/modelhttp (for the optional embeddings client).
 // The rules that need no model live here too: Extract (simple
 // self-statements, English and Japanese), Control ("forget that", "forget
 // me", "what do you remember about me") and the spoken replies Describe
@@ -39,7 +40,14 @@
 // talked with the companion (one per person). An end record closes a
 // rewritten file and counts the records before it. A fact's text is
 // untrusted input from people: it is only ever a JSON string, with control
-// characters removed, clipped to MaxText characters.
+// characters removed, clipped to MaxText characters. A person is an
+// identity (protocol.ValidIdentity: at most 64 bytes, no '/', '+', '#',
+// '$', spaces or control characters); Add refuses a fact and Touch a
+// person that is not one.
+//
+// Open accepts only what Add and Touch write: a record with a field its op
+// does not have, a person that is not an identity, or a text or key longer
+// than MaxText or MaxKey characters is a bad line.
 //
 // # Crash safety
 //
@@ -49,22 +57,38 @@
 // newline, or unparseable): Open drops it (logged, counted in Repaired),
 // zeroes its bytes and truncates the file back to the last good line, so
 // every earlier fact survives. A bad line in the middle is skipped and
-// counted, never fatal, and the file is rewritten without it.
+// counted (Repaired), logged, never fatal, and the file is rewritten
+// without it.
 //
 // # Bounds
 //
-// Limits bound the facts per person, the facts in all and the bytes of the
-// live records. Beyond a bound the oldest unpinned fact (of that person,
-// then of anyone) is evicted; pinned facts (a person's core: the name is
-// always pinned) go only when nothing else is left. When the file holds
-// more than about twice the bytes of the live records (superseded and
-// evicted records), it is compacted, so the file stays under about twice
-// Limits.Bytes.
+// Limits bound the facts per person, the facts in all (and the people
+// with a met record), and the bytes of the file. Beyond the count bounds
+// the oldest unpinned fact (of that person, then of anyone) is evicted.
+// Beyond Limits.Bytes (the live records and room for an end record) each
+// eviction takes, in this order: the oldest met record of a person with
+// no facts; the oldest unpinned fact; the oldest met record of a person
+// with facts; the oldest pinned fact. Pinned facts (a person's core: the
+// name is always pinned) go only when nothing else is left, so strangers
+// met once never push out what people said about themselves.
+//
+// The file never holds a superseded or evicted record for long: an Add or
+// Touch that supersedes or evicts anything rewrites the file (see
+// Erasure) instead of appending, and an append that leaves the file over
+// Limits.Bytes, or over about twice the live bytes, compacts it. So the
+// file stays within Limits.Bytes. A rewrite costs writing the live
+// records and zeroing the old file (both synced): at the bounds, every
+// Add that evicts pays it. Opening a file with smaller Limits than it was
+// written with drops what no longer fits (in the order above), logs a
+// WARN line with how many facts and met records were dropped, and
+// rewrites the file without them.
 //
 // # Erasure
 //
-// Forget, Wipe and compaction rewrite the file so that what was forgotten
-// is found nowhere in the directory afterwards: the live records and a
+// Forget, Wipe, an Add or Touch that supersedes or evicts, Open when the
+// file holds a bad line or a record that is not live, and compaction
+// rewrite the file so that what was forgotten, corrected or evicted is
+// found nowhere in the directory afterwards: the live records and a
 // final end record are written to <companion>.facts.new and synced; the old
 // file's bytes are overwritten in place with zeros and synced; the new file
 // is renamed over the old and the directory synced. Open finishes an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,13 +15,16 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // Limits bound a store. Zero fields take the defaults.
 type Limits struct {
 	PerPerson int   // live facts of one person (default 200)
 	Total     int   // live facts in all, and people with a met record (default 2000)
-	Bytes     int64 // bytes of the live records (default 1 MiB, at least 4 KiB); a fact's vector counts (base64: 1,536 dimensions are about 8 KiB)
+	Bytes     int64 // bytes of the file: its live records and an end record (default 1 MiB, at least 4 KiB); a fact's vector counts (base64: 1,536 dimensions are about 8 KiB)
 }
 
 // Defaults of Limits.
@@ -30,6 +34,7 @@ const (
 	DefaultBytes     = 1 << 20
 	minBytes         = 4 << 10
 	compactSlack     = 4 << 10 // dead bytes tolerated beyond the live ones before compacting
+	endReserve       = 32      // bytes of Limits.Bytes kept for a rewritten file's end record (at most 18 and the digits of its count)
 )
 
 func (l Limits) withDefaults() Limits {
@@ -172,7 +177,7 @@ func (s *Store) open() error {
 		return fmt.Errorf("memory: %w", err)
 	}
 	created := errors.Is(err, os.ErrNotExist)
-	st, good, bad := s.load(data)
+	st, good, bad, records, d := s.load(data)
 	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
@@ -206,7 +211,15 @@ func (s *Store) open() error {
 		return fmt.Errorf("memory: %s: %w", s.path, err)
 	}
 	s.st = st
-	if bad > 0 || s.size > 2*st.bytes+compactSlack {
+	if d.facts > 0 || d.met > 0 {
+		s.log.Warn("memory: dropping records to fit the limits", "file", s.path, "facts", d.facts, "met", d.met,
+			"perPerson", s.lim.PerPerson, "total", s.lim.Total, "bytes", s.lim.Bytes)
+	}
+	// Rewrite (erasing the old bytes) when the file holds anything that
+	// is not live: a bad line, a superseded or evicted record, a repeated
+	// met record; or when it is over its bounds.
+	live := len(st.facts) + len(st.met)
+	if bad > 0 || records != live || s.size > s.lim.Bytes || s.size > 2*st.bytes+compactSlack {
 		if err := s.rewrite(st); err != nil {
 			s.f.Close()
 			return err
@@ -215,12 +228,19 @@ func (s *Store) open() error {
 	return nil
 }
 
+// drops counts what replaying or adding records removed: facts
+// superseded, and facts and met records evicted by the limits.
+type drops struct {
+	superseded, facts, met int
+}
+
+func (d drops) any() bool { return d.superseded > 0 || d.facts > 0 || d.met > 0 }
+
 // load replays the file. It returns the state, the offset after the last
-// good line, and the number of bad lines in the middle (skipped).
-func (s *Store) load(data []byte) (*state, int64, int) {
-	st := newState()
-	var good int64
-	bad := 0
+// good line, the number of bad lines in the middle (skipped), the number
+// of fact and met records replayed, and what the replay removed.
+func (s *Store) load(data []byte) (st *state, good int64, bad, records int, d drops) {
+	st = newState()
 	for off := 0; off < len(data); {
 		nl := bytes.IndexByte(data[off:], '\n')
 		if nl < 0 {
@@ -231,6 +251,9 @@ func (s *Store) load(data []byte) (*state, int64, int) {
 		line := data[off : off+nl]
 		end := off + nl + 1
 		w, err := decodeLine(line)
+		if err == nil {
+			err = strict(line, w)
+		}
 		if err != nil {
 			s.repaired++
 			if end == len(data) {
@@ -249,14 +272,62 @@ func (s *Store) load(data []byte) (*state, int64, int) {
 				s.repaired++
 				s.log.Warn("memory: skipping a fact with a repeated id", "file", s.path, "offset", off, "id", w.ID)
 			} else {
-				st.apply(w.Fact, s.lim)
+				records++
+				st.apply(w.Fact, s.lim, &d)
 			}
 		case opMet:
-			st.touch(w.Person, w.At.UTC(), s.lim)
+			records++
+			st.touch(w.Person, w.At.UTC(), s.lim, &d)
 		}
 		good, off = int64(end), end
 	}
-	return st, good, bad
+	return st, good, bad, records, d
+}
+
+// strict refuses a record that decodeLine lets through but that Add or
+// Touch never writes: a field its op does not have, a person that is not
+// an identity (protocol.ValidIdentity), a text or key longer than Add
+// keeps (MaxText, MaxKey characters).
+func strict(line []byte, w wire) error {
+	var v any
+	switch w.Op {
+	case opFact:
+		v = &factRecord{}
+	case opMet:
+		v = &metRecord{}
+	case opEnd:
+		v = &endRecord{}
+	default:
+		return fmt.Errorf("unknown op %q", w.Op)
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case *factRecord:
+		if err := checkPerson(v.Person); err != nil {
+			return err
+		}
+		if n := utf8.RuneCountInString(v.Text); n > MaxText {
+			return fmt.Errorf("a text of %d characters (at most %d)", n, MaxText)
+		}
+		if n := utf8.RuneCountInString(v.Key); n > MaxKey {
+			return fmt.Errorf("a key of %d characters (at most %d)", n, MaxKey)
+		}
+	case *metRecord:
+		return checkPerson(v.Person)
+	}
+	return nil
+}
+
+// checkPerson refuses a person that is not an identity.
+func checkPerson(p string) error {
+	if why := protocol.ValidIdentity(p); why != "" {
+		return fmt.Errorf("person %q %s", clip(p, 40), why)
+	}
+	return nil
 }
 
 // MakeDir makes dir for a memory: the folder itself readable by its owner
@@ -278,22 +349,24 @@ func (s *Store) Repaired() int { return s.repaired }
 func (s *Store) Path() string { return s.path }
 
 // apply adds f (clean, with an id) to st: it removes the fact f
-// supersedes (by id, of the same person) and every fact of the same
-// person and key, then enforces lim. It returns f as stored (Supersedes
-// set to what it replaced) and the facts removed.
-func (st *state) apply(f Fact, lim Limits) (Fact, []Fact) {
-	var gone []Fact
+// supersedes (by id, of the same person; an id of another person's fact
+// is cleared, one of no live fact is kept as history) and every fact of
+// the same person and key, then enforces lim. It returns f as stored
+// (Supersedes set to what it replaced) and counts what it removed in d.
+func (st *state) apply(f Fact, lim Limits, d *drops) Fact {
 	if f.Supersedes != "" {
 		if e := st.byID[f.Supersedes]; e != nil && e.f.Person == f.Person {
-			gone = append(gone, st.remove(e))
-		} else {
+			st.remove(e)
+			d.superseded++
+		} else if e != nil {
 			f.Supersedes = ""
 		}
 	}
 	if f.Key != "" {
 		for _, e := range slices.Clone(st.facts) {
 			if e.f.Person == f.Person && e.f.Key == f.Key {
-				gone = append(gone, st.remove(e))
+				st.remove(e)
+				d.superseded++
 				if f.Supersedes == "" {
 					f.Supersedes = e.f.ID
 				}
@@ -311,26 +384,74 @@ func (st *state) apply(f Fact, lim Limits) (Fact, []Fact) {
 		}
 	}
 	for ; n > lim.PerPerson; n-- {
-		gone = append(gone, st.remove(st.oldest(f.Person)))
+		st.remove(st.oldest(f.Person))
+		d.facts++
 	}
 	for len(st.facts) > lim.Total {
-		gone = append(gone, st.remove(st.oldest("")))
+		st.remove(st.oldest(""))
+		d.facts++
 	}
-	gone = append(gone, st.fit(lim)...)
-	return f, gone
+	st.fit(lim, d)
+	return f
 }
 
-// fit evicts until the live records fit lim.Bytes: facts first, then met
-// records of people without facts.
-func (st *state) fit(lim Limits) []Fact {
-	var gone []Fact
-	for st.bytes > lim.Bytes && len(st.facts) > 0 {
-		gone = append(gone, st.remove(st.oldest("")))
+// fit evicts until the live records and an end record fit lim.Bytes. Each
+// eviction takes, in this order: the oldest met record of a person with
+// no fact; the oldest unpinned fact; the oldest met record of a person
+// with facts; the oldest pinned fact. So a person's core goes only when
+// nothing else is left.
+func (st *state) fit(lim Limits, d *drops) {
+	for st.bytes > lim.Bytes-endReserve && (len(st.facts) > 0 || len(st.met) > 0) {
+		has := st.withFacts()
+		if p, ok := st.oldestMet(has, false); ok {
+			st.dropMet(p)
+			d.met++
+			continue
+		}
+		if e := st.oldest(""); e != nil && !e.f.Pinned {
+			st.remove(e)
+			d.facts++
+			continue
+		}
+		if p, ok := st.oldestMet(has, true); ok {
+			st.dropMet(p)
+			d.met++
+			continue
+		}
+		st.remove(st.oldest(""))
+		d.facts++
 	}
-	for st.bytes > lim.Bytes && len(st.met) > 0 {
-		st.evictMet()
+}
+
+// withFacts is the people with a live fact.
+func (st *state) withFacts() map[string]bool {
+	has := make(map[string]bool, len(st.facts))
+	for _, e := range st.facts {
+		has[e.f.Person] = true
 	}
-	return gone
+	return has
+}
+
+// oldestMet is the person of the oldest met record (the least person on a
+// tie) among the people without facts, or with facts when withFacts.
+func (st *state) oldestMet(has map[string]bool, withFacts bool) (string, bool) {
+	var who string
+	var at time.Time
+	found := false
+	for p, m := range st.met {
+		if has[p] != withFacts {
+			continue
+		}
+		if !found || m.at.Before(at) || m.at.Equal(at) && p < who {
+			who, at, found = p, m.at, true
+		}
+	}
+	return who, found
+}
+
+func (st *state) dropMet(p string) {
+	st.bytes -= st.met[p].line
+	delete(st.met, p)
 }
 
 // oldest is the oldest unpinned fact of person ("" anyone), or the oldest
@@ -361,7 +482,8 @@ func (st *state) remove(e *entry) Fact {
 }
 
 // touch records that person met the companion at at; false if already.
-func (st *state) touch(person string, at time.Time, lim Limits) bool {
+// It enforces lim, counting what it evicts in d.
+func (st *state) touch(person string, at time.Time, lim Limits, d *drops) bool {
 	if _, ok := st.met[person]; ok {
 		return false
 	}
@@ -369,31 +491,16 @@ func (st *state) touch(person string, at time.Time, lim Limits) bool {
 	st.met[person] = m
 	st.bytes += m.line
 	for len(st.met) > lim.Total {
-		st.evictMet()
-	}
-	st.fit(lim)
-	return true
-}
-
-// evictMet forgets the oldest met record, preferring people without facts.
-func (st *state) evictMet() {
-	has := map[string]bool{}
-	for _, e := range st.facts {
-		has[e.f.Person] = true
-	}
-	var who string
-	var at time.Time
-	first, firstHas := true, true
-	for p, m := range st.met {
-		better := first || (firstHas && !has[p]) || (firstHas == has[p] && (m.at.Before(at) || m.at.Equal(at) && p < who))
-		if better {
-			who, at, first, firstHas = p, m.at, false, has[p]
+		has := st.withFacts()
+		p, ok := st.oldestMet(has, false)
+		if !ok {
+			p, _ = st.oldestMet(has, true)
 		}
+		st.dropMet(p)
+		d.met++
 	}
-	if !first {
-		st.bytes -= st.met[who].line
-		delete(st.met, who)
-	}
+	st.fit(lim, d)
+	return true
 }
 
 func newID() string {
@@ -405,12 +512,15 @@ func newID() string {
 // Add stores facts. It assigns ID, Created and Robot (the companion) when
 // empty; applies Supersedes (an id of the same person's fact; another
 // person's is ignored) and supersedes an older fact of the same person and
-// key; enforces the limits (the oldest unpinned fact of that person, then
-// of anyone, is evicted); appends the records durably (write and fsync);
-// and returns the facts stored and still live. A fact that is not valid
-// (no person or text, an identity over MaxID bytes or with control
-// characters, an id already stored) is refused and logged; Text is clipped
-// to MaxText characters. The error is the file's.
+// key; enforces the limits (package doc, "Bounds"); and returns the facts
+// stored and still live. When nothing was superseded or evicted the
+// records are appended durably (write and fsync); otherwise the file is
+// rewritten as Forget rewrites it, so that the superseded or evicted
+// records are found nowhere in the directory. A fact that is not valid
+// (no text, a person that is not an identity (protocol.ValidIdentity),
+// another identity over MaxID bytes or with control characters, an id
+// already stored) is refused and logged; Text is clipped to MaxText
+// characters and Key to MaxKey. The error is the file's.
 func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -420,6 +530,7 @@ func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 	st := s.cur().clone()
 	var buf []byte
 	var stored []Fact
+	var d drops
 	now := time.Now().UTC().Round(0)
 	for _, f := range facts {
 		if f.ID == "" {
@@ -433,6 +544,9 @@ func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 			f.Robot = s.companion
 		}
 		c, err := clean(f)
+		if err == nil {
+			err = checkPerson(c.Person)
+		}
 		if err == nil && st.byID[c.ID] != nil {
 			err = errors.New("the id is already stored")
 		}
@@ -446,14 +560,21 @@ func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 				c.Supersedes = ""
 			}
 		}
-		c, _ = st.apply(c, s.lim)
+		c = st.apply(c, s.lim, &d)
 		buf = append(buf, factLine(c)...)
 		stored = append(stored, c)
 	}
 	if len(buf) == 0 {
 		return nil, nil
 	}
-	if err := s.commit(st, buf); err != nil {
+	if d.any() {
+		// Something is gone: erase it rather than leave it dead on disk.
+		if err := s.rewrite(st); err != nil {
+			return nil, err
+		}
+		s.publish(st)
+		s.log.Debug("memory: rewrote the file", "superseded", d.superseded, "evictedFacts", d.facts, "evictedMet", d.met)
+	} else if err := s.commit(st, buf); err != nil {
 		return nil, err
 	}
 	live := stored[:0]
@@ -465,11 +586,13 @@ func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 	return live, nil
 }
 
-// Touch records that person spoke with this companion: one durable met
-// record per person, written the first time only.
+// Touch records that person (an identity, protocol.ValidIdentity) spoke
+// with this companion: one durable met record per person, written the
+// first time only. When the limits evict records for it, the file is
+// rewritten (erasing them) instead of appended to.
 func (s *Store) Touch(person string) error {
-	if err := checkID("person", person); err != nil || person == "" {
-		return fmt.Errorf("memory: touch: bad person %q", clip(person, 40))
+	if err := checkPerson(person); err != nil {
+		return fmt.Errorf("memory: touch: %w", err)
 	}
 	if s.Met(person) {
 		if _, ok := s.cur().met[person]; ok {
@@ -483,10 +606,21 @@ func (s *Store) Touch(person string) error {
 	}
 	st := s.cur().clone()
 	at := time.Now().UTC().Round(0)
-	if !st.touch(person, at, s.lim) {
+	var d drops
+	if !st.touch(person, at, s.lim, &d) {
 		return nil
 	}
-	return s.commit(st, metLine(person, at))
+	if !d.any() {
+		return s.commit(st, metLine(person, at))
+	}
+	if _, ok := st.met[person]; !ok && d.met == 1 && d.facts == 0 {
+		return nil // its own record was all the limits took: nothing changed
+	}
+	if err := s.rewrite(st); err != nil {
+		return err
+	}
+	s.publish(st)
+	return nil
 }
 
 // Forget erases facts of person: those with ids (of that person; others
@@ -575,8 +709,8 @@ func (s *Store) publish(st *state) {
 	s.mu.Unlock()
 }
 
-// commit appends buf, syncs, compacts when the file holds too many dead
-// bytes, and publishes st. On a failed append the file is cut back to its
+// commit appends buf, syncs, compacts when the file is over Limits.Bytes
+// or holds too many dead bytes, and publishes st. On a failed append the file is cut back to its
 // size before, and st is not published.
 func (s *Store) commit(st *state, buf []byte) error {
 	n, err := s.f.Write(buf)
@@ -594,7 +728,7 @@ func (s *Store) commit(st *state, buf []byte) error {
 		return fmt.Errorf("memory: appending to %s: %w", s.path, err)
 	}
 	s.size += int64(n)
-	if s.size > 2*st.bytes+compactSlack {
+	if s.size > s.lim.Bytes || s.size > 2*st.bytes+compactSlack {
 		if err := s.rewrite(st); err != nil {
 			// The append is durable; only the compaction failed.
 			s.log.Warn("memory: compaction failed", "file", s.path, "err", err)
