@@ -281,6 +281,7 @@ const (
 	evDrafted
 	evRest
 	evForgets
+	evReconnected
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -394,6 +395,11 @@ func (c *Companion) Run(ctx context.Context) error {
 	if err := r.OnSpeaking(ctx, func(s room.SpeakingEvent) { c.push(event{kind: evSpeaking, speaking: s}, "speaking") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
+	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok && c.memOn() {
+		// A broker restarted without its retained messages, or another
+		// broker of the list, has not got the forget log: say it again.
+		rc.OnReconnect(func() { c.push(event{kind: evReconnected}, "reconnected") })
+	}
 	if c.memOn() {
 		if err := r.OnForgets(ctx, func(l protocol.ForgetLog) { c.push(event{kind: evForgets, forgets: l}, "forgets") }); err != nil {
 			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
@@ -476,6 +482,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		c.onRest()
 	case evForgets:
 		c.onForgets(e.forgets)
+	case evReconnected:
+		c.republishForgets()
 	case evStartCheck:
 		if t := c.turn; t != nil && t.grant == e.id {
 			c.maybeStart(ctx)

@@ -38,12 +38,13 @@ type roomRig struct {
 	spoken map[string][]string // device -> texts said through the speaker
 	m      *metrics.Metrics
 	user   *room.Room // the person's one connection: their messages arrive in the order said
+	br     *bustest.Embedded
 }
 
 func newRig(t *testing.T) *roomRig {
 	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lr": members}})
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &roomRig{t: t, url: br.URL(), s: topic.New(""), ctx: ctx, events: make(chan any, 1024), spoken: map[string][]string{}, m: metrics.New()}
+	r := &roomRig{t: t, url: br.URL(), s: topic.New(""), ctx: ctx, events: make(chan any, 1024), spoken: map[string][]string{}, m: metrics.New(), br: br}
 	t.Cleanup(func() { cancel(); r.wg.Wait() })
 	obs := room.New(r.dial("observer", nil, nil), r.s, "lr", nil, nil)
 	obs.OnMessage(ctx, func(m protocol.Message) { r.events <- m })

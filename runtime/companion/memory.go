@@ -481,9 +481,17 @@ func (c *Companion) logForget(e protocol.ForgetEntry) {
 	if len(c.mem.log) > protocol.MaxForgets {
 		c.mem.log = slices.Clone(c.mem.log[len(c.mem.log)-protocol.MaxForgets:])
 	}
+	c.republishForgets()
+}
+
+// republishForgets publishes the forget log again (after a reconnect).
+func (c *Companion) republishForgets() {
+	if len(c.mem.log) == 0 {
+		return
+	}
 	l := protocol.ForgetLog{From: c.me(), Forgets: slices.Clone(c.mem.log)}
 	if err := c.cfg.Room.QueueForgets(c.out, l); err != nil {
-		c.log.Warn("memory: the forget log was not published", "err", err)
+		c.log.Warn("memory: the forget log was not published again", "err", err)
 	}
 }
 

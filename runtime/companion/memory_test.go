@@ -459,3 +459,31 @@ func TestMemoryForgetMeReachesACompanionThatWasAway(t *testing.T) {
 		t.Fatalf("hana's reports %v, want one of 1 fact", reports)
 	}
 }
+
+// A broker restarted without its retained messages gets the forget log
+// again once the companion is back: a robot that comes later still reads
+// who asked to be forgotten.
+func TestMemoryForgetLogOutlivesABrokerRestart(t *testing.T) {
+	b := newMemBrain()
+	r, _, _ := memRig(t, b, nil)
+	r.userSays("Forget me.")
+	r.untilRest(10 * time.Second)
+	r.br.Restart(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		got := make(chan protocol.ForgetLog, 4)
+		obs := room.New(r.dial("hana", nil, nil), r.s, "lr", nil, nil)
+		obs.SetMembers(members)
+		if err := obs.OnForgets(r.ctx, func(l protocol.ForgetLog) { got <- l }); err == nil {
+			select {
+			case l := <-got:
+				if l.From == "kyoko" && len(l.Forgets) == 1 && l.Forgets[0].Person == "user" {
+					return
+				}
+				t.Fatalf("the forget log after the restart: %+v", l)
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	t.Fatal("no retained forget log after the broker's restart")
+}
