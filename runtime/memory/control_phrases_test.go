@@ -1,5 +1,7 @@
 package memory
+
 import "testing"
+
 func TestControlTesterPhrases(t *testing.T) {
 	for text, want := range map[string]Command{
 		"Forget me, Kyoko.": ForgetMe, "私を忘れてください。": ForgetMe, "Please forget about me.": ForgetMe,
