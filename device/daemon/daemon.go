@@ -358,7 +358,7 @@ func (d *Daemon) dialOwned(ctx context.Context, clientID, user, password string,
 	if err != nil {
 		return nil, err
 	}
-	return bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, ClientID: clientID, Username: user, Password: password, TLS: tlsc,
+	return bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, Brokers: d.cfg.MQTT.Brokers, ClientID: clientID, Username: user, Password: password, TLS: tlsc,
 		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
 }
 

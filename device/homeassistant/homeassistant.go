@@ -288,6 +288,16 @@ func (r *Robot) Run(ctx context.Context) error {
 		r.out.Send(t, nil, true)
 	}
 	online := make(chan struct{}, 1)
+	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
+		// Back on a broker that lost its retained messages (restarted, or
+		// another node of the list): the discovery and states again.
+		rc.OnReconnect(func() {
+			select {
+			case online <- struct{}{}:
+			default:
+			}
+		})
+	}
 	err := r.Bus.Subscribe(ctx, r.Scheme.HAStatus(), func(_ string, b []byte) {
 		if string(bytes.TrimSpace(b)) == "online" {
 			select {
@@ -322,7 +332,7 @@ func (r *Robot) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-online:
-			r.log().Info("Home Assistant is online: the discovery is published again")
+			r.log().Info("Home Assistant is online, or the robot is back on the broker: the discovery is published again")
 			r.announce()
 		case c := <-r.commands:
 			r.handle(ctx, c)

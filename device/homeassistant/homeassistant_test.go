@@ -211,3 +211,40 @@ func TestATakenAwayComponentsStateIsCleared(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// Back on a broker that lost its retained messages (a restart without
+// persistence, or the next node of mqtt.brokers), the robot publishes its
+// discovery again without waiting for Home Assistant to restart.
+func TestDiscoveryIsPublishedAgainAfterAReconnect(t *testing.T) {
+	mem := bustest.NewMemory(t)
+	r, _, _ := robot()
+	conn := mem.Conn(nil, nil)
+	r.Bus = conn
+	r.out.Bus = r.Bus
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	const disc = "homeassistant/device/kyoko/config"
+	wait := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); len(mem.Retained(disc)) == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no discovery %s", what)
+			}
+		}
+	}
+	wait("at the start")
+	// The broker forgets it (a fresh node), then the robot is back.
+	eraser := mem.Conn(nil, nil)
+	eraser.Publish(ctx, disc, nil, true)
+	mem.Settle()
+	if len(mem.Retained(disc)) != 0 {
+		t.Fatal("the discovery was not erased")
+	}
+	conn.Lose()
+	conn.Reconnect()
+	wait("after the reconnect")
+	cancel()
+	<-done
+}

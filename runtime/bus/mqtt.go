@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sync"
 	"time"
 
@@ -25,7 +26,13 @@ const (
 
 // Options configures an MQTT connection.
 type Options struct {
-	Broker   string // tcp://host:port, ssl://host:port
+	Broker string // tcp://host:port, ssl://host:port
+	// Brokers are more endpoints of the same room (a clustered broker's
+	// nodes): every connect and reconnect tries Broker, then each of
+	// these in order, and takes the first that answers (issue 31). The
+	// Birth is published again on whichever it reaches, and OnReconnect's
+	// hooks run, so what the client owns retained is said again there.
+	Brokers  []string
 	ClientID string // unique per connection
 	Username string // the identity the broker's ACL holds this client to
 	Password string
@@ -73,6 +80,17 @@ type MQTT struct {
 	onLost      []func()
 	closed      bool
 	closeOnce   sync.Once
+	at          string // the endpoint of the latest connection attempt (Brokers)
+}
+
+// broker names the endpoint this client uses (or last tried).
+func (b *MQTT) broker() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.at != "" {
+		return b.at
+	}
+	return b.opts.Broker
 }
 
 var _ Bus = (*MQTT)(nil)
@@ -158,11 +176,24 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 			b.link = newLink()
 			hooks := append([]func(){}, b.onLost...)
 			b.mu.Unlock()
-			b.log.Warn("bus: connection lost", "broker", o.Broker, "err", err)
+			b.log.Warn("bus: connection lost", "broker", b.broker(), "err", err)
 			for _, h := range hooks {
 				h()
 			}
 		})
+	for _, u := range o.Brokers {
+		if u != o.Broker {
+			po.AddBroker(u)
+		}
+	}
+	if len(o.Brokers) > 0 {
+		po.SetConnectionAttemptHandler(func(u *url.URL, tc *tls.Config) *tls.Config {
+			b.mu.Lock()
+			b.at = u.Scheme + "://" + u.Host
+			b.mu.Unlock()
+			return tc
+		})
+	}
 	if o.TLS != nil {
 		po.SetTLSConfig(o.TLS)
 	}
@@ -199,7 +230,7 @@ func (b *MQTT) onConnect(c paho.Client) {
 	b.mu.Unlock()
 	if !first {
 		b.metrics.Reconnects.Inc()
-		b.log.Info("bus: reconnected", "broker", b.opts.Broker, "subscriptions", len(filters))
+		b.log.Info("bus: reconnected", "broker", b.broker(), "subscriptions", len(filters))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.ConnectTimeout)
 	defer cancel()

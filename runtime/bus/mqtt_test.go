@@ -456,3 +456,46 @@ func TestResultsReadableByMembersOnly(t *testing.T) {
 		t.Logf("%s: the non-member's subscription: %v", br.Name(), serr)
 	})
 }
+
+// With several endpoints (issue 31: a clustered broker's nodes), losing
+// the one in use moves the client to the next: its subscriptions are
+// renewed there, its Birth is published there, and its OnReconnect hooks
+// run (what it owns retained is said again).
+func TestBrokersFailOverToTheNextEndpoint(t *testing.T) {
+	a := bustest.StartEmbedded(t, bustest.Options{})
+	b := bustest.StartEmbedded(t, bustest.Options{})
+	pt := "chorus/rooms/lr/presence/kyoko"
+	var hooks atomic.Int32
+	dev := dial(t, a.URL(), "kyoko", func(o *bus.Options) {
+		o.Brokers = []string{a.URL(), b.URL()}
+		o.Birth = fixed(pt, "online")
+	})
+	dev.OnReconnect(func() { hooks.Add(1) })
+	ch := collect(t, dev, "test/#")
+	onA := dial(t, a.URL(), "pub-a")
+	if err := onA.Publish(context.Background(), "test/a", []byte("1"), false); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, "test/a", "1", 5*time.Second)
+
+	a.Stop() // the node in use is gone for good
+
+	// On the next node: its presence is there, and what is published there
+	// reaches its subscription.
+	w := dial(t, b.URL(), "watcher")
+	expect(t, collect(t, w, "chorus/rooms/lr/presence/+"), pt, "online", 10*time.Second)
+	onB := dial(t, b.URL(), "pub-b")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		onB.Publish(context.Background(), "test/b", []byte("2"), false)
+		if _, ok := firstOn(ch, "test/b", "2", 300*time.Millisecond); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription was not renewed on the next node")
+		}
+	}
+	if hooks.Load() < 1 {
+		t.Fatal("the reconnect hooks did not run on the next node")
+	}
+}

@@ -13,7 +13,11 @@ import (
 
 // Settings are how the device reaches its room's broker.
 type Settings struct {
-	Broker           string   `yaml:"broker"` // tcp://host:port or ssl://host:port
+	Broker string `yaml:"broker"` // tcp://host:port or ssl://host:port
+	// Brokers are more endpoints of the room's broker — the nodes of a
+	// clustered broker — tried in order after Broker when it cannot be
+	// reached, at every connect and reconnect (issue 31).
+	Brokers          []string `yaml:"brokers"`
 	Prefix           string   `yaml:"prefix"`
 	Username         string   `yaml:"username"` // default: the companion id, else the device id
 	PasswordEnv      string   `yaml:"password_env"`
@@ -55,6 +59,17 @@ func (s *Settings) SetDefaults() {
 func (s Settings) Check(p *settings.Problems) {
 	if !strings.HasPrefix(s.Broker, "tcp://") && !strings.HasPrefix(s.Broker, "ssl://") {
 		p.Add("broker", "must be tcp://host:port or ssl://host:port, got %q", s.Broker)
+	}
+	if len(s.Brokers) > 16 {
+		p.Add("brokers", "at most 16 endpoints, got %d", len(s.Brokers))
+	}
+	for i, b := range s.Brokers {
+		switch {
+		case !strings.HasPrefix(b, "tcp://") && !strings.HasPrefix(b, "ssl://"):
+			p.Add(fmt.Sprintf("brokers[%d]", i), "must be tcp://host:port or ssl://host:port, got %q", b)
+		case b[:6] != s.Broker[:min(6, len(s.Broker))]:
+			p.Add(fmt.Sprintf("brokers[%d]", i), "%q: every endpoint of one room uses the same scheme as broker (%q)", b, s.Broker)
+		}
 	}
 	p.Identity("prefix", s.Prefix)
 	p.Identity("username", s.Username)

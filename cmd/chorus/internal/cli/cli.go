@@ -141,7 +141,7 @@ type roomFlags struct {
 }
 
 func (r *roomFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.broker, "broker", "tcp://127.0.0.1:1883", "MQTT broker URL")
+	fs.StringVar(&r.broker, "broker", "tcp://127.0.0.1:1883", "MQTT broker URL; a comma-separated list is a clustered broker's nodes, tried in order")
 	fs.StringVar(&r.prefix, "prefix", topic.DefaultPrefix, "topic prefix")
 	fs.StringVar(&r.room, "room", "", "room name (required)")
 	fs.StringVar(&r.user, "as", "user", "identity to connect and speak as")
@@ -157,7 +157,8 @@ func (r *roomFlags) connect(ctx context.Context, suffix string) (*room.Room, bus
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	b, err := bus.Dial(dctx, bus.Options{Broker: r.broker, ClientID: r.user + "-" + suffix + "-" + protocol.NewID()[:8],
+	urls := strings.Split(r.broker, ",")
+	b, err := bus.Dial(dctx, bus.Options{Broker: urls[0], Brokers: urls[1:], ClientID: r.user + "-" + suffix + "-" + protocol.NewID()[:8],
 		Username: r.user, Password: os.Getenv(r.passwordEnv)})
 	if err != nil {
 		return nil, nil, err
