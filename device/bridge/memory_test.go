@@ -42,6 +42,11 @@ func memoryRig(t *testing.T) *rig {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := st.Add(memory.Fact{ID: "fa1", Person: "alice", Key: "home", Text: "lives in Osaka", MessageID: "m0"},
+			memory.Fact{ID: "fa2", Person: "alice", Key: "like:tea", Text: "likes tea", MessageID: "m0"},
+			memory.Fact{ID: "fb1", Person: "bob", Key: "job", Text: "works as a pilot", MessageID: "m1"}); err != nil {
+			t.Fatal(err)
+		}
 		srv := &control.Server{Bus: dev, Scheme: c.Room.Scheme, Device: "kiosk", Store: st,
 			IsOperator: func(id string) bool { return id == "root" }, Log: c.Log}
 		served := make(chan error, 1)
@@ -114,30 +119,38 @@ func refusedWith(t *testing.T, f map[string]any, code int, want string) {
 
 // A user's client lists and forgets through the bridge, asking the device
 // under its own name: its own facts, yes; another's or everyone's, the
-// device's refusal in its words. An operator may ask about anyone. (The
-// store is empty: what facts look like on the way is the control
-// server's and the protocol's tests.)
+// device's refusal in its words. An operator may ask about anyone.
 func TestMemoryThroughTheBridge(t *testing.T) {
 	r := memoryRig(t)
 	alice, root := r.dial(userToken), r.dial(rootToken)
 
 	facts, n := answered(t, ask(t, alice, "m1", `{"device":"kiosk","op":"list","person":"alice"}`), "kiosk")
-	if len(facts) != 0 || n != 0 {
+	if len(facts) != 2 || n != 0 || !strings.Contains(fmt.Sprint(facts), "lives in Osaka") || strings.Contains(fmt.Sprint(facts), "pilot") {
 		t.Fatalf("alice's facts: %v, forgotten %v", facts, n)
 	}
-	_, n = answered(t, ask(t, alice, "m2", `{"device":"kiosk","op":"forget","person":"alice"}`), "kiosk")
-	if n != 0 {
-		t.Fatalf("forgotten %v", n)
+	if _, n = answered(t, ask(t, alice, "m3", `{"device":"kiosk","op":"forget","person":"alice","fact":"fa2"}`), "kiosk"); n != 1 {
+		t.Fatalf("forgetting one fact: forgotten %v", n)
 	}
-	answered(t, ask(t, alice, "m3", `{"device":"kiosk","op":"forget","person":"alice","fact":"f-123"}`), "kiosk")
+	if facts, _ = answered(t, ask(t, alice, "m3b", `{"device":"kiosk","op":"list","person":"alice"}`), "kiosk"); len(facts) != 1 {
+		t.Fatalf("after forgetting one of two: %v", facts)
+	}
+	if _, n = answered(t, ask(t, alice, "m2", `{"device":"kiosk","op":"forget","person":"alice"}`), "kiosk"); n != 1 {
+		t.Fatalf("forgetting everything about alice: forgotten %v", n)
+	}
 
 	refusedWith(t, ask(t, alice, "m4", `{"device":"kiosk","op":"list","person":"bob"}`), -32006, "memory of kiosk: refused: alice may not see or forget what is remembered about bob")
 	refusedWith(t, ask(t, alice, "m5", `{"device":"kiosk","op":"forget","person":"bob"}`), -32006, "alice may not see or forget")
 	refusedWith(t, ask(t, alice, "m6", `{"device":"kiosk","op":"list"}`), -32006, "only an operator may see everyone's facts")
 
-	answered(t, ask(t, root, "r1", `{"device":"kiosk","op":"list","person":"bob"}`), "kiosk")
-	answered(t, ask(t, root, "r2", `{"device":"kiosk","op":"list"}`), "kiosk")
-	answered(t, ask(t, root, "r3", `{"device":"kiosk","op":"forget","person":"bob"}`), "kiosk")
+	if facts, _ = answered(t, ask(t, root, "r1", `{"device":"kiosk","op":"list","person":"bob"}`), "kiosk"); len(facts) != 1 {
+		t.Fatalf("the operator lists bob's: %v", facts)
+	}
+	if facts, _ = answered(t, ask(t, root, "r2", `{"device":"kiosk","op":"list"}`), "kiosk"); len(facts) != 1 {
+		t.Fatalf("the operator lists everyone's (alice forgotten): %v", facts)
+	}
+	if _, n = answered(t, ask(t, root, "r3", `{"device":"kiosk","op":"forget","person":"bob"}`), "kiosk"); n != 1 {
+		t.Fatalf("the operator forgets bob: forgotten %v", n)
+	}
 
 	// Asked at once, answered at once: a device known offline.
 	start := time.Now()
