@@ -58,7 +58,8 @@ var members = []string{"kyoko", "hana", "aya"}
 func (r *roomRig) dial(id string, birth func(time.Time) *bus.Retained, will *bus.Retained) bus.Bus {
 	// A client id must be unique: a second connection under the same id
 	// takes the first one over, and they would push each other out forever.
-	b, err := bus.Dial(r.ctx, bus.Options{Broker: r.url, ClientID: id + "-" + protocol.NewID()[:8], Username: id, Birth: birth, Will: will})
+	b, err := bus.Dial(r.ctx, bus.Options{Broker: r.url, ClientID: id + "-" + protocol.NewID()[:8], Username: id, Birth: birth, Will: will,
+		MaxReconnect: 200 * time.Millisecond}) // back soon after a broker restart: nothing left reconnecting when a test ends
 	if err != nil {
 		r.t.Fatal(err)
 	}
