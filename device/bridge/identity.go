@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/memory/control"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -22,7 +23,7 @@ type identity struct {
 	stop    context.CancelFunc // ends results' goroutine
 	// memory is the connection as the memory requests of its clients
 	// use it (User role): one subscription to its answers.
-	memory *answers
+	memory *control.Asker
 }
 
 // resultQueue bounds the results the bridge has waiting for one device.
@@ -43,7 +44,7 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := &identity{b: conn, refs: 1, asked: newAsked(256), stop: func() {}, memory: newAnswers(conn, b.cfg.Room.Scheme, name)}
+	id := &identity{b: conn, refs: 1, asked: newAsked(256), stop: func() {}, memory: control.NewAsker(conn, b.cfg.Room.Scheme, name)}
 	if c.tok.Role == Device {
 		id.results = &bus.Outbox{Bus: conn, Size: resultQueue, Log: b.log, OnDrop: func(string, error) {
 			b.m.BridgeDropped.WithLabelValues("publish_failed").Inc()

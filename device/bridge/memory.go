@@ -3,16 +3,10 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/memory/control"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
-	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 // memory: a user's client lists and forgets what a device's companion
@@ -96,11 +90,7 @@ func (b *Bridge) memory(ctx context.Context, c *client, id *identity, rid json.R
 		b.send(c, errorFrame(rid, "memory", fmt.Sprintf("memory of %s: device %s is offline", dev, dev)))
 		return
 	}
-	a, err := control.Ask(ctx, id.memory, b.cfg.Room.Scheme, c.tok.Name, dev, req, MemoryTimeout)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		// Ask's last resend can meet its deadline: that is no answer too.
-		err = fmt.Errorf("memory of %s: no answer within %v (is it online, with memory on?)", dev, MemoryTimeout)
-	}
+	a, err := id.memory.Ask(ctx, dev, req, MemoryTimeout)
 	if err != nil {
 		b.send(c, errorFrame(rid, "memory", err.Error()))
 		return
@@ -116,110 +106,4 @@ func (b *Bridge) memory(ctx context.Context, c *client, id *identity, rid json.R
 		return
 	}
 	b.send(c, f)
-}
-
-// answers is an identity's bus as control.Ask sees it. Ask subscribes to
-// its answer topic at every call, and a bus subscription lasts until the
-// connection closes (bus.Bus): on a connection that lives as long as the
-// identity's clients, each request would leave a handler behind that
-// every later answer runs through. Here the identity has one real
-// subscription to all its memory answers, made at the first request,
-// and each Ask's handler is dropped when its call ends (its context).
-type answers struct {
-	b      bus.Bus
-	filter string // every memory answer to the identity
-
-	subMu      sync.Mutex // one real subscription, made once
-	subscribed bool
-
-	mu   sync.Mutex
-	next int
-	hs   map[string]map[int]bus.Handler // by exact topic
-}
-
-func newAnswers(b bus.Bus, s topic.Scheme, identity string) *answers {
-	return &answers{b: b, filter: s.MemoryAnswer("+", identity), hs: map[string]map[int]bus.Handler{}}
-}
-
-var _ bus.Bus = (*answers)(nil)
-
-// Publish publishes on the identity's connection.
-func (a *answers) Publish(ctx context.Context, t string, payload []byte, retain bool) error {
-	return a.b.Publish(ctx, t, payload, retain)
-}
-
-// Subscribe calls h for the messages on topic t (one of the identity's
-// memory answer topics, no wildcard) until ctx ends.
-func (a *answers) Subscribe(ctx context.Context, t string, h bus.Handler) error {
-	if strings.ContainsAny(t, "+#") || !topicMatches(a.filter, t) {
-		return fmt.Errorf("bridge: %s is not one of this identity's memory answer topics", t)
-	}
-	a.subMu.Lock()
-	if !a.subscribed {
-		if err := a.b.Subscribe(ctx, a.filter, a.dispatch); err != nil {
-			a.subMu.Unlock()
-			return err
-		}
-		a.subscribed = true
-	}
-	a.subMu.Unlock()
-	a.mu.Lock()
-	n := a.next
-	a.next++
-	if a.hs[t] == nil {
-		a.hs[t] = map[int]bus.Handler{}
-	}
-	a.hs[t][n] = h
-	a.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		a.mu.Lock()
-		delete(a.hs[t], n)
-		if len(a.hs[t]) == 0 {
-			delete(a.hs, t)
-		}
-		a.mu.Unlock()
-	})
-	return nil
-}
-
-// Close does nothing: the connection is the identity's.
-func (a *answers) Close() error { return nil }
-
-// dispatch hands a memory answer to the calls waiting on its topic.
-func (a *answers) dispatch(t string, payload []byte) {
-	a.mu.Lock()
-	hs := make([]bus.Handler, 0, len(a.hs[t]))
-	for _, h := range a.hs[t] {
-		hs = append(hs, h)
-	}
-	a.mu.Unlock()
-	for _, h := range hs {
-		h(t, payload)
-	}
-}
-
-// waiting is how many calls wait for an answer (tests).
-func (a *answers) waiting() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, hs := range a.hs {
-		n += len(hs)
-	}
-	return n
-}
-
-// topicMatches reports whether topic t matches filter f ('+' one level;
-// '#' is not used here).
-func topicMatches(f, t string) bool {
-	fs, ts := strings.Split(f, "/"), strings.Split(t, "/")
-	if len(fs) != len(ts) {
-		return false
-	}
-	for i := range fs {
-		if fs[i] != "+" && fs[i] != ts[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -193,46 +193,118 @@ func allowed(from string, operator bool, req protocol.MemoryRequest) error {
 }
 
 // Ask sends req to device's memory as identity as (b's identity) and
-// waits for the answer, up to timeout. An answer with Error is an error.
+// waits for the answer, up to timeout: NewAsker(b, s, as).Ask, for one
+// question.
 func Ask(ctx context.Context, b bus.Bus, s topic.Scheme, as, device string, req protocol.MemoryRequest, timeout time.Duration) (protocol.MemoryAnswer, error) {
+	return NewAsker(b, s, as).Ask(ctx, device, req, timeout)
+}
+
+// Asker asks devices about their memory as one identity on one
+// connection: one subscription to every memory answer to the identity,
+// made at the first question and kept with the connection (a bus
+// subscription lasts until its connection closes), and each question
+// waits for the answer with its id. A connection that lives long (the
+// bridge's, for its clients' identities) keeps one handler, not one per
+// question. Safe for concurrent use.
+type Asker struct {
+	b  bus.Bus
+	s  topic.Scheme
+	as string
+
+	subMu      sync.Mutex // one subscription, made once
+	subscribed bool
+
+	mu      sync.Mutex
+	waiting map[string]chan protocol.MemoryAnswer // by request id
+}
+
+// NewAsker is an Asker for identity as on b; it subscribes at the first
+// question.
+func NewAsker(b bus.Bus, s topic.Scheme, as string) *Asker {
+	return &Asker{b: b, s: s, as: as, waiting: map[string]chan protocol.MemoryAnswer{}}
+}
+
+// Waiting is how many questions wait for their answer.
+func (a *Asker) Waiting() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.waiting)
+}
+
+func (a *Asker) subscribe(ctx context.Context) error {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	if a.subscribed {
+		return nil
+	}
+	// The connection's own life, not the first question's: the one
+	// subscription serves every later question.
+	err := a.b.Subscribe(context.WithoutCancel(ctx), a.s.MemoryAnswer("+", a.as), func(t string, payload []byte) {
+		r, ok := a.s.Parse(t)
+		if !ok || r.Kind != topic.KindMemoryAnswer || r.Identity != a.as {
+			return
+		}
+		ans, err := protocol.DecodeMemoryAnswer(payload, protocol.MaxMemoryFacts*1024)
+		if err != nil {
+			return
+		}
+		a.mu.Lock()
+		got := a.waiting[r.Device+"\x00"+ans.ID]
+		a.mu.Unlock()
+		if got != nil {
+			select { // a bus handler never blocks: a repeat is dropped
+			case got <- ans:
+			default:
+			}
+		}
+	})
+	if err == nil {
+		a.subscribed = true
+	}
+	return err
+}
+
+// Ask sends req to device's memory and waits for the answer, up to
+// timeout, sending it again every 2 s (at least once: the device answers
+// a repeat with the same answer). An answer with Error is an error.
+func (a *Asker) Ask(ctx context.Context, device string, req protocol.MemoryRequest, timeout time.Duration) (protocol.MemoryAnswer, error) {
 	if req.ID == "" {
 		req.ID = protocol.NewID()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	got := make(chan protocol.MemoryAnswer, 1)
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	err := b.Subscribe(sctx, s.MemoryAnswer(device, as), func(_ string, payload []byte) {
-		a, err := protocol.DecodeMemoryAnswer(payload, protocol.MaxMemoryFacts*1024)
-		if err != nil || a.ID != req.ID {
-			return
-		}
-		select {
-		case got <- a:
-		default:
-		}
-	})
-	if err != nil {
+	if err := a.subscribe(ctx); err != nil {
 		return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: %w", device, err)
 	}
+	key := device + "\x00" + req.ID
+	got := make(chan protocol.MemoryAnswer, 1)
+	a.mu.Lock()
+	a.waiting[key] = got
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.waiting, key)
+		a.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	body, _ := json.Marshal(req)
-	// At least once: the request is sent again until answered; the
-	// device answers a repeat with the same answer.
+	noAnswer := fmt.Errorf("memory of %s: no answer within %v (is it online, with memory on?)", device, timeout)
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
-		if err := b.Publish(ctx, s.Memory(device, as), body, false); err != nil {
+		if err := a.b.Publish(ctx, a.s.Memory(device, a.as), body, false); err != nil {
+			if ctx.Err() != nil { // a resend that met the deadline: no answer
+				return protocol.MemoryAnswer{}, noAnswer
+			}
 			return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: %w", device, err)
 		}
 		select {
-		case a := <-got:
-			if a.Error != "" {
-				return a, fmt.Errorf("memory of %s: %s", device, a.Error)
+		case ans := <-got:
+			if ans.Error != "" {
+				return ans, fmt.Errorf("memory of %s: %s", device, ans.Error)
 			}
-			return a, nil
+			return ans, nil
 		case <-ctx.Done():
-			return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: no answer within %v (is it online, with memory on?)", device, timeout)
+			return protocol.MemoryAnswer{}, noAnswer
 		case <-tick.C:
 		}
 	}

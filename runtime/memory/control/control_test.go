@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -130,5 +131,54 @@ func memoryControl(t *testing.T, url string) {
 	}
 	if own == 0 {
 		t.Fatal("eve's subscription read nothing, not even her own answer: the test proves nothing")
+	}
+}
+
+// An Asker hears, for each question, only the answer of the device it
+// asked with the question's id; nothing waits once the question ends.
+func TestAskerHearsOnlyItsOwnAnswers(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
+	ctx := context.Background()
+	s := topic.New("")
+	dial := func(id string) bus.Bus {
+		b, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: id + "-" + protocol.NewID()[:8], Username: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	a := control.NewAsker(dial("alice"), s, "alice")
+	// Two devices answer every request they see: "other" first, with a
+	// wrong id too, then "kiosk".
+	for _, dev := range []string{"other", "kiosk"} {
+		b := dial(dev)
+		dev := dev
+		b.Subscribe(ctx, s.MemoryRequests(dev), func(_ string, payload []byte) {
+			req, err := protocol.DecodeMemoryRequest(payload, 0)
+			if err != nil {
+				return
+			}
+			for _, id := range []string{"wrong-" + req.ID, req.ID} {
+				ans, _ := json.Marshal(protocol.MemoryAnswer{ID: id, Forgotten: map[string]int{"other": 7, "kiosk": 1}[dev]})
+				b.Publish(ctx, s.MemoryAnswer(dev, "alice"), ans, false)
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // subscribed
+	for i := range 3 {                 // one subscription serves every question
+		ans, err := a.Ask(ctx, "kiosk", protocol.MemoryRequest{Op: protocol.MemoryForget, Person: "alice"}, 5*time.Second)
+		if err != nil || ans.Forgotten != 1 {
+			t.Fatalf("question %d: %+v, %v; want kiosk's answer", i, ans, err)
+		}
+		if n := a.Waiting(); n != 0 {
+			t.Fatalf("%d questions still wait after the answer", n)
+		}
+	}
+	if _, err := a.Ask(ctx, "nobody", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "alice"}, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("a device that never answers: %v", err)
+	}
+	if n := a.Waiting(); n != 0 {
+		t.Fatalf("%d questions still wait after the timeout", n)
 	}
 }

@@ -52,13 +52,14 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer b.Close()
+	asker := control.NewAsker(b, r.Scheme, rf.user)
 	var failed []string
 	for _, dev := range strings.Split(*devices, ",") {
 		if why := protocol.ValidIdentity(dev); why != "" {
 			return fmt.Errorf("-device %q: %s", dev, why)
 		}
 		req := protocol.MemoryRequest{ID: protocol.NewID(), Op: op, Person: *person, Fact: *fact}
-		a, err := control.Ask(ctx, b, r.Scheme, rf.user, dev, req, *timeout)
+		a, err := asker.Ask(ctx, dev, req, *timeout)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", dev, err)
 			failed = append(failed, dev)
