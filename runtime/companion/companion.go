@@ -553,7 +553,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		if c.control(ctx, m, e) {
 			return
 		}
-		c.recall(&in, m)
+		c.recall(&in, m, people)
 		c.heardPerson(ctx, m)
 	}
 	in.Knowledge = c.knowledge(m, in.Actions)

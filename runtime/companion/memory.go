@@ -132,17 +132,28 @@ func (c *Companion) people(m protocol.Message) []string {
 	return out
 }
 
+// recallN is how many facts a message recalls beside the pinned core.
+func (c *Companion) recallN() int {
+	if n := c.cfg.Memory.Recall; n > 0 {
+		return n
+	}
+	return memory.DefaultRecall
+}
+
+// brainFacts are facts as a brain sees them.
+func brainFacts(fs []memory.Fact) []brain.Fact {
+	out := make([]brain.Fact, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
+	}
+	return out
+}
+
 // recall fills in's memory: the facts recalled for m, and what memory
 // knows exactly about its author.
-func (c *Companion) recall(in *brain.Input, m protocol.Message) {
+func (c *Companion) recall(in *brain.Input, m protocol.Message, people []string) {
 	st := c.cfg.Memory.Store
-	n := c.cfg.Memory.Recall
-	if n <= 0 {
-		n = memory.DefaultRecall
-	}
-	for _, f := range st.Recall(c.people(m), m.Params.Message, n) {
-		in.Remembered = append(in.Remembered, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
-	}
+	in.Remembered = brainFacts(st.Recall(people, m.Params.Message, c.recallN()))
 	if c.isUser(m.Params.From) {
 		in.Events = map[string]any{KnownMet: st.Met(m.Params.From)}
 	}
@@ -167,14 +178,7 @@ func (c *Companion) recallVec(ctx context.Context, in *brain.Input, people []str
 		c.log.Debug("memory: no embedding for the message; recall stays lexical", "err", err)
 		return
 	}
-	n := mc.Recall
-	if n <= 0 {
-		n = memory.DefaultRecall
-	}
-	in.Remembered = in.Remembered[:0:0]
-	for _, f := range mc.Store.RecallVec(people, vs[0], n) {
-		in.Remembered = append(in.Remembered, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
-	}
+	in.Remembered = brainFacts(mc.Store.RecallVec(people, vs[0], c.recallN()))
 }
 
 // heardPerson books what a person said for the next write, records that
@@ -253,9 +257,7 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 		}
 		var known []brain.Fact
 		for p := range people {
-			for _, f := range st.Facts(p) {
-				known = append(known, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
-			}
+			known = append(known, brainFacts(st.Facts(p))...)
 		}
 		xctx, cancel := context.WithTimeout(ctx, extractTimeout)
 		learned, err := model.Extract(xctx, brain.ExtractInput{Card: c.cfg.Card, Known: known, Said: said})
