@@ -25,3 +25,14 @@ var Sysusers []byte
 //
 //go:embed mosquitto-chorus.conf
 var MosquittoConf []byte
+
+// NATSConf is one node of the three-node NATS cluster that serves rooms
+// over MQTT when one broker is not enough (/etc/nats/chorus.conf).
+//
+//go:embed nats-chorus.conf
+var NATSConf []byte
+
+// NATSService is the systemd unit example for a NATS node.
+//
+//go:embed nats-chorus.service
+var NATSService []byte

@@ -359,7 +359,7 @@ func (d *Daemon) dialOwned(ctx context.Context, clientID, user, password string,
 		return nil, err
 	}
 	return bus.Dial(ctx, bus.Options{Broker: d.cfg.MQTT.Broker, Brokers: d.cfg.MQTT.Brokers, ClientID: clientID, Username: user, Password: password, TLS: tlsc,
-		Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
+		QoS: bus.QoS(d.cfg.MQTT.QoSLevel()), Birth: birth, Will: will, Logger: d.log, Metrics: d.m})
 }
 
 // connect dials the room under the companion's name, announcing its

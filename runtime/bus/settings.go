@@ -25,6 +25,21 @@ type Settings struct {
 	FloorIDs         []string `yaml:"floor_ids"` // identities allowed to grant turns; default [floor]
 	FloorPasswordEnv string   `yaml:"floor_password_env"`
 	TLS              TLSFiles `yaml:"tls"` // for an ssl:// broker
+	// QoS is the MQTT quality of service of every publish and
+	// subscription: 1 (the default, DESIGN.md) or 0. On a NATS cluster 0
+	// keeps the room's traffic off JetStream, whose leader elections stall
+	// QoS 1 delivery for seconds when a node is lost (README, "When one
+	// broker is not enough"); Chorus' own retries cover what a lost
+	// connection drops.
+	QoS *int `yaml:"qos"`
+}
+
+// QoSLevel is the QoS the section asks for (1 when it names none).
+func (s Settings) QoSLevel() byte {
+	if s.QoS == nil {
+		return 1
+	}
+	return byte(*s.QoS)
 }
 
 // TLSFiles are a TLS connection's PEM files.
@@ -78,6 +93,9 @@ func (s Settings) Check(p *settings.Problems) {
 	}
 	if s.PasswordEnv != "" && s.PasswordFile != "" {
 		p.Add("password_file", "set either password_env or password_file, not both")
+	}
+	if s.QoS != nil && *s.QoS != 0 && *s.QoS != 1 {
+		p.Add("qos", "must be 0 or 1, got %d", *s.QoS)
 	}
 	if (s.TLS.Cert == "") != (s.TLS.Key == "") {
 		p.Add("tls.key_file", "cert_file and key_file go together")

@@ -183,12 +183,13 @@ func (s Scheme) mayReadHA(user, filter string) (allowed, known bool) {
 	return false, true
 }
 
-// mosquittoHA renders the Home Assistant rules for Mosquitto: robots
-// publish their entities' states and read the status; Home Assistant
-// reads everything of its prefix, announces its status and commands;
-// each robot publishes its node's discovery and, as members of a room
-// whose robots are in Home Assistant, what Home Assistant's user typed.
-func (s Scheme) mosquittoHA(byUser map[string][]string, reads map[string][]string) []string {
+// haACL adds the Home Assistant rules to a and returns its patterns:
+// robots publish their entities' states and read the status; Home
+// Assistant reads everything of its prefix, announces its status and
+// commands; each robot publishes its node's discovery and, as members of
+// a room whose robots are in Home Assistant, what Home Assistant's user
+// typed.
+func (s Scheme) haACL(a *ACL) []Grant {
 	if s.HA == nil {
 		return nil
 	}
@@ -196,13 +197,10 @@ func (s Scheme) mosquittoHA(byUser map[string][]string, reads map[string][]strin
 	// No %u pattern for the states: Mosquitto puts a username with '/'
 	// into it as it is, and "kyoko/mute" would then write kyoko's mute
 	// commands. Each robot gets its own line.
-	lines := []string{
-		"pattern read " + p + "/ha/#",
-		"pattern read " + s.HAStatus(),
-	}
+	patterns := []Grant{{Topic: p + "/ha/#"}}
 	u := s.HA.User
-	reads[u] = append(reads[u], s.haPrefix()+"/#")
-	byUser[u] = append(byUser[u], s.HAStatus(), p+"/ha/+/+/set")
+	a.add(u, false, s.haPrefix()+"/#")
+	a.add(u, true, s.HAStatus(), p+"/ha/+/+/set")
 	nodes := make([]string, 0, len(s.HA.Nodes))
 	for n := range s.HA.Nodes {
 		nodes = append(nodes, n)
@@ -210,8 +208,8 @@ func (s Scheme) mosquittoHA(byUser map[string][]string, reads map[string][]strin
 	sort.Strings(nodes)
 	for _, n := range nodes {
 		id := s.HA.Nodes[n]
-		byUser[id] = append(byUser[id], s.HADiscovery(n), p+"/ha/"+id+"/+")
-		reads[id] = append(reads[id], s.HADiscovery(n)) // its own, to take away what it no longer has
+		a.add(id, true, s.HADiscovery(n), p+"/ha/"+id+"/+")
+		a.add(id, false, s.HADiscovery(n), s.HAStatus()) // its own discovery, to take away what it no longer has
 	}
 	rooms := make([]string, 0, len(s.HA.Rooms))
 	for r := range s.HA.Rooms {
@@ -220,10 +218,10 @@ func (s Scheme) mosquittoHA(byUser map[string][]string, reads map[string][]strin
 	sort.Strings(rooms)
 	for _, r := range rooms {
 		for _, m := range s.Rosters[r] {
-			byUser[m] = append(byUser[m], s.Message(r, u))
+			a.add(m, true, s.Message(r, u))
 		}
 	}
-	return lines
+	return patterns
 }
 
 // isHANode reports whether id is a robot in Home Assistant.

@@ -1,6 +1,7 @@
 // Package bustest starts real MQTT brokers for tests: the embedded mochi
-// broker in-process, and a real Mosquitto on a free loopback port. ForEach
-// runs a test body against both.
+// broker in-process, a real Mosquitto on a free loopback port, and a NATS
+// cluster serving MQTT (nats.go). ForEach runs a test body against the
+// first two.
 //
 // When the mosquitto binary is missing the Mosquitto cases are skipped,
 // unless CHORUS_REQUIRE_MOSQUITTO=1 (set by .ci/run), when they fail.

@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/chorus-robotics/chorus/device/robot"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 func init() {
-	commands["acl"] = command{"render a Mosquitto ACL (and a password-file skeleton) for the rooms of device configs", runACL}
+	commands["acl"] = command{"render a Mosquitto ACL or NATS users and permissions (and a password-file skeleton) for the rooms of device configs", runACL}
 }
 
 // runACL renders the ACL that holds every identity of the given configs'
@@ -24,11 +25,20 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("acl", stderr)
 	aclOut := fs.String("acl", "", "write the ACL to this file (default: standard output)")
 	passwd := fs.String("passwd", "", "write a password-file skeleton to this file (an existing file is never overwritten)")
+	format := fs.String("format", "mosquitto", "mosquitto (an acl_file) or nats (a nats-server authorization block to include)")
+	people := fs.String("people", "", "nats: the persons' identities, comma-separated (NATS has no %u pattern: each user is listed)")
+	passwords := fs.String("passwords", "", "nats: a name:password file (the -passwd skeleton, filled in) whose passwords the users get; without it each is CHANGE-ME")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return errors.New("usage: chorus acl [-acl FILE] [-passwd FILE] CONFIG.yaml...")
+		return errors.New("usage: chorus acl [-format mosquitto|nats] [-people a,b] [-passwords FILE] [-acl FILE] [-passwd FILE] CONFIG.yaml...")
+	}
+	if *format != "mosquitto" && *format != "nats" {
+		return fmt.Errorf("-format: %q is neither mosquitto nor nats", *format)
+	}
+	if *format == "mosquitto" && (*people != "" || *passwords != "") {
+		return errors.New("-people and -passwords are for -format nats (Mosquitto's ACL covers people with %u patterns, and its passwords are hashed by mosquitto_passwd)")
 	}
 	var cfgs []*robot.Config
 	for _, f := range fs.Args() {
@@ -42,10 +52,16 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	acl := s.MosquittoACL()
+	acl, mode := s.MosquittoACL(), os.FileMode(0o644)
+	if *format == "nats" {
+		if acl, err = natsUsers(s, cfgs, *people, *passwords); err != nil {
+			return err
+		}
+		mode = 0o600 // it holds the passwords
+	}
 	if *aclOut == "" {
 		io.WriteString(stdout, acl)
-	} else if err := os.WriteFile(*aclOut, []byte(acl), 0o644); err != nil {
+	} else if err := os.WriteFile(*aclOut, []byte(acl), mode); err != nil {
 		return err
 	}
 	if *passwd != "" {
@@ -61,6 +77,66 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "wrote %s: replace every CHANGE-ME with that identity's password, add a line per person's app (a user: it may speak, never vote), then hash the file in place: mosquitto_passwd -U %s\n%s", *passwd, *passwd, who)
 	}
 	return nil
+}
+
+// natsUsers renders the scheme's permissions for nats-server: every
+// identity the configs connect as and every person named, each with the
+// password passwordFile gives it (CHANGE-ME without one).
+func natsUsers(s topic.Scheme, cfgs []*robot.Config, people, passwordFile string) (string, error) {
+	skel, _ := passwordSkeleton(cfgs)
+	var names []string
+	for _, line := range strings.Split(skel, "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			names = append(names, name)
+		}
+	}
+	for _, p := range strings.Split(people, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if why := protocol.ValidIdentity(p); why != "" {
+				return "", fmt.Errorf("-people: %q %s", p, why)
+			}
+			names = append(names, p)
+		}
+	}
+	users, err := s.NATSUsers(names)
+	if err != nil {
+		return "", err
+	}
+	pw := map[string]string{}
+	if passwordFile != "" {
+		b, err := os.ReadFile(passwordFile)
+		if err != nil {
+			return "", fmt.Errorf("-passwords: %w", err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			name, p, ok := strings.Cut(line, ":")
+			if !ok || name == "" || p == "" {
+				return "", fmt.Errorf("-passwords: %s line %d: want name:password", passwordFile, i+1)
+			}
+			if strings.HasPrefix(p, "$7$") || strings.HasPrefix(p, "$6$") {
+				return "", fmt.Errorf("-passwords: %s line %d: %s's password is a mosquitto_passwd hash; NATS needs the password itself (or a bcrypt hash)", passwordFile, i+1, name)
+			}
+			pw[name] = p
+		}
+	}
+	var missing []string
+	for _, u := range users {
+		if passwordFile != "" && pw[u.Name] == "" {
+			missing = append(missing, u.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("-passwords: %s gives no password for %s", passwordFile, strings.Join(missing, ", "))
+	}
+	return topic.NATSAuthorization(users, func(u string) string {
+		if p := pw[u]; p != "" {
+			return p
+		}
+		return "CHANGE-ME"
+	}), nil
 }
 
 // roomsScheme is the topic scheme of the configs' rooms: one prefix, every
