@@ -10,6 +10,18 @@
 // standby claims when the active instance's claim goes offline. Of two
 // that claim at once, the lower instance name keeps the room.
 //
+// # Lease
+//
+// A Last Will needs the broker that held the connection: when a node of a
+// clustered broker dies, the wills of its connections die with it (issue
+// 31). So the active instance also says every Beat, not retained, that
+// it still leads (its claim, with the time it began to lead), and a
+// standby that hears nothing of it for Lease while itself connected
+// claims the room. Of two active instances, the one that began to lead
+// later keeps the room: a leader that was cut off and comes back finds a
+// standby that took over, and stands by (its books missed what the room
+// did meanwhile); the newer leader says its claim again.
+//
 // An instance is active only once it has read its own claim back from the
 // broker: a claim that does not come back within ClaimCheck (most likely
 // an ACL that refuses the floor identity floor/leader) is logged loudly
@@ -57,6 +69,12 @@ const (
 	DefaultJoinWait   = 500 * time.Millisecond
 	DefaultClaimCheck = 2 * time.Second
 	DefaultRetry      = 5 * time.Second
+	// DefaultBeat is how often the active instance says it leads.
+	DefaultBeat = 500 * time.Millisecond
+	// DefaultLease is how long a standby waits without hearing the active
+	// instance before it claims: with a 3 s vote_timeout the room then
+	// goes on within vote_timeout + 2 s of losing its floor's broker node.
+	DefaultLease = 2500 * time.Millisecond
 	// MaxInstances bounds the floor instances whose claims are kept at
 	// once; a flood of made-up instance names beyond it is refused.
 	MaxInstances = 16
@@ -70,6 +88,7 @@ const (
 	TickClaims Tick = iota + 1 // claims arrived (Put)
 	TickJoin                   // JoinWait, or a failed claim's Retry, passed: claim if nobody leads
 	TickCheck                  // ClaimCheck passed: has our claim come back?
+	TickLease                  // Beat passed (leading: say so), or a standby's Lease check
 )
 
 // Config configures an Election.
@@ -83,6 +102,8 @@ type Config struct {
 	JoinWait   time.Duration // how long to listen for a retained claim before claiming; default 500 ms
 	ClaimCheck time.Duration // how long to wait for our claim to come back; default 2 s
 	Retry      time.Duration // how long after a claim that never came back to claim again; default 5 s
+	Beat       time.Duration // how often the active instance says it leads; default DefaultBeat
+	Lease      time.Duration // how long a standby waits without hearing the leader; default DefaultLease
 
 	// Send queues the retained claim for publishing (the host's outbox;
 	// the loop never waits on the network); false if it could not.
@@ -108,8 +129,11 @@ type Election struct {
 	timers map[Tick]clock.Timer            // the pending timer of each kind
 
 	// owned by the host's loop
-	leader     string    // the instance believed to lead ("" when none is known)
-	claimSince time.Time // our claim awaiting read-back; zero when none
+	leader      string    // the instance believed to lead ("" when none is known)
+	claimSince  time.Time // our claim awaiting read-back; zero when none
+	activeSince time.Time // when our claim that made us active was made
+	heard       time.Time // when a standby last heard the leader (or came back itself)
+	away        bool      // our connection is lost: silence is ours, not the leader's
 }
 
 // New checks cfg and returns an Election; Start starts its join wait.
@@ -131,6 +155,8 @@ func New(cfg Config) (*Election, error) {
 	def(&cfg.JoinWait, DefaultJoinWait)
 	def(&cfg.ClaimCheck, DefaultClaimCheck)
 	def(&cfg.Retry, DefaultRetry)
+	def(&cfg.Beat, DefaultBeat)
+	def(&cfg.Lease, DefaultLease)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -197,7 +223,10 @@ func (e *Election) Put(c protocol.LeaderClaim) bool {
 }
 
 // Start starts the join wait (on the host's loop).
-func (e *Election) Start() { e.after(e.cfg.JoinWait, TickJoin) }
+func (e *Election) Start() {
+	e.after(e.cfg.JoinWait, TickJoin)
+	e.after(e.cfg.Beat, TickLease)
+}
 
 // Stop stops the election's timers and steps down (on the host's loop,
 // when it ends).
@@ -245,17 +274,44 @@ func (e *Election) Tick(t Tick) {
 		}
 	case TickCheck:
 		e.check()
+	case TickLease:
+		e.lease()
+	}
+}
+
+// lease runs every Beat: the leader says it still leads; a standby whose
+// leader has been silent for Lease claims the room.
+func (e *Election) lease() {
+	defer e.after(e.cfg.Beat, TickLease)
+	switch {
+	case e.Active():
+		b, _ := json.Marshal(protocol.LeaderClaim{Instance: e.cfg.Instance, Online: true, Since: e.activeSince})
+		e.cfg.Send(e.topic, b, false)
+	case e.away || e.claiming() || e.leader == "" || e.leader == e.cfg.Instance || e.heard.IsZero():
+	case e.cfg.Clock.Now().Sub(e.heard) >= e.cfg.Lease:
+		silent := e.cfg.Clock.Now().Sub(e.heard)
+		e.log.Warn("floor: the active floor has been silent; claiming the room", "other", e.leader, "silent", silent.Round(time.Millisecond))
+		e.claim(fmt.Sprintf("active floor %s silent for %v", e.leader, silent.Round(time.Millisecond)))
 	}
 }
 
 // Reconnected runs after the host's connection came back: a restarted
 // broker forgot the retained claim, so the leader says again that it
-// leads.
+// leads (with the time it began to lead: a standby that took over while
+// it was away keeps the room); a standby gives the leader a full Lease,
+// since it heard nothing while it was away itself.
 func (e *Election) Reconnected() {
+	e.away = false
 	if e.Active() {
 		e.announce()
+		return
 	}
+	e.heard = e.cfg.Clock.Now()
 }
+
+// Lost runs when the host's connection is lost: until Reconnected, a
+// standby does not count the leader's silence.
+func (e *Election) Lost() { e.away = true }
 
 func (e *Election) setActive(on bool) {
 	if e.active.Swap(on) == on {
@@ -277,7 +333,14 @@ func (e *Election) onClaim(c protocol.LeaderClaim) {
 			e.announce() // a stale will of ours: say again that we lead
 		}
 	case c.Online:
-		if e.Active() || e.claiming() {
+		if e.Active() && !c.Since.Equal(e.activeSince) {
+			if c.Since.Before(e.activeSince) {
+				e.announce() // an older claim (a leader back from a cut): ours is newer
+				return
+			}
+			e.log.Warn("floor: another floor took the room after this one began to lead; standing by", "other", c.Instance)
+			e.setActive(false)
+		} else if e.Active() || e.claiming() {
 			if me < c.Instance {
 				e.announce()
 				return
@@ -287,6 +350,7 @@ func (e *Election) onClaim(c protocol.LeaderClaim) {
 			e.setActive(false)
 		}
 		e.leader = c.Instance
+		e.heard = e.cfg.Clock.Now()
 	default: // another instance went offline
 		if e.Active() || e.claiming() {
 			e.announce() // its will overwrote our retained claim
@@ -308,10 +372,12 @@ func (e *Election) claim(why string) {
 
 // claimed: the broker handed our claim back, so every floor sees it.
 func (e *Election) claimed() {
+	since := e.claimSince
 	e.claimSince = time.Time{}
 	if e.Active() {
 		return
 	}
+	e.activeSince = since
 	e.log.Info("floor: active")
 	e.setActive(true)
 }
@@ -332,8 +398,14 @@ func (e *Election) check() {
 	e.after(e.cfg.Retry, TickJoin)
 }
 
+// announce publishes our claim, retained: made now when we are not
+// active yet (it must come back to make us so), or the one that made us
+// active when we are.
 func (e *Election) announce() {
 	now := e.cfg.Clock.Now().UTC()
+	if e.Active() {
+		now = e.activeSince
+	}
 	b, _ := json.Marshal(protocol.LeaderClaim{Instance: e.cfg.Instance, Online: true, Since: now})
 	if !e.Active() {
 		e.claimSince = now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 type host struct {
 	t       *testing.T
 	e       *Election
+	conn    *bustest.MemConn
+	cut     atomic.Bool // its connection is cut: nothing it sends arrives (Memory's Drop does the other way)
 	mu      sync.Mutex
 	ticks   []Tick
 	changes []bool
@@ -32,10 +35,10 @@ func newHost(t *testing.T, mem *bustest.Memory, m *metrics.Metrics, clk clock.Cl
 	s := topic.New("")
 	conn := mem.NamedConn(instance, nil, Will(s, "lr", instance))
 	r := room.New(conn, s, "lr", nil, m)
-	h := &host{t: t}
+	h := &host{t: t, conn: conn}
 	e, err := New(Config{Room: r, Identity: "floor", Instance: instance, Clock: clk,
 		Send: func(topic string, p []byte, retain bool) bool {
-			if drop {
+			if drop || h.cut.Load() {
 				return true // queued, and the broker's ACL drops it
 			}
 			if err := conn.Publish(context.Background(), topic, p, retain); err != nil {
@@ -165,4 +168,120 @@ func TestClaimsAreBoundedAndKeepTheLatest(t *testing.T) {
 	if r := testutil.ToFloat64(m.BadInput.WithLabelValues("leader", "too_many")); r != 100-MaxInstances {
 		t.Fatalf("refused claims counted %v, want %d", r, 100-MaxInstances)
 	}
+}
+
+// cuttable is a memory broker whose deliveries to a cut host are lost.
+func cuttable(t *testing.T, hosts *[]*host) *bustest.Memory {
+	return bustest.NewMemory(t, bustest.MemoryOptions{Drop: func(to *bustest.MemConn, _ string, _ []byte) bool {
+		for _, h := range *hosts {
+			if h.conn == to {
+				return h.cut.Load()
+			}
+		}
+		return false
+	}})
+}
+
+// A node of a clustered broker that dies takes its connections' wills
+// with it (issue 31): the active floor just falls silent. The standby
+// claims the room once it has heard nothing of it for a Lease — and never
+// while the active one still beats.
+func TestLease(t *testing.T) {
+	t.Run("a standby takes over from a silent leader, never from a beating one", func(t *testing.T) {
+		var hosts []*host
+		mem, m, clk := cuttable(t, &hosts), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+		h1 := newHost(t, mem, m, clk, "f1", false)
+		h2 := newHost(t, mem, m, clk, "f2", false)
+		hosts = []*host{h1, h2}
+		clk.Advance(DefaultJoinWait)
+		settle(mem, h1, h2)
+		for range 4 * int(DefaultLease/DefaultBeat) {
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+		}
+		if !h1.e.Active() || h2.e.Active() {
+			t.Fatalf("f1 active %v, f2 active %v, while f1 beats: want f1", h1.e.Active(), h2.e.Active())
+		}
+		h1.e.Stop() // its node died: no will, no beat
+		for range int(DefaultLease/DefaultBeat) - 1 {
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+		}
+		if h2.e.Active() {
+			t.Fatal("the standby claimed before the lease ran out")
+		}
+		clk.Advance(DefaultBeat)
+		settle(mem, h1, h2)
+		clk.Advance(DefaultBeat)
+		settle(mem, h1, h2)
+		if !h2.e.Active() {
+			t.Fatal("the standby did not take over from a leader silent for a lease")
+		}
+	})
+	t.Run("a leader back from a cut finds the room taken and stands by", func(t *testing.T) {
+		var hosts []*host
+		mem, m, clk := cuttable(t, &hosts), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+		h1 := newHost(t, mem, m, clk, "f1", false)
+		h2 := newHost(t, mem, m, clk, "f2", false)
+		hosts = []*host{h1, h2}
+		clk.Advance(DefaultJoinWait)
+		settle(mem, h1, h2)
+		h1.cut.Store(true) // f1's node died; f1 still runs, reconnecting
+		for range 2 * int(DefaultLease/DefaultBeat) {
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+		}
+		if !h2.e.Active() {
+			t.Fatal("the standby did not take over")
+		}
+		h1.cut.Store(false)
+		h1.conn.Reconnect() // f1 is back and says again that it leads, as of when it began
+		h1.e.Reconnected()
+		h1.e.Put(decodeRetained(t, mem)) // the retained claim its new subscription reads
+		settle(mem, h1, h2)
+		for range 4 {
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+		}
+		if h1.e.Active() || !h2.e.Active() {
+			t.Fatalf("f1 active %v, f2 active %v: the floor that took over keeps the room", h1.e.Active(), h2.e.Active())
+		}
+		if c := decodeRetained(t, mem); c.Instance != "f2" || !c.Online {
+			t.Fatalf("the retained claim is %+v, want f2's", c)
+		}
+	})
+	t.Run("a standby back from its own cut gives the leader a full lease", func(t *testing.T) {
+		var hosts []*host
+		mem, m, clk := cuttable(t, &hosts), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+		h1 := newHost(t, mem, m, clk, "f1", false)
+		h2 := newHost(t, mem, m, clk, "f2", false)
+		hosts = []*host{h1, h2}
+		clk.Advance(DefaultJoinWait)
+		settle(mem, h1, h2)
+		h2.cut.Store(true)
+		h2.e.Lost()
+		for range 2 * int(DefaultLease/DefaultBeat) { // away itself, it hears no beat
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+		}
+		if h2.e.Active() || h2.e.claiming() {
+			t.Fatal("a standby that lost its own connection claimed the room")
+		}
+		h2.cut.Store(false)
+		h2.e.Reconnected()
+		clk.Advance(DefaultBeat)
+		settle(mem, h1, h2)
+		if h2.e.Active() || !h1.e.Active() {
+			t.Fatalf("f1 active %v, f2 active %v: a standby's own outage is no sign of the leader's", h1.e.Active(), h2.e.Active())
+		}
+	})
+}
+
+func decodeRetained(t *testing.T, mem *bustest.Memory) protocol.LeaderClaim {
+	t.Helper()
+	c, err := protocol.DecodeLeaderClaim(mem.Retained(topic.New("").FloorLeader("lr")), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

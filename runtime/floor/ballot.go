@@ -383,7 +383,7 @@ func (f *Floor) finish(b *ballot, d Decision, by string) {
 	if f.log.Enabled(context.Background(), slog.LevelDebug) { // every message passes here: no summary unless it is logged
 		f.log.Debug("floor: decided", "message", id, "speaker", d.Speaker, "reason", d.Reason, "closed_by", by,
 			"votes", voteSummary(g.Votes), "missing", g.Missing, "left", sortedKeys(b.left),
-			"after", f.cfg.Clock.Now().Sub(b.arrived).Round(time.Millisecond), "again", again)
+			"after", f.cfg.Clock.Now().Sub(b.arrived).Round(time.Millisecond), "again", again, "active", f.Active())
 	}
 	if d.Speaker == "" && d.Reason == protocol.ReasonRest && (by == protocol.DecidedDeadline || by == protocol.DecidedAllVoted) &&
 		!f.ended && b.seq == f.seq {

@@ -35,9 +35,11 @@
 // logged loudly and retried, and the floor grants nothing meanwhile, so
 // two floors can never both grant. The standby keeps the same books (it
 // shadows every vote) but publishes nothing; when the active floor's
-// claim goes offline it claims the floor and announces any decision the
-// old floor did not. Two floors that both claim settle it by instance
-// name: the lower wins.
+// claim goes offline, or the active floor has been silent for a lease
+// (a dead broker node takes its connections' wills with it), it claims
+// the floor and announces any decision the old floor did not. Two floors
+// that both claim settle it by instance name: the lower wins; of two
+// active ones, the newer claim keeps the room (runtime/election).
 //
 // # Concurrency
 //
@@ -373,6 +375,7 @@ func (f *Floor) control(ctx context.Context) {
 	}
 	if d.flags&flagLost != 0 {
 		f.deaf = true
+		f.el.Lost()
 	}
 	if d.flags&flagReconnected != 0 {
 		f.reconnected()
@@ -392,6 +395,9 @@ func (f *Floor) control(ctx context.Context) {
 	}
 	if d.flags&flagClaimCheck != 0 {
 		f.el.Tick(election.TickCheck)
+	}
+	if d.flags&flagLease != 0 {
+		f.el.Tick(election.TickLease)
 	}
 	if d.flags&flagRegrant != 0 {
 		f.regrant()

@@ -23,6 +23,7 @@ const (
 	flagLost
 	flagClaims // leader claims wait in the election
 	flagEnd    // an operator ended the conversation (End)
+	flagLease  // the election's beat or lease check
 )
 
 // mailbox holds the floor's control events until its loop takes them.

@@ -18,6 +18,8 @@ func (f *Floor) wake(t election.Tick) {
 		f.ctl.flag(flagJoin)
 	case election.TickCheck:
 		f.ctl.flag(flagClaimCheck)
+	case election.TickLease:
+		f.ctl.flag(flagLease)
 	}
 }
 

@@ -74,7 +74,7 @@ func (l *Leader) Run(ctx context.Context) error {
 	wake := loop.NewSignal()
 	var mu sync.Mutex
 	ticks := map[election.Tick]bool{}
-	reconnected := false
+	reconnected, lost := false, false
 	el, err := election.New(election.Config{Room: r, Identity: l.ID, Instance: l.Instance, Clock: l.Clock, Log: log,
 		JoinWait: l.JoinWait, ClaimCheck: l.ClaimCheck, Retry: l.Retry, Send: out.Send,
 		Wake: func(t election.Tick) {
@@ -104,6 +104,14 @@ func (l *Leader) Run(ctx context.Context) error {
 			wake.Wake()
 		})
 	}
+	if rc, ok := r.Bus.(interface{ OnLost(func()) }); ok {
+		rc.OnLost(func() {
+			mu.Lock()
+			lost = true
+			mu.Unlock()
+			wake.Wake()
+		})
+	}
 	if err := el.Subscribe(ctx); err != nil {
 		return fmt.Errorf("realtime leader: %w", err)
 	}
@@ -116,10 +124,13 @@ func (l *Leader) Run(ctx context.Context) error {
 		case <-wake.C:
 		}
 		mu.Lock()
-		took, again := ticks, reconnected
-		ticks, reconnected = map[election.Tick]bool{}, false
+		took, again, away := ticks, reconnected, lost
+		ticks, reconnected, lost = map[election.Tick]bool{}, false, false
 		mu.Unlock()
-		for _, t := range []election.Tick{election.TickClaims, election.TickJoin, election.TickCheck} {
+		if away {
+			el.Lost()
+		}
+		for _, t := range []election.Tick{election.TickClaims, election.TickJoin, election.TickCheck, election.TickLease} {
 			if took[t] {
 				el.Tick(t)
 			}
