@@ -27,7 +27,7 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | actions | startup | stream | memory (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | actions | startup | stream | memory | building (see BENCHMARKS.md)", runBench}
 	commands["fakemodel"] = command{"serve a fake OpenAI-compatible model at a model's pace, to try a room with LLM brains without an API key", runFakeModel}
 }
 
@@ -43,8 +43,8 @@ func runFakeModel(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice actions startup stream memory ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup|stream|memory [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice actions startup stream memory building ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup|stream|memory|building [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := newFlags("bench "+what, stderr)
@@ -59,9 +59,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ttft := fs.Duration("ttft", 400*time.Millisecond, "stream, memory: the model's time to the first token")
 	tps := fs.Float64("tps", 60, "stream, memory: the model's tokens per second")
 	facts := fs.Int("facts", 2000, "memory: facts in each store (over 20 people)")
-	turns := fs.Int("turns", 10000, "memory: user turns written for the disk figure")
+	turns := fs.Int("turns", 10000, "memory: user turns written for the disk figure; building: person turns per room and step (default 4)")
 	messages := fs.Int("messages", 1000, "memory: messages whose prompt is rendered and whose recall is timed")
 	modes := fs.String("stream", "both", "stream: brain.stream to measure: both (alternating), on or off")
+	rooms := fs.String("rooms", "1,5,20", "building: room counts, one step each")
+	companions := fs.Int("companions", 5, "building: companions in each room")
+	duration := fs.Duration("duration", 0, "building: person turns for this long per room and step, instead of -turns")
+	brokers := fs.String("brokers", "", "building: the cluster's other nodes, comma-separated (mqtt.brokers)")
+	qos := fs.Int("qos", 1, "building: mqtt.qos of every connection, 0 or 1 (0 on NATS)")
+	pids := fs.String("broker-pids", "", "building: the broker's process ids, comma-separated, for its CPU per room")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -102,6 +108,34 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return bench.Memory(ctx, stdout, o)
+	}
+	if what == "building" {
+		o := bench.BuildingOptions{Broker: *url, QoS: *qos, Companions: *companions, Turns: 4, Duration: *duration}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "turns" {
+				o.Turns = *turns
+			}
+		})
+		var err error
+		if o.Rooms, err = ints(*rooms); err != nil {
+			return fmt.Errorf("-rooms: %w", err)
+		}
+		if o.BrokerPIDs, err = ints(*pids); err != nil {
+			return fmt.Errorf("-broker-pids: %w", err)
+		}
+		if *brokers != "" {
+			o.Brokers = strings.Split(*brokers, ",")
+		}
+		if o.Broker == "" {
+			br, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", AllowAnonymous: true, OpenACL: true})
+			if err != nil {
+				return err
+			}
+			defer br.Close()
+			o.Broker = br.URL()
+		}
+		_, err = bench.Building(ctx, stdout, o)
+		return err
 	}
 	if what == "gap" {
 		return benchGap(ctx, stdout, min(*rounds, 30), *engines, *latencies)
@@ -217,6 +251,22 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	return nil
+}
+
+// ints parses a comma-separated list of numbers ("" is none).
+func ints(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // benchGap measures the silences between robots, overlapped turns against
