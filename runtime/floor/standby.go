@@ -58,6 +58,7 @@ func (f *Floor) onGrant(g protocol.TurnGrant) {
 func (f *Floor) takeOver() {
 	published := false
 	for _, g := range f.unannounced {
+		f.log.Debug("floor: announced", "message", g.MessageID, "speaker", g.SpeakerID(), "reason", g.Reason, "active", true)
 		f.publish(g)
 		published = published || g.MessageID == f.last.g.MessageID
 	}
@@ -66,6 +67,7 @@ func (f *Floor) takeOver() {
 	// the old floor may have died before its grant or the answer got through.
 	if f.last.seq == f.seq && f.last.g.SpeakerID() != "" {
 		if !published {
+			f.log.Debug("floor: announced", "message", f.last.g.MessageID, "speaker", f.last.g.SpeakerID(), "reason", f.last.g.Reason, "active", true)
 			f.publish(f.last.g)
 		}
 		f.await(f.last.g)

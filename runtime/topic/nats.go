@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // NATSSubject is the subject nats-server's MQTT support gives an MQTT
@@ -56,7 +57,8 @@ type NATSUser struct {
 // people given (the persons' apps, who only speak and read; Mosquitto
 // covers them with %u patterns, NATS needs each listed). An identity
 // that is a NATS wildcard on its own ("*" or ">") cannot be written as a
-// permission and is refused.
+// permission and is refused, as is one with a space (no Chorus identity
+// has one).
 func (s Scheme) NATSUsers(people []string) ([]NATSUser, error) {
 	a := s.ACL()
 	names := a.Names()
@@ -71,6 +73,9 @@ func (s Scheme) NATSUsers(people []string) ([]NATSUser, error) {
 	for _, n := range names {
 		if n == "*" || n == ">" {
 			return nil, fmt.Errorf("identity %q: a NATS wildcard cannot name a user's subjects", n)
+		}
+		if strings.ContainsFunc(n, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return nil, fmt.Errorf("identity %q: a NATS subject cannot hold spaces or control characters", n)
 		}
 		var pub, sub []string
 		grant := func(g Grant) {

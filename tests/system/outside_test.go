@@ -50,6 +50,21 @@ type outside struct {
 	members         []string // the room's roster, ann, ben and cat by default
 	roomExtra       string   // more room settings, YAML flow-map entries (", mode: realtime")
 	floorLog        string   // the floor's log level, info by default
+	port            int      // the broker port mosquitto_pub and mosquitto_sub use
+	subQoS          string   // mosquitto_sub's QoS, "1" by default
+	// mqttFor gives a process (a companion id or a floor device) its own
+	// broker URL and more mqtt settings, as YAML flow-map text that
+	// follows "broker: " (the other nodes of a cluster, say); o.url else.
+	mqttFor map[string]string
+}
+
+// brokerOf is the mqtt section's broker value (and what follows it) for
+// the process named name.
+func (o *outside) brokerOf(name string) string {
+	if b, ok := o.mqttFor[name]; ok {
+		return b
+	}
+	return o.url
 }
 
 func newOutside(t *testing.T, o bustest.Options) *outside {
@@ -64,7 +79,7 @@ func newOutside(t *testing.T, o bustest.Options) *outside {
 		o.Rosters = labRoster
 	}
 	mq := bustest.StartMosquitto(t, o)
-	return &outside{t: t, chorusd: chorusd, chorus: chorus, mq: mq, url: mq.URL(), dir: t.TempDir(), ports: map[string]int{},
+	return &outside{t: t, chorusd: chorusd, chorus: chorus, mq: mq, url: mq.URL(), port: mq.Port(), dir: t.TempDir(), ports: map[string]int{},
 		members: o.Rosters["lab"]}
 }
 
@@ -126,7 +141,7 @@ func (o *outside) companionWith(id string, sameID bool, p part, env ...string) *
 	if p.log == "" {
 		p.log = "info"
 	}
-	yaml := strings.NewReplacer("{{log}}", p.log, "{{dev}}", dev, "{{id}}", id, "{{broker}}", o.url, "{{port}}", strconv.Itoa(port),
+	yaml := strings.NewReplacer("{{log}}", p.log, "{{dev}}", dev, "{{id}}", id, "{{broker}}", o.brokerOf(id), "{{port}}", strconv.Itoa(port),
 		"{{members}}", strings.Join(o.members, ", "), "{{extra}}", o.roomExtra, "{{brain}}", p.brain, "{{drivers}}", p.drivers, "{{more}}", p.more).Replace(outsideCompanionYAML)
 	os.WriteFile(cfg, []byte(yaml), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, id, append([]string{"CHORUS_MQTT_PASSWORD=" + password(id)}, env...)...)
@@ -142,7 +157,7 @@ func (o *outside) floor(dev string) *proc {
 	if level == "" {
 		level = "info"
 	}
-	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.url, strings.Join(o.members, ", "), port, o.roomExtra, level)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.brokerOf(dev), strings.Join(o.members, ", "), port, o.roomExtra, level)), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, dev, "CHORUS_MQTT_PASSWORD="+password(dev), "CHORUS_FLOOR_PASSWORD="+password("floor"))
 }
 
@@ -164,7 +179,7 @@ func (o *outside) room(w *watcher) map[string]*proc {
 // pub publishes with mosquitto_pub as user.
 func (o *outside) pub(user, topic, payload string, retain bool) {
 	o.t.Helper()
-	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(o.mq.Port()), "-u", user, "-P", password(user), "-q", "1", "-t", topic, "-m", payload}
+	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(o.port), "-u", user, "-P", password(user), "-q", "1", "-t", topic, "-m", payload}
 	if retain {
 		args = append(args, "-r")
 	}
@@ -252,7 +267,11 @@ func (o *outside) watch(filters ...string) *watcher {
 // watchAs runs mosquitto_sub -v as user on filters.
 func (o *outside) watchAs(user string, filters ...string) *watcher {
 	o.t.Helper()
-	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(o.mq.Port()), "-u", user, "-P", password(user), "-v", "-q", "1"}
+	qos := o.subQoS
+	if qos == "" {
+		qos = "1"
+	}
+	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(o.port), "-u", user, "-P", password(user), "-v", "-q", qos}
 	for _, f := range filters {
 		args = append(args, "-t", f)
 	}

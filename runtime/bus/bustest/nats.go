@@ -64,8 +64,9 @@ func natsRecentEnough(version string) bool {
 // NATSCluster is nats-server nodes on loopback, clustered, serving MQTT
 // with JetStream, configured from systemd/nats-chorus.conf.
 type NATSCluster struct {
-	bin, dir string
-	nodes    []*natsNode
+	bin, dir   string
+	nodes      []*natsNode
+	user, pass string // a login that must work before a node counts as up
 }
 
 type natsNode struct {
@@ -86,6 +87,11 @@ type natsNode struct {
 func StartNATSCluster(t testing.TB, n int, o Options) *NATSCluster {
 	t.Helper()
 	c := &NATSCluster{bin: NATSBinary(t), dir: t.TempDir()}
+	for u, p := range o.Users {
+		if !strings.ContainsAny(u, " \t") && (c.user == "" || u < c.user) {
+			c.user, c.pass = u, p
+		}
+	}
 	for i := range n {
 		c.nodes = append(c.nodes, &natsNode{name: fmt.Sprintf("n%d", i+1), mqtt: FreePort(t), client: FreePort(t), mon: FreePort(t), route: FreePort(t)})
 	}
@@ -135,7 +141,9 @@ func natsUsers(t testing.TB, o Options) string {
 	}
 	names := make([]string, 0, len(o.Users))
 	for u := range o.Users {
-		names = append(names, u)
+		if !strings.ContainsAny(u, " \t") { // not an identity: it gets no account on NATS
+			names = append(names, u)
+		}
 	}
 	sort.Strings(names)
 	all, err := o.scheme().NATSUsers(names)
@@ -197,13 +205,14 @@ func (c *NATSCluster) start(t testing.TB, nd *natsNode) {
 	nd.mu.Unlock()
 }
 
-// waitMQTT waits until the node answers an MQTT CONNECT (JetStream up,
-// the MQTT streams created): a listening port alone is not enough.
+// waitMQTT waits until the node accepts an MQTT session (JetStream up,
+// the MQTT streams created, a session stored): a listening port alone is
+// not enough, and neither is a refused login's CONNACK.
 func (c *NATSCluster) waitMQTT(t testing.TB, nd *natsNode) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if mqttConnects(nd.mqtt) {
+		if mqttConnects(nd.mqtt, c.user, c.pass) {
 			return
 		}
 		nd.mu.Lock()
@@ -218,16 +227,26 @@ func (c *NATSCluster) waitMQTT(t testing.TB, nd *natsNode) {
 	t.Fatalf("nats-server %s did not serve MQTT within 30 s:\n%s", nd.name, c.Log(nd.name))
 }
 
-// mqttConnects sends a bare MQTT 3.1.1 CONNECT and reports whether a
-// CONNACK came back (any return code: refused logins still mean served).
-func mqttConnects(port int) bool {
+// mqttConnects sends a bare MQTT 3.1.1 CONNECT (with user and password
+// when user is set) and reports whether it was accepted.
+func mqttConnects(port int, user, pass string) bool {
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
 	if err != nil {
 		return false
 	}
 	defer conn.Close()
-	id := "probe-" + strconv.Itoa(port)
-	body := append([]byte{0, 4, 'M', 'Q', 'T', 'T', 4, 0x02, 0, 10, 0, byte(len(id))}, id...)
+	str := func(s string) []byte { return append([]byte{byte(len(s) >> 8), byte(len(s))}, s...) }
+	flags := byte(0x02) // clean session
+	if user != "" {
+		flags |= 0xc0
+	}
+	body := append([]byte{0, 4, 'M', 'Q', 'T', 'T', 4, flags, 0, 10}, str("probe-"+strconv.Itoa(port))...)
+	if user != "" {
+		body = append(append(body, str(user)...), str(pass)...)
+	}
+	if len(body) > 127 {
+		return false // one length byte: tests' names are short
+	}
 	conn.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := conn.Write(append([]byte{0x10, byte(len(body))}, body...)); err != nil {
 		return false
@@ -237,7 +256,7 @@ func mqttConnects(port int) bool {
 		return false
 	}
 	conn.Write([]byte{0xe0, 0}) // DISCONNECT
-	return ack[0] == 0x20
+	return ack[0] == 0x20 && ack[3] == 0
 }
 
 func (c *NATSCluster) stop(nd *natsNode) {
