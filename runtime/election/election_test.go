@@ -170,16 +170,25 @@ func TestClaimsAreBoundedAndKeepTheLatest(t *testing.T) {
 	}
 }
 
-// cuttable is a memory broker whose deliveries to a cut host are lost.
-func cuttable(t *testing.T, hosts *[]*host) *bustest.Memory {
-	return bustest.NewMemory(t, bustest.MemoryOptions{Drop: func(to *bustest.MemConn, _ string, _ []byte) bool {
-		for _, h := range *hosts {
+// twoFloors is f1 leading and f2 standing by, on a memory broker whose
+// deliveries to a cut host are lost.
+func twoFloors(t *testing.T) (*bustest.Memory, *clock.Fake, *host, *host) {
+	var hosts []*host
+	mem := bustest.NewMemory(t, bustest.MemoryOptions{Drop: func(to *bustest.MemConn, _ string, _ []byte) bool {
+		for _, h := range hosts {
 			if h.conn == to {
 				return h.cut.Load()
 			}
 		}
 		return false
 	}})
+	m, clk := metrics.New(), clock.NewFake(time.Unix(1e9, 0))
+	h1 := newHost(t, mem, m, clk, "f1", false)
+	h2 := newHost(t, mem, m, clk, "f2", false)
+	hosts = []*host{h1, h2}
+	clk.Advance(DefaultJoinWait)
+	settle(mem, h1, h2)
+	return mem, clk, h1, h2
 }
 
 // A node of a clustered broker that dies takes its connections' wills
@@ -188,13 +197,7 @@ func cuttable(t *testing.T, hosts *[]*host) *bustest.Memory {
 // while the active one still beats.
 func TestLease(t *testing.T) {
 	t.Run("a standby takes over from a silent leader, never from a beating one", func(t *testing.T) {
-		var hosts []*host
-		mem, m, clk := cuttable(t, &hosts), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
-		h1 := newHost(t, mem, m, clk, "f1", false)
-		h2 := newHost(t, mem, m, clk, "f2", false)
-		hosts = []*host{h1, h2}
-		clk.Advance(DefaultJoinWait)
-		settle(mem, h1, h2)
+		mem, clk, h1, h2 := twoFloors(t)
 		for range 4 * int(DefaultLease/DefaultBeat) {
 			clk.Advance(DefaultBeat)
 			settle(mem, h1, h2)
@@ -219,13 +222,7 @@ func TestLease(t *testing.T) {
 		}
 	})
 	t.Run("a leader back from a cut finds the room taken and stands by", func(t *testing.T) {
-		var hosts []*host
-		mem, m, clk := cuttable(t, &hosts), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
-		h1 := newHost(t, mem, m, clk, "f1", false)
-		h2 := newHost(t, mem, m, clk, "f2", false)
-		hosts = []*host{h1, h2}
-		clk.Advance(DefaultJoinWait)
-		settle(mem, h1, h2)
+		mem, clk, h1, h2 := twoFloors(t)
 		h1.cut.Store(true) // f1's node died; f1 still runs, reconnecting
 		for range 2 * int(DefaultLease/DefaultBeat) {
 			clk.Advance(DefaultBeat)
@@ -251,13 +248,7 @@ func TestLease(t *testing.T) {
 		}
 	})
 	t.Run("a standby back from its own cut gives the leader a full lease", func(t *testing.T) {
-		var hosts []*host
-		mem, m, clk := cuttable(t, &hosts), metrics.New(), clock.NewFake(time.Unix(1e9, 0))
-		h1 := newHost(t, mem, m, clk, "f1", false)
-		h2 := newHost(t, mem, m, clk, "f2", false)
-		hosts = []*host{h1, h2}
-		clk.Advance(DefaultJoinWait)
-		settle(mem, h1, h2)
+		mem, clk, h1, h2 := twoFloors(t)
 		h2.cut.Store(true)
 		h2.e.Lost()
 		for range 2 * int(DefaultLease/DefaultBeat) { // away itself, it hears no beat

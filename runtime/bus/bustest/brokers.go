@@ -295,17 +295,7 @@ func StartMosquitto(t testing.TB, o Options) *Mosquitto {
 func (m *Mosquitto) start(t testing.TB) {
 	t.Helper()
 	cmd := exec.Command(m.bin, "-c", filepath.Join(m.dir, "mosquitto.conf"))
-	logf, err := os.OpenFile(filepath.Join(m.dir, "mosquitto.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start mosquitto: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	done := runLogged(t, cmd, filepath.Join(m.dir, "mosquitto.log"))
 	m.mu.Lock()
 	m.cmd, m.done = cmd, done
 	m.mu.Unlock()
@@ -325,6 +315,24 @@ func (m *Mosquitto) start(t testing.TB) {
 	}
 	m.Stop()
 	t.Fatalf("mosquitto did not listen on port %d within 5 s", m.port)
+}
+
+// runLogged starts cmd with its output appended to logPath; done closes
+// when it has exited.
+func runLogged(t testing.TB, cmd *exec.Cmd, logPath string) (done chan struct{}) {
+	t.Helper()
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	done = make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	return done
 }
 
 func (m *Mosquitto) Name() string { return "mosquitto" }

@@ -189,17 +189,7 @@ func NATSNodeConf(t testing.TB, name string, client, mon, route, mqtt int, store
 func (c *NATSCluster) start(t testing.TB, nd *natsNode) {
 	t.Helper()
 	cmd := exec.Command(c.bin, "-c", nd.conf)
-	logf, err := os.OpenFile(filepath.Join(c.dir, nd.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start nats-server: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	done := runLogged(t, cmd, filepath.Join(c.dir, nd.name+".log"))
 	nd.mu.Lock()
 	nd.cmd, nd.done = cmd, done
 	nd.mu.Unlock()
