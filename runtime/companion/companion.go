@@ -198,6 +198,7 @@ type Companion struct {
 	took     thinkTimes                    // how long the brain took, for the announced think time
 	told     time.Time                     // when the think time was last announced
 	voices   map[string]voice              // each member's speaking status
+	said     *protocol.Speaking            // this companion's last speaking status, said again after a reconnect
 	turn     *turn                         // the granted turn being prepared or spoken
 	order    uint64                        // messages heard, in order
 	lastUser uint64                        // order of the newest user message
@@ -395,9 +396,10 @@ func (c *Companion) Run(ctx context.Context) error {
 	if err := r.OnSpeaking(ctx, func(s room.SpeakingEvent) { c.push(event{kind: evSpeaking, speaking: s}, "speaking") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
-	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok && c.memOn() {
+	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
 		// A broker restarted without its retained messages, or another
-		// broker of the list, has not got the forget log: say it again.
+		// broker of the list, may not have the speaking status or the
+		// forget log: say them again.
 		rc.OnReconnect(func() { c.push(event{kind: evReconnected}, "reconnected") })
 	}
 	if c.memOn() {
@@ -483,7 +485,14 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evForgets:
 		c.onForgets(e.forgets)
 	case evReconnected:
-		c.republishForgets()
+		if c.said != nil {
+			if err := c.cfg.Room.QueueSpeaking(c.out, c.me(), *c.said); err != nil {
+				c.log.Warn("speaking status not published again", "err", err)
+			}
+		}
+		if c.memOn() {
+			c.republishForgets()
+		}
 	case evStartCheck:
 		if t := c.turn; t != nil && t.grant == e.id {
 			c.maybeStart(ctx)

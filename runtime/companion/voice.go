@@ -419,6 +419,7 @@ func (c *Companion) announceVoice(msgID string, speaking bool, startedAt time.Ti
 	}
 	c.voices[c.me()] = v
 	s := protocol.Speaking{MessageID: msgID, Speaking: speaking, StartedAt: startedAt, DurationMs: int(min(d, protocol.MaxSpeakingMs*time.Millisecond) / time.Millisecond)}
+	c.said = &s
 	if err := c.cfg.Room.QueueSpeaking(c.out, c.me(), s); err != nil {
 		c.log.Warn("speaking status not published", "err", err)
 	}

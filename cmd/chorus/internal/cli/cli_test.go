@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -141,6 +142,64 @@ func TestACLForTheLivingRoom(t *testing.T) {
 	if _, err := exec.LookPath("mosquitto_passwd"); err == nil {
 		if b, err := exec.Command("mosquitto_passwd", "-U", pw).CombinedOutput(); err != nil {
 			t.Fatalf("mosquitto_passwd -U on the skeleton: %v\n%s", err, b)
+		}
+	}
+}
+
+// chorus acl -format nats renders users and permissions that a real
+// nats-server accepts, with the passwords of the filled-in skeleton; bad
+// password files and Mosquitto-only uses are refused (issue 31).
+func TestACLForNATS(t *testing.T) {
+	dir := t.TempDir()
+	users, pw := filepath.Join(dir, "chorus-users.conf"), filepath.Join(dir, "chorus.passwd")
+	cfgs, _ := filepath.Glob("../../../../firmware-configs/pi*.yaml")
+	acl := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), append(append([]string{"acl"}, args...), cfgs...), &out, &errOut)
+		return code, errOut.String()
+	}
+	if code, errOut := acl("-passwd", pw); code != 0 {
+		t.Fatalf("acl -passwd: %d %s", code, errOut)
+	}
+	skel, _ := os.ReadFile(pw)
+	filled := regexp.MustCompile(`(?m)^([^:]+):CHANGE-ME$`).ReplaceAllString(string(skel), "$1:pw-$1")
+	os.WriteFile(pw, []byte(filled+"alice:pw-alice\n"), 0o600)
+	if code, errOut := acl("-format", "nats", "-people", "alice", "-passwords", pw, "-acl", users); code != 0 {
+		t.Fatalf("acl -format nats: %d %s", code, errOut)
+	}
+	text, _ := os.ReadFile(users)
+	for _, want := range []string{`user: "kyoko"`, `password: "pw-kyoko"`, `user: "alice"`, `"chorus.rooms.livingroom.states.kyoko"`, `"chorus.rooms.*.messages.alice"`} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("the NATS users lack %s:\n%s", want, text)
+		}
+	}
+	if st, _ := os.Stat(users); st.Mode().Perm() != 0o600 {
+		t.Errorf("the users file (it holds passwords) is %v, want 0600", st.Mode().Perm())
+	}
+	// nats-server takes it as the shipped node config includes it.
+	conf := filepath.Join(dir, "node.conf")
+	os.WriteFile(conf, []byte(bustest.NATSNodeConf(t, "n1", 14222, 18222, 16222, 11883, filepath.Join(dir, "js"), nil, false)), 0o600)
+	if b, err := exec.Command(bustest.NATSBinary(t), "-t", "-c", conf).CombinedOutput(); err != nil {
+		t.Fatalf("nats-server -t: %v\n%s", err, b)
+	}
+	for _, tc := range []struct {
+		name, file string
+		args       []string
+		want       string
+	}{
+		{"people for Mosquitto", "", []string{"-people", "alice"}, "for -format nats"},
+		{"a missing password", "kyoko:pw\n", []string{"-format", "nats"}, "gives no password for"},
+		{"a Mosquitto hash", strings.ReplaceAll(filled, "kyoko:pw-kyoko", "kyoko:$7$101$abc"), []string{"-format", "nats"}, "mosquitto_passwd hash"},
+		{"an unknown format", "", []string{"-format", "rabbitmq"}, "neither mosquitto nor nats"},
+	} {
+		args := tc.args
+		if tc.file != "" {
+			f := filepath.Join(dir, "bad.passwd")
+			os.WriteFile(f, []byte(tc.file), 0o600)
+			args = append(args, "-passwords", f)
+		}
+		if code, errOut := acl(args...); code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, %q; want a failure naming %q", tc.name, code, errOut, tc.want)
 		}
 	}
 }
