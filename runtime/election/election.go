@@ -17,10 +17,11 @@
 // 31). So the active instance also says every Beat, not retained, that
 // it still leads (its claim, with the time it began to lead), and a
 // standby that hears nothing of it for Lease while itself connected
-// claims the room. Of two active instances, the one that began to lead
-// later keeps the room: a leader that was cut off and comes back finds a
+// claims the room. The newer claim keeps the room (of two made at once,
+// the lower name): a leader that was cut off leads again only once it
+// has read its claim back, and on the way it reads the newer claim of a
 // standby that took over, and stands by (its books missed what the room
-// did meanwhile); the newer leader says its claim again.
+// did meanwhile).
 //
 // An instance is active only once it has read its own claim back from the
 // broker: a claim that does not come back within ClaimCheck (most likely
@@ -303,7 +304,13 @@ func (e *Election) lease() {
 func (e *Election) Reconnected() {
 	e.away = false
 	if e.Active() {
-		e.announce()
+		// Lead again only once the claim is read back: a standby may have
+		// taken the room meanwhile, and its newer claim (retained, read on
+		// the renewed subscription first) makes this one stand by.
+		e.setActive(false)
+		e.claimSince = e.activeSince
+		e.publish(e.activeSince)
+		e.after(e.cfg.ClaimCheck, TickCheck)
 		return
 	}
 	e.heard = e.cfg.Clock.Now()
@@ -333,15 +340,15 @@ func (e *Election) onClaim(c protocol.LeaderClaim) {
 			e.announce() // a stale will of ours: say again that we lead
 		}
 	case c.Online:
-		if e.Active() && !c.Since.Equal(e.activeSince) {
-			if c.Since.Before(e.activeSince) {
-				e.announce() // an older claim (a leader back from a cut): ours is newer
-				return
+		if e.Active() || e.claiming() {
+			ours := e.claimSince
+			if e.Active() {
+				ours = e.activeSince
 			}
-			e.log.Warn("floor: another floor took the room after this one began to lead; standing by", "other", c.Instance)
-			e.setActive(false)
-		} else if e.Active() || e.claiming() {
-			if me < c.Instance {
+			// The newer claim keeps the room (one made after ours was made
+			// while we were cut off, or silent); of two made at once, the
+			// lower instance name.
+			if c.Since.Before(ours) || (c.Since.Equal(ours) && me < c.Instance) {
 				e.announce()
 				return
 			}
@@ -398,19 +405,25 @@ func (e *Election) check() {
 	e.after(e.cfg.Retry, TickJoin)
 }
 
-// announce publishes our claim, retained: made now when we are not
-// active yet (it must come back to make us so), or the one that made us
-// active when we are.
+// announce publishes our claim, retained: the one that made us active,
+// the one awaiting read-back, or else one made now (it must come back to
+// make us active).
 func (e *Election) announce() {
-	now := e.cfg.Clock.Now().UTC()
-	if e.Active() {
-		now = e.activeSince
-	}
-	b, _ := json.Marshal(protocol.LeaderClaim{Instance: e.cfg.Instance, Online: true, Since: now})
-	if !e.Active() {
-		e.claimSince = now
+	switch {
+	case e.Active():
+		e.publish(e.activeSince)
+	case e.claiming():
+		e.publish(e.claimSince) // the claim awaiting read-back, said again
+	default:
+		e.claimSince = e.cfg.Clock.Now().UTC()
+		e.publish(e.claimSince)
 		e.after(e.cfg.ClaimCheck, TickCheck)
 	}
+}
+
+// publish queues our claim made at since, retained.
+func (e *Election) publish(since time.Time) {
+	b, _ := json.Marshal(protocol.LeaderClaim{Instance: e.cfg.Instance, Online: true, Since: since})
 	if !e.cfg.Send(e.topic, b, true) {
 		e.log.Error("floor: leader claim not queued (outbox full)")
 	}

@@ -234,6 +234,9 @@ func TestLease(t *testing.T) {
 		h1.cut.Store(false)
 		h1.conn.Reconnect() // f1 is back and says again that it leads, as of when it began
 		h1.e.Reconnected()
+		if h1.e.Active() {
+			t.Fatal("f1 leads again before it has read its claim back")
+		}
 		h1.e.Put(decodeRetained(t, mem)) // the retained claim its new subscription reads
 		settle(mem, h1, h2)
 		for range 4 {
