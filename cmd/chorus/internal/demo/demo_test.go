@@ -70,7 +70,11 @@ func TestPacedDemoMixesTheRoom(t *testing.T) {
 		t.Fatalf("gaps %v, %d overlaps", sum.Gaps, sum.Overlaps)
 	}
 	for _, g := range sum.Gaps {
-		if g < 140*time.Millisecond { // the demo room's pause is 150 ms
+		// The demo room's pause is 150 ms. A silence is measured from the
+		// robots' own speaking statuses, whose times carry their devices'
+		// scheduling: 139.85 ms was seen in CI with a test running beside
+		// it. Shorter than 100 ms would be the pause not kept.
+		if g < 100*time.Millisecond {
 			t.Errorf("a silence of %v between robots is shorter than the pause", g)
 		}
 	}
