@@ -19,9 +19,11 @@
 // standby that hears nothing of it for Lease while itself connected
 // claims the room. The newer claim keeps the room (of two made at once,
 // the lower name): a leader that was cut off leads again only once it
-// has read its claim back, and on the way it reads the newer claim of a
-// standby that took over, and stands by (its books missed what the room
-// did meanwhile).
+// has read its claim back and JoinWait has passed since, and on the way
+// it reads the newer claim of a standby that took over, and stands by
+// (its books missed what the room did meanwhile). The JoinWait covers a
+// standby whose Lease ran out in the moment the leader came back: their
+// claims cross on the broker, and the leader's own may come back first.
 //
 // An instance is active only once it has read its own claim back from the
 // broker: a claim that does not come back within ClaimCheck (most likely
@@ -87,7 +89,7 @@ type Tick int
 // The ticks Wake asks for.
 const (
 	TickClaims Tick = iota + 1 // claims arrived (Put)
-	TickJoin                   // JoinWait, or a failed claim's Retry, passed: claim if nobody leads
+	TickJoin                   // JoinWait, or a failed claim's Retry, passed: claim if nobody leads (or, returning, lead)
 	TickCheck                  // ClaimCheck passed: has our claim come back?
 	TickLease                  // Beat passed (leading: say so), or a standby's Lease check
 )
@@ -135,6 +137,10 @@ type Election struct {
 	activeSince time.Time // when our claim that made us active was made
 	heard       time.Time // when a standby last heard the leader (or came back itself)
 	away        bool      // our connection is lost: silence is ours, not the leader's
+	// returning: we led, were cut off and claim again (Reconnected);
+	// settling: that claim came back, and we wait JoinWait for a newer one
+	// before leading (see Reconnected).
+	returning, settling bool
 }
 
 // New checks cfg and returns an Election; Start starts its join wait.
@@ -270,6 +276,10 @@ func (e *Election) Tick(t Tick) {
 			e.onClaim(cs[i])
 		}
 	case TickJoin:
+		if e.settling {
+			e.settled()
+			return
+		}
 		if e.leader == "" && !e.Active() && e.claimSince.IsZero() {
 			e.claim("no active floor")
 		}
@@ -301,19 +311,40 @@ func (e *Election) lease() {
 // leads (with the time it began to lead: a standby that took over while
 // it was away keeps the room); a standby gives the leader a full Lease,
 // since it heard nothing while it was away itself.
+//
+// The leader leads again only once its claim is read back and JoinWait
+// has passed since with no newer claim heard. A standby that took the
+// room meanwhile has its newer claim retained, read on the renewed
+// subscription first. But a standby whose Lease ran out in the same
+// moment claims while ours is on its way: the two claims cross, and
+// ours may come back before the standby's reaches us. Leading on the
+// read-back alone would then make two floors lead at once until the
+// standby's claim arrives — long enough to grant a Message twice.
 func (e *Election) Reconnected() {
 	e.away = false
-	if e.Active() {
-		// Lead again only once the claim is read back: a standby may have
-		// taken the room meanwhile, and its newer claim (retained, read on
-		// the renewed subscription first) makes this one stand by.
+	if e.Active() || e.returning {
 		e.setActive(false)
+		e.returning, e.settling = true, false
 		e.claimSince = e.activeSince
 		e.publish(e.activeSince)
 		e.after(e.cfg.ClaimCheck, TickCheck)
 		return
 	}
 	e.heard = e.cfg.Clock.Now()
+}
+
+// settled: JoinWait has passed since our returning claim came back, and
+// no newer claim took the room meanwhile (that would have cleared
+// claimSince).
+func (e *Election) settled() {
+	if !e.settling {
+		return
+	}
+	e.settling, e.returning = false, false
+	if !e.claiming() {
+		return
+	}
+	e.claimed()
 }
 
 // Lost runs when the host's connection is lost: until Reconnected, a
@@ -334,6 +365,11 @@ func (e *Election) onClaim(c protocol.LeaderClaim) {
 	switch {
 	case c.Instance == me:
 		switch {
+		case c.Online && e.claiming() && c.Since.Equal(e.claimSince) && e.returning:
+			if !e.settling { // back from a cut: a crossing newer claim may still come
+				e.settling = true
+				e.after(e.cfg.JoinWait, TickJoin)
+			}
 		case c.Online && e.claiming() && c.Since.Equal(e.claimSince):
 			e.claimed()
 		case !c.Online && (e.Active() || e.claiming()):
@@ -354,6 +390,7 @@ func (e *Election) onClaim(c protocol.LeaderClaim) {
 			}
 			e.log.Warn("floor: another floor claims the room; standing by", "other", c.Instance)
 			e.claimSince = time.Time{}
+			e.returning, e.settling = false, false
 			e.setActive(false)
 		}
 		e.leader = c.Instance
@@ -393,7 +430,7 @@ func (e *Election) claimed() {
 // dropped it (most likely an ACL without floor/leader), and leading on it
 // could make two floors run the room.
 func (e *Election) check() {
-	if !e.claiming() || e.Active() {
+	if !e.claiming() || e.Active() || e.settling {
 		return
 	}
 	e.m.ClaimFailures.Inc()
@@ -402,6 +439,7 @@ func (e *Election) check() {
 		"likely", "the broker's ACL does not let this identity write floor/leader (render it with chorus acl)", "retry_in", e.cfg.Retry)
 	e.claimSince = time.Time{}
 	e.leader = ""
+	e.returning = false
 	e.after(e.cfg.Retry, TickJoin)
 }
 

@@ -250,6 +250,75 @@ func TestLease(t *testing.T) {
 			t.Fatalf("the retained claim is %+v, want f2's", c)
 		}
 	})
+	t.Run("a leader back in the moment the standby's lease runs out never leads beside it", func(t *testing.T) {
+		mem, clk, h1, h2 := twoFloors(t)
+		h1.cut.Store(true)
+		for range int(DefaultLease/DefaultBeat) - 1 {
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+		}
+		if h2.e.Active() || h2.e.claiming() {
+			t.Fatal("the standby claimed before the lease ran out")
+		}
+		clk.Advance(DefaultBeat) // the lease runs out: f2's check waits on its loop
+		h1.cut.Store(false)
+		h1.conn.Reconnect() // and f1 is back in the same moment
+		h1.e.Reconnected()
+		mem.Settle()
+		changed := len(h1.changes)
+		h1.run() // f1 reads its claim back before f2's crossing claim reaches it
+		h2.run() // f2 claims on its lease, then hears f1's older claim
+		both := func(when string) {
+			if h1.e.Active() && h2.e.Active() {
+				t.Fatalf("%s: f1 and f2 both lead", when)
+			}
+		}
+		both("the claims crossed")
+		settle(mem, h1, h2)
+		both("the claims were read")
+		for range 4 {
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+			both("later")
+		}
+		for _, on := range h1.changes[changed:] {
+			if on {
+				t.Fatalf("f1 led again beside f2 (changes since its return %v)", h1.changes[changed:])
+			}
+		}
+		if h1.e.Active() || !h2.e.Active() {
+			t.Fatalf("f1 active %v, f2 active %v: the newer claim keeps the room", h1.e.Active(), h2.e.Active())
+		}
+		if c := decodeRetained(t, mem); c.Instance != "f2" || !c.Online {
+			t.Fatalf("the retained claim is %+v, want f2's", c)
+		}
+	})
+	t.Run("a leader back from a short cut leads again once no newer claim came", func(t *testing.T) {
+		mem, clk, h1, h2 := twoFloors(t)
+		m := h1.e.m
+		h1.cut.Store(true)
+		clk.Advance(DefaultBeat)
+		settle(mem, h1, h2)
+		h1.cut.Store(false)
+		h1.conn.Reconnect()
+		h1.e.Reconnected()
+		settle(mem, h1, h2)
+		if h1.e.Active() {
+			t.Fatal("f1 led again as soon as its claim came back, before a crossing claim could reach it")
+		}
+		clk.Advance(DefaultJoinWait)
+		settle(mem, h1, h2)
+		if !h1.e.Active() || h2.e.Active() {
+			t.Fatalf("f1 active %v, f2 active %v, JoinWait after f1's claim came back: want f1", h1.e.Active(), h2.e.Active())
+		}
+		for range 2 * int(DefaultClaimCheck/DefaultBeat) { // past its claim check, beating
+			clk.Advance(DefaultBeat)
+			settle(mem, h1, h2)
+		}
+		if n := testutil.ToFloat64(m.ClaimFailures); n != 0 || !h1.e.Active() || h2.e.Active() {
+			t.Fatalf("claim failures %v, f1 active %v, f2 active %v, after a returning claim that came back", n, h1.e.Active(), h2.e.Active())
+		}
+	})
 	t.Run("a standby back from its own cut gives the leader a full lease", func(t *testing.T) {
 		mem, clk, h1, h2 := twoFloors(t)
 		h2.cut.Store(true)

@@ -278,8 +278,13 @@ func TestReconnectReclaimsAndGivesPendingVotesGrace(t *testing.T) {
 	if after := h.mem.Retained(h.s.FloorLeader("lr")); len(after) == 0 {
 		t.Fatal("the floor did not claim again after reconnecting")
 	}
-	h.clk.Advance(200 * time.Millisecond) // past the original deadline
+	// Past the original deadline, and past the wait of a floor back from
+	// a cut for a crossing claim, after which it leads again.
+	h.clk.Advance(DefaultJoinWait)
 	f.flush(t, h.mem)
+	if !f.Active() {
+		t.Fatal("the floor did not lead again once its claim came back and the join wait passed")
+	}
 	h.noGrant()
 	h.voteCountsAfterReconnect(b)
 }
