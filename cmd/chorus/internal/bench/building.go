@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,12 +27,16 @@ import (
 // companions with rule brains and tone voices, a person in each room
 // starting Turns conversations (or as many as Duration allows).
 type BuildingOptions struct {
-	Broker     string   // the broker's URL, tcp://host:port
-	Brokers    []string // the cluster's other nodes (mqtt.brokers)
-	QoS        int      // mqtt.qos, 0 or 1 (0 on NATS)
-	Rooms      []int    // room counts, one step each
-	Companions int      // companions in each room
-	Turns      int      // person messages per room and step, when Duration is 0
+	Broker  string   // the broker's URL, tcp://host:port
+	Brokers []string // the cluster's other nodes (mqtt.brokers)
+	QoS     int      // mqtt.qos, 0 or 1 (0 on NATS)
+	// Spread, with Brokers, gives the rooms the cluster's nodes in turn:
+	// room k's connections use endpoint k-1 (mod the endpoints) first and
+	// the others after it. Without it every connection uses Broker first.
+	Spread     bool
+	Rooms      []int // room counts, one step each
+	Companions int   // companions in each room
+	Turns      int   // person messages per room and step, when Duration is 0
 	// Duration, when set, is how long each room keeps starting person
 	// turns (a turn that started is finished).
 	Duration time.Duration
@@ -42,11 +47,20 @@ type BuildingOptions struct {
 
 // BuildingRow is what one step measured.
 type BuildingRow struct {
-	Rooms    int
-	Grants   []time.Duration // a person's Message → its grant, at the person's connection
-	Gaps     []time.Duration // silences between robots: one's audio end → the next one's start
-	Overlaps int             // gaps below zero: two robots at once
-	Wall     time.Duration   // the step, from the first person turn to the last rest
+	Rooms  int
+	Grants []time.Duration // a person's Message → its grant, at the person's connection
+	// Votes and Floors split each grant at the person's connection:
+	// the Message → the last companion's vote on it (the Message's way to
+	// the companions and their votes' way back), and that vote → the
+	// grant (the floor's decision and the grant's way out).
+	Votes, Floors []time.Duration
+	// RoomP99 is each room's own grant p99, over its turns alone: a
+	// room's p99 from as many grants as one room gives (the step's p99 is
+	// over R times more, so it reaches further into the tail).
+	RoomP99 []time.Duration
+	Gaps          []time.Duration // silences between robots: one's audio end → the next one's start
+	Overlaps      int             // gaps below zero: two robots at once
+	Wall          time.Duration   // the step, from the first person turn to the last rest
 	// BrokerCPU is the broker processes' user and system time over the
 	// step, -1 without BrokerPIDs; BenchCPU is this process's.
 	BrokerCPU, BenchCPU time.Duration
@@ -106,8 +120,8 @@ func Building(ctx context.Context, w io.Writer, o BuildingOptions) ([]BuildingRo
 		}
 		fmt.Fprintf(w, "  the broker with no room, over %v: %.1f%% of one core\n", idle, 100*cpu.Seconds()/idle.Seconds())
 	}
-	fmt.Fprintf(w, "  %5s %6s %9s %9s %9s %8s %9s %9s %8s %11s %9s %7s %6s\n", "rooms", "grants", "grant p50", "grant p99",
-		"p99 ratio", "silences", "sil. p50", "sil. p99", "overlaps", "broker/room", "bench cpu", "msgs/s", "step")
+	fmt.Fprintf(w, "  %5s %6s %9s %9s %9s %17s %10s %15s %15s %8s %9s %9s %8s %11s %9s %7s %6s\n", "rooms", "grants", "grant p50", "grant p99",
+		"p99 ratio", "room p99 med/max", "room ratio", "votes p50/p99", "floor p50/p99", "silences", "sil. p50", "sil. p99", "overlaps", "broker/room", "bench cpu", "msgs/s", "step")
 	var rows []BuildingRow
 	for _, n := range o.Rooms {
 		row, err := buildingStep(ctx, o, n)
@@ -115,17 +129,19 @@ func Building(ctx context.Context, w io.Writer, o BuildingOptions) ([]BuildingRo
 			return rows, fmt.Errorf("building, %d rooms: %w", n, err)
 		}
 		rows = append(rows, row)
-		g, s := Summarize(row.Grants), Summarize(row.Gaps)
+		g, s, v, f := Summarize(row.Grants), Summarize(row.Gaps), Summarize(row.Votes), Summarize(row.Floors)
 		ratio := float64(g.P99) / float64(Summarize(rows[0].Grants).P99)
+		rp := Summarize(row.RoomP99)
+		roomRatio := float64(rp.P50) / float64(Summarize(rows[0].RoomP99).P50)
 		broker := "-"
 		if row.BrokerCPU >= 0 {
 			broker = fmt.Sprintf("%.1f%%", 100*row.BrokerCPU.Seconds()/row.Wall.Seconds()/float64(n))
 		}
-		fmt.Fprintf(w, "  %5d %6d %9s %9s %8.2f× %8d %9s %9s %8d %11s %8.1f%% %7.0f %5.0fs\n", n, g.N, ms(g.P50), ms(g.P99), ratio,
-			s.N, ms(s.P50), ms(s.P99), row.Overlaps, broker, 100*row.BenchCPU.Seconds()/row.Wall.Seconds(),
+		fmt.Fprintf(w, "  %5d %6d %9s %9s %8.2f× %17s %9.2f× %15s %15s %8d %9s %9s %8d %11s %8.1f%% %7.0f %5.0fs\n", n, g.N, ms(g.P50), ms(g.P99), ratio,
+			ms(rp.P50)+"/"+ms(rp.Max), roomRatio, ms(v.P50)+"/"+ms(v.P99), ms(f.P50)+"/"+ms(f.P99), s.N, ms(s.P50), ms(s.P99), row.Overlaps, broker, 100*row.BenchCPU.Seconds()/row.Wall.Seconds(),
 			float64(row.Messages)/row.Wall.Seconds(), row.Wall.Seconds())
 	}
-	fmt.Fprintf(w, "  p99 ratio: the grant p99 ÷ the grant p99 at %d room(s); broker/room: the broker processes' CPU ÷ wall time ÷ rooms, %% of one core; bench cpu: this process, %% of one core; msgs/s: what an observer per room subscribed to each of the room's topics by name received; step: the step's wall time, from its first person turn to its last room's rest\n", o.Rooms[0])
+	fmt.Fprintf(w, "  p99 ratio: the grant p99 ÷ the grant p99 at %[1]d room(s); room p99: each room's own grant p99 (over its turns alone), the median room's and the worst room's; room ratio: the median room's p99 ÷ that at %[1]d room(s); votes: the Message → the last companion's vote on it, floor: that vote → the grant, both at the person's connection; broker/room: the broker processes' CPU ÷ wall time ÷ rooms, %% of one core; bench cpu: this process, %% of one core; msgs/s: what an observer per room subscribed to each of the room's topics by name received; step: the step's wall time, from its first person turn to its last room's rest\n", o.Rooms[0])
 	return rows, nil
 }
 
@@ -158,6 +174,35 @@ type buildingRoom struct {
 	person *room.Room
 	grants chan grantAt
 	rec    *timeline.Recorder
+	votes  lastVote
+}
+
+// lastVote is when the person's connection last received a companion's
+// vote (State) on the Message the person is waiting on.
+type lastVote struct {
+	mu sync.Mutex
+	id string // the Message
+	at time.Time
+}
+
+func (v *lastVote) wait(id string) {
+	v.mu.Lock()
+	v.id, v.at = id, time.Time{}
+	v.mu.Unlock()
+}
+
+func (v *lastVote) saw(id string, at time.Time) {
+	v.mu.Lock()
+	if id == v.id {
+		v.at = at
+	}
+	v.mu.Unlock()
+}
+
+func (v *lastVote) last() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.at
 }
 
 // grantAt is a grant as the person's connection received it.
@@ -232,6 +277,9 @@ func buildingStep(ctx context.Context, o BuildingOptions, n int) (BuildingRow, e
 	}
 	for _, r := range results {
 		row.Grants = append(row.Grants, r.grants...)
+		row.RoomP99 = append(row.RoomP99, Summarize(r.grants).P99)
+		row.Votes = append(row.Votes, r.votes...)
+		row.Floors = append(row.Floors, r.floors...)
 		row.Gaps = append(row.Gaps, r.gaps...)
 	}
 	row.Overlaps = timeline.Overlaps(row.Gaps)
@@ -248,9 +296,10 @@ func startBuildingRoom(ctx context.Context, o BuildingOptions, k int, seen *atom
 	for i := range ids {
 		ids[i] = fmt.Sprintf("r%02d-c%d", k, i+1)
 	}
+	first, others := o.endpoints(k)
 	mqtt := fmt.Sprintf(", qos: %d", o.QoS)
-	if len(o.Brokers) > 0 {
-		mqtt += fmt.Sprintf(", brokers: [%s]", quoteAll(o.Brokers))
+	if len(others) > 0 {
+		mqtt += fmt.Sprintf(", brokers: [%s]", quoteAll(others))
 	}
 	members := strings.Join(ids, ", ")
 	docs := []string{fmt.Sprintf(buildingFloor, name, members, mqtt)}
@@ -265,7 +314,7 @@ func startBuildingRoom(ctx context.Context, o BuildingOptions, k int, seen *atom
 		}
 		cfgs = append(cfgs, cfg)
 	}
-	lr, err := localroom.Start(ctx, cfgs, localroom.Options{Broker: o.Broker, Quiet: true})
+	lr, err := localroom.Start(ctx, cfgs, localroom.Options{Broker: first, Quiet: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -276,7 +325,7 @@ func startBuildingRoom(ctx context.Context, o BuildingOptions, k int, seen *atom
 		}
 	}
 	dial := func(user string) (*bus.MQTT, error) {
-		b, err := bus.Dial(ctx, bus.Options{Broker: o.Broker, Brokers: o.Brokers, ClientID: user + "-" + protocol.NewID()[:8],
+		b, err := bus.Dial(ctx, bus.Options{Broker: first, Brokers: others, ClientID: user + "-" + protocol.NewID()[:8],
 			Username: user, QoS: bus.QoS(byte(o.QoS))})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s's connection: %w", name, user, err)
@@ -298,6 +347,10 @@ func startBuildingRoom(ctx context.Context, o BuildingOptions, k int, seen *atom
 	})
 	if err != nil {
 		return nil, closeAll, fmt.Errorf("%s: grants: %w", name, err)
+	}
+	err = br.person.OnState(ctx, func(s protocol.State) { br.votes.saw(s.Params.MessageID, time.Now()) })
+	if err != nil {
+		return nil, closeAll, fmt.Errorf("%s: votes: %w", name, err)
 	}
 	if br.rec, err = timeline.Follow(ctx, br.person); err != nil {
 		return nil, closeAll, fmt.Errorf("%s: speaking statuses: %w", name, err)
@@ -324,6 +377,18 @@ func startBuildingRoom(ctx context.Context, o BuildingOptions, k int, seen *atom
 	return br, closeAll, nil
 }
 
+// endpoints are room k's broker and its fallbacks (mqtt.broker and
+// mqtt.brokers): o.Broker and o.Brokers, or with o.Spread the same
+// endpoints turned to start at number k-1.
+func (o BuildingOptions) endpoints(k int) (string, []string) {
+	all := append([]string{o.Broker}, o.Brokers...)
+	if o.Spread {
+		i := (k - 1) % len(all)
+		all = append(all[i:len(all):len(all)], all[:i]...)
+	}
+	return all[0], all[1:]
+}
+
 func quoteAll(ss []string) string {
 	q := make([]string, len(ss))
 	for i, s := range ss {
@@ -334,7 +399,7 @@ func quoteAll(ss []string) string {
 
 // roomTurns is what one room measured in a step.
 type roomTurns struct {
-	grants, gaps []time.Duration
+	grants, votes, floors, gaps []time.Duration
 }
 
 // run is the person's part in room r: after stagger, send a Message,
@@ -358,6 +423,7 @@ func (r *buildingRoom) run(ctx context.Context, o BuildingOptions, stagger time.
 	}
 	for k := 0; more(k); k++ {
 		id := protocol.NewID()
+		r.votes.wait(id)
 		sent := time.Now()
 		sends = append(sends, sent)
 		if err := r.person.SendMessage(ctx, protocol.NewMessage(id, buildingPerson, nil, buildingSay, "")); err != nil {
@@ -368,6 +434,10 @@ func (r *buildingRoom) run(ctx context.Context, o BuildingOptions, stagger time.
 			return res, fmt.Errorf("%s: turn %d: the person's grant: %w", r.name, k, err)
 		}
 		res.grants = append(res.grants, g.at.Sub(sent))
+		if v := r.votes.last(); !v.IsZero() && !v.After(g.at) {
+			res.votes = append(res.votes, v.Sub(sent))
+			res.floors = append(res.floors, g.at.Sub(v))
+		}
 		if g.g.Speaker != nil {
 			if _, err := r.nextGrant(ctx, time.Minute, func(g protocol.TurnGrant) bool { return g.Speaker == nil }); err != nil {
 				return res, fmt.Errorf("%s: turn %d: the room's rest: %w", r.name, k, err)

@@ -35,8 +35,50 @@ func TestBuildingSmoke(t *testing.T) {
 		if len(r.Gaps) == 0 {
 			t.Errorf("%d rooms: no silence between robots measured", r.Rooms)
 		}
+		if len(r.Votes) == 0 || len(r.Votes) != len(r.Floors) || len(r.Votes) > len(r.Grants) {
+			t.Errorf("%d rooms: %d grants split into %d votes and %d floor times", r.Rooms, len(r.Grants), len(r.Votes), len(r.Floors))
+		}
+		for i := range r.Votes {
+			if r.Votes[i] < 0 || r.Floors[i] < 0 {
+				t.Errorf("%d rooms: a grant split into votes %v and floor %v", r.Rooms, r.Votes[i], r.Floors[i])
+			}
+		}
+		if len(r.RoomP99) != r.Rooms {
+			t.Errorf("%d rooms: %d rooms' own p99", r.Rooms, len(r.RoomP99))
+		}
 		if r.Messages <= 0 || r.Wall <= 0 || r.BrokerCPU <= 0 {
 			t.Errorf("%d rooms: %d messages in %v, broker CPU %v", r.Rooms, r.Messages, r.Wall, r.BrokerCPU)
 		}
+	}
+}
+
+// -spread gives room k the endpoints turned to start at number k-1, the
+// others after it as fallbacks; without it every room uses -broker first.
+func TestBuildingEndpoints(t *testing.T) {
+	o := BuildingOptions{Broker: "tcp://n1", Brokers: []string{"tcp://n2", "tcp://n3"}}
+	spread := o
+	spread.Spread = true
+	solo := BuildingOptions{Broker: "tcp://m", Spread: true}
+	for _, c := range []struct {
+		o      BuildingOptions
+		k      int
+		first  string
+		others string
+	}{
+		{o, 1, "tcp://n1", "tcp://n2,tcp://n3"},
+		{o, 2, "tcp://n1", "tcp://n2,tcp://n3"},
+		{spread, 1, "tcp://n1", "tcp://n2,tcp://n3"},
+		{spread, 2, "tcp://n2", "tcp://n3,tcp://n1"},
+		{spread, 3, "tcp://n3", "tcp://n1,tcp://n2"},
+		{spread, 4, "tcp://n1", "tcp://n2,tcp://n3"},
+		{solo, 5, "tcp://m", ""},
+	} {
+		first, others := c.o.endpoints(c.k)
+		if first != c.first || strings.Join(others, ",") != c.others {
+			t.Errorf("spread %v, room %d: %s then %v, want %s then %s", c.o.Spread, c.k, first, others, c.first, c.others)
+		}
+	}
+	if first, others := spread.endpoints(2); first != "tcp://n2" || len(spread.Brokers) != 2 || spread.Brokers[0] != "tcp://n2" || len(others) != 2 {
+		t.Errorf("turning the endpoints changed the options: %v", spread.Brokers)
 	}
 }

@@ -66,6 +66,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	companions := fs.Int("companions", 5, "building: companions in each room")
 	duration := fs.Duration("duration", 0, "building: person turns for this long per room and step, instead of -turns")
 	brokers := fs.String("brokers", "", "building: the cluster's other nodes, comma-separated (mqtt.brokers)")
+	spread := fs.Bool("spread", false, "building: give the rooms the endpoints in turn (room 1 -broker, room 2 the first of -brokers, …), each with the others as its fallbacks")
 	qos := fs.Int("qos", 1, "building: mqtt.qos of every connection, 0 or 1 (0 on NATS)")
 	pids := fs.String("broker-pids", "", "building: the broker's process ids, comma-separated, for its CPU per room")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -110,7 +111,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return bench.Memory(ctx, stdout, o)
 	}
 	if what == "building" {
-		o := bench.BuildingOptions{Broker: *url, QoS: *qos, Companions: *companions, Turns: 4, Duration: *duration}
+		o := bench.BuildingOptions{Broker: *url, QoS: *qos, Spread: *spread, Companions: *companions, Turns: 4, Duration: *duration}
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "turns" {
 				o.Turns = *turns
