@@ -59,6 +59,9 @@ func (f *Floor) takeOver() {
 	published := false
 	for _, g := range f.unannounced {
 		f.log.Debug("floor: announced", "message", g.MessageID, "speaker", g.SpeakerID(), "reason", g.Reason, "active", true)
+		// Nobody published it before: it is this floor's grant, counted
+		// as one decided while leading is.
+		f.m.Grants.WithLabelValues(g.Reason).Inc()
 		f.publish(g)
 		published = published || g.MessageID == f.last.g.MessageID
 	}

@@ -3,6 +3,8 @@ package floor
 import (
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -17,5 +19,11 @@ func TestMessageBeforeClaimIsAnnounced(t *testing.T) {
 	h.activate(f)
 	if g := h.grant(); g.SpeakerID() != "b" {
 		t.Fatalf("grant %+v", g)
+	}
+	// A grant first published on taking over is this floor's grant: the
+	// count says how many turns the floor granted (what the companions
+	// may play), announced late or not.
+	if n := testutil.ToFloat64(h.m.Grants.WithLabelValues(protocol.ReasonSpeak)); n != 1 {
+		t.Fatalf("chorus_floor_grants_total{reason=speak} = %v after announcing one grant, want 1", n)
 	}
 }
