@@ -124,7 +124,9 @@ type Config struct {
 	// Presence is the companion's retained presence, for the think time it
 	// announces: a new estimate (from its brain's measured latency) is
 	// announced when it moves by more than a quarter, at most every 5 s.
-	// nil announces nothing.
+	// It is also said again when the room reads the companion offline
+	// while it runs (a Last Will of an older connection). nil announces
+	// nothing.
 	Presence *room.Announcement
 	// ExpectThink is the think time announced before any call is measured
 	// (the brain's timeout for a model, its delay for the rule brain).
@@ -448,6 +450,9 @@ func (c *Companion) deliver(ctx context.Context, e event) {
 func (c *Companion) handle(ctx context.Context, e event) {
 	switch e.kind {
 	case evPresence:
+		if e.presence.ID == c.me() && (e.presence.Cleared || !e.presence.Presence.Online) {
+			c.stillHere()
+		}
 		if !e.presence.Cleared && e.presence.Presence.Online {
 			if len(c.present) < maxPresent || c.present[e.presence.ID] {
 				c.present[e.presence.ID] = true
@@ -740,6 +745,25 @@ func (c *Companion) stopThinking(id string) {
 			delete(c.thinks, mid)
 			c.stopped.Add(mid)
 		}
+	}
+}
+
+// stillHere says the companion's presence again when the room reads it
+// offline while the companion runs: the broker published the Last Will
+// of a connection it had already replaced. On a cluster a node that
+// closes a client (or a takeover of its session on another node) can
+// send that will after the new connection's birth, and the room would
+// take a robot that talks for gone — the floor waits for a granted
+// speaker to come back and publishes nothing meanwhile. A robot that is
+// stopping closes its bus first, which then refuses the publish.
+func (c *Companion) stillHere() {
+	p := c.cfg.Presence
+	if p == nil {
+		return
+	}
+	c.log.Info("the room reads this companion offline while it runs (an older connection's Last Will); saying it is online again")
+	if err := p.SetThink(p.Think(), c.out); err != nil {
+		c.log.Warn("presence not said again", "err", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
 
@@ -33,4 +34,49 @@ func TestSpeakingStatusOutlivesABrokerRestart(t *testing.T) {
 		}
 	}
 	t.Fatal("no retained speaking status after the broker's restart")
+}
+
+// A Last Will of a connection the companion already replaced can reach
+// the room after the new connection's birth (a cluster node that closed
+// the client, or its session taken over on another node): the room then
+// reads a running companion as gone, and the floor publishes nothing for
+// it. The companion says its presence again (issue 31, found killing a
+// NATS node beside a load).
+func TestCompanionOutlivesAStaleLastWill(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(time.Second)
+	r.startCompanion(cards()[0], newMemBrain(), func(c *companion.Config) {
+		c.Presence = c.Room.Announce("kyoko", "kyoko", 0)
+	})
+	waitPresent(t, r, 1)
+	got := make(chan room.PresenceEvent, 16)
+	obs := room.New(r.dial("hana", nil, nil), r.s, "lr", nil, nil)
+	obs.SetMembers(members)
+	if err := obs.OnPresence(r.ctx, func(e room.PresenceEvent) {
+		if e.ID == "kyoko" {
+			got <- e
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The broker sends the will of kyoko's replaced connection.
+	_, will := obs.PresenceMessages("kyoko", "kyoko")
+	if err := r.dial("kyoko", nil, nil).Publish(r.ctx, will.Topic, will.Payload, true); err != nil {
+		t.Fatal(err)
+	}
+	sawOffline := false
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case e := <-got:
+			switch {
+			case !e.Presence.Online:
+				sawOffline = true
+			case sawOffline:
+				return // online again, after the stale will
+			}
+		case <-deadline:
+			t.Fatalf("kyoko runs, and its presence stayed offline after a stale will (offline seen: %v)", sawOffline)
+		}
+	}
 }
