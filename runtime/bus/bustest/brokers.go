@@ -337,6 +337,9 @@ func runLogged(t testing.TB, cmd *exec.Cmd, logPath string) (done chan struct{})
 
 func (m *Mosquitto) Name() string { return "mosquitto" }
 
+// PID is the running broker's process id.
+func (m *Mosquitto) PID() int { return m.cmd.Process.Pid }
+
 // Port is the loopback port Mosquitto listens on.
 func (m *Mosquitto) Port() int { return m.port }
 
