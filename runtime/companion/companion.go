@@ -201,6 +201,9 @@ type Companion struct {
 	told     time.Time                     // when the think time was last announced
 	voices   map[string]voice              // each member's speaking status
 	said     *protocol.Speaking            // this companion's last speaking status, said again after a reconnect
+	offline  bool                          // the room's latest presence of this companion says offline
+	away     bool                          // this companion's connection is lost (until it is back)
+	checking bool                          // a stillHere check is due
 	turn     *turn                         // the granted turn being prepared or spoken
 	order    uint64                        // messages heard, in order
 	lastUser uint64                        // order of the newest user message
@@ -285,7 +288,15 @@ const (
 	evRest
 	evForgets
 	evReconnected
+	evLost
+	evStillHere
 )
+
+// stillHereAfter is how long the room may read this companion offline
+// while it is connected before it says its presence again: a broker that
+// stops sends the wills of connections it is closing, and those are
+// followed within it by the connection's loss.
+const stillHereAfter = 500 * time.Millisecond
 
 // New checks cfg and returns a Companion; Run starts it.
 func New(cfg Config) (*Companion, error) {
@@ -404,6 +415,9 @@ func (c *Companion) Run(ctx context.Context) error {
 		// forget log: say them again.
 		rc.OnReconnect(func() { c.push(event{kind: evReconnected}, "reconnected") })
 	}
+	if rc, ok := r.Bus.(interface{ OnLost(func()) }); ok {
+		rc.OnLost(func() { c.push(event{kind: evLost}, "lost") })
+	}
 	if c.memOn() {
 		if err := r.OnForgets(ctx, func(l protocol.ForgetLog) { c.push(event{kind: evForgets, forgets: l}, "forgets") }); err != nil {
 			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
@@ -450,8 +464,12 @@ func (c *Companion) deliver(ctx context.Context, e event) {
 func (c *Companion) handle(ctx context.Context, e event) {
 	switch e.kind {
 	case evPresence:
-		if e.presence.ID == c.me() && (e.presence.Cleared || !e.presence.Presence.Online) {
-			c.stillHere()
+		if e.presence.ID == c.me() {
+			c.offline = e.presence.Cleared || !e.presence.Presence.Online
+			if c.offline && !c.checking && c.cfg.Presence != nil {
+				c.checking = true
+				c.cfg.Clock.AfterFunc(stillHereAfter, func() { c.push(event{kind: evStillHere}, "still-here") })
+			}
 		}
 		if !e.presence.Cleared && e.presence.Presence.Online {
 			if len(c.present) < maxPresent || c.present[e.presence.ID] {
@@ -489,7 +507,15 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		c.onRest()
 	case evForgets:
 		c.onForgets(e.forgets)
+	case evLost:
+		c.away = true
+	case evStillHere:
+		c.checking = false
+		if c.offline && !c.away {
+			c.stillHere()
+		}
 	case evReconnected:
+		c.away = false
 		if c.said != nil {
 			if err := c.cfg.Room.QueueSpeaking(c.out, c.me(), *c.said); err != nil {
 				c.log.Warn("speaking status not published again", "err", err)
@@ -748,9 +774,9 @@ func (c *Companion) stopThinking(id string) {
 	}
 }
 
-// stillHere says the companion's presence again when the room reads it
-// offline while the companion runs: the broker published the Last Will
-// of a connection it had already replaced. On a cluster a node that
+// stillHere says the companion's presence again when the room has read it
+// offline for stillHereAfter while the companion runs, connected: the
+// broker published the Last Will of a connection it had already replaced. On a cluster a node that
 // closes a client (or a takeover of its session on another node) can
 // send that will after the new connection's birth, and the room would
 // take a robot that talks for gone — the floor waits for a granted
