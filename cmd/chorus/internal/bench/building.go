@@ -57,10 +57,10 @@ type BuildingRow struct {
 	// RoomP99 is each room's own grant p99, over its turns alone: a
 	// room's p99 from as many grants as one room gives (the step's p99 is
 	// over R times more, so it reaches further into the tail).
-	RoomP99 []time.Duration
-	Gaps          []time.Duration // silences between robots: one's audio end → the next one's start
-	Overlaps      int             // gaps below zero: two robots at once
-	Wall          time.Duration   // the step, from the first person turn to the last rest
+	RoomP99  []time.Duration
+	Gaps     []time.Duration // silences between robots: one's audio end → the next one's start
+	Overlaps int             // gaps below zero: two robots at once
+	Wall     time.Duration   // the step, from the first person turn to the last rest
 	// BrokerCPU is the broker processes' user and system time over the
 	// step, -1 without BrokerPIDs; BenchCPU is this process's.
 	BrokerCPU, BenchCPU time.Duration
