@@ -38,3 +38,8 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// The embedded broker's library with one fix: a subscription's scan of the
+// retained messages reads a topic's retained path under the lock its
+// writer holds (runtime/broker/third_party/mochi/PATCHED.md).
+replace github.com/mochi-mqtt/server/v2 => ./runtime/broker/third_party/mochi
