@@ -97,8 +97,8 @@ type rule struct {
 	Never []string
 }
 
-// parts are the architecture's parts (DESIGN.md, "Architecture: parts,
-// and what never imports what"), each the packages it holds.
+// parts are the architecture's parts (docs/architecture.md, "Parts"),
+// each the packages it holds.
 var parts = map[string][]string{
 	"Daemon":    {"cmd/chorusd/...", "device/daemon/...", "device/doctor/...", "device/panel/..."},
 	"CLI":       {"cmd/chorus/...", "runtime/transcript/..."},
@@ -116,16 +116,16 @@ var parts = map[string][]string{
 	"Transport": {"runtime/bus/...", "runtime/broker/..."},
 	"Drivers":   {"drivers/..."},
 	"Ground": {"runtime/protocol/...", "runtime/topic/...", "runtime/schema/...", "runtime/seen/...", "runtime/clock/...",
-		"runtime/loop/...", "runtime/sentence/...", "runtime/repetition/...", "runtime/metrics/..."},
+		"runtime/loop/...", "runtime/sentence/...", "runtime/repetition/...", "runtime/metrics/...", "runtime/version/..."},
 }
 
-// nevers are DESIGN.md's nevers, one line each as it writes them: no
+// nevers are docs/architecture.md's nevers, one line each as it writes them: no
 // package of the first part depends, directly or not, on one of the
 // others.
 var nevers = []struct {
 	From  string
 	Never []string
-	Added string // why, for a never this project adds beside DESIGN.md's
+	Added string // why, for a never this project adds beside docs/architecture.md's
 }{
 	{"Ground", []string{"Transport", "Drivers"}, ""},
 	{"Drivers", []string{"Config", "Companion", "Floor", "Transport", "Ground"}, ""},
@@ -140,10 +140,10 @@ var nevers = []struct {
 	{"Query", []string{"Room"}, ""},
 	{"Config", []string{"Drivers"}, ""},
 	{"Body", []string{"Room", "Transport"}, "the body reaches the room through the daemon's wiring and queries; " +
-		"DESIGN.md allows the ear alone to publish its heard reports to the room itself (allowed, below)"},
+		"docs/architecture.md allows the ear alone to publish its heard reports to the room itself (allowed, below)"},
 }
 
-// allowed are the crossings DESIGN.md allows on purpose. Each must exist
+// allowed are the crossings docs/architecture.md allows on purpose. Each must exist
 // (an allowance nobody uses any more is deleted, so the never holds).
 var allowed = []violation{
 	{"Body never imports Room", "device/ear", "runtime/room"},
@@ -179,7 +179,7 @@ var baseRules = []rule{
 	{"the room's hearing arbiter imports no floor, companion or brain", []string{"runtime/hearing/..."}, []string{"runtime/floor/...", "runtime/realtime/...", "runtime/companion/...", "runtime/brain/..."}},
 }
 
-// rules are the README's import rules and DESIGN.md's nevers (issue 30,
+// rules are the README's import rules and docs/architecture.md's nevers (issue 30,
 // item 4).
 var rules = append(slices.Clone(baseRules), neverRules()...)
 
@@ -499,18 +499,17 @@ func TestListedReadsTheTable(t *testing.T) {
 	}
 }
 
-// TestNeversMirrorDESIGN: the nevers table is DESIGN.md's, line for line
-// ("Never: Ground → Transport or Drivers; …"), and its parts are
-// DESIGN.md's parts table. DESIGN.md lives in the shared folder beside
-// the checkout (as CI lays it); without it the test says so and skips.
-func TestNeversMirrorDESIGN(t *testing.T) {
-	design, err := os.ReadFile("../../shared/DESIGN.md")
+// TestNeversMirrorTheArchitecture: the nevers table is
+// docs/architecture.md's, line for line ("Never: Ground → Transport or
+// Drivers; …"), and its parts are that page's parts table.
+func TestNeversMirrorTheArchitecture(t *testing.T) {
+	design, err := os.ReadFile("../docs/architecture.md")
 	if err != nil {
-		t.Skipf("no ../shared/DESIGN.md beside the checkout: %v", err)
+		t.Fatal(err)
 	}
 	_, text, ok := strings.Cut(string(design), "\nNever: ")
 	if !ok {
-		t.Fatal("DESIGN.md has no \"Never: \" line")
+		t.Fatal("docs/architecture.md has no \"Never: \" line")
 	}
 	text, _, _ = strings.Cut(text, "\nAllowed on purpose")
 	text = strings.Join(strings.Fields(text), " ")
@@ -518,7 +517,7 @@ func TestNeversMirrorDESIGN(t *testing.T) {
 	for _, clause := range strings.Split(strings.TrimSuffix(text, "."), ";") {
 		from, to, ok := strings.Cut(clause, "→")
 		if !ok {
-			t.Fatalf("DESIGN.md's never %q has no arrow", clause)
+			t.Fatalf("docs/architecture.md's never %q has no arrow", clause)
 		}
 		to, _, _ = strings.Cut(to, "(") // "(drivers take plain fields and interfaces)"
 		var names []string
@@ -540,12 +539,12 @@ func TestNeversMirrorDESIGN(t *testing.T) {
 	}
 	for from, ws := range want {
 		if !slices.Equal(slices.Sorted(slices.Values(ws)), slices.Sorted(slices.Values(got[from]))) {
-			t.Errorf("%s never imports %v in DESIGN.md, %v in the table", from, ws, got[from])
+			t.Errorf("%s never imports %v in docs/architecture.md, %v in the table", from, ws, got[from])
 		}
 	}
 	for from := range got {
 		if _, ok := want[from]; !ok {
-			t.Errorf("the table has nevers of %s that DESIGN.md does not", from)
+			t.Errorf("the table has nevers of %s that docs/architecture.md does not", from)
 		}
 	}
 	// The parts table: "| Daemon | `cmd/chorusd`, `device/daemon`, … |"
@@ -562,7 +561,7 @@ func TestNeversMirrorDESIGN(t *testing.T) {
 		for _, p := range pkgs {
 			p = strings.TrimSuffix(p, "/...")
 			if !named[p] && !named[strings.TrimPrefix(p, "runtime/")] {
-				t.Errorf("part %s: DESIGN.md's parts table does not name %s", name, p)
+				t.Errorf("part %s: docs/architecture.md's parts table does not name %s", name, p)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/device/doctor"
 	"github.com/chorus-robotics/chorus/device/parts"
+	chorusversion "github.com/chorus-robotics/chorus/runtime/version"
 )
 
 // Command runs chorusd with args (without the program's name) and returns
@@ -25,6 +26,7 @@ import (
 //	chorusd --list                      # what this build contains
 //	chorusd --doctor [--config FILE]    # check the machine against the config
 //	chorusd --ha-remove [--config FILE] # take the robot out of Home Assistant
+//	chorusd --version                   # the build's version, Go toolchain and platform
 //
 // Every mode reads the config through the one check, CheckFile.
 func Command(ctx context.Context, args []string, version string, stdout, stderr io.Writer) int {
@@ -35,12 +37,17 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	doc := fl.Bool("doctor", false, "check what the config needs against this machine (camera, audio, TTS, GPIO, broker, model server, secrets; microphone, speech to text, wake word), and exit")
 	envFile := fl.String("env-file", doctor.DefaultEnvFile, "with --doctor: the environment file chorusd.service reads (its variables fill those not already set)")
 	haRemove := fl.Bool("ha-remove", false, "take this robot out of Home Assistant (the empty retained discovery; before uninstalling it), and exit")
+	showVersion := fl.Bool("version", false, "print the build's version and exit")
 	list := fl.Bool("list", false, "print the camera sources, audio outputs, TTS engines, brains, microphones, speech-to-text engines and wake-word detectors this build contains, and exit")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
+	version = chorusversion.Of(version)
 	Version = version
 	switch {
+	case *showVersion:
+		fmt.Fprintf(stdout, "chorusd %s (%s)\n", version, chorusversion.Go())
+		return 0
 	case *list:
 		fmt.Fprintf(stdout, "chorusd %s\n%s", version, parts.List())
 		return 0

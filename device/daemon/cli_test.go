@@ -49,3 +49,10 @@ http: {listen: "off"}
 		t.Errorf("the doctor's config line does not say what the start says:\n%s\n(start: %s)", &out, &errs)
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	var out, errs strings.Builder
+	if code := Command(context.Background(), []string{"--version"}, "v1.2.3", &out, &errs); code != 0 || !strings.HasPrefix(out.String(), "chorusd v1.2.3 (go") {
+		t.Fatalf("chorusd --version: %d %q %q", code, out.String(), errs.String())
+	}
+}

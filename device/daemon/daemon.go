@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -68,13 +69,16 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
+	"github.com/chorus-robotics/chorus/runtime/version"
 )
 
 // Options adjust a Daemon beyond its config.
 type Options struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
-	// Version is the build's, told to Home Assistant.
+	// Version is the build's stamped version ("" or "dev" when it was
+	// not stamped: version.Of tells it then), in the ready line, the
+	// chorus_build_info metric and Home Assistant's device.
 	Version string
 }
 
@@ -183,11 +187,9 @@ func New(cfg *robot.Config, opts Options) (*Daemon, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	version := opts.Version
-	if version == "" {
-		version = "dev"
-	}
-	return &Daemon{cfg: cfg, log: log.With("device", cfg.Device.ID), m: metrics.OrNew(opts.Metrics), version: version}, nil
+	d := &Daemon{cfg: cfg, log: log.With("device", cfg.Device.ID), m: metrics.OrNew(opts.Metrics), version: version.Of(opts.Version)}
+	d.m.Build.WithLabelValues(d.version, runtime.Version()).Set(1)
+	return d, nil
 }
 
 // Metrics is the daemon's metric set.
@@ -247,7 +249,7 @@ func (d *Daemon) Run(parent context.Context, ready func()) error {
 		return fmt.Errorf("chorusd: not up within %v: %w", startupLimit, err)
 	}
 	d.ready.Store(true)
-	d.log.Info("chorusd ready", "room", d.cfg.Room.Name, "identity", d.cfg.Identity(), "floor", d.cfg.Room.Floor, "broker", d.cfg.MQTT.Broker)
+	d.log.Info("chorusd ready", "version", d.version, "room", d.cfg.Room.Name, "identity", d.cfg.Identity(), "floor", d.cfg.Room.Floor, "broker", d.cfg.MQTT.Broker)
 	if ready != nil {
 		ready()
 	}

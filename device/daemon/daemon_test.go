@@ -226,7 +226,7 @@ func TestDeviceWithPanelHealthAndMetrics(t *testing.T) {
 	}
 
 	code, metrics := get(t, base+"/metrics")
-	for _, want := range []string{"chorus_floor_grants_total{reason=\"held\"} 1", "chorus_floor_votes_total", "go_goroutines", "chorus_bad_input_total"} {
+	for _, want := range []string{"chorus_floor_grants_total{reason=\"held\"} 1", "chorus_floor_votes_total", "go_goroutines", "chorus_bad_input_total", `chorus_build_info{goversion="go`} {
 		if code != 200 || !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

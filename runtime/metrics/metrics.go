@@ -31,6 +31,7 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
+	Build         *prometheus.GaugeVec   // version, goversion: 1 for the running build
 	BadInput      *prometheus.CounterVec // source, kind
 	Votes         prometheus.Counter
 	LateStates    prometheus.Counter
@@ -83,6 +84,9 @@ func New() *Metrics {
 	lat := []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30}
 	m := &Metrics{
 		Registry: r,
+		Build: f(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chorus_build_info",
+			Help: "The running build: 1, labelled with its version and Go toolchain."},
+			[]string{"version", "goversion"})).(*prometheus.GaugeVec),
 		BadInput: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_bad_input_total",
 			Help: "Payloads rejected, by source (message, state, grant, ...) and kind (oversize, syntax, spoof, ...)."},
 			[]string{"source", "kind"})).(*prometheus.CounterVec),

@@ -21,6 +21,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 	"github.com/chorus-robotics/chorus/runtime/transcript"
+	"github.com/chorus-robotics/chorus/runtime/version"
 )
 
 type command struct {
@@ -34,8 +35,16 @@ var commands = map[string]command{
 	"watch": {"print a room's live transcript", runWatch},
 }
 
+// Version is the build's version: the stamped one (main.version) or
+// what the Go toolchain recorded (runtime/version); cmd/chorus sets it.
+var Version = "dev"
+
 // Main runs the subcommand in args and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintf(stdout, "chorus %s (%s)\n", Version, version.Go())
+		return 0
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
@@ -66,6 +75,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintf(w, "  %-8s %s\n", "version", "print this build's version")
 	fmt.Fprintln(w, "\nchorus <command> -h shows its flags.")
 }
 

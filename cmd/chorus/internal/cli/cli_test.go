@@ -35,6 +35,17 @@ func run(args ...string) (code int, out, errOut string) {
 	return code, o.String(), e.String()
 }
 
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		if code, out, _ := run(arg); code != 0 || !strings.HasPrefix(out, "chorus "+Version+" (go") {
+			t.Errorf("chorus %s: %d %q", arg, code, out)
+		}
+	}
+	if _, out, _ := run(); !strings.Contains(out, "version") {
+		t.Errorf("the usage does not list version: %q", out)
+	}
+}
+
 func TestUsageAndUnknownCommand(t *testing.T) {
 	if code, out, _ := run(); code != 0 || !strings.Contains(out, "demo") || !strings.Contains(out, "query") {
 		t.Fatalf("help: %d %q", code, out)
