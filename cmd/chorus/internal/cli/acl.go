@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/chorus-robotics/chorus/device/robot"
@@ -63,6 +65,10 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		io.WriteString(stdout, acl)
 	} else if err := os.WriteFile(*aclOut, []byte(acl), mode); err != nil {
 		return err
+	} else if *format == "mosquitto" {
+		if err := giveToMosquitto(*aclOut, 0o640, stderr); err != nil {
+			return fmt.Errorf("-acl: %w", err)
+		}
 	}
 	if *passwd != "" {
 		f, err := os.OpenFile(*passwd, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -74,9 +80,40 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if _, err := io.WriteString(f, skel); err != nil {
 			return err
 		}
+		if *format == "mosquitto" {
+			if err := giveToMosquitto(*passwd, 0o600, stderr); err != nil {
+				return fmt.Errorf("-passwd: %w", err)
+			}
+		}
 		fmt.Fprintf(stderr, "wrote %s: replace every CHANGE-ME with that identity's password, add a line per person's app (a user: it may speak, never vote), then hash the file in place: mosquitto_passwd -U %s\n%s", *passwd, *passwd, who)
 	}
 	return nil
+}
+
+// giveToMosquitto hands a file Mosquitto reads to the mosquitto user,
+// with mode: Debian's Mosquitto starts as root and drops to that user
+// before it reads its password file and ACL, and refuses to start on a
+// file only root can read ("Unable to open pwfile"). Newer Mosquittos
+// also warn of a file another user owns or all may read. Only root can
+// give a file away; anyone else is told how, where the user exists.
+func giveToMosquitto(path string, mode os.FileMode, stderr io.Writer) error {
+	u, err := user.Lookup("mosquitto")
+	if err != nil {
+		return nil // no Mosquitto of Debian's here: the file stays the writer's
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintf(stderr, "Mosquitto reads %s as the mosquitto user: sudo chown mosquitto:mosquitto %s && sudo chmod %o %s\n", path, path, mode, path)
+		return nil
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("the mosquitto user's ids: %w", err)
+	}
+	if err := os.Chown(path, uid, gid); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
 }
 
 // natsUsers renders the scheme's permissions for nats-server: every
