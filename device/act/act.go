@@ -211,6 +211,11 @@ func (b *Body) Do(ctx context.Context, req protocol.ActionRequest) (protocol.Act
 	case replaced:
 		b.count(a.Def.Name, "replaced")
 		return res, nil
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
+		// Shutdown (or the asker gone) cut it short: nothing to warn of.
+		b.count(a.Def.Name, "failed")
+		b.log().Debug("action cut short", "action", a.Def.Name, "err", err)
+		return protocol.ActionResult{}, fmt.Errorf("action %s: %w", a.Def.Name, err)
 	case err != nil:
 		b.count(a.Def.Name, "failed")
 		b.log().Warn("action failed", "action", a.Def.Name, "err", err)

@@ -202,7 +202,12 @@ func Acts(ctx context.Context, wg *sync.WaitGroup, a Asker, device, msgID string
 			res, err := Action(ctx, a, device, r, timeout)
 			if err != nil {
 				m.QueryErrors.WithLabelValues(protocol.TypeAction, "failed").Inc()
-				log.Warn("the body did not do an action", "action", r.Name, "device", device, "err", err)
+				level := slog.LevelWarn
+				if ctx.Err() != nil {
+					level = slog.LevelDebug // shutdown, or the turn was cut: not the body's fault
+				}
+				// "body", not "device": the asker's logger names its own device.
+				log.Log(ctx, level, "the body did not do an action", "action", r.Name, "body", device, "err", err)
 				return
 			}
 			log.Debug("action done", "action", r.Name, "done", res.Done, "replaced", res.Replaced, "ms", res.DurationMs, "detail", res.Detail)

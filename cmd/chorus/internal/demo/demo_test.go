@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 )
 
 // TestDemoRunsToTerminal runs the shipped demo room end to end.
@@ -219,5 +221,32 @@ func TestVoiceDemo(t *testing.T) {
 	}
 	if p.Duration() < 5*time.Second || loud < p.Rate/10 {
 		t.Fatalf("room.wav: %v long, %d loud samples in its first 3 s (the person)", p.Duration(), loud)
+	}
+}
+
+// The demo's log says each key once a line, and a demo that ends well
+// ends with no warning or error: the shutdown that cuts a robot's nod
+// short is nothing to warn of (it was, and every line of a robot named
+// its device twice).
+func TestDemoLogsAreClean(t *testing.T) {
+	var logs logtest.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), Options{Out: t.TempDir(), Timeout: 30 * time.Second, W: &buf, Log: log})
+	if err != nil || !sum.Terminal {
+		t.Fatalf("demo: %+v %v\n%s", sum, err, buf.String())
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("%d log lines at debug", len(lines))
+	}
+	for _, line := range lines {
+		rep, err := logtest.RepeatedKeys([]byte(line))
+		if err != nil || len(rep) > 0 {
+			t.Errorf("keys said again %v (%v): %s", rep, err, line)
+		}
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+			t.Errorf("a demo that ended well logged: %s", line)
+		}
 	}
 }

@@ -141,7 +141,7 @@ func Start(ctx context.Context, cfgs []*robot.Config, o Options) (*Room, error) 
 		if o.Prepare != nil {
 			o.Prepare(c)
 		}
-		d, err := daemon.New(c, daemon.Options{Log: log.With("device", c.Device.ID)})
+		d, err := daemon.New(c, daemon.Options{Log: log}) // the daemon names its device in its lines
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("%s: %w", c.Path(), err)
