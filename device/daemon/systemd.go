@@ -97,13 +97,14 @@ func (readyError) Error() string { return "not ready" }
 
 var errNotReady = readyError{}
 
-// Main runs a daemon for cfg the way chorusd does: logs to w as the config
-// says, READY once up, the watchdog fed while the loops turn, STOPPING on
-// the way out.
 // Version is the build's version (chorusd sets it), told to Home
 // Assistant.
 var Version = "dev"
 
+// Main runs a daemon for cfg the way chorusd does: logs to w as the config
+// says, READY once up, the watchdog fed while the loops turn, STOPPING on
+// the way out, and one line when it has stopped saying why (the signal;
+// an error is chorusd's to print).
 func Main(ctx context.Context, cfg *robot.Config, w io.Writer) error {
 	log := cfg.Log.Logger(w)
 	d, err := New(cfg, Options{Log: log, Version: Version})
@@ -111,10 +112,18 @@ func Main(ctx context.Context, cfg *robot.Config, w io.Writer) error {
 		return err
 	}
 	defer NotifyStopping()
-	return d.Run(ctx, func() {
+	err = d.Run(ctx, func() {
 		NotifyReady(log)
 		go d.Watchdog(ctx)
 	})
+	if err == nil {
+		why := "asked to stop"
+		if cause := context.Cause(ctx); cause != nil {
+			why = cause.Error() // "interrupt signal received", "terminated signal received"
+		}
+		d.log.Info("chorusd stopped", "why", why)
+	}
+	return err
 }
 
 // busProbe pings the bus through the broker and back.

@@ -255,6 +255,15 @@ func ButtonActions(defs []protocol.ActionDef) []protocol.ActionDef {
 	return out
 }
 
+// entityCount is how many components a discovery payload names.
+func (r *Robot) entityCount(payload []byte) int {
+	var d struct {
+		Cmps map[string]json.RawMessage `json:"cmps"`
+	}
+	json.Unmarshal(payload, &d)
+	return len(d.Cmps)
+}
+
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -362,7 +371,9 @@ func (r *Robot) announce() error {
 	if err != nil {
 		return fmt.Errorf("homeassistant: discovery: %w", err)
 	}
-	r.out.Send(r.Scheme.HADiscovery(r.Node), b, true)
+	if r.out.Send(r.Scheme.HADiscovery(r.Node), b, true) {
+		r.log().Info("homeassistant: discovery published", "topic", r.Scheme.HADiscovery(r.Node), "entities", r.entityCount(b))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for e, v := range r.states {

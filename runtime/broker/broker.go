@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	// max_queued_messages 1000 in systemd/mosquitto-chorus.conf.
 	caps.MaximumClientWritesPending = clientQueue
 	caps.MaximumInflight = clientQueue
-	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "broker"), InlineClient: true, Capabilities: caps})
+	srv := mqtt.New(&mqtt.Options{Logger: slog.New(libraryLog{log.Handler()}).With("component", "broker"), InlineClient: true, Capabilities: caps})
 	if err := srv.AddHook(&aclHook{srv: srv, cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics)}, nil); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("broker: add ACL hook: %w", err)

@@ -260,9 +260,18 @@ func TestHomeAssistantSeesTheRobot(t *testing.T) {
 		}
 	}
 
-	// Restarted, the robot keeps its unique ids.
+	// Restarted, the robot keeps its unique ids. It said when the
+	// discovery went out, and stops with one line saying why.
 	p.cmd.Process.Signal(os.Interrupt)
 	<-p.done
+	for _, want := range []string{`msg="homeassistant: discovery published"`, `msg="chorusd stopped" device=kyoko-pi why="interrupt signal received"`} {
+		if !strings.Contains(p.log.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, p.log.String())
+		}
+	}
+	if strings.Contains(p.log.String(), "level=ERROR") {
+		t.Errorf("an ERROR on Ctrl-C:\n%s", p.log.String())
+	}
 	first := uniqueIDs(d)
 	p = start(t, chorusd, cfg, "kyoko")
 	h.until("homeassistant", "chorus/rooms/lab/presence/kyoko", func(s string) bool { return strings.Contains(s, `"online":true`) })
