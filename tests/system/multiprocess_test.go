@@ -181,7 +181,11 @@ func say(t *testing.T, chorus, url, text string) string {
 	if err != nil {
 		t.Fatalf("chorus say: %v\n%s", err, out)
 	}
-	return strings.TrimSpace(string(out))
+	f := strings.Fields(string(out)) // "sent to room lab as user, message id ID"
+	if len(f) == 0 {
+		t.Fatalf("chorus say printed nothing")
+	}
+	return f[len(f)-1]
 }
 
 func startMosquittoURL(t *testing.T) string {

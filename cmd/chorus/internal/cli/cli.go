@@ -199,7 +199,8 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := r.SendMessage(ctx, m); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, m.Params.ID)
+	// Labelled, the id last: a script takes the last word.
+	fmt.Fprintf(stdout, "sent to room %s as %s, message id %s\n", rf.room, rf.user, m.Params.ID)
 	return nil
 }
 

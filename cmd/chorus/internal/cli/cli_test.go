@@ -86,7 +86,7 @@ http: {listen: "off"}
 	if code, _, errOut := run("query", "-broker", br.URL(), "-as", "bot", "-device", "bot", "-type", "smell"); code != 1 || !strings.Contains(errOut, `unknown query type "smell"`) {
 		t.Fatalf("unknown type: %d %s", code, errOut)
 	}
-	if code, out, _ := run("say", "-broker", br.URL(), "-room", "lab", "hello", "bot"); code != 0 || len(strings.TrimSpace(out)) != 32 {
+	if code, out, _ := run("say", "-broker", br.URL(), "-room", "lab", "hello", "bot"); code != 0 || !strings.HasPrefix(out, "sent to room lab as user, message id ") || len(lastWord(out)) != 32 {
 		t.Fatalf("say: %d %q", code, out)
 	}
 }
@@ -350,4 +350,12 @@ func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
 	if n := asked.Load(); n != 3 {
 		t.Fatalf("the floor was asked %d times, want 3 (twice standing by, then active)", n)
 	}
+}
+
+func lastWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
 }
