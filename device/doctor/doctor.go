@@ -370,6 +370,10 @@ func (d *doctor) stt(ctx context.Context, kind string) {
 	c := d.c
 	name := "speech to text (" + kind + ")"
 	fix := "check hearing.stt (the server at its url is up and reachable from here; pocketsphinx and pocketsphinx-en-us installed; the grammar file)"
+	if c.Hearing.STT.URL != "" && placeholder(c.Hearing.STT.URL) {
+		d.fail(name, "set hearing.stt.url to your speech-to-text server (this address is an example's stand-in; nothing was sent to it)", errPlaceholder)
+		return
+	}
 	engine, err := parts.STT.Make(c, d.env)
 	if err != nil {
 		d.fail(name, fix, err)
@@ -423,6 +427,10 @@ func (d *doctor) wake(ctx context.Context, kind string) {
 	c := d.c
 	name := "wake word (" + kind + ")"
 	fix := "check hearing.wake.url: a Wyoming wake-word server (wyoming-openwakeword) listening there"
+	if placeholder(c.Hearing.Wake.URL) {
+		d.fail(name, "set hearing.wake.url to your wake-word server (this address is an example's stand-in; nothing was sent to it)", errPlaceholder)
+		return
+	}
 	det, err := parts.Wakes.Make(c, d.env)
 	var have []string
 	if err == nil {
@@ -567,6 +575,10 @@ func (d *doctor) broker(ctx context.Context) {
 		}
 		logins = append(logins, login{"the floor", c.MQTT.FloorIDs[0], fpw})
 	}
+	if placeholder(c.MQTT.Broker) {
+		d.fail("broker "+c.MQTT.Broker, "set mqtt.broker to your room's broker (this address is an example's stand-in; nothing was sent to it)", errPlaceholder)
+		return
+	}
 	for _, l := range logins {
 		name := fmt.Sprintf("broker %s as %s (%s)", c.MQTT.Broker, l.user, l.what)
 		b, err := bus.Dial(ctx, bus.Options{Broker: c.MQTT.Broker, ClientID: l.user + "-doctor-" + protocol.NewID()[:8],
@@ -644,6 +656,10 @@ func (d *doctor) model(ctx context.Context) {
 		return
 	}
 	name := "model server " + redact(u)
+	if placeholder(u) {
+		d.fail(name, "set brain.base_url to your model server (this address is an example's stand-in; nothing was sent to it)", errPlaceholder)
+		return
+	}
 	timeout := b.Timeout
 	if timeout <= 0 {
 		timeout = d.o.Timeout

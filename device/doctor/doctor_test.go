@@ -132,6 +132,12 @@ func TestBrokenConfigsFailWithTheFix(t *testing.T) {
 			[]string{"/v1/models: refused the key: HTTP 401", "fix: set a valid key in DOCTOR_TEST_KEY"}},
 		{"model server down", nil, []string{m, "http://127.0.0.1:1/v1"},
 			[]string{"✗ model server http://127.0.0.1:1/v1/models:", "fix: start the model server"}},
+		// An example's stand-in is never probed: on a LAN the address may
+		// well be someone else's machine.
+		{"an example's model server", nil, []string{m, "http://192.0.2.20:11434/v1"},
+			[]string{"✗ model server http://192.0.2.20:11434/v1/models: an example's placeholder address", "fix: set brain.base_url to your model server"}},
+		{"an example's broker", nil, []string{b, "tcp://broker.example:1883"},
+			[]string{"✗ broker tcp://broker.example:1883: an example's placeholder address", "fix: set mqtt.broker to your room's broker"}},
 		{"model server of another kind", nil, []string{"/v1\"", "/api\""},
 			[]string{"answered HTTP 404: not the model server's API"}},
 		{"camera gives no frame", nil, []string{"kind: testpattern", "kind: test-stalled"},

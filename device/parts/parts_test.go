@@ -13,6 +13,8 @@ import (
 // fields they need: what `chorus install` checks before it writes.
 func TestShippedConfigsNameKnownParts(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
+	livingroom, _ := filepath.Glob("../../firmware-configs/livingroom/*.yaml")
+	files = append(files, livingroom...)
 	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
 	for _, f := range append(files, demo...) {
 		c, err := robot.Load(f)
@@ -170,6 +172,8 @@ mqtt: {broker: "tcp://127.0.0.1:1"}
 // build, not only "in some build".
 func TestShippedConfigsRunOnThePureGoBuild(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
+	livingroom, _ := filepath.Glob("../../firmware-configs/livingroom/*.yaml")
+	files = append(files, livingroom...)
 	if len(files) < 4 {
 		t.Fatalf("%d configs", len(files))
 	}

@@ -101,6 +101,8 @@ func wantDecode(t *testing.T, what, yaml, want string) {
 // TestFirmwareConfigs loads and validates every shipped config.
 func TestFirmwareConfigs(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
+	livingroom, _ := filepath.Glob("../../firmware-configs/livingroom/*.yaml")
+	files = append(files, livingroom...)
 	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
 	llm, _ := filepath.Glob("../../firmware-configs/demo-llm/*.yaml")
 	files = append(append(files, demo...), llm...)
@@ -220,6 +222,8 @@ companion: {id: k, name: K, language: en}
 // The shipped configs of one room agree on what the room is.
 func TestShippedRoomsAgree(t *testing.T) {
 	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
+	livingroom, _ := filepath.Glob("../../firmware-configs/livingroom/*.yaml")
+	files = append(files, livingroom...)
 	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
 	llm, _ := filepath.Glob("../../firmware-configs/demo-llm/*.yaml")
 	rooms := map[string]*Config{}

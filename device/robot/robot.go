@@ -7,7 +7,7 @@
 //
 // # Usage
 //
-//	cfg, err := robot.Load("firmware-configs/pi5-robot.yaml")
+//	cfg, err := robot.Load("firmware-configs/livingroom/pi5-robot.yaml")
 //	if err != nil { ... }          // every problem, one per line
 //	pw, err := cfg.MQTT.Password() // from the environment or a file
 package robot

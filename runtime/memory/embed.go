@@ -31,7 +31,7 @@ const (
 
 // EmbedConfig configures an OpenAIEmbedder.
 type EmbedConfig struct {
-	BaseURL    string        // e.g. http://192.168.1.20:8080/v1; empty means OpenAI
+	BaseURL    string        // e.g. http://192.0.2.20:8080/v1; empty means OpenAI
 	APIKey     string        // sent as a bearer token; never logged
 	Model      string        // e.g. text-embedding-3-small, nomic-embed-text
 	Timeout    time.Duration // a call without a deadline in its context (default 10 s)

@@ -34,7 +34,7 @@ const DefaultBaseURL = modelhttp.OpenAIBaseURL
 
 // Config configures the provider.
 type Config struct {
-	BaseURL   string // e.g. http://192.168.1.20:8080/v1; empty means OpenAI
+	BaseURL   string // e.g. http://192.0.2.20:8080/v1; empty means OpenAI
 	APIKey    string
 	Model     string
 	JSONMode  bool

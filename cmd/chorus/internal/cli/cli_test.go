@@ -126,7 +126,7 @@ func TestQueryVisionImageOnly(t *testing.T) {
 func TestACLForTheLivingRoom(t *testing.T) {
 	dir := t.TempDir()
 	aclFile, pw := filepath.Join(dir, "chorus.acl"), filepath.Join(dir, "chorus.passwd")
-	cfgs, _ := filepath.Glob("../../../../firmware-configs/pi*.yaml")
+	cfgs, _ := filepath.Glob("../../../../firmware-configs/livingroom/*.yaml")
 	var out, errOut bytes.Buffer
 	code := Main(context.Background(), append([]string{"acl", "-acl", aclFile, "-passwd", pw}, cfgs...), &out, &errOut)
 	if code != 0 {
@@ -163,7 +163,7 @@ func TestACLForTheLivingRoom(t *testing.T) {
 func TestACLForNATS(t *testing.T) {
 	dir := t.TempDir()
 	users, pw := filepath.Join(dir, "chorus-users.conf"), filepath.Join(dir, "chorus.passwd")
-	cfgs, _ := filepath.Glob("../../../../firmware-configs/pi*.yaml")
+	cfgs, _ := filepath.Glob("../../../../firmware-configs/livingroom/*.yaml")
 	acl := func(args ...string) (int, string) {
 		var out, errOut bytes.Buffer
 		code := Main(context.Background(), append(append([]string{"acl"}, args...), cfgs...), &out, &errOut)

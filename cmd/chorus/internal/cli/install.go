@@ -19,7 +19,7 @@ func init() {
 func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("install", stderr)
 	root := fs.String("root", "", "root filesystem to install into, e.g. /media/$USER/rootfs (required)")
-	cfg := fs.String("config", "", "the device config, e.g. firmware-configs/pi5-robot.yaml (required)")
+	cfg := fs.String("config", "", "the device config, e.g. firmware-configs/livingroom/pi5-robot.yaml (required)")
 	bin := fs.String("binary", "", "the chorusd built for the board (default: chorusd beside this program, else on PATH)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -33,7 +33,7 @@ func TestMosquittoRecipeAsDebianRunsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	aclFile, pw := filepath.Join(dir, "chorus.acl"), filepath.Join(dir, "chorus.passwd")
-	cfgs, _ := filepath.Glob("../../../../firmware-configs/pi*.yaml")
+	cfgs, _ := filepath.Glob("../../../../firmware-configs/livingroom/*.yaml")
 	var out, errOut bytes.Buffer
 	if code := Main(context.Background(), append([]string{"acl", "-acl", aclFile, "-passwd", pw}, cfgs...), &out, &errOut); code != 0 {
 		t.Fatalf("chorus acl: %d %s", code, errOut.String())

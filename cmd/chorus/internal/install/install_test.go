@@ -480,7 +480,7 @@ func TestRefusesAUsersFileLackingTheRobotsUsers(t *testing.T) {
 // names what must be set first.
 func TestNextNamesTheMissingSecret(t *testing.T) {
 	root := t.TempDir()
-	cfg := robotYAML(t, "  provider: rule\n", "  provider: openai\n  base_url: http://192.168.1.20:8080/v1\n  model: qwen\n  api_key_env: CHORUS_LLM_API_KEY\n")
+	cfg := robotYAML(t, "  provider: rule\n", "  provider: openai\n  base_url: http://192.0.2.20:8080/v1\n  model: qwen\n  api_key_env: CHORUS_LLM_API_KEY\n")
 	rep, err := Run(Options{Root: root, Config: cfg, Binary: chorusd(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -504,6 +504,8 @@ func TestNextNamesTheMissingSecret(t *testing.T) {
 // would fail the installed robot's --check-config at every start.
 func TestShippedLANConfigsNeedNoKey(t *testing.T) {
 	files, _ := filepath.Glob("../../../../firmware-configs/*.yaml")
+	livingroom, _ := filepath.Glob("../../../../firmware-configs/livingroom/*.yaml")
+	files = append(files, livingroom...)
 	if len(files) == 0 {
 		t.Fatal("no shipped configs found")
 	}
