@@ -25,11 +25,7 @@ const (
 // name", "name of my daughter", "the daughter's name"). So a model's
 // fact and a rule's about the same thing replace each other.
 func NormKey(key string) string {
-	k := strings.TrimFunc(strings.ToLower(oneLine(key)), trailingPunct)
-	for _, p := range []string{"my ", "the ", "user's ", "person's ", "their "} {
-		k = strings.TrimPrefix(k, p)
-	}
-	k = strings.ReplaceAll(k, "favourite", "favorite")
+	k := strings.ReplaceAll(trimKey(strings.ToLower(oneLine(key))), "favourite", "favorite")
 	switch k {
 	case "name", "first name", "given name", "full name", "名前", "お名前", "なまえ":
 		return keyName
@@ -39,14 +35,31 @@ func NormKey(key string) string {
 			return p + norm(strings.TrimSpace(rest))
 		}
 	}
-	if who, ok := strings.CutPrefix(k, "name of "); ok {
+	who, ok := strings.CutPrefix(k, "name of ")
+	if !ok {
+		who, ok = strings.CutSuffix(k, "'s name")
+	}
+	if !ok {
+		if who, ok = strings.CutSuffix(k, " name"); notOwner[who] {
+			ok = false
+		}
+	}
+	if who = trimKey(who); ok && who != "" {
 		return ownerName(who)
 	}
-	if who, ok := strings.CutSuffix(k, "'s name"); ok {
-		return ownerName(who)
-	}
-	if who, ok := strings.CutSuffix(k, " name"); ok && !notOwner[who] {
-		return ownerName(who)
+	return k
+}
+
+// trimKey cuts punctuation at both ends and a leading "my", "the", "user's".
+func trimKey(k string) string {
+	for again := true; again; {
+		again = false
+		k = strings.TrimFunc(k, trailingPunct)
+		for _, p := range []string{"my ", "the ", "a ", "an ", "user's ", "person's ", "their "} {
+			if rest, ok := strings.CutPrefix(k, p); ok {
+				k, again = rest, true
+			}
+		}
 	}
 	return k
 }
@@ -56,7 +69,7 @@ var notOwner = map[string]bool{"last": true, "family": true, "middle": true, "ni
 
 // ownerName is the key of who's name: "daughter's name".
 func ownerName(who string) string {
-	return norm(strings.TrimSpace(who)) + "'s name"
+	return trimKey(strings.ToLower(who)) + "'s name"
 }
 
 // isNameKey reports whether key (normalised) is a name: the person's or

@@ -329,11 +329,16 @@ func object(x string) (string, bool) {
 	return x, true
 }
 
-// norm is x as a key: lower case, no leading article.
+// norm is x as a key: lower case, no leading articles.
 func norm(x string) string {
 	x = strings.ToLower(x)
-	for _, a := range []string{"a ", "an ", "the ", "my "} {
-		x = strings.TrimPrefix(x, a)
+	for again := true; again; {
+		again = false
+		for _, a := range []string{"a ", "an ", "the ", "my "} {
+			if rest, ok := strings.CutPrefix(x, a); ok {
+				x, again = rest, true
+			}
+		}
 	}
 	return x
 }

@@ -204,7 +204,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func FuzzExtract(f *testing.F) {
-	for _, s := range []string{"My name is Alice. I like green tea!", "私の名前はアリスです。緑茶が好きです。", "I don't like X anymore", "好きな色は青です", "and I my", "?？。"} {
+	for _, s := range []string{"My name is Alice. I like green tea!", "私の名前はアリスです。緑茶が好きです。", "I have a daughter called Mia", "ミアという娘がいます", "name of the daughter's name", "like:my the a x", "I don't like X anymore", "好きな色は青です", "and I my", "?？。"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -212,9 +212,13 @@ func FuzzExtract(f *testing.F) {
 			if st.Key == "" || st.Text == "" || utf8.RuneCountInString(st.Text) > MaxText || utf8.RuneCountInString(st.Key) > MaxKey {
 				t.Fatalf("Extract(%q) gave %+v", s, st)
 			}
-			if _, err := clean(Fact{Person: "p", Key: st.Key, Text: st.Text}); err != nil {
-				t.Fatalf("Extract(%q) gave %+v, which the store refuses: %v", s, st, err)
+			if f, err := clean(Fact{Person: "p", Key: st.Key, Text: st.Text}); err != nil || f.Key != st.Key {
+				t.Fatalf("Extract(%q) gave %+v, which the store refuses or keys %q: %v", s, st, f.Key, err)
 			}
+		}
+		// A key is normalised once: a model's key and a rule's meet.
+		if k := NormKey(s); NormKey(k) != k {
+			t.Fatalf("NormKey(%q) = %q, and again %q", s, k, NormKey(k))
 		}
 	})
 }
