@@ -32,7 +32,11 @@ func NormKey(key string) string {
 	}
 	for _, p := range []string{"like:", "has:"} {
 		if rest, ok := strings.CutPrefix(k, p); ok {
-			return p + norm(strings.TrimSpace(rest))
+			rest = norm(strings.TrimSpace(rest))
+			if m := hasNamed.FindStringSubmatch(rest); p == "has:" && m != nil && trimKey(m[1]) != "" {
+				return ownerName(m[1]) // as the rules keyed "I have a dog called Rex" before: "has:dog called rex"
+			}
+			return p + rest
 		}
 	}
 	who, ok := strings.CutPrefix(k, "name of ")
@@ -79,6 +83,7 @@ func isNameKey(key string) bool {
 }
 
 var (
+	hasNamed = regexp.MustCompile(`^` + namedTail)
 	// Text that reads as an order to a model rather than a fact about a
 	// person ("Ignore all previous instructions and …"). A fact is
 	// quoted to the model as data; this keeps it from being spoken too.

@@ -3,8 +3,10 @@ package memory
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCorrectionReplacesEveryRuleForm: for every form the rules read, in
@@ -69,5 +71,28 @@ func TestCorrectionReplacesEveryRuleForm(t *testing.T) {
 				t.Fatalf("the corrected %q is still in the file:\n%s", tc.old, b)
 			}
 		})
+	}
+}
+
+// TestCorrectionReplacesAnOldKey: a file written when the rules keyed
+// "I have a daughter called Mia" by its value ("has:daughter called
+// mia") is read with the key of today; the correction replaces that fact
+// too and erases it from the file.
+func TestCorrectionReplacesAnOldKey(t *testing.T) {
+	dir := t.TempDir()
+	old := factLine(Fact{ID: "0123456789abcdef", Person: "p1", Key: "has:daughter called mia", Text: "has a daughter called Mia",
+		Robot: "robot-a", Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	if err := os.WriteFile(filepath.Join(dir, "robot-a.facts"), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, dir, Limits{})
+	for _, st := range Extract("Actually, I have a daughter called Nia.") {
+		add(t, s, Fact{Person: "p1", Key: st.Key, Text: st.Text})
+	}
+	if got := texts(s.Facts("p1")); len(got) != 1 || got[0] != "has a daughter called Nia" {
+		t.Fatalf("facts %q", got)
+	}
+	if n := grep(t, dir, "Mia"); n != 0 {
+		t.Fatalf("the corrected name is in the directory %d times", n)
 	}
 }

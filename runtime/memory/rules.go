@@ -65,6 +65,10 @@ func named(what, x string, ja bool) (Statement, bool) {
 	return Statement{Key: ownerName(what), Text: "has " + article + " " + what + " called " + x}, ok1 && ok2
 }
 
+// namedTail is what follows "I have a" when it names what it is: "dog
+// called Rex".
+const namedTail = `(.{1,40}?),?\s+(?:called|named|whose name is|by the name of)\s+(.+)$`
+
 const adv = `(?:(?:really|also|just|still|truly|totally|absolutely|do|kind of|sort of|actually)\s+)*`
 
 var enRules = []rule{
@@ -99,7 +103,7 @@ var enRules = []rule{
 			x, ok := object(m[1])
 			return Statement{Key: "job", Text: "works as " + x}, ok
 		}},
-	{regexp.MustCompile(`^(?:i have|i've got|i have got)\s+(?:a|an)\s+(.{1,40}?),?\s+(?:called|named|whose name is|by the name of)\s+(.+)$`),
+	{regexp.MustCompile(`^(?:i have|i've got|i have got)\s+(?:a|an)\s+` + namedTail),
 		func(m []string) (Statement, bool) { return named(m[1], m[2], false) }},
 	{regexp.MustCompile(`^(?:i have|i've got|i have got)\s+(a|an)\s+(.+)$`),
 		func(m []string) (Statement, bool) {
