@@ -87,7 +87,7 @@ var enRules = []rule{
 			what = norm(what)
 			return Statement{Key: "favorite " + what, Text: "favorite " + what + " is " + x}, ok1 && ok2
 		}},
-	{regexp.MustCompile(`^my\s+(.{1,40}?)(?:\s+is\s+(?:called|named)|'s\s+name\s+is|'s\s+name's|s'\s+name\s+is)\s+(.+)$`),
+	{regexp.MustCompile(`^my\s+(.{1,40}?)(?:\s+is\s+(?:called|named)|'s\s+name\s+is|'s\s+name's)\s+(.+)$`),
 		func(m []string) (Statement, bool) { return named(m[1], m[2], false) }},
 	{regexp.MustCompile(`^i\s+(?:live|am living|'m living)\s+in\s+(.+)$`),
 		func(m []string) (Statement, bool) {
@@ -202,12 +202,15 @@ var question = map[string]bool{"what": true, "who": true, "何": true, "なに":
 // Extract finds simple self-statements in text, several per message,
 // English and Japanese: "my name is X", "call me X", "I like X", "I don't
 // like X (anymore)", "I hate X", "my favorite X is Y", "I live in X", "I
-// am N years old", "I work as X", "my job is X", "I have a X";
+// am N years old", "I work as X", "my job is X", "I have a X", "I have a
+// Y called X", "my Y is called X", "my Y's name is X";
 // "私の名前はXです", "Xと申します", "Xって呼んで", "Xが好きです", "Xが嫌いです",
 // "Xは好きじゃない", "好きなYはXです", "Xに住んでいます", "N歳です",
-// "仕事はXです". A leading "actually," "no," "well," is ignored: a
-// correction is a newer statement with the same key. Questions give
-// nothing.
+// "仕事はXです", "Yがいます", "XというYがいます", "Yの名前はXです",
+// "YはXといいます". A leading "actually," "no," "well," is ignored: a
+// correction is a newer statement with the same key (what it is about,
+// never its value: "Y's name", "Yの名前"). What Check refuses is not a
+// statement. Questions give nothing.
 func Extract(text string) []Statement {
 	var out []Statement
 	seen := map[string]bool{}
