@@ -270,7 +270,7 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 			c.log.Warn("memory: the model did not extract; the rules do", "err", err)
 			model = nil
 		} else {
-			facts = learnedFacts(learned, said)
+			facts = c.learnedFacts(learned, said)
 		}
 	}
 	if model == nil {
@@ -299,20 +299,29 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 }
 
 // learnedFacts keeps what a model extracted that belongs to whoever said
-// it: a fact credited to someone who did not say its message is dropped
-// (two people's facts never mix).
-func learnedFacts(learned []brain.Learned, said []brain.Said) []memory.Fact {
+// it and that the memory's check takes (memory.Check, the rules' own: a
+// name is a name, no fact reads as an instruction; the key normalised):
+// a fact credited to someone who did not say its message is dropped (two
+// people's facts never mix), one the check refuses is counted
+// (chorus_brain_failures_total{reason="bad_fact"}) and logged at debug.
+func (c *Companion) learnedFacts(learned []brain.Learned, said []brain.Said) []memory.Fact {
 	by := map[string]string{} // message id -> its speaker
 	for _, s := range said {
 		by[s.MessageID] = s.Person
 	}
 	var out []memory.Fact
 	for _, l := range learned {
-		if by[l.MessageID] == "" || by[l.MessageID] != l.Person || strings.TrimSpace(l.Text) == "" {
+		if by[l.MessageID] == "" || by[l.MessageID] != l.Person {
 			continue
 		}
-		out = append(out, memory.Fact{Person: l.Person, Key: l.Key, Text: l.Text, MessageID: l.MessageID,
-			Supersedes: l.Supersedes, Pinned: l.Key == "name"})
+		key, text, err := memory.Check(l.Key, l.Text)
+		if err != nil {
+			c.m.BrainFailures.WithLabelValues("bad_fact").Inc()
+			c.log.Debug("memory: a fact the model extracted is refused", "person", l.Person, "key", key, "reason", err)
+			continue
+		}
+		out = append(out, memory.Fact{Person: l.Person, Key: key, Text: text, MessageID: l.MessageID,
+			Supersedes: l.Supersedes, Pinned: key == "name"})
 	}
 	return out
 }

@@ -10,7 +10,10 @@
 // The rules that need no model live here too: Extract (simple
 // self-statements, English and Japanese), Control ("forget that", "forget
 // me", "what do you remember about me") and the spoken replies Describe
-// and Acknowledge.
+// and Acknowledge; and Check, the one check of a fact's key and text that
+// the rules and a model's extraction both pass (a key says what a fact
+// is about, never its value, NormKey; a name is a name; no fact reads as
+// an instruction).
 //
 // Recall is lexical (shared words, weighted by rarity; Han and kana by
 // character pairs) and needs no model. Optionally, an Embedder (an

@@ -179,7 +179,8 @@ func checkID(field, s string) error {
 }
 
 // clean checks and normalises a fact: identities bounded and printable,
-// Text and Key single-spaced and clipped, "name" pinned.
+// Text single-spaced and clipped, Key as NormKey has it and clipped,
+// "name" pinned.
 func clean(f Fact) (Fact, error) {
 	for _, c := range []struct{ field, v string }{{"id", f.ID}, {"person", f.Person}, {"messageId", f.MessageID}, {"robot", f.Robot}, {"supersedes", f.Supersedes}} {
 		if err := checkID(c.field, c.v); err != nil {
@@ -193,7 +194,7 @@ func clean(f Fact) (Fact, error) {
 	if f.Text == "" {
 		return f, errors.New("a fact without text")
 	}
-	f.Key = clip(strings.ToLower(oneLine(f.Key)), MaxKey)
+	f.Key = clip(NormKey(f.Key), MaxKey)
 	if f.Key == keyName {
 		f.Pinned = true
 	}

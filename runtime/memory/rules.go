@@ -14,7 +14,7 @@ import (
 
 // Statement is a fact a person stated about themselves.
 type Statement struct {
-	Key    string // "name", "like:green tea", "favorite color", "home", "age", "job", "has:cat"
+	Key    string // what it is about, never its value: "name", "like:green tea", "favorite color", "home", "age", "job", "has:cat", "daughter's name", "娘の名前"
 	Text   string // "name is Alice", "likes green tea", "緑茶が好き"
 	Pinned bool   // the name
 }
@@ -38,16 +38,36 @@ func dislike(x string) (Statement, bool) {
 	return Statement{Key: "like:" + norm(x), Text: "doesn't like " + x}, ok
 }
 
+// name is the person's name (Check refuses what is not a name).
 func name(x string, ja bool) (Statement, bool) {
 	x, ok := object(x)
-	if ok && (len(strings.Fields(x)) > 4 || question[strings.ToLower(x)]) {
-		ok = false
-	}
 	if ja {
 		return Statement{Key: keyName, Text: "名前は" + x, Pinned: true}, ok
 	}
 	return Statement{Key: keyName, Text: "name is " + x, Pinned: true}, ok
 }
+
+// named is a fact about someone or something a person has and its name
+// ("I have a daughter called Mia", "my daughter's name is Mia", "ミアという娘
+// がいます"): keyed by whose name it is ("daughter's name", "娘の名前"),
+// never by the name, so a correction replaces it.
+func named(what, x string, ja bool) (Statement, bool) {
+	what, ok1 := object(what)
+	x, ok2 := object(x)
+	if ja {
+		return Statement{Key: what + "の名前", Text: what + "の名前は" + x}, ok1 && ok2
+	}
+	what = norm(what)
+	article := "a"
+	if what != "" && strings.ContainsRune("aeiou", rune(what[0])) {
+		article = "an"
+	}
+	return Statement{Key: ownerName(what), Text: "has " + article + " " + what + " called " + x}, ok1 && ok2
+}
+
+// namedTail is what follows "I have a" when it names what it is: "dog
+// called Rex".
+const namedTail = `(.{1,40}?),?\s+(?:called|named|whose name is|by the name of)\s+(.+)$`
 
 const adv = `(?:(?:really|also|just|still|truly|totally|absolutely|do|kind of|sort of|actually)\s+)*`
 
@@ -67,6 +87,8 @@ var enRules = []rule{
 			what = norm(what)
 			return Statement{Key: "favorite " + what, Text: "favorite " + what + " is " + x}, ok1 && ok2
 		}},
+	{regexp.MustCompile(`^my\s+(.{1,40}?)(?:\s+is\s+(?:called|named)|'s\s+name\s+is|'s\s+name's)\s+(.+)$`),
+		func(m []string) (Statement, bool) { return named(m[1], m[2], false) }},
 	{regexp.MustCompile(`^i\s+(?:live|am living|'m living)\s+in\s+(.+)$`),
 		func(m []string) (Statement, bool) {
 			x, ok := object(m[1])
@@ -81,6 +103,8 @@ var enRules = []rule{
 			x, ok := object(m[1])
 			return Statement{Key: "job", Text: "works as " + x}, ok
 		}},
+	{regexp.MustCompile(`^(?:i have|i've got|i have got)\s+(?:a|an)\s+` + namedTail),
+		func(m []string) (Statement, bool) { return named(m[1], m[2], false) }},
 	{regexp.MustCompile(`^(?:i have|i've got|i have got)\s+(a|an)\s+(.+)$`),
 		func(m []string) (Statement, bool) {
 			x, ok := object(m[2])
@@ -94,7 +118,30 @@ const (
 	jaLike = `(?:大好き|好き)`
 )
 
+// jaMe is a first-person pronoun alone: "私の名前は" is the person's own.
+var jaMe = regexp.MustCompile(`^` + jaI + `$`)
+
+// jaNamed is named, or name when what is the person themselves.
+func jaNamed(what, x string) (Statement, bool) {
+	if jaMe.MatchString(what) {
+		return name(x, true)
+	}
+	return named(what, x, true)
+}
+
 var jaRules = []rule{
+	// Someone's name before the person's own: "娘の名前はミアです" is not "名前は…".
+	{regexp.MustCompile(`^(?:` + jaI + `の)?([^はがの]{1,10}?)の名前は(.+?)(?:といいます|と言います|です|だ)?(?:よ|ね)?$`),
+		func(m []string) (Statement, bool) { return jaNamed(m[1], m[2]) }},
+	{regexp.MustCompile(`^(?:` + jaI + `の)?([^はがの]{1,10}?)は(.+?)(?:という名前|って名前|といいます|と言います)` + jaEnd + `$`),
+		func(m []string) (Statement, bool) { return jaNamed(m[1], m[2]) }},
+	{regexp.MustCompile(`^(?:` + jaI + `(?:には|は))?(.+?)(?:という|っていう|って)(?:名前の)?([^はがの]{1,10}?)がい(?:ます|る|るんです|るんだ)(?:よ|ね)?$`),
+		func(m []string) (Statement, bool) { return named(m[2], m[1], true) }},
+	{regexp.MustCompile(`^(?:` + jaI + `(?:には|は))?([^はがにをでの]{1,10})がい(?:ます|る|るんです|るんだ)(?:よ|ね)?$`),
+		func(m []string) (Statement, bool) {
+			x, ok := object(m[1])
+			return Statement{Key: "has:" + x, Text: x + "がいる"}, ok
+		}},
 	{regexp.MustCompile(`^(?:` + jaI + `の)?名前は(.+?)(?:といいます|と言います|です|だ)(?:よ|ね)?$`),
 		func(m []string) (Statement, bool) { return name(m[1], true) }},
 	{regexp.MustCompile(`^(?:` + jaI + `の)?名前は(.+?)$`),
@@ -155,12 +202,15 @@ var question = map[string]bool{"what": true, "who": true, "何": true, "なに":
 // Extract finds simple self-statements in text, several per message,
 // English and Japanese: "my name is X", "call me X", "I like X", "I don't
 // like X (anymore)", "I hate X", "my favorite X is Y", "I live in X", "I
-// am N years old", "I work as X", "my job is X", "I have a X";
+// am N years old", "I work as X", "my job is X", "I have a X", "I have a
+// Y called X", "my Y is called X", "my Y's name is X";
 // "私の名前はXです", "Xと申します", "Xって呼んで", "Xが好きです", "Xが嫌いです",
 // "Xは好きじゃない", "好きなYはXです", "Xに住んでいます", "N歳です",
-// "仕事はXです". A leading "actually," "no," "well," is ignored: a
-// correction is a newer statement with the same key. Questions give
-// nothing.
+// "仕事はXです", "Yがいます", "XというYがいます", "Yの名前はXです",
+// "YはXといいます". A leading "actually," "no," "well," is ignored: a
+// correction is a newer statement with the same key (what it is about,
+// never its value: "Y's name", "Yの名前"). What Check refuses is not a
+// statement. Questions give nothing.
 func Extract(text string) []Statement {
 	var out []Statement
 	seen := map[string]bool{}
@@ -243,12 +293,15 @@ func apply(rules []rule, lower, orig string) (Statement, bool) {
 			}
 		}
 		st, ok := r.make(m)
-		if ok && st.Key != "" && st.Text != "" {
-			st.Text = clip(st.Text, MaxText)
-			st.Key = clip(st.Key, MaxKey)
-			return st, true
+		if !ok || st.Key == "" || st.Text == "" {
+			return Statement{}, false
 		}
-		return Statement{}, false
+		key, text, err := Check(clip(st.Key, MaxKey), clip(st.Text, MaxText))
+		if err != nil {
+			return Statement{}, false
+		}
+		st.Key, st.Text = key, text
+		return st, true
 	}
 	return Statement{}, false
 }
@@ -283,11 +336,16 @@ func object(x string) (string, bool) {
 	return x, true
 }
 
-// norm is x as a key: lower case, no leading article.
+// norm is x as a key: lower case, no leading articles.
 func norm(x string) string {
 	x = strings.ToLower(x)
-	for _, a := range []string{"a ", "an ", "the ", "my "} {
-		x = strings.TrimPrefix(x, a)
+	for again := true; again; {
+		again = false
+		for _, a := range []string{"a ", "an ", "the ", "my "} {
+			if rest, ok := strings.CutPrefix(x, a); ok {
+				x, again = rest, true
+			}
+		}
 	}
 	return x
 }

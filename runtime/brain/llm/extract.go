@@ -13,6 +13,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/prompts"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 )
 
@@ -56,7 +57,8 @@ func ExtractSchema() map[string]any {
 // Extract implements brain.Extractor: one call (whole, not streamed)
 // with prompts.Extract and ExtractSchema. What the answer says is checked
 // by ParseExtract; the facts it drops are counted
-// (chorus_brain_failures_total{reason="bad_fact"}). Nothing said: no call.
+// (chorus_brain_failures_total{reason="bad_fact"}) and each is logged at
+// debug with the reason. Nothing said: no call.
 func (b *Brain) Extract(ctx context.Context, in brain.ExtractInput) ([]brain.Learned, error) {
 	if len(in.Said) == 0 {
 		return nil, nil
@@ -72,9 +74,12 @@ func (b *Brain) Extract(ctx context.Context, in brain.ExtractInput) ([]brain.Lea
 		return nil, errors.New("llm: extraction: the answer was cut off at the token limit")
 	}
 	facts, dropped, err := ParseExtract(resp.Text, in)
-	if dropped > 0 {
-		metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("bad_fact").Add(float64(dropped))
-		b.log().Info("the model extracted facts the memory cannot take; dropped", "dropped", dropped, "kept", len(facts))
+	if len(dropped) > 0 {
+		metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("bad_fact").Add(float64(len(dropped)))
+		for _, why := range dropped {
+			b.log().Debug("a fact the model extracted is refused", "reason", why)
+		}
+		b.log().Info("the model extracted facts the memory cannot take; dropped", "dropped", len(dropped), "kept", len(facts))
 	}
 	return facts, err
 }
@@ -88,22 +93,26 @@ type learnedWire struct {
 }
 
 // ParseExtract reads an extraction answer, {"facts": [...]}: an answer
-// that is not that object is an error; within it, a fact is dropped (and
-// counted in dropped) when it is not an object of the five fields, its
+// that is not that object is an error; within it, a fact is dropped (its
+// reason in dropped) when it is not an object of the five fields, its
 // person is not a speaker in in.Said, its messageId is not one of that
 // person's messages, its text is empty or longer than MaxLearnedText
-// characters, or its key is longer than MaxLearnedKey; a supersedes that
-// is not a Known fact of the same person is removed (the fact kept,
-// counted). The same fact twice is kept once; at most MaxLearned facts.
-func ParseExtract(text string, in brain.ExtractInput) (facts []brain.Learned, dropped int, err error) {
+// characters, its key is longer than MaxLearnedKey, or the memory's
+// check of every fact refuses it (memory.Check: the same as the rules',
+// so a name must be a name and no fact reads as an instruction); a kept
+// fact's key is the memory's (memory.NormKey), so it replaces a rule's
+// fact about the same thing. A supersedes that is not a Known fact of
+// the same person is removed (the fact kept, the reason in dropped). The
+// same fact twice is kept once; at most MaxLearned facts.
+func ParseExtract(text string, in brain.ExtractInput) (facts []brain.Learned, dropped []string, err error) {
 	var w struct {
 		Facts *[]json.RawMessage `json:"facts"`
 	}
 	if err := strictJSON(text, &w); err != nil {
-		return nil, 0, fmt.Errorf("llm: extraction answer is not the JSON asked for: %w (got %q)", err, clip(text))
+		return nil, nil, fmt.Errorf("llm: extraction answer is not the JSON asked for: %w (got %q)", err, clip(text))
 	}
 	if w.Facts == nil {
-		return nil, 0, errors.New("llm: extraction answer: facts missing")
+		return nil, nil, errors.New("llm: extraction answer: facts missing")
 	}
 	said := map[[2]string]bool{} // person, messageId
 	for _, s := range in.Said {
@@ -114,23 +123,41 @@ func ParseExtract(text string, in brain.ExtractInput) (facts []brain.Learned, dr
 		known[f.ID] = f.Person
 	}
 	seen := map[brain.Learned]bool{}
-	for _, raw := range *w.Facts {
+	for i, raw := range *w.Facts {
 		var f learnedWire
 		if err := strictJSON(string(raw), &f); err != nil {
-			dropped++
+			dropped = append(dropped, fmt.Sprintf("fact %d: %v", i, err))
 			continue
 		}
 		l := brain.Learned{Person: f.Person, MessageID: f.MessageID, Key: strings.TrimSpace(f.Key),
 			Text: strings.TrimSpace(f.Text), Supersedes: f.Supersedes}
+		refuse := func(why string) {
+			dropped = append(dropped, fmt.Sprintf("fact %d (person %q, key %q): %s", i, clip(l.Person), clip(l.Key), why))
+		}
 		n := utf8.RuneCountInString(l.Text)
-		if !said[[2]string{l.Person, l.MessageID}] || n == 0 || n > MaxLearnedText || !utf8.ValidString(l.Text) ||
-			utf8.RuneCountInString(l.Key) > MaxLearnedKey || !utf8.ValidString(l.Key) || len(facts) >= MaxLearned {
-			dropped++
+		switch {
+		case !said[[2]string{l.Person, l.MessageID}]:
+			refuse("not a message of that person")
+			continue
+		case n == 0 || n > MaxLearnedText || !utf8.ValidString(l.Text):
+			refuse(fmt.Sprintf("a text of %d characters (1 to %d, UTF-8)", n, MaxLearnedText))
+			continue
+		case utf8.RuneCountInString(l.Key) > MaxLearnedKey || !utf8.ValidString(l.Key):
+			refuse(fmt.Sprintf("a key over %d characters or not UTF-8", MaxLearnedKey))
+			continue
+		case len(facts) >= MaxLearned:
+			refuse(fmt.Sprintf("over %d facts", MaxLearned))
 			continue
 		}
+		key, _, err := memory.Check(l.Key, l.Text)
+		if err != nil {
+			refuse(err.Error())
+			continue
+		}
+		l.Key = key
 		if p, ok := known[l.Supersedes]; l.Supersedes != "" && (!ok || p != l.Person) {
+			refuse(fmt.Sprintf("supersedes %q, no known fact of that person; kept, superseding nothing", clip(l.Supersedes)))
 			l.Supersedes = ""
-			dropped++
 		}
 		if !seen[l] {
 			seen[l] = true

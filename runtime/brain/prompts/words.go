@@ -213,7 +213,7 @@ var extractEn = extractWords{
 	tail: `Answer with JSON {"facts": [...]}, each fact with these fields:
 - person: who said it about themselves (their "person", as above)
 - messageId: the message it came from
-- key: what it is about, short and lower case ("name", "favorite color", "like:green tea", "pet")
+- key: what it is about, never its value, short and lower case ("name", "favorite color", "like:green tea", "daughter's name", "has:dog"): a newer fact about the same thing has the same key
 - text: the fact, short, in the third person and without the name ("likes green tea"), in English
 - supersedes: the "id" of a remembered fact of the same person that this one contradicts or replaces, else ""
 Nothing new: {"facts": []}.`,
@@ -226,7 +226,7 @@ var extractJa = extractWords{
 	tail: `JSON {"facts": [...]} で答えてください。各事実のフィールド:
 - person: それを自分について話した人（上の"person"）
 - messageId: それが出てきたメッセージ
-- key: 何についてか、短く（"name"、"favorite color"、"like:緑茶"、"pet"）
+- key: 何についてか（値は入れない）、短く（"name"、"favorite color"、"like:緑茶"、"娘の名前"、"has:犬"）。同じことについての新しい事実は同じkey
 - text: 事実を短く、名前を入れずに（「緑茶が好き」）、日本語で
 - supersedes: 同じ人について覚えている事実のうち、これと矛盾する、またはこれに置き換わるものの"id"。なければ ""
 新しい事実がなければ {"facts": []}。`,
