@@ -29,14 +29,14 @@ const (
 // KnownEvents are the event parameters the runtime knows exactly and
 // gives a brain in Input.Events, with their JSON Schema types; a
 // condition may use them without declaring them. already_replied: the
-// message's sender is someone the companion has talked with before (its
-// memory knows them).
+// companion has itself answered the message's sender before (a person's
+// message only; runtime/companion fills it).
 var KnownEvents = map[string]string{
 	EventAlreadyReplied: "boolean",
 }
 
-// EventAlreadyReplied is the known event "the companion has talked with
-// this person before".
+// EventAlreadyReplied is the known event "the companion has answered this
+// person before".
 const EventAlreadyReplied = "already_replied"
 
 // Events are a card's events (YAML under companion.events):

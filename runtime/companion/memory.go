@@ -611,7 +611,7 @@ func (c *Companion) bodyKnowledge(acts []protocol.ActionDef) []brain.Knowledge {
 		if !card.AllowsKnowledge(k) {
 			continue
 		}
-		builtin := slices.ContainsFunc([]string{KnowCompanions, KnowDateTime, KnowMemory}, func(n string) bool { return strings.EqualFold(n, d.Name) })
+		builtin := slices.ContainsFunc(BuiltinKnowledge, func(n string) bool { return strings.EqualFold(n, d.Name) })
 		action := slices.ContainsFunc(acts, func(a protocol.ActionDef) bool { return strings.EqualFold(a.Name, d.Name) })
 		if builtin || action {
 			if _, told := c.knowClash.LoadOrStore(d.Name, true); !told {
@@ -638,3 +638,7 @@ const (
 	KnowDateTime   = "date_time"
 	KnowMemory     = "memory_search"
 )
+
+// BuiltinKnowledge are the knowledge tools the companion answers itself;
+// a card may also list brain.KnowBody or a tool its body declares.
+var BuiltinKnowledge = []string{KnowCompanions, KnowDateTime, KnowMemory}
