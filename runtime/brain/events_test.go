@@ -15,7 +15,7 @@ id: kyoko
 name: Kyoko
 language: en
 role: You greet the people who come to the café and talk with them.
-knowledge: [companions, datetime]
+knowledge: [companions_present, date_time]
 events:
   params:
     title: What you judge
