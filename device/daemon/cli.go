@@ -54,10 +54,15 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	case *doc:
 		return doctorMode(ctx, *path, *envFile, version, stdout)
 	case *check != "":
-		cfg, err := CheckFile(*check)
+		cfg, err := CheckFile(*check) // its problems, with the warnings among them
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
+		}
+		// What the file says that does nothing here, and a start does not
+		// refuse: said before "ok".
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintf(stderr, "config %s: warning: %s\n", *check, w)
 		}
 		// The body's parts that are not here: a start would go on without
 		// them (their actions fail), the check says so.

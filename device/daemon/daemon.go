@@ -119,7 +119,8 @@ func Check(cfg *robot.Config) error {
 // --doctor, --ha-remove). cfg is nil when the file cannot be read or its
 // own fields are wrong; when only this machine lacks what it names (a
 // part, a file, a secret) cfg is returned beside the error, for the
-// doctor to go on with.
+// doctor to go on with. An error also says the config's warnings
+// (robot.Config.Warnings), each line "warning: …".
 func CheckFile(path string) (*robot.Config, error) {
 	cfg, typed, err := robot.ParseFile(path)
 	if err != nil {
@@ -128,6 +129,11 @@ func CheckFile(path string) (*robot.Config, error) {
 	own := cfg.Validate()
 	fields := config.Merge(typed, own)
 	all := config.Merge(typed, own, parts.Check(cfg, parts.Here), checkFiles(cfg)) // every problem at once
+	if len(all) > 0 {
+		for _, w := range cfg.Warnings() { // said beside the problems (without them, the caller says them)
+			all = append(all, "warning: "+w)
+		}
+	}
 	switch {
 	case len(fields) > 0:
 		return nil, fmt.Errorf("config %s: %w", path, all)
@@ -187,7 +193,11 @@ func New(cfg *robot.Config, opts Options) (*Daemon, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{cfg: cfg, log: log.With("device", cfg.Device.ID), m: metrics.OrNew(opts.Metrics), version: version.Of(opts.Version)}
+	log = log.With("device", cfg.Device.ID)
+	for _, w := range cfg.Warnings() {
+		log.Warn("config: this does nothing here (chorusd --check-config says the same)", "problem", w)
+	}
+	d := &Daemon{cfg: cfg, log: log, m: metrics.OrNew(opts.Metrics), version: version.Of(opts.Version)}
 	d.m.Build.WithLabelValues(d.version, runtime.Version()).Set(1)
 	return d, nil
 }

@@ -113,8 +113,9 @@ func (c *Config) SetDefaults() {
 // Validate reports every bad field of the file at once: the room's
 // sections, then the body's and how they fit the room.
 func (c *Config) Validate() error {
-	var p settings.Problems
+	var p, warn settings.Problems
 	c.Config.Check(&p)
+	c.Config.CheckCard(&p, &warn, c.bodyTools())
 	if b := c.Brain; b.MaxUtterance < 10 || b.MaxUtterance > c.Drivers.TTS.MaxChars {
 		p.Add("brain.max_utterance", "must be from 10 to drivers.tts.max_chars (%d), the most the body speaks at once, got %d", c.Drivers.TTS.MaxChars, b.MaxUtterance)
 	}
@@ -136,6 +137,19 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// Warnings are what the file says that does nothing on this robot and
+// that a start does not refuse (config.CheckCard): chorusd --check-config
+// prints them, a start logs them.
+func (c *Config) Warnings() []string {
+	var p, warn settings.Problems
+	c.Config.CheckCard(&p, &warn, c.bodyTools())
+	return warn.List()
+}
+
+// bodyTools says a body behind this robot's bridge may declare knowledge
+// tools of its own.
+func (c *Config) bodyTools() bool { return c.HTTP.WebSocket.Enabled }
 
 func def(v *string, d string) {
 	if *v == "" {

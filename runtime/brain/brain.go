@@ -103,7 +103,7 @@ type Input struct {
 	// bridge client declares).
 	Knowledge []Knowledge
 	// Events are the card's event parameters the runtime already knows
-	// exactly (from memory: "already_replied"); the model fills in the
+	// exactly ("already_replied", for a person's message); the model fills in the
 	// rest in the same call that writes the State.
 	Events map[string]any
 	// Instruction is the turn's instruction when Utter writes the words

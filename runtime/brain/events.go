@@ -29,14 +29,14 @@ const (
 // KnownEvents are the event parameters the runtime knows exactly and
 // gives a brain in Input.Events, with their JSON Schema types; a
 // condition may use them without declaring them. already_replied: the
-// message's sender is someone the companion has talked with before (its
-// memory knows them).
+// companion has itself answered the message's sender before (a person's
+// message only; runtime/companion fills it).
 var KnownEvents = map[string]string{
 	EventAlreadyReplied: "boolean",
 }
 
-// EventAlreadyReplied is the known event "the companion has talked with
-// this person before".
+// EventAlreadyReplied is the known event "the companion has answered this
+// person before".
 const EventAlreadyReplied = "already_replied"
 
 // Events are a card's events (YAML under companion.events):
@@ -56,7 +56,7 @@ const EventAlreadyReplied = "already_replied"
 // integers or strings (a string may have an enum), each with a
 // description; the model fills them in by their descriptions. A
 // condition's expression is runtime/brain/expr's language over the
-// params and KnownEvents.
+// params and KnownEvents: the subset of CEL that aikyo's cards write.
 type Events struct {
 	Params     map[string]any `yaml:"params" json:"params,omitempty"`
 	Conditions []Condition    `yaml:"conditions" json:"conditions,omitempty"`
@@ -100,6 +100,14 @@ func (e Events) Validate() error {
 			if props[n] == nil && KnownEvents[n] == "" {
 				return fmt.Errorf("%s.expression: %q is not a parameter (declare it in events.params)", f, n)
 			}
+		}
+		if ms := x.Maps(); len(ms) > 0 {
+			n := ms[0]
+			t := KnownEvents[n]
+			if p := props[n]; p != nil {
+				t, _ = p["type"].(string)
+			}
+			return fmt.Errorf("%s.expression: %s is a %s parameter: it has no fields to read with %s.… (a parameter is a boolean, a number or a string)", f, n, t, n)
 		}
 		switch {
 		case strings.TrimSpace(c.Instruction) == "":
@@ -305,18 +313,27 @@ func Merge(model, known map[string]any) map[string]any {
 }
 
 // Instruction is the instruction of the first condition that holds with
-// values, or "" when none does. A condition that names a value not in
-// values, or that does not parse, does not hold. Both brains choose the
-// turn's instruction with it (Thought.Instruction).
+// values, or "" when none does (Fired).
 func (e Events) Instruction(values map[string]any) string {
-	for _, c := range e.Conditions {
+	if i := e.Fired(values); i >= 0 {
+		return e.Conditions[i].Instruction
+	}
+	return ""
+}
+
+// Fired is the index of the first condition that holds with values, or
+// -1 when none does. A condition that names a value not in values, that
+// fails on a value's type, or that does not parse, does not hold. Both
+// brains choose the turn's instruction with it (Thought.Instruction).
+func (e Events) Fired(values map[string]any) int {
+	for i, c := range e.Conditions {
 		if x, err := expr.Parse(c.Expression); err == nil {
 			if ok, err := x.Holds(values); err == nil && ok {
-				return c.Instruction
+				return i
 			}
 		}
 	}
-	return ""
+	return -1
 }
 
 // Settle is what the runtime decides before the model is asked, from
@@ -359,7 +376,7 @@ func allKnown(names []string, known map[string]any) bool {
 
 // validIdent is a parameter's name: an identifier of runtime/brain/expr.
 func validIdent(s string) bool {
-	if s == "" || len(s) > 64 || s[0] >= '0' && s[0] <= '9' || s == "true" || s == "false" || s == "null" {
+	if s == "" || len(s) > 64 || s[0] >= '0' && s[0] <= '9' || s == "true" || s == "false" || s == "null" || s == "in" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

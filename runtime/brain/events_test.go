@@ -15,7 +15,7 @@ id: kyoko
 name: Kyoko
 language: en
 role: You greet the people who come to the café and talk with them.
-knowledge: [companions, datetime]
+knowledge: [companions_present, date_time]
 events:
   params:
     title: What you judge
@@ -94,6 +94,9 @@ func TestCardValidateNamesTheField(t *testing.T) {
 		}, "card.events.conditions: at most 16"},
 		{func(c *Card) { c.Events.Params = nil }, "card.events.params: required with conditions"},
 		{func(c *Card) { c.Knowledge = []string{"ok", "not ok"} }, "card.knowledge[1]"},
+		{func(c *Card) {
+			c.Events.Params["properties"].(map[string]any)["in"] = map[string]any{"type": "boolean", "description": "x"}
+		}, "card.events.params.properties.in"},
 		{func(c *Card) { c.Role = strings.Repeat("r", MaxRole+1) }, "card.role"},
 	} {
 		card := loadCard(t, aikyoCard)
@@ -170,6 +173,66 @@ func TestInstructionAndSettle(t *testing.T) {
 	e.Conditions = nil
 	if instr, settled, open := e.Settle(map[string]any{"x": 1}); instr != "" || !settled || open != nil {
 		t.Errorf("no conditions: %q %v %v", instr, settled, open)
+	}
+}
+
+// celCard is a card in the shape of aikyo's, whose conditions are CEL as
+// cel-js evaluates them: in, size(), +.
+const celCard = `
+id: aya
+name: Aya
+language: en
+events:
+  params:
+    type: object
+    properties:
+      mood: {type: string, enum: [happy, sad, angry], description: "The speaker's mood"}
+      topic: {type: string, description: "What the message is about"}
+      questions: {type: integer, description: "How many questions it asks"}
+  conditions:
+    - expression: already_replied == false
+      instruction: Introduce yourself.
+    - expression: mood in ["sad", "angry"] && size(topic) > 0
+      instruction: Comfort them.
+    - expression: questions + 1 > 1 || topic.size() >= 20
+      instruction: Answer.
+    - expression: "true"
+      instruction: Go on with the conversation.
+`
+
+func TestCELCard(t *testing.T) {
+	c := loadCard(t, celCard)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"already_replied": false}, "Introduce yourself."},
+		{map[string]any{"already_replied": true, "mood": "angry", "topic": "the bus", "questions": 0.0}, "Comfort them."},
+		{map[string]any{"already_replied": true, "mood": "sad", "topic": "", "questions": 1.0}, "Answer."},
+		{map[string]any{"already_replied": true, "mood": "happy", "topic": "the weather in Tokyo", "questions": 0.0}, "Answer."},
+		{map[string]any{"already_replied": true, "mood": "happy", "topic": "x", "questions": 0.0}, "Go on with the conversation."},
+		{map[string]any{"already_replied": true, "mood": true, "topic": 1.0}, "Go on with the conversation."}, // wrong types: those conditions do not hold
+	} {
+		if got := c.Events.Instruction(v.values); got != v.want {
+			t.Errorf("Instruction(%v) = %q, want %q", v.values, got, v.want)
+		}
+	}
+	// What is outside the subset is named where the card says it.
+	c.Events.Conditions[2].Expression = "questions * 2 > 1"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "card.events.conditions[2].expression") || !strings.Contains(err.Error(), "multiplication is not in the subset") {
+		t.Errorf("got %v", err)
+	}
+	// A field's root is the parameter it names; a parameter has no fields.
+	c.Events.Conditions[2].Expression = "mood.value == 1"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "mood is a string parameter: it has no fields") {
+		t.Errorf("a field of a string parameter: %v", err)
+	}
+	c.Events.Conditions[2].Expression = "other.value == 1"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `"other" is not a parameter`) {
+		t.Errorf("a field of an undeclared name: %v", err)
 	}
 }
 

@@ -568,7 +568,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		return // nobody votes on their own words
 	}
 	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
-		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1}
+		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1, Events: c.known(m)}
 	if c.cfg.Actions != nil && c.cfg.Device != "" {
 		in.Actions = c.cfg.Actions()
 	}

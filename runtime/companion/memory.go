@@ -21,7 +21,7 @@ import (
 //   - Recall: each message's brain input carries the pinned core about
 //     the people in the conversation and the facts most relevant to the
 //     message (Input.Remembered), and what memory knows exactly about
-//     the speaker (Input.Events["already_replied"]). Recall is in memory
+//     the speaker (Input.Events["already_replied"], replied.go). Recall is in memory
 //     and fast; nothing waits for the disk.
 //   - Writing: what people said waits in a bounded list until the
 //     conversation rests (RestAfter without a message, or at shutdown),
@@ -68,8 +68,8 @@ const (
 	maxPending     = 256              // things said waiting to be written
 	memJobs        = 64               // memory jobs queued
 	extractTimeout = 60 * time.Second // one model extraction
-	// KnownMet is the event parameter memory answers exactly: has this
-	// companion talked with the person before (aikyo's already_replied).
+	// KnownMet is the event parameter the companion answers exactly: has
+	// it answered the person before (aikyo's already_replied, replied.go).
 	KnownMet = brain.EventAlreadyReplied
 )
 
@@ -78,7 +78,7 @@ const (
 type remembering struct {
 	pending []brain.Said
 	rest    clockTimer
-	touched map[string]bool // people recorded as met in this run (bounded)
+	touched map[string]bool // people this companion answered in this run (bounded; replied.go)
 	calls   []time.Time     // the model's extraction calls in the last hour
 	jobs    chan func(context.Context)
 	log     []protocol.ForgetEntry // the "forget me"s this companion heard, newest last (its retained forget log)
@@ -149,14 +149,10 @@ func brainFacts(fs []memory.Fact) []brain.Fact {
 	return out
 }
 
-// recall fills in's memory: the facts recalled for m, and what memory
-// knows exactly about its author.
+// recall fills in's memory: the facts recalled for m.
 func (c *Companion) recall(in *brain.Input, m protocol.Message, people []string) {
 	st := c.cfg.Memory.Store
 	in.Remembered = brainFacts(st.Recall(people, m.Params.Message, c.recallN()))
-	if c.isUser(m.Params.From) {
-		in.Events = map[string]any{KnownMet: st.Met(m.Params.From)}
-	}
 }
 
 // recallVec replaces in's lexical recall by one by meaning, when the
@@ -181,19 +177,10 @@ func (c *Companion) recallVec(ctx context.Context, in *brain.Input, people []str
 	in.Remembered = brainFacts(mc.Store.RecallVec(people, vs[0], c.recallN()))
 }
 
-// heardPerson books what a person said for the next write, records that
-// they met, and restarts the rest timer.
+// heardPerson books what a person said for the next write and restarts
+// the rest timer.
 func (c *Companion) heardPerson(ctx context.Context, m protocol.Message) {
 	p := m.Params.From
-	if !c.mem.touched[p] && len(c.mem.touched) < maxPresent {
-		c.mem.touched[p] = true
-		st := c.cfg.Memory.Store
-		c.memJob("met", func(context.Context) {
-			if err := st.Touch(p); err != nil {
-				c.log.Error("memory: the meeting was not written", "person", p, "err", err)
-			}
-		})
-	}
 	if len(c.mem.pending) >= maxPending {
 		c.mem.pending = c.mem.pending[1:]
 		c.m.QueueDrops.WithLabelValues("memory", "pending").Inc()
@@ -633,7 +620,7 @@ func (c *Companion) bodyKnowledge(acts []protocol.ActionDef) []brain.Knowledge {
 		if !card.AllowsKnowledge(k) {
 			continue
 		}
-		builtin := slices.ContainsFunc([]string{KnowCompanions, KnowDateTime, KnowMemory}, func(n string) bool { return strings.EqualFold(n, d.Name) })
+		builtin := slices.ContainsFunc(BuiltinKnowledge, func(n string) bool { return strings.EqualFold(n, d.Name) })
 		action := slices.ContainsFunc(acts, func(a protocol.ActionDef) bool { return strings.EqualFold(a.Name, d.Name) })
 		if builtin || action {
 			if _, told := c.knowClash.LoadOrStore(d.Name, true); !told {
@@ -660,3 +647,7 @@ const (
 	KnowDateTime   = "date_time"
 	KnowMemory     = "memory_search"
 )
+
+// BuiltinKnowledge are the knowledge tools the companion answers itself;
+// a card may also list brain.KnowBody or a tool its body declares.
+var BuiltinKnowledge = []string{KnowCompanions, KnowDateTime, KnowMemory}

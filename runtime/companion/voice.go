@@ -360,6 +360,7 @@ func (c *Companion) finish(grant string, said *protocol.Message) {
 		c.turn = nil
 	}
 	c.speaking = false
+	c.replied(grant, said)
 	if a := c.answered[grant]; a != nil {
 		a.msg, a.done = said, true
 	}

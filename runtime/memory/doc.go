@@ -39,8 +39,8 @@
 //
 // A fact record is a Fact with op "fact"; a newer fact with the same person
 // and key, or one whose supersedes names an older fact of the same person,
-// replaces it when the file is replayed. A met record says a person has
-// talked with the companion (one per person). An end record closes a
+// replaces it when the file is replayed. A met record says the companion has
+// answered a person (one per person; its already_replied). An end record closes a
 // rewritten file and counts the records before it. A fact's text is
 // untrusted input from people: it is only ever a JSON string, with control
 // characters removed, clipped to MaxText characters. A person is an

@@ -251,3 +251,11 @@ func cjk(r rune) bool {
 }
 
 func hira(r rune) bool { return unicode.Is(unicode.Hiragana, r) }
+
+// Touched reports whether person has a met record (Touch): a companion
+// writes it when it answers them (its already_replied), where Met also
+// counts the facts it learned, or was given, about them.
+func (s *Store) Touched(person string) bool {
+	_, ok := s.cur().met[person]
+	return ok
+}

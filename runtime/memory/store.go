@@ -586,8 +586,8 @@ func (s *Store) Add(facts ...Fact) ([]Fact, error) {
 	return live, nil
 }
 
-// Touch records that person (an identity, protocol.ValidIdentity) spoke
-// with this companion: one durable met record per person, written the
+// Touch records that this companion answered person (an identity,
+// protocol.ValidIdentity): one durable met record per person, written the
 // first time only. When the limits evict records for it, the file is
 // rewritten (erasing them) instead of appended to.
 func (s *Store) Touch(person string) error {

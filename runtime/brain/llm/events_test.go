@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -90,6 +92,51 @@ func TestThinkEvents(t *testing.T) {
 				t.Errorf("draft %q", th.Draft)
 			}
 		})
+	}
+}
+
+// A card written for aikyo, whose conditions are CEL (in, size(), +, a
+// field), picks its instruction from the model's events; the debug log
+// says which condition held and what the model gave.
+func TestThinkEventsCEL(t *testing.T) {
+	card := brain.Card{ID: "aya", Name: "Aya", Language: "en", Events: brain.Events{
+		Params: map[string]any{"type": "object", "properties": map[string]any{
+			"mood":      map[string]any{"type": "string", "enum": []any{"happy", "sad", "angry"}, "description": "Their mood"},
+			"topic":     map[string]any{"type": "string", "description": "What it is about"},
+			"questions": map[string]any{"type": "integer", "description": "How many questions"},
+		}},
+		Conditions: []brain.Condition{
+			{Expression: "already_replied == false", Instruction: "Introduce yourself."},
+			{Expression: `mood in ["sad", "angry"] && size(topic) > 0`, Instruction: "Comfort them."},
+			{Expression: `questions + 1 >= 2 || topic + "!" == "weather!"`, Instruction: "Answer."},
+		}}}
+	if err := card.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ events, instruction, condition string }{
+		{`{"mood":"angry","topic":"the bus","questions":0}`, "Comfort them.", "condition=1"},
+		{`{"mood":"happy","topic":"weather","questions":0}`, "Answer.", "condition=2"},
+		{`{"mood":"happy","topic":"","questions":0}`, "", "no condition holds"},
+	} {
+		var log logtest.Buffer
+		answer := `{"state":"speak","importance":5,"selected":false,"closing":"none","events":` + c.events +
+			`,"draft":{"emotion":"happy","message":"Hello there.","to":[]}}`
+		b := &Brain{Chat: &script{answers: []Response{{Text: answer}}}, Draft: true, Metrics: metrics.New(),
+			Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", nil, "hi", ""), Remaining: -1,
+			Events: map[string]any{brain.EventAlreadyReplied: true}}
+		th, err := b.Think(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if th.Instruction != c.instruction {
+			t.Errorf("%s: instruction %q, want %q", c.events, th.Instruction, c.instruction)
+		}
+		line := log.String()
+		if !strings.Contains(line, "level=DEBUG") || !strings.Contains(line, c.condition) || !strings.Contains(line, "known=map[already_replied:true]") ||
+			!strings.Contains(line, "mood:") || !strings.Contains(line, "topic:") {
+			t.Errorf("%s: log %q", c.events, line)
+		}
 	}
 }
 

@@ -94,7 +94,17 @@ func (b *Brain) events(in brain.Input, raw json.RawMessage) (map[string]any, str
 		b.log().Info("the model's events do not fit the card's params; dropped", "dropped", bad)
 	}
 	values := brain.Merge(model, in.Events)
-	return values, e.Instruction(values)
+	if len(e.Conditions) == 0 {
+		return values, ""
+	}
+	i := e.Fired(values)
+	if i < 0 {
+		b.log().Debug("card events: no condition holds", "model", model, "known", in.Events)
+		return values, ""
+	}
+	c := e.Conditions[i]
+	b.log().Debug("card events: a condition holds", "condition", i, "expression", c.Expression, "model", model, "known", in.Events)
+	return values, c.Instruction
 }
 
 // heardThought is the Thought of a stream that failed (err): what was

@@ -191,11 +191,11 @@ func promptTokens(st *memory.Store, msgs []memMessage) ([]int, error) {
 		in := brain.Input{Card: card, History: m.history, Message: protocol.NewMessage(fmt.Sprintf("m%d", i), m.people[0], nil, m.text, ""),
 			Present: []string{"ann", "ben", "cat"}, Members: []string{"ann", "ben", "cat"}, Remaining: -1}
 		without := prompts.State(in, true)
-		// As companion.recall does.
+		// As companion.recall does (the known event: companion.known).
 		for _, f := range st.Recall(m.people, m.text, MemoryRecall) {
 			in.Remembered = append(in.Remembered, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
 		}
-		in.Events = map[string]any{companion.KnownMet: st.Met(m.people[0])}
+		in.Events = map[string]any{companion.KnownMet: st.Touched(m.people[0])}
 		with := prompts.State(in, true)
 		if len(in.Remembered) == 0 {
 			return nil, fmt.Errorf("(1): nothing recalled for %v", m.people)
