@@ -212,27 +212,37 @@ func fieldsMissing(doc string, p *types.Package) []string {
 }
 
 // section returns the text under the first heading that contains mark, up
-// to the next heading of the same or a higher level.
+// to the next heading of the same or a higher level. A line in a fenced
+// block (the ACL's comments) is never a heading.
 func section(doc, mark string) (string, bool) {
 	lines := strings.SplitAfter(doc, "\n")
-	level := func(l string) int {
+	fenced := make([]bool, len(lines))
+	in := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			in = !in
+		}
+		fenced[i] = in
+	}
+	level := func(i int) int {
+		l := lines[i]
 		n := len(l) - len(strings.TrimLeft(l, "#"))
-		if n == 0 || !strings.HasPrefix(l[n:], " ") {
+		if fenced[i] || n == 0 || !strings.HasPrefix(l[n:], " ") {
 			return 0
 		}
 		return n
 	}
 	for i, l := range lines {
-		lv := level(l)
+		lv := level(i)
 		if lv == 0 || !strings.Contains(l, mark) {
 			continue
 		}
 		var b strings.Builder
-		for _, m := range lines[i+1:] {
-			if n := level(m); n > 0 && n <= lv {
+		for j := i + 1; j < len(lines); j++ {
+			if n := level(j); n > 0 && n <= lv {
 				break
 			}
-			b.WriteString(m)
+			b.WriteString(lines[j])
 		}
 		return b.String(), true
 	}
