@@ -1,7 +1,7 @@
 // Package election elects the one floor instance that runs a room, for
 // the turn floor (runtime/floor) and the realtime floors
-// (runtime/realtime) alike (DESIGN.md, "Floor control": "a second one
-// stays standby and takes over").
+// (runtime/realtime) alike (docs/protocol.md, "Floor leader claim"): the
+// others stand by and take over.
 //
 // Every floor instance of a room follows the retained claim on the room's
 // floor/leader topic (protocol.LeaderClaim); the claim's Last Will (Will)

@@ -1,5 +1,5 @@
 // The ballots: per Message, who votes, until when, and the grant that
-// ends it (DESIGN.md, "Floor control", turn mode steps 1-4).
+// ends it (docs/protocol.md, "Floor control (turn mode)", steps 1-4).
 
 package floor
 

@@ -13,8 +13,8 @@ type Decision struct {
 	Reason  string // protocol.ReasonSelected, ReasonSpeak or ReasonRest
 }
 
-// Decide picks the next speaker from the votes for one message (DESIGN.md,
-// "Floor control" rule 3):
+// Decide picks the next speaker from the votes for one message (docs/protocol.md,
+// "Floor control (turn mode)", step 4):
 //
 //  1. voters whose closing is terminal never take the floor;
 //  2. voters with selected=true first, highest importance wins;

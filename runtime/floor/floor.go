@@ -1,5 +1,5 @@
-// Package floor decides who speaks next in a room (DESIGN.md, "Floor
-// control", turn mode).
+// Package floor decides who speaks next in a room (docs/protocol.md,
+// "Floor control (turn mode)").
 //
 // Decide is the pure rule. Floor is the service: per message it snapshots
 // the room's members present when the message arrived, collects their

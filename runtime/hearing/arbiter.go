@@ -1,5 +1,5 @@
-// Package hearing is the room's side of hearing (DESIGN.md, "Hearing":
-// one sentence, one Message). Every robot whose microphone heard a person
+// Package hearing is the room's side of hearing (docs/protocol.md,
+// "Heard reports": one sentence, one Message). Every robot whose microphone heard a person
 // reports it on its own heard/{companion} topic; when several robots hear
 // the same sentence, the room must still get exactly one Message. The
 // Arbiter, run beside the room's floor (the room's one authority), groups

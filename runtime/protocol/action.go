@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Body actions (DESIGN.md, "Body actions"): a device declares what its
+// Body actions (docs/protocol.md, "Action"): a device declares what its
 // body can do — each action's name, a description for the model and the
 // JSON Schema of its arguments — and one query type, "action", asks for
 // one of them. The device checks the arguments against the schema and

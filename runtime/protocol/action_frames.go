@@ -6,8 +6,8 @@ import (
 )
 
 // The two frames of a body behind the WebSocket bridge that declares its
-// own actions (DESIGN.md, "Body actions": "a body behind the bridge may
-// declare its own"): actions.declare, which it sends, and aikyo's Action
+// own actions (docs/protocol.md, "The WebSocket bridge's
+// frames"): actions.declare, which it sends, and aikyo's Action
 // (action.send), which a body that never answers actions is sent instead
 // of an action query.
 

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// The bodies of the queries a companion asks its body (DESIGN.md, "Queries
-// and the body") and of their results, each declared once here: the device
+// The bodies of the queries a companion asks its body (docs/protocol.md,
+// "Queries") and of their results, each declared once here: the device
 // decodes the request with these decoders, the asker the result.
 
 // Query types (QueryParams.Type).

@@ -18,7 +18,7 @@
 //
 // # Decoding
 //
-// Every Decode function is strict (DESIGN.md, "Decoding is strict"): a payload
+// Every Decode function is strict (docs/protocol.md, "Decoding is strict"): a payload
 // larger than the cap, with unknown fields, a missing or empty id, a number out
 // of range, a bad enum value, a wrong "jsonrpc" or "method", or trailing data is
 // rejected with an *Error that names the field and says what is wrong. The

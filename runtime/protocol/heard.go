@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// Hearing (DESIGN.md, "Hearing"): every device whose microphone heard a
+// Hearing (docs/protocol.md, "Heard reports"): every device whose microphone heard a
 // person reports it on its own heard/{companion} topic; the room's floor
 // picks one report per utterance and publishes the Message as the
 // person's identity, with the metadata below.

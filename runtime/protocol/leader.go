@@ -3,7 +3,7 @@ package protocol
 import "time"
 
 // LeaderClaim is a floor instance's retained claim on a room's
-// floor/leader topic (DESIGN.md, "Floor control"): online while that
+// floor/leader topic (docs/protocol.md, "Floor leader claim"): online while that
 // instance runs the room's floor, offline in its Last Will. Both floors
 // (turn and realtime) elect through it (runtime/election), and the
 // operator's `chorus phase` reads it to find the floor to ask.

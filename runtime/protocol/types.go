@@ -239,7 +239,7 @@ type Presence struct {
 	Since   time.Time `json:"since"`
 	ThinkMs int       `json:"thinkMs,omitempty"`
 	// Hears says the companion's body has a microphone that reports what
-	// it hears (DESIGN.md, "Hearing"): the floor waits for the reports of
+	// it hears (docs/protocol.md, "Heard reports"): the floor waits for the reports of
 	// the utterance from every such body present, and not at all when
 	// there is only one.
 	Hears bool `json:"hears,omitempty"`

@@ -7,7 +7,7 @@ import (
 
 // VoiceMargin is how long past its announced duration (Speaking.DurationMs)
 // a voice is still waited for: a speaker whose end never comes holds the
-// room up no longer than that (DESIGN.md, "Speaking status"). The
+// room up no longer than that (docs/protocol.md, "Speaking status"). The
 // companions, the turn floor and the realtime floor all wait this long.
 const VoiceMargin = 1500 * time.Millisecond
 

@@ -1,11 +1,15 @@
 // Package realtime is the realtime room mode: the aiwolf realtime talk
-// design (../shared/seeds/aiwolf-realtime-design.ja.md) over the room's
-// MQTT topics. In a talk phase anyone speaks when their brain decides to,
-// like a group chat; the floor enforces the hard limits, numbers each
-// accepted utterance and broadcasts it.
+// design — a talk server for AI agents playing the werewolf game (AIWolf),
+// where agents speak whenever they like within hard limits (a rate, a
+// quota per agent and per day, a length, phase and silence timeouts)
+// instead of taking turns — over the room's MQTT topics, as
+// docs/protocol.md ("Realtime mode") writes it down. In a talk phase
+// anyone speaks when their brain decides to, like a group chat; the floor
+// enforces the hard limits, numbers each accepted utterance and broadcasts
+// it.
 //
 // Floor is the server side, one per space: the room itself or one of its
-// whisper channels. Agent is a companion's side. The seed's packets map
+// whisper channels. Agent is a companion's side. The design's packets map
 // onto the wire as:
 //
 //	TALK_START     → a retained Phase start on phase: limits, each member's remain_count, the recent talk_history (idx)

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Home Assistant (DESIGN.md, "Home Assistant"): a robot describes itself
+// Home Assistant (docs/protocol.md, "Home Assistant's topics"): a robot describes itself
 // on Home Assistant's discovery topic, outside the prefix, and keeps its
 // entities' states under the prefix; Home Assistant — one identity —
 // commands it there and announces itself on its status topic.

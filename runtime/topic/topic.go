@@ -1,6 +1,6 @@
 // Package topic builds and parses every Chorus MQTT topic name, and holds the
 // publish rules (ACL) that brokers enforce on them. It is the one place where
-// the topic scheme of DESIGN.md ("Topics") is written down in code.
+// the topic scheme of docs/protocol.md ("Topics") is written down in code.
 //
 // # Usage
 //
@@ -44,7 +44,7 @@ type Scheme struct {
 	Whispers map[string]map[string][]string // room -> channel -> companion ids
 	// Voices holds the identity of the person each room hears (hearing.user):
 	// the floor publishes the Message of a heard utterance under it
-	// (DESIGN.md, "Hearing": one sentence, one Message).
+	// (docs/protocol.md, "Heard reports": one sentence, one Message).
 	Voices map[string]string // room -> the person's identity
 	// HA is Home Assistant's topics and identity (homeassistant.go); nil
 	// when no robot is in Home Assistant.
