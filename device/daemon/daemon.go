@@ -121,14 +121,26 @@ func Check(cfg *robot.Config) error {
 // part, a file, a secret) cfg is returned beside the error, for the
 // doctor to go on with. An error also says the config's warnings
 // (robot.Config.Warnings), each line "warning: …".
-func CheckFile(path string) (*robot.Config, error) {
+func CheckFile(path string) (*robot.Config, error) { return checkFile(path, parts.Here) }
+
+// CheckFileOffline is CheckFile of the config's shape and values alone,
+// as on a laptop before the SD card is flashed: the kinds it names
+// exist in some build, but no program, device, file or secret it names
+// is looked for.
+func CheckFileOffline(path string) (*robot.Config, error) { return checkFile(path, parts.Anywhere) }
+
+func checkFile(path string, m parts.Mode) (*robot.Config, error) {
 	cfg, typed, err := robot.ParseFile(path)
 	if err != nil {
 		return nil, err
 	}
 	own := cfg.Validate()
 	fields := config.Merge(typed, own)
-	all := config.Merge(typed, own, parts.Check(cfg, parts.Here), checkFiles(cfg)) // every problem at once
+	var files []string
+	if m == parts.Here {
+		files = checkFiles(cfg)
+	}
+	all := config.Merge(typed, own, parts.Check(cfg, m), files) // every problem at once
 	if len(all) > 0 {
 		for _, w := range cfg.Warnings() { // said beside the problems (without them, the caller says them)
 			all = append(all, "warning: "+w)

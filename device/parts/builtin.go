@@ -47,6 +47,22 @@ func binary(field, bin string, m Mode) []string {
 }
 
 func init() {
+	openAI := func(server, port string) string {
+		return fmt.Sprintf("%s serves the OpenAI-compatible API: write provider: openai and base_url: http://HOST:%s/v1", server, port)
+	}
+	Brains.Hints = map[string]string{
+		"ollama":    openAI("Ollama", "11434"),
+		"llama.cpp": openAI("llama.cpp's server", "8080"),
+		"llamacpp":  openAI("llama.cpp's server", "8080"),
+		"vllm":      openAI("vLLM", "8000"),
+		"localai":   openAI("LocalAI", "8080"),
+		"lmstudio":  openAI("LM Studio", "1234"),
+		"claude":    "Claude is Anthropic's: write provider: anthropic",
+	}
+	TTS.Hints = map[string]string{}
+	for alias, kind := range robot.TTSAliases { // accepted as they are; a misspelling of one is hinted
+		TTS.Hints[alias] = "(" + alias + " is " + kind + ")"
+	}
 	Cameras.Add(Part[camera.Source]{Kind: "none", About: "no camera: no vision queries"})
 	Cameras.Add(Part[camera.Source]{Kind: "testpattern", About: "a generated test image (no hardware)",
 		Make: func(c *robot.Config, _ Env) (camera.Source, error) {
@@ -173,10 +189,7 @@ func init() {
 // modelChecks are the fields every language-model brain needs.
 func modelChecks(c *robot.Config, m Mode) []string {
 	b := c.Brain
-	out := need("brain.model", b.Model, "required for provider "+b.Provider)
-	if b.BaseURL != "" && !strings.HasPrefix(b.BaseURL, "http://") && !strings.HasPrefix(b.BaseURL, "https://") {
-		out = append(out, fmt.Sprintf("brain.base_url: must be an http:// or https:// URL, got %q", b.BaseURL))
-	}
+	out := need("brain.model", b.Model, "required for provider "+b.Provider) // brain.base_url: the section's own check
 	if m == Here && b.APIKeyEnv != "" {
 		if _, err := b.APIKey(); err != nil {
 			out = append(out, err.Error())

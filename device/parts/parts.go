@@ -19,6 +19,8 @@ package parts
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
+	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
 // Env is what parts are made with beside the config.
@@ -77,6 +80,9 @@ type Group[T any] struct {
 	What  string // "camera source", for messages
 	Field string // the config field naming the kind
 	Kind  func(c *robot.Config) string
+	// Hints are names people give a kind that is not one, each with what
+	// to write instead ("ollama": an OpenAI-compatible server).
+	Hints map[string]string
 	parts map[string]Part[T]
 }
 
@@ -113,7 +119,7 @@ func (g *Group[T]) check(c *robot.Config, m Mode) []string {
 	kind := g.Kind(c)
 	p, ok := g.parts[kind]
 	if !ok {
-		return []string{fmt.Sprintf("%s: must be one of %s, got %q", g.Field, strings.Join(g.Kinds(), ", "), kind)}
+		return []string{fmt.Sprintf("%s: must be one of %s, got %q%s", g.Field, strings.Join(g.Kinds(), ", "), kind, g.hint(kind))}
 	}
 	var out []string
 	if p.Absent != "" && m == Here {
@@ -123,6 +129,23 @@ func (g *Group[T]) check(c *robot.Config, m Mode) []string {
 		out = append(out, p.Check(c, m)...)
 	}
 	return out
+}
+
+// hint says what an unknown kind was likely meant to be: a hint for the
+// name (or a name close to it), else the closest kind.
+func (g *Group[T]) hint(kind string) string {
+	names := slices.Sorted(maps.Keys(g.Hints))
+	if h, ok := g.Hints[strings.ToLower(kind)]; ok {
+		return ": " + h
+	}
+	if dym := settings.DidYouMean(kind, names...); dym != "" {
+		for _, n := range names {
+			if dym == settings.DidYouMean(kind, n) {
+				return dym + " " + g.Hints[n]
+			}
+		}
+	}
+	return settings.DidYouMean(kind, g.Kinds()...)
 }
 
 // Make builds the part c names.

@@ -115,6 +115,16 @@ type GPIO struct {
 	Button string `yaml:"button"`
 }
 
+// TTSAliases are names people and docs give TTS engines, each read as
+// the engine's kind: "espeak" is espeak-ng.
+var TTSAliases = map[string]string{
+	"espeak":     "espeak-ng",
+	"espeakng":   "espeak-ng",
+	"open-jtalk": "open_jtalk",
+	"openjtalk":  "open_jtalk",
+	"jtalk":      "open_jtalk",
+}
+
 func (c *Config) driversDefaults() {
 	d := &c.Drivers
 	def(&d.Camera.Kind, DefaultCamera)
@@ -127,6 +137,9 @@ func (c *Config) driversDefaults() {
 	}
 	def(&d.Audio.Kind, DefaultAudio)
 	def(&d.TTS.Kind, DefaultTTS)
+	if kind, ok := TTSAliases[d.TTS.Kind]; ok {
+		d.TTS.Kind = kind
+	}
 	defInt(&d.TTS.MaxChars, DefaultTTSMaxChars)
 	def(&d.Mic.Kind, DefaultMic)
 	defInt(&d.Mic.SampleRate, DefaultMicRate)

@@ -125,8 +125,8 @@ func (c *Config) CheckBridgeTokens(ts []BridgeToken) error {
 
 // validateHTTP checks the http section: the listener and the bridge.
 func (c *Config) validateHTTP(p *settings.Problems) {
-	if c.HTTP.Listen != "off" && !strings.Contains(c.HTTP.Listen, ":") {
-		p.Add("listen", "must be host:port or off, got %q", c.HTTP.Listen)
+	if c.HTTP.Listen != "off" {
+		p.HostPort("listen", c.HTTP.Listen) // or off
 	}
 	ws := c.HTTP.WebSocket
 	if !ws.Enabled {

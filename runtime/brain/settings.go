@@ -3,6 +3,7 @@
 package brain
 
 import (
+	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/settings"
@@ -71,6 +72,11 @@ func (s Settings) Check(p *settings.Problems) {
 	}
 	if s.Delay < 0 || s.Delay > time.Minute {
 		p.Add("delay", "must be from 0 to 1m, got %v", s.Delay)
+	}
+	// Checked whatever the provider says, so that a misspelt provider
+	// does not hide it until the next round.
+	if s.BaseURL != "" && !strings.HasPrefix(s.BaseURL, "http://") && !strings.HasPrefix(s.BaseURL, "https://") {
+		p.Add("base_url", "must be an http:// or https:// URL, got %q", s.BaseURL)
 	}
 	if s.ClosingAfter < 0 {
 		p.Add("closing_after", "must not be negative, got %d", s.ClosingAfter)

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -62,9 +61,7 @@ func (s Settings) Check(p *settings.Problems) {
 	if !s.Enabled {
 		return
 	}
-	if !strings.Contains(s.Listen, ":") {
-		p.Add("listen", "must be host:port, got %q", s.Listen)
-	}
+	p.HostPort("listen", s.Listen)
 	if !s.AllowAnonymous && s.UsersFile == "" {
 		p.Add("users_file", "required unless allow_anonymous is true")
 	}

@@ -52,7 +52,11 @@ type TLSFiles struct {
 // Password is the device's MQTT password, from the environment variable
 // or the file the section names ("" when it names neither).
 func (s Settings) Password() (string, error) {
-	return settings.Secret("mqtt.password_env", s.PasswordEnv, s.PasswordFile)
+	field := "mqtt.password_env"
+	if s.PasswordEnv == "" && s.PasswordFile != "" {
+		field = "mqtt.password_file"
+	}
+	return settings.Secret(field, s.PasswordEnv, s.PasswordFile)
 }
 
 // FloorPassword is the password of the floor's own connection.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -115,6 +116,7 @@ func Parse(r io.Reader, doc Document) (Errors, error) {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
 		ix := indexFields(&root)
+		ix.known = knownKeys(reflect.TypeOf(doc))
 		for _, msg := range te.Errors {
 			if path, problem, ok := ix.explain(msg); ok {
 				typed = append(typed, path+": "+problem)

@@ -1,19 +1,23 @@
 package config
 
 import (
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
 // fieldIndex finds the path of a field ("room.vote_timeout",
 // "room.members[1]") from what the YAML decoder says about it: a line and
 // a value or a key name. The decoder's type errors name only a line.
 type fieldIndex struct {
-	values map[int][]located // by line: scalar values and the containers
-	keys   map[int][]located // by line: mapping keys
+	values map[int][]located   // by line: scalar values and the containers
+	keys   map[int][]located   // by line: mapping keys
+	known  map[string][]string // by Go type ("robot.HTTP"): the keys it takes
 }
 
 type located struct {
@@ -54,9 +58,58 @@ func indexFields(root *yaml.Node) fieldIndex {
 	return ix
 }
 
+// knownKeys is, for t and every struct type inside it, the YAML keys it
+// takes (its fields' yaml tags, inline fields' own), by the type's name as
+// the decoder writes it in "field x not found in type robot.HTTP".
+func knownKeys(t reflect.Type) map[string][]string {
+	out := map[string][]string{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		if _, done := out[t.String()]; done {
+			return
+		}
+		out[t.String()] = nil
+		var keys []string
+		var fields func(t reflect.Type)
+		fields = func(t reflect.Type) {
+			for f := range t.Fields() {
+				tag := f.Tag.Get("yaml")
+				name, opts, _ := strings.Cut(tag, ",")
+				switch {
+				case name == "-" || (!f.IsExported() && !f.Anonymous):
+					continue
+				case strings.Contains(opts, "inline"):
+					ft := f.Type
+					if ft.Kind() == reflect.Pointer {
+						ft = ft.Elem()
+					}
+					if ft.Kind() == reflect.Struct {
+						fields(ft)
+					}
+					continue
+				case name == "":
+					name = strings.ToLower(f.Name)
+				}
+				keys = append(keys, name)
+				walk(f.Type)
+			}
+		}
+		fields(t)
+		out[t.String()] = keys
+	}
+	walk(t)
+	return out
+}
+
 var (
 	reCannot  = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
-	reUnknown = regexp.MustCompile(`^line (\d+): field (\S+) not found in type`)
+	reUnknown = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)`)
 )
 
 // explain turns one of the decoder's type errors into "path: what is
@@ -64,12 +117,13 @@ var (
 func (ix fieldIndex) explain(msg string) (path, problem string, ok bool) {
 	if m := reUnknown.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		dym := settings.DidYouMean(m[2], ix.known[m[3]]...)
 		for _, k := range ix.keys[line] {
 			if k.text == m[2] {
-				return k.path, "unknown field (check the spelling; secrets never go in the YAML)", true
+				return k.path, "unknown field" + dym + " (check the spelling; secrets never go in the YAML)", true
 			}
 		}
-		return m[2], "unknown field", true
+		return m[2], "unknown field" + dym, true
 	}
 	m := reCannot.FindStringSubmatch(msg)
 	if m == nil {
