@@ -18,11 +18,14 @@ import (
 // Memory (issue 29). A companion with a memory (Config.Memory) keeps
 // what people say about themselves as facts, per person, on the robot:
 //
-//   - Recall: each message's brain input carries the pinned core about
-//     the people in the conversation and the facts most relevant to the
-//     message (Input.Remembered), and what memory knows exactly about
-//     the speaker (Input.Events["already_replied"]). Recall is in memory
-//     and fast; nothing waits for the disk.
+//   - Recall: a person's message gives its brain input the pinned core
+//     about that person, their facts most relevant to the message, and
+//     the names of the other people in the conversation
+//     (Input.Remembered) — never another person's other facts: what a
+//     person told a robot is recalled only when they speak. A robot's
+//     message recalls nothing. What memory knows exactly about the
+//     speaker is Input.Events["already_replied"]. Recall is in memory and
+//     fast; nothing waits for the disk.
 //   - Writing: what people said waits in a bounded list until the
 //     conversation rests (RestAfter without a message, or at shutdown),
 //     then one extraction (the model's, under an hourly budget, or the
@@ -117,7 +120,8 @@ func (c *Companion) memJob(kind string, job func(context.Context)) {
 func (c *Companion) isUser(from string) bool { return from != c.me() && !c.cfg.Room.IsMember(from) }
 
 // people are the persons in the conversation: the users in the history
-// and the message's author, in order of their last word.
+// and the message's author, in order of their last word. Of the others
+// than the author, a message recalls only the names.
 func (c *Companion) people(m protocol.Message) []string {
 	var out []string
 	add := func(p string) {
@@ -149,14 +153,23 @@ func brainFacts(fs []memory.Fact) []brain.Fact {
 	return out
 }
 
-// recall fills in's memory: the facts recalled for m, and what memory
-// knows exactly about its author.
+// recall fills in's memory: the facts recalled for m (its author's, and
+// the names of the others in people), and what memory knows exactly
+// about its author.
 func (c *Companion) recall(in *brain.Input, m protocol.Message, people []string) {
-	st := c.cfg.Memory.Store
-	in.Remembered = brainFacts(st.Recall(people, m.Params.Message, c.recallN()))
-	if c.isUser(m.Params.From) {
-		in.Events = map[string]any{KnownMet: st.Met(m.Params.From)}
+	st, p := c.cfg.Memory.Store, m.Params.From
+	in.Remembered = c.withNames(st.Recall([]string{p}, m.Params.Message, c.recallN()), p, people)
+	if c.isUser(p) {
+		in.Events = map[string]any{KnownMet: st.Met(p)}
 	}
+}
+
+// withNames is the brain's facts: the author's (recalled), then the name
+// of each other person in people. Another person's other facts are
+// theirs only: they are never recalled for someone else's message.
+func (c *Companion) withNames(own []memory.Fact, author string, people []string) []brain.Fact {
+	others := slices.DeleteFunc(slices.Clone(people), func(p string) bool { return p == author })
+	return brainFacts(append(own, c.cfg.Memory.Store.Names(others)...))
 }
 
 // recallVec replaces in's lexical recall by one by meaning, when the
@@ -178,7 +191,8 @@ func (c *Companion) recallVec(ctx context.Context, in *brain.Input, people []str
 		c.log.Debug("memory: no embedding for the message; recall stays lexical", "err", err)
 		return
 	}
-	in.Remembered = brainFacts(mc.Store.RecallVec(people, vs[0], c.recallN()))
+	p := in.Message.Params.From
+	in.Remembered = c.withNames(mc.Store.RecallVec([]string{p}, vs[0], c.recallN()), p, people)
 }
 
 // heardPerson books what a person said for the next write, records that
