@@ -429,6 +429,9 @@ func (c *Companion) Run(ctx context.Context) error {
 			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 		}
 	}
+	if c.memOn() {
+		c.memResume()
+	}
 	c.status(Listening)
 	for {
 		select {

@@ -26,11 +26,15 @@ import (
 //     message recalls nothing. What memory knows exactly about the
 //     speaker is Input.Events["already_replied"]. Recall is in memory and
 //     fast; nothing waits for the disk.
-//   - Writing: what people said waits in a bounded list until the
-//     conversation rests (RestAfter without a message, or at shutdown),
-//     then one extraction (the model's, under an hourly budget, or the
-//     rules') runs on the memory's own goroutine and the facts are
-//     stored. Nothing is written before a robot's first audio.
+//   - Writing: what people said waits in a bounded list, and in the
+//     store's journal on disk (memory.Journal, appended and fsynced on
+//     Run's goroutine as each message is heard), until the conversation
+//     rests (RestAfter without a message, or at shutdown); then one
+//     extraction (the model's, under an hourly budget, or the rules')
+//     runs on the memory's own goroutine, the facts are stored, and the
+//     journal's lines taken out. What a kill -9 or a power cut left in
+//     the journal is extracted at the next start. No fact is written
+//     before a robot's first audio.
 //   - Controls: "forget that", "forget me" and "what do you remember
 //     about me" are the rules' (memory.Control), never the model's: the
 //     companion answers them itself, with a vote the floor counts as
@@ -68,9 +72,9 @@ type Memory struct {
 }
 
 const (
-	maxPending     = 256              // things said waiting to be written
-	memJobs        = 64               // memory jobs queued
-	extractTimeout = 60 * time.Second // one model extraction
+	maxPending     = memory.PendingLines // things said waiting to be written (as many as the journal keeps)
+	memJobs        = 64                  // memory jobs queued
+	extractTimeout = 60 * time.Second    // one model extraction
 	// KnownMet is the event parameter memory answers exactly: has this
 	// companion talked with the person before (aikyo's already_replied).
 	KnownMet = brain.EventAlreadyReplied
@@ -213,7 +217,25 @@ func (c *Companion) heardPerson(ctx context.Context, m protocol.Message) {
 		c.m.QueueDrops.WithLabelValues("memory", "pending").Inc()
 	}
 	c.mem.pending = append(c.mem.pending, brain.Said{Person: p, MessageID: m.Params.ID, Text: m.Params.Message})
+	// A small fsynced line, on Run's goroutine (never a bus handler's).
+	if err := c.cfg.Memory.Store.Journal().Append(memory.Heard{Person: p, MessageID: m.Params.ID, Text: m.Params.Message}); err != nil {
+		c.log.Error("memory: what was said is not in the journal; a crash before the rest loses it", "person", p, "err", err)
+	}
 	c.restLater(ctx)
+}
+
+// memResume extracts what the journal kept from before the last stop (a
+// kill -9, a power cut, an extraction cut short), at once.
+func (c *Companion) memResume() {
+	heard := c.cfg.Memory.Store.Journal().Pending()
+	if len(heard) == 0 {
+		return
+	}
+	for _, h := range heard {
+		c.mem.pending = append(c.mem.pending, brain.Said{Person: h.Person, MessageID: h.MessageID, Text: h.Text})
+	}
+	c.log.Info("memory: extracting what was said before the last stop", "said", len(heard))
+	c.onRest()
 }
 
 // restLater (re)starts the quiet after which the conversation rests.
@@ -292,6 +314,7 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 	}
 	if len(facts) == 0 {
 		c.log.Info("memory: nothing to remember in what was said", "said", len(said), "by", map[bool]string{true: "model", false: "rules"}[model != nil])
+		c.extracted(said)
 		return
 	}
 	if e := c.cfg.Memory.Embedder; e != nil {
@@ -303,12 +326,24 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 	}
 	stored, err := st.Add(facts...)
 	if err != nil {
-		c.log.Error("memory: facts not written", "facts", len(facts), "err", err)
+		c.log.Error("memory: facts not written; what was said stays in the journal for the next start", "facts", len(facts), "err", err)
 		return
 	}
 	c.log.Info("memory: written", "facts", len(stored), "said", len(said))
+	c.extracted(said)
 	if c.cfg.Memory.Share {
 		c.share(ctx, stored)
+	}
+}
+
+// extracted takes what said was out of the journal, its facts written.
+func (c *Companion) extracted(said []brain.Said) {
+	ids := make([]string, 0, len(said))
+	for _, s := range said {
+		ids = append(ids, s.MessageID)
+	}
+	if err := c.cfg.Memory.Store.Journal().Remove(ids...); err != nil {
+		c.log.Error("memory: extracted lines stay in the journal; the next start extracts them again", "said", len(said), "err", err)
 	}
 }
 
@@ -405,6 +440,11 @@ func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bo
 		text = memory.Describe(lang, facts)
 	case memory.ForgetMe:
 		c.mem.pending = slices.DeleteFunc(c.mem.pending, func(s brain.Said) bool { return s.Person == p })
+		// At once, not only in the forget job: a crash before it runs must
+		// not leave the person's words to be extracted at the next start.
+		if err := st.Journal().Forget(p); err != nil {
+			c.log.Error("memory: \"forget me\" did not reach the journal now; the forget job tries again", "person", p, "err", err)
+		}
 		delete(c.mem.touched, p)
 		text = memory.Acknowledge(lang, cmd, 0)
 		c.logForget(protocol.ForgetEntry{Person: p, At: c.cfg.Clock.Now(), MessageID: m.Params.ID})
@@ -412,7 +452,11 @@ func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bo
 	case memory.ForgetThat:
 		text = memory.Acknowledge(lang, cmd, 1)
 		if i := lastBy(c.mem.pending, p); i >= 0 {
+			id := c.mem.pending[i].MessageID
 			c.mem.pending = slices.Delete(c.mem.pending, i, i+1) // not written yet: never will be
+			if err := st.Journal().Remove(id); err != nil {
+				c.log.Error("memory: \"forget that\" did not reach the journal", "person", p, "err", err)
+			}
 			break
 		}
 		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID, 0, newest(st.Facts(p))...) })
