@@ -31,9 +31,9 @@ const (
 // fsynced. A line that is taken out (extracted, forgotten, pushed out by
 // the bounds) has its bytes zeroed in place; the file is truncated when
 // nothing is left, and compacted when the zeros would push it over
-// PendingBytes. A Store opens its journal (Store.Journal). Safe for
-// concurrent use; every method writes and syncs on the caller's
-// goroutine.
+// PendingBytes or outweigh the live lines. A Store opens its journal
+// (Store.Journal). Safe for concurrent use; every method writes and syncs
+// on the caller's goroutine.
 type Journal struct {
 	path, dir string
 	log       *slog.Logger
@@ -217,7 +217,10 @@ func (j *Journal) Append(h Heard) error {
 			return err
 		}
 	}
-	if j.size+n > j.maxBytes {
+	// Compact when the zeros would push the file over its bound, or
+	// outweigh the live lines (so a compaction, on the caller's
+	// goroutine, writes little).
+	if live, dead := j.live(), j.size-j.live(); j.size+n > j.maxBytes || dead > compactSlack && dead > live {
 		if err := j.compact(j.heard()); err != nil {
 			return err
 		}

@@ -188,7 +188,7 @@ func TestJournalIsBounded(t *testing.T) {
 		n    int
 		text func(i int) string
 	}{
-		{"lines", PendingLines + 20, func(i int) string { return fmt.Sprintf("line %d", i) }},
+		{"lines", 3 * PendingLines, func(i int) string { return fmt.Sprintf("line %d", i) }},
 		{"bytes", 40, func(i int) string { return fmt.Sprintf("line %d %s", i, strings.Repeat("x", 60<<10)) }},
 	}
 	for _, tt := range tests {
@@ -199,8 +199,12 @@ func TestJournalIsBounded(t *testing.T) {
 				if err := j.Append(heard("pat", fmt.Sprint("m", i), tt.text(i))); err != nil {
 					t.Fatal(err)
 				}
-				if fi, err := os.Stat(path); err != nil || fi.Size() > PendingBytes {
+				fi, err := os.Stat(path)
+				if err != nil || fi.Size() > PendingBytes {
 					t.Fatalf("after %d lines the journal is %d bytes (at most %d), err %v", i+1, fi.Size(), PendingBytes, err)
+				}
+				if live := j.live(); fi.Size() > 2*live+compactSlack+int64(len(tt.text(i)))+64 {
+					t.Fatalf("after %d lines the journal is %d bytes for %d live: the zeros are not compacted", i+1, fi.Size(), live)
 				}
 			}
 			got := j.Pending()
