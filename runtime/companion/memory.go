@@ -217,11 +217,17 @@ func (c *Companion) heardPerson(ctx context.Context, m protocol.Message) {
 		c.m.QueueDrops.WithLabelValues("memory", "pending").Inc()
 	}
 	c.mem.pending = append(c.mem.pending, brain.Said{Person: p, MessageID: m.Params.ID, Text: m.Params.Message})
-	// A small fsynced line, on Run's goroutine (never a bus handler's).
+	c.restLater(ctx)
+}
+
+// journal keeps what a person said (heardPerson) on disk until it is
+// extracted: one small fsynced line, on Run's goroutine (never a bus
+// handler's), after the message's think has started.
+func (c *Companion) journal(m protocol.Message) {
+	p := m.Params.From
 	if err := c.cfg.Memory.Store.Journal().Append(memory.Heard{Person: p, MessageID: m.Params.ID, Text: m.Params.Message}); err != nil {
 		c.log.Error("memory: what was said is not in the journal; a crash before the rest loses it", "person", p, "err", err)
 	}
-	c.restLater(ctx)
 }
 
 // memResume extracts what the journal kept from before the last stop (a
