@@ -156,6 +156,9 @@ func (j *Journal) parse(data []byte) (lines []jline, bad [][2]int64) {
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		err := dec.Decode(&h)
+		if err == nil && dec.InputOffset() != int64(len(bytes.TrimRight(text, " \t\r\n"))) {
+			err = errors.New("more after the record")
+		}
 		if err == nil {
 			err = checkHeard(h)
 		}

@@ -249,3 +249,38 @@ func TestJournalFinishesAnInterruptedCompaction(t *testing.T) {
 		t.Fatalf("the compaction's .new is left: %v", err)
 	}
 }
+
+// FuzzJournal gives arbitrary bytes as the journal (and as an interrupted
+// compaction's .new): Open never panics, what it keeps is valid, and a
+// reopen keeps the same.
+func FuzzJournal(f *testing.F) {
+	line := `{"person":"pat","messageId":"m1","text":"I like plums."}` + "\n"
+	f.Add([]byte(line+line[:20]), []byte(nil))
+	f.Add([]byte("\x00\x00\x00"+line+"junk\n"+line), []byte(line))
+	f.Add([]byte(line[:30]+"\x00\x00"+line), []byte{})
+	f.Add([]byte(`{"person":"a/b","messageId":"m","text":"x"}`+"\n"+`{"person":"p","messageId":"m","text":"x"}{}`+"\n"), []byte(nil))
+	f.Fuzz(func(t *testing.T, data, next []byte) {
+		dir := t.TempDir()
+		path := dir + "/kyoko.pending"
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if next != nil {
+			if err := os.WriteFile(path+".new", next, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, j, _ := openJ(t, dir, nil)
+		got := j.Pending()
+		for _, h := range got {
+			if err := checkHeard(h); err != nil {
+				t.Fatalf("kept %+v: %v", h, err)
+			}
+		}
+		st.Close()
+		_, j, _ = openJ(t, dir, nil)
+		if again := j.Pending(); !slices.Equal(again, got) {
+			t.Fatalf("a reopen changed the journal: %+v, then %+v", got, again)
+		}
+	})
+}
