@@ -1,6 +1,7 @@
 package companion_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +40,27 @@ func TestMemoryExtractsWhatTheJournalKeptAtStart(t *testing.T) {
 			t.Fatalf("extracted, the words are still in the journal: %+v", st.Journal().Pending())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An operator's forget (chorus memory forget: the store's, not the
+// companion's loop) while a person's words wait for the rest: they are
+// not extracted afterwards, and only what they said since is kept.
+func TestMemoryOperatorForgetReachesWhatWaitsForTheRest(t *testing.T) {
+	b := newMemBrain()
+	r, st, dir := memRig(t, b, func(m *companion.Memory) { m.RestAfter = time.Second })
+	r.userSays("I like plums.")
+	for deadline := time.Now().Add(5 * time.Second); len(st.Journal().Pending()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("what was said never reached the journal")
+		}
+	}
+	if _, err := st.Forget("user"); err != nil {
+		t.Fatal(err)
+	}
+	r.userSays("My name is Una.")
+	fs := waitFacts(t, st, "user", 1) // one write: plums, had it been kept, came with it
+	if len(fs) != 1 || !strings.Contains(fs[0].Text, "Una") || occurrences(t, dir, "plums") != 0 {
+		t.Fatalf("after the operator's forget: %+v; plums on disk %d times", fs, occurrences(t, dir, "plums"))
 	}
 }

@@ -318,6 +318,10 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 	if model == nil {
 		facts = ruleFacts(said)
 	}
+	// A person forgotten since (an operator's forget, a wipe: the store's,
+	// not this loop's) has their words erased from the journal: what was
+	// learned from them is dropped too.
+	facts = slices.DeleteFunc(facts, func(f memory.Fact) bool { return st.Journal().Erased(f.MessageID) })
 	if len(facts) == 0 {
 		c.log.Info("memory: nothing to remember in what was said", "said", len(said), "by", map[bool]string{true: "model", false: "rules"}[model != nil])
 		c.extracted(said)

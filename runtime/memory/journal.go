@@ -40,10 +40,11 @@ type Journal struct {
 	maxLines  int
 	maxBytes  int64
 
-	mu    sync.Mutex
-	f     *os.File // nil when closed
-	size  int64
-	lines []jline // live, oldest first
+	mu     sync.Mutex
+	f      *os.File // nil when closed
+	size   int64
+	lines  []jline  // live, oldest first
+	erased []string // message ids forgotten (Forget, Clear), the newest PendingLines
 }
 
 type jline struct {
@@ -256,18 +257,46 @@ func (j *Journal) Remove(ids ...string) error {
 	return j.erase(func(_ int, l jline) bool { return slices.Contains(ids, l.h.MessageID) })
 }
 
-// Forget takes out every line of person.
+// Forget takes out every line of person; Erased reports them.
 func (j *Journal) Forget(person string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.erase(func(_ int, l jline) bool { return l.h.Person == person })
+	return j.forget(func(l jline) bool { return l.h.Person == person })
 }
 
-// Clear takes out every line.
+// Clear takes out every line; Erased reports them.
 func (j *Journal) Clear() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.erase(func(int, jline) bool { return true })
+	return j.forget(func(jline) bool { return true })
+}
+
+// forget erases the lines that match and remembers their ids. j.mu is
+// held.
+func (j *Journal) forget(match func(jline) bool) error {
+	var ids []string
+	for _, l := range j.lines {
+		if match(l) {
+			ids = append(ids, l.h.MessageID)
+		}
+	}
+	if err := j.erase(func(_ int, l jline) bool { return match(l) }); err != nil {
+		return err
+	}
+	j.erased = append(j.erased, ids...)
+	if over := len(j.erased) - j.maxLines; over > 0 {
+		j.erased = slices.Delete(j.erased, 0, over)
+	}
+	return nil
+}
+
+// Erased reports whether the line of message id was forgotten (Forget,
+// Clear: "forget me", an operator's forget, a wipe): whoever still holds
+// what was said in it must not extract it.
+func (j *Journal) Erased(id string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Contains(j.erased, id)
 }
 
 // erase zeroes the lines that match and syncs; with nothing left, the

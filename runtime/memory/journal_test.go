@@ -166,6 +166,9 @@ func TestJournalForgetErasesThePersonsLines(t *testing.T) {
 	if !bytes.Contains(b, []byte("baker")) || !slices.Equal(heardTexts(j.Pending()), []string{"I work as a baker."}) {
 		t.Fatalf("sam's line went with pat's: %q", b)
 	}
+	if !j.Erased("m0") || !j.Erased("m2") || j.Erased("m1") {
+		t.Fatalf("erased m0 %v m1 %v m2 %v: want pat's lines, not sam's", j.Erased("m0"), j.Erased("m1"), j.Erased("m2"))
+	}
 	if _, err := st.Forget("sam", "some-fact-id"); err != nil { // one fact: the journal stays
 		t.Fatal(err)
 	}
