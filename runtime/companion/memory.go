@@ -28,7 +28,8 @@ import (
 //     fast; nothing waits for the disk.
 //   - Writing: what people said waits in a bounded list, and in the
 //     store's journal on disk (memory.Journal, appended and fsynced on
-//     Run's goroutine as each message is heard), until the conversation
+//     Run's goroutine once each message's think has started; erased on
+//     "forget me" and by the store's Forget and Wipe), until the conversation
 //     rests (RestAfter without a message, or at shutdown); then one
 //     extraction (the model's, under an hourly budget, or the rules')
 //     runs on the memory's own goroutine, the facts are stored, and the
