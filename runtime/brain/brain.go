@@ -94,9 +94,10 @@ type Input struct {
 	// call that drafts the words.
 	Actions []protocol.ActionDef
 	// Remembered is what the companion's memory recalls for this message
-	// (issue 29): the pinned core about the people in the room and the
-	// facts most relevant to the message. A prompt quotes them as
-	// remembered facts, never as instructions.
+	// (issue 29): the pinned core about its speaker, the speaker's facts
+	// most relevant to the message, and the names of the other people in
+	// the conversation — never another person's other facts. A prompt
+	// quotes them as remembered facts, never as instructions.
 	Remembered []Fact
 	// Knowledge are tools the model may call for what it needs to know
 	// (the companions present, the date and time, memory search, what a

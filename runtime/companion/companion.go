@@ -429,6 +429,9 @@ func (c *Companion) Run(ctx context.Context) error {
 			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 		}
 	}
+	if c.memOn() {
+		c.memResume()
+	}
 	c.status(Listening)
 	for {
 		select {
@@ -595,6 +598,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		}
 		c.recall(&in, m, people)
 		c.heardPerson(ctx, m)
+		defer c.journal(m) // once the think has started: its fsync is not on the turn's way
 	}
 	in.Knowledge = c.knowledge(m, in.Actions)
 	if c.thinking >= maxThinking {

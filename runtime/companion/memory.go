@@ -18,16 +18,24 @@ import (
 // Memory (issue 29). A companion with a memory (Config.Memory) keeps
 // what people say about themselves as facts, per person, on the robot:
 //
-//   - Recall: each message's brain input carries the pinned core about
-//     the people in the conversation and the facts most relevant to the
-//     message (Input.Remembered), and what memory knows exactly about
-//     the speaker (Input.Events["already_replied"], replied.go). Recall is in memory
-//     and fast; nothing waits for the disk.
-//   - Writing: what people said waits in a bounded list until the
-//     conversation rests (RestAfter without a message, or at shutdown),
-//     then one extraction (the model's, under an hourly budget, or the
-//     rules') runs on the memory's own goroutine and the facts are
-//     stored. Nothing is written before a robot's first audio.
+//   - Recall: a person's message gives its brain input the pinned core
+//     about that person, their facts most relevant to the message, and
+//     the names of the other people in the conversation
+//     (Input.Remembered) — never another person's other facts: what a
+//     person told a robot is recalled only when they speak. A robot's
+//     message recalls nothing. Whether this companion has answered the
+//     speaker is Input.Events["already_replied"] (replied.go). Recall is
+//     in memory and fast; nothing waits for the disk.
+//   - Writing: what people said waits in a bounded list, and in the
+//     store's journal on disk (memory.Journal, appended and fsynced on
+//     Run's goroutine once each message's think has started; erased on
+//     "forget me" and by the store's Forget and Wipe), until the conversation
+//     rests (RestAfter without a message, or at shutdown); then one
+//     extraction (the model's, under an hourly budget, or the rules')
+//     runs on the memory's own goroutine, the facts are stored, and the
+//     journal's lines taken out. What a kill -9 or a power cut left in
+//     the journal is extracted at the next start. No fact is written
+//     before a robot's first audio.
 //   - Controls: "forget that", "forget me" and "what do you remember
 //     about me" are the rules' (memory.Control), never the model's: the
 //     companion answers them itself, with a vote the floor counts as
@@ -65,9 +73,9 @@ type Memory struct {
 }
 
 const (
-	maxPending     = 256              // things said waiting to be written
-	memJobs        = 64               // memory jobs queued
-	extractTimeout = 60 * time.Second // one model extraction
+	maxPending     = memory.PendingLines // things said waiting to be written (as many as the journal keeps)
+	memJobs        = 64                  // memory jobs queued
+	extractTimeout = 60 * time.Second    // one model extraction
 	// KnownMet is the event parameter the companion answers exactly: has
 	// it answered the person before (aikyo's already_replied, replied.go).
 	KnownMet = brain.EventAlreadyReplied
@@ -117,7 +125,8 @@ func (c *Companion) memJob(kind string, job func(context.Context)) {
 func (c *Companion) isUser(from string) bool { return from != c.me() && !c.cfg.Room.IsMember(from) }
 
 // people are the persons in the conversation: the users in the history
-// and the message's author, in order of their last word.
+// and the message's author, in order of their last word. Of the others
+// than the author, a message recalls only the names.
 func (c *Companion) people(m protocol.Message) []string {
 	var out []string
 	add := func(p string) {
@@ -149,10 +158,19 @@ func brainFacts(fs []memory.Fact) []brain.Fact {
 	return out
 }
 
-// recall fills in's memory: the facts recalled for m.
+// recall fills in's memory: the facts recalled for m (its author's, and
+// the names of the others in people).
 func (c *Companion) recall(in *brain.Input, m protocol.Message, people []string) {
-	st := c.cfg.Memory.Store
-	in.Remembered = brainFacts(st.Recall(people, m.Params.Message, c.recallN()))
+	st, p := c.cfg.Memory.Store, m.Params.From
+	in.Remembered = c.withNames(st.Recall([]string{p}, m.Params.Message, c.recallN()), p, people)
+}
+
+// withNames is the brain's facts: the author's (recalled), then the name
+// of each other person in people. Another person's other facts are
+// theirs only: they are never recalled for someone else's message.
+func (c *Companion) withNames(own []memory.Fact, author string, people []string) []brain.Fact {
+	others := slices.DeleteFunc(slices.Clone(people), func(p string) bool { return p == author })
+	return brainFacts(append(own, c.cfg.Memory.Store.Names(others)...))
 }
 
 // recallVec replaces in's lexical recall by one by meaning, when the
@@ -174,7 +192,8 @@ func (c *Companion) recallVec(ctx context.Context, in *brain.Input, people []str
 		c.log.Debug("memory: no embedding for the message; recall stays lexical", "err", err)
 		return
 	}
-	in.Remembered = brainFacts(mc.Store.RecallVec(people, vs[0], c.recallN()))
+	p := in.Message.Params.From
+	in.Remembered = c.withNames(mc.Store.RecallVec([]string{p}, vs[0], c.recallN()), p, people)
 }
 
 // heardPerson books what a person said for the next write and restarts
@@ -187,6 +206,30 @@ func (c *Companion) heardPerson(ctx context.Context, m protocol.Message) {
 	}
 	c.mem.pending = append(c.mem.pending, brain.Said{Person: p, MessageID: m.Params.ID, Text: m.Params.Message})
 	c.restLater(ctx)
+}
+
+// journal keeps what a person said (heardPerson) on disk until it is
+// extracted: one small fsynced line, on Run's goroutine (never a bus
+// handler's), after the message's think has started.
+func (c *Companion) journal(m protocol.Message) {
+	p := m.Params.From
+	if err := c.cfg.Memory.Store.Journal().Append(memory.Heard{Person: p, MessageID: m.Params.ID, Text: m.Params.Message}); err != nil {
+		c.log.Error("memory: what was said is not in the journal; a crash before the rest loses it", "person", p, "err", err)
+	}
+}
+
+// memResume extracts what the journal kept from before the last stop (a
+// kill -9, a power cut, an extraction cut short), at once.
+func (c *Companion) memResume() {
+	heard := c.cfg.Memory.Store.Journal().Pending()
+	if len(heard) == 0 {
+		return
+	}
+	for _, h := range heard {
+		c.mem.pending = append(c.mem.pending, brain.Said{Person: h.Person, MessageID: h.MessageID, Text: h.Text})
+	}
+	c.log.Info("memory: extracting what was said before the last stop", "said", len(heard))
+	c.onRest()
 }
 
 // restLater (re)starts the quiet after which the conversation rests.
@@ -263,8 +306,13 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 	if model == nil {
 		facts = ruleFacts(said)
 	}
+	// A person forgotten since (an operator's forget, a wipe: the store's,
+	// not this loop's) has their words erased from the journal: what was
+	// learned from them is dropped too.
+	facts = slices.DeleteFunc(facts, func(f memory.Fact) bool { return st.Journal().Erased(f.MessageID) })
 	if len(facts) == 0 {
 		c.log.Info("memory: nothing to remember in what was said", "said", len(said), "by", map[bool]string{true: "model", false: "rules"}[model != nil])
+		c.extracted(said)
 		return
 	}
 	if e := c.cfg.Memory.Embedder; e != nil {
@@ -276,12 +324,24 @@ func (c *Companion) write(ctx context.Context, said []brain.Said, model brain.Ex
 	}
 	stored, err := st.Add(facts...)
 	if err != nil {
-		c.log.Error("memory: facts not written", "facts", len(facts), "err", err)
+		c.log.Error("memory: facts not written; what was said stays in the journal for the next start", "facts", len(facts), "err", err)
 		return
 	}
 	c.log.Info("memory: written", "facts", len(stored), "said", len(said))
+	c.extracted(said)
 	if c.cfg.Memory.Share {
 		c.share(ctx, stored)
+	}
+}
+
+// extracted takes what said was out of the journal, its facts written.
+func (c *Companion) extracted(said []brain.Said) {
+	ids := make([]string, 0, len(said))
+	for _, s := range said {
+		ids = append(ids, s.MessageID)
+	}
+	if err := c.cfg.Memory.Store.Journal().Remove(ids...); err != nil {
+		c.log.Error("memory: extracted lines stay in the journal; the next start extracts them again", "said", len(said), "err", err)
 	}
 }
 
@@ -387,6 +447,11 @@ func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bo
 		text = memory.Describe(lang, facts)
 	case memory.ForgetMe:
 		c.mem.pending = slices.DeleteFunc(c.mem.pending, func(s brain.Said) bool { return s.Person == p })
+		// At once, not only in the forget job: a crash before it runs must
+		// not leave the person's words to be extracted at the next start.
+		if err := st.Journal().Forget(p); err != nil {
+			c.log.Error("memory: \"forget me\" did not reach the journal now; the forget job tries again", "person", p, "err", err)
+		}
 		delete(c.mem.touched, p)
 		text = memory.Acknowledge(lang, cmd, 0)
 		c.logForget(protocol.ForgetEntry{Person: p, At: c.cfg.Clock.Now(), MessageID: m.Params.ID})
@@ -394,7 +459,11 @@ func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bo
 	case memory.ForgetThat:
 		text = memory.Acknowledge(lang, cmd, 1)
 		if i := lastBy(c.mem.pending, p); i >= 0 {
+			id := c.mem.pending[i].MessageID
 			c.mem.pending = slices.Delete(c.mem.pending, i, i+1) // not written yet: never will be
+			if err := st.Journal().Remove(id); err != nil {
+				c.log.Error("memory: \"forget that\" did not reach the journal", "person", p, "err", err)
+			}
 			break
 		}
 		c.memJob("forget", func(context.Context) { c.forget(p, m.Params.ID, 0, newest(st.Facts(p))...) })

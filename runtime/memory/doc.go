@@ -31,7 +31,8 @@
 //
 // # File format
 //
-// One append-only file <dir>/<companion>.facts, one JSON object per line:
+// One append-only file <dir>/<companion>.facts (beside it the journal,
+// below), one JSON object per line:
 //
 //	{"op":"fact","id":"…","person":"…","key":"name","text":"name is Alice","messageId":"…","robot":"…","created":"…","pinned":true}
 //	{"op":"met","person":"…","at":"…"}
@@ -62,6 +63,22 @@
 // every earlier fact survives. A bad line in the middle is skipped and
 // counted (Repaired), logged, never fatal, and the file is rewritten
 // without it.
+//
+// # Journal
+//
+// What people said and is not extracted yet waits in <dir>/<companion>.pending
+// (Journal, opened by Open; mode 0600 in the 0700 folder): one JSON line
+// per message heard, {"person":…,"messageId":…,"text":…}, each append
+// fsynced, so that a kill -9 or a power cut before the conversation rests
+// loses at most the line being written; the companion extracts what it
+// holds at its next start. It is bounded (PendingLines lines,
+// PendingBytes bytes: beyond them the oldest lines go). A line taken out
+// (extracted, "forget that", Forget of its person, Wipe) has its bytes
+// zeroed in place and synced; the file is truncated when nothing is left,
+// and compacted as a rewrite is (.new, zero, rename) when the zeros would
+// push it over its bound. Open skips a torn last line and a line half
+// zeroed by a crash (logged, zeroed), and finishes an interrupted
+// compaction.
 //
 // # Bounds
 //

@@ -70,6 +70,23 @@ func (s *Store) Recall(people []string, message string, n int) []Fact {
 	return out
 }
 
+// Names is the name fact of each of people that has one, in the order
+// of people: what a message may recall about the others present (a name
+// says who is who; every other fact is only its person's).
+func (s *Store) Names(people []string) []Fact {
+	st := s.cur()
+	var out []Fact
+	for _, p := range people {
+		for i := len(st.facts) - 1; i >= 0; i-- {
+			if e := st.facts[i]; e.f.Person == p && e.f.Key == keyName {
+				out = append(out, e.f)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // core is the pinned core of each of people: the name first, then the
 // newest pinned facts, at most maxCore each.
 func core(st *state, people []string) ([]Fact, map[*entry]bool) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -66,6 +67,8 @@ type Store struct {
 
 	mu sync.RWMutex // guards st
 	st *state       // replaced whole by a writer once durable
+
+	j *Journal // what was heard and is not extracted yet
 }
 
 type entry struct {
@@ -116,7 +119,8 @@ var ErrClosed = errors.New("memory: store closed")
 // Open opens the memory of companion in dir: it creates dir (0700) if it
 // is missing, finishes an interrupted rewrite, loads <dir>/<companion>.facts
 // and repairs it (a torn last line is dropped and the file truncated; a
-// bad line in the middle is skipped and the file rewritten). companion is
+// bad line in the middle is skipped and the file rewritten), and opens
+// its journal, <dir>/<companion>.pending (Journal). companion is
 // a file name: letters, digits, '.', '_' and '-', not starting with '.'.
 // log may be nil.
 func Open(dir, companion string, lim Limits, log *slog.Logger) (*Store, error) {
@@ -144,6 +148,11 @@ func Open(dir, companion string, lim Limits, log *slog.Logger) (*Store, error) {
 	s := &Store{path: abs, dir: filepath.Dir(abs), companion: companion, lim: lim.withDefaults(),
 		log: log.With("memory", companion)}
 	if err := s.open(); err != nil {
+		s.release()
+		return nil, err
+	}
+	if s.j, err = openJournal(s.dir, strings.TrimSuffix(abs, ".facts")+".pending", s.log); err != nil {
+		s.f.Close()
 		s.release()
 		return nil, err
 	}
@@ -347,6 +356,10 @@ func (s *Store) Repaired() int { return s.repaired }
 
 // Path is the file of the store.
 func (s *Store) Path() string { return s.path }
+
+// Journal is what was heard and is not extracted yet: Forget of a person
+// and Wipe erase it too.
+func (s *Store) Journal() *Journal { return s.j }
 
 // apply adds f (clean, with an id) to st: it removes the fact f
 // supersedes (by id, of the same person; an id of another person's fact
@@ -625,14 +638,19 @@ func (s *Store) Touch(person string) error {
 
 // Forget erases facts of person: those with ids (of that person; others
 // are ignored), or with no ids everything about person, facts and met
-// record. The file is rewritten so that the forgotten records are found
-// nowhere in the directory (see the package doc for the limits). It
-// returns how many facts were forgotten.
+// record, and their lines in the journal. The file is rewritten so that
+// the forgotten records are found nowhere in the directory (see the
+// package doc for the limits). It returns how many facts were forgotten.
 func (s *Store) Forget(person string, ids ...string) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
 		return 0, err
+	}
+	if len(ids) == 0 {
+		if err := s.j.Forget(person); err != nil {
+			return 0, err
+		}
 	}
 	st := s.cur().clone()
 	n := 0
@@ -656,12 +674,15 @@ func (s *Store) Forget(person string, ids ...string) (int, error) {
 	return n, nil
 }
 
-// Wipe erases everything: every fact and met record, from disk too. It
-// returns how many facts were forgotten.
+// Wipe erases everything: every fact and met record, and the journal,
+// from disk too. It returns how many facts were forgotten.
 func (s *Store) Wipe() (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	if err := s.j.Clear(); err != nil {
 		return 0, err
 	}
 	n := len(s.cur().facts)
@@ -682,6 +703,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.f.Close()
+	if jerr := s.j.Close(); err == nil {
+		err = jerr
+	}
 	s.f = nil
 	s.release()
 	if err != nil {

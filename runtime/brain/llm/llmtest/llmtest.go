@@ -85,6 +85,7 @@ type Server struct {
 	extracted []brain.ExtractInput
 
 	judged   [][]string
+	prompts  []string // the user prompts of the companions' calls, in arrival order
 	offered  []string // the tools of the latest state call
 	calls    atomic.Int64
 	streamed atomic.Int64
@@ -123,6 +124,15 @@ func (s *Server) Calls() int64 { return s.calls.Load() }
 
 // Streamed is the number of answers served as streams.
 func (s *Server) Streamed() int64 { return s.streamed.Load() }
+
+// Prompts is the user prompt of every companion call so far (the message
+// and what the companion is given with it: history, remembered facts),
+// in arrival order.
+func (s *Server) Prompts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.prompts)
+}
 
 // Problems lists what was wrong with the requests received.
 func (s *Server) Problems() []string {
@@ -238,6 +248,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			looked = true
 		}
 	}
+	s.mu.Lock()
+	s.prompts = append(s.prompts, user)
+	s.mu.Unlock()
 	me := "someone"
 	if m := idRe.FindStringSubmatch(system); m != nil {
 		me = m[1]
