@@ -53,8 +53,8 @@ const (
 type MemoryRequest struct {
 	ID     string `json:"id"`
 	Op     string `json:"op"`
-	Person string `json:"person,omitempty"` // whose facts; "" with list/export: everyone's (operators only)
-	Fact   string `json:"fact,omitempty"`   // forget: this fact only
+	Person string `json:"person,omitempty"` // whose facts; "" with list/export: everyone's for an operator, the asker's own for anyone else
+	Fact   string `json:"fact,omitempty"`   // forget: this fact only (its id says whose it is: Person may be "")
 }
 
 // DecodeMemoryRequest decodes and validates a MemoryRequest.
@@ -75,8 +75,8 @@ func DecodeMemoryRequest(b []byte, max int) (MemoryRequest, error) {
 	if r.Person != "" {
 		c.identity("person", r.Person)
 	}
-	if r.Op == MemoryForget && r.Person == "" {
-		c.fail("person", KindMissing, "forget needs the person (wipe erases everyone)")
+	if r.Op == MemoryForget && r.Person == "" && r.Fact == "" {
+		c.fail("person", KindMissing, "forget needs the person or the fact (wipe erases everyone)")
 	}
 	if r.Fact != "" {
 		c.id("fact", r.Fact)

@@ -134,6 +134,14 @@ var errRefused = errors.New("refused")
 // do runs one request.
 func (s *Server) do(r request) protocol.MemoryAnswer {
 	req, op := r.req, s.IsOperator != nil && s.IsOperator(r.from)
+	if req.Op == protocol.MemoryForget && req.Person == "" && req.Fact != "" {
+		// A fact's id names whose it is: the rule below is then the same
+		// as for a request that named the person.
+		req.Person = s.owner(req.Fact)
+	}
+	if !op && req.Person == "" && (req.Op == protocol.MemoryList || req.Op == protocol.MemoryExport) {
+		req.Person = r.from // a person's list without a name is their own
+	}
 	if err := allowed(r.from, op, req); err != nil {
 		s.Metrics.Reject(s.Log, string(topic.KindMemory), r.from, "refused", err)
 		return protocol.MemoryAnswer{Error: err.Error()}
@@ -174,6 +182,16 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 		return protocol.MemoryAnswer{Forgotten: n}
 	}
 	return protocol.MemoryAnswer{Error: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// owner is the person fact id is about, "" when no fact has that id.
+func (s *Server) owner(id string) string {
+	for _, f := range s.Store.Facts("") {
+		if f.ID == id {
+			return f.Person
+		}
+	}
+	return ""
 }
 
 // allowed is the rule: an operator may do anything; anyone else only

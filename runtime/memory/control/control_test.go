@@ -82,7 +82,7 @@ func memoryControl(t *testing.T, url string) {
 	}{
 		{"a person lists their own", "alice", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "alice"}, "", 1},
 		{"not another's", "bob", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "alice"}, "may not see or forget", 0},
-		{"not everyone's", "bob", protocol.MemoryRequest{Op: protocol.MemoryExport}, "only an operator", 0},
+		{"a person's list without a name is their own", "bob", protocol.MemoryRequest{Op: protocol.MemoryExport}, "", 1},
 		{"an operator lists everyone's", "root", protocol.MemoryRequest{Op: protocol.MemoryList}, "", 2},
 		{"nobody but an operator wipes", "alice", protocol.MemoryRequest{Op: protocol.MemoryWipe}, "only an operator", 0},
 		{"a person forgets another", "bob", protocol.MemoryRequest{Op: protocol.MemoryForget, Person: "alice"}, "may not", 0},
@@ -98,6 +98,15 @@ func memoryControl(t *testing.T, url string) {
 			t.Errorf("%s: %d facts, want %d", c.name, len(a.Facts), c.facts)
 		}
 	}
+	// A fact's id names whose it is: forgetting one needs no person, and
+	// the rule is the same as when it is named.
+	bobs := st.Facts("bob")[0].ID
+	if _, err := ask("alice", protocol.MemoryRequest{Op: protocol.MemoryForget, Fact: bobs}); err == nil || !strings.Contains(err.Error(), "alice may not see or forget what is remembered about bob") {
+		t.Errorf("alice forgets bob's fact by its id: %v", err)
+	}
+	if len(st.Facts("bob")) != 1 {
+		t.Fatal("alice forgot bob's fact")
+	}
 	// Exported facts say where they came from; listed ones do not.
 	if a, err := ask("alice", protocol.MemoryRequest{Op: protocol.MemoryExport, Person: "alice"}); err != nil || a.Facts[0].MessageID != "m1" {
 		t.Fatalf("export: %+v, %v", a, err)
@@ -112,6 +121,9 @@ func memoryControl(t *testing.T, url string) {
 	if len(st.Facts("alice")) != 0 || len(st.Facts("bob")) != 1 {
 		t.Fatalf("after forget: alice %v, bob %v", st.Facts("alice"), st.Facts("bob"))
 	}
+	if a, err := ask("bob", protocol.MemoryRequest{Op: protocol.MemoryForget, Fact: bobs}); err != nil || a.Forgotten != 1 || len(st.Facts("bob")) != 0 {
+		t.Fatalf("bob forgets his fact by its id: %+v %v, left %v", a, err, st.Facts("bob"))
+	}
 	// eve's own answer reaches her subscription: it reads, just not others'.
 	if _, err := control.Ask(ctx, eve, s, "eve", "dev", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "eve"}, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -119,8 +131,8 @@ func memoryControl(t *testing.T, url string) {
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
-	if len(forgot) != 1 || forgot[0] != "alice" {
-		t.Fatalf("forgot reports %v, want one for alice", forgot)
+	if len(forgot) != 2 || forgot[0] != "alice" || forgot[1] != "bob" {
+		t.Fatalf("forgot reports %v, want one for alice, then bob", forgot)
 	}
 	own := 0
 	for _, h := range heard {

@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/memory/control"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
 func init() {
@@ -31,19 +36,17 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("unknown operation %q: want list, export, forget or wipe", op)
 	}
 	fs, rf := newRoomFlags("memory "+op, stderr)
-	devices := fs.String("device", "", "the device(s) to ask, comma-separated (required)")
-	person := fs.String("person", "", "whose facts (default: everyone's for list/export as an operator; forget: required, e.g. yourself)")
+	devices := fs.String("device", "", "the device(s) to ask, comma-separated (default: every robot online on the broker, or in -room)")
+	person := fs.String("person", "", "whose facts (default: list/export: everyone's as an operator, else your own; forget: -person or -fact)")
 	fact := fs.String("fact", "", "forget: only this fact (its id, from list)")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up on a device after this long")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *devices == "" {
-		return errors.New("-device is required")
+	if op == protocol.MemoryForget && *person == "" && *fact == "" {
+		return errors.New("forget needs -person (yourself, or anyone as an operator) or -fact (an id from list); wipe erases everyone")
 	}
-	if op == protocol.MemoryForget && *person == "" {
-		return errors.New("forget needs -person (yourself, or anyone as an operator); wipe erases everyone")
-	}
+	room := rf.room
 	if rf.room == "" {
 		rf.room = "_"
 	}
@@ -52,6 +55,17 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer b.Close()
+	if *devices == "" {
+		found, err := onlineDevices(ctx, b, r.Scheme, room)
+		if err != nil {
+			return err
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("no robot is online on %s%s: name one with -device", rf.broker, map[bool]string{true: "", false: " in room " + room}[room == ""])
+		}
+		fmt.Fprintf(stderr, "asking %s\n", strings.Join(found, ", "))
+		*devices = strings.Join(found, ",")
+	}
 	asker := control.NewAsker(b, r.Scheme, rf.user)
 	var failed []string
 	for _, dev := range strings.Split(*devices, ",") {
@@ -88,4 +102,34 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("no answer or refused: %s", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// onlineDevices is the devices whose companions say they are online, in
+// room ("" every room): their retained presence, read for a moment.
+func onlineDevices(ctx context.Context, b bus.Bus, s topic.Scheme, room string) ([]string, error) {
+	if room == "" {
+		room = "+"
+	}
+	var mu sync.Mutex
+	found := map[string]bool{}
+	err := b.Subscribe(ctx, s.Presences(room), func(_ string, payload []byte) {
+		p, err := protocol.DecodePresence(payload, 0)
+		if err != nil || !p.Online || protocol.ValidIdentity(p.Device) != "" {
+			return
+		}
+		mu.Lock()
+		found[p.Device] = true
+		mu.Unlock()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading who is online: %w", err)
+	}
+	select {
+	case <-time.After(time.Second): // retained presences arrive at once
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Sorted(maps.Keys(found)), nil
 }

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/bus"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/memory/control"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/topic"
+)
+
+// chorus memory works with its own defaults: without -device it asks the
+// robots online on the broker, a person's list without -person is their
+// own, and forget -fact needs no -person (it failed on each before).
+func TestMemoryWithItsDefaults(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dev, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "dev", Username: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	st, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Add(memory.Fact{Person: "user", Key: "home", Text: "lives in Osaka", MessageID: "m1"},
+		memory.Fact{Person: "bob", Key: "home", Text: "lives in Kyoto", MessageID: "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	s := topic.New("")
+	srv := &control.Server{Bus: dev, Scheme: s, Device: "dev", Store: st}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	p, _ := json.Marshal(protocol.Presence{Online: true, Device: "dev", Since: time.Now()})
+	if err := dev.Publish(ctx, s.Presence("lab", "kyoko"), p, true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server's subscription
+
+	code, out, errOut := run("memory", "list", "-broker", br.URL())
+	if code != 0 || !strings.Contains(out, "dev\t") || !strings.Contains(out, "lives in Osaka") || strings.Contains(out, "Kyoto") {
+		t.Fatalf("memory list with its defaults: %d %q %s", code, out, errOut)
+	}
+	id := strings.Split(out, "\t")[1]
+	if code, out, errOut := run("memory", "forget", "-broker", br.URL(), "-fact", id); code != 0 || !strings.Contains(out, "forgot 1") {
+		t.Fatalf("memory forget -fact: %d %q %s", code, out, errOut)
+	}
+	if len(st.Facts("user")) != 0 || len(st.Facts("bob")) != 1 {
+		t.Fatalf("after forget: %v", st.Facts(""))
+	}
+}
