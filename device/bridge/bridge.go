@@ -19,7 +19,9 @@
 // text in one speak). The first
 // frame to a client is a bridge.hello notification: its role, its name
 // and the room; then the room as it is (the latest presence and speaking
-// status of each member, the latest phase event).
+// status of each member, the latest phase event); then a bridge.replay
+// notification with the room's recent Messages (replay.go); then the room
+// live.
 //
 // Frames in: a Message (method message.send), a QueryResult, camera.get
 // {device} from a client whose token allows it (the answer goes to that
@@ -173,9 +175,15 @@ type Config struct {
 	// asked.
 	Online func(device string) (online, known bool)
 
-	MaxClients int   // default 32
-	Queue      int   // frames waiting for one client; default 1024
-	QueueBytes int64 // bytes waiting for one client; default 4 MiB
+	MaxClients int // default 32
+	// Replay and ReplayBytes bound the room's recent Messages the bridge
+	// keeps for a new client (bridge.replay): the last Replay of them,
+	// and no more than ReplayBytes; defaults DefaultReplay and
+	// DefaultReplayBytes.
+	Replay      int
+	ReplayBytes int
+	Queue       int   // frames waiting for one client; default 1024
+	QueueBytes  int64 // bytes waiting for one client; default 4 MiB
 	// MaxFrame is the most bytes a viewer's or a user's frame in may
 	// have (default 64 KiB: a Message). MaxDeviceFrame is a device's
 	// (default protocol.DefaultMaxResultBytes): a body answers vision
@@ -216,6 +224,7 @@ type Bridge struct {
 	clients map[*client]bool
 	ids     map[string]*identity // open connections by identity
 	latest  map[string][]byte    // the last presence, speaking status and phase event, for a new client
+	recent  *recent              // the room's last Messages, for a new client
 	devices map[string]int       // connected clients by device name (Device role)
 	// decl is each device's declared actions, while a client of it is
 	// connected; bounded by the device tokens (only their clients
@@ -265,6 +274,8 @@ func New(cfg Config) (*Bridge, error) {
 		}
 	}
 	def(&cfg.MaxClients, 32)
+	def(&cfg.Replay, DefaultReplay)
+	def(&cfg.ReplayBytes, DefaultReplayBytes)
 	def(&cfg.Queue, DefaultQueue)
 	if cfg.QueueBytes <= 0 {
 		cfg.QueueBytes = DefaultQueueBytes
@@ -289,7 +300,7 @@ func New(cfg Config) (*Bridge, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Bridge{cfg: cfg, log: log, m: metrics.OrNew(cfg.Metrics), clients: map[*client]bool{}, ids: map[string]*identity{}, latest: map[string][]byte{},
-		devices: map[string]int{}, decl: map[string]*declaration{}, know: map[string][]protocol.KnowledgeDef{}}, nil
+		recent: newRecent(cfg.Replay, cfg.ReplayBytes), devices: map[string]int{}, decl: map[string]*declaration{}, know: map[string][]protocol.KnowledgeDef{}}, nil
 }
 
 // Run subscribes to the room's traffic and relays it to the clients until
@@ -300,19 +311,25 @@ func (b *Bridge) Run(ctx context.Context) error {
 		return func(v any) { b.broadcast(func() []byte { return frame(method, v) }) }
 	}
 	// A new client first gets the room as it is: who is present, who
-	// speaks, the phase; these are kept as they pass.
+	// speaks, the phase; then the room's recent Messages. These are kept
+	// as they pass, and under the same lock the clients they go to live
+	// are picked (see keepMessage).
 	keep := func(key, method string, v any) {
 		f := frame(method, v)
 		b.mu.Lock()
 		if len(b.latest) < maxLatest || b.latest[key] != nil {
 			b.latest[key] = f
 		}
+		cs := b.liveLocked()
 		b.mu.Unlock()
-		b.broadcast(func() []byte { return f })
+		b.deliver(cs, f)
 	}
 	subs := []func() error{
 		func() error {
-			return r.OnMessage(ctx, func(m protocol.Message) { b.broadcast(func() []byte { return mustJSON(b.aikyoShaped(m)) }) })
+			return r.OnMessage(ctx, func(m protocol.Message) {
+				f := mustJSON(b.aikyoShaped(m))
+				b.deliver(b.keepMessage(m, f), f)
+			})
 		},
 		func() error {
 			return r.OnState(ctx, func(s protocol.State) { b.broadcast(func() []byte { return mustJSON(s) }) })

@@ -135,18 +135,16 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	conn.SetReadLimit(limit)
 	// The first frame says who the client is (a console names its user);
-	// then the room as it is.
+	// then the room as it is, and its recent Messages (bridge.replay).
 	b.send(c, frame("bridge.hello", map[string]any{"role": tok.Role, "name": tok.Name, "room": b.cfg.Room.Name, "camera": tok.Camera && b.cfg.Look != nil}))
+	// Queued under the lock the room's traffic takes to pick its clients
+	// (send never blocks): nothing is missed or sent twice in between.
 	b.mu.Lock()
-	snapshot := make([][]byte, 0, len(b.latest))
 	for _, f := range b.latest {
-		snapshot = append(snapshot, f)
-	}
-	b.mu.Unlock()
-	for _, f := range snapshot {
 		b.send(c, f)
 	}
-	b.mu.Lock()
+	b.send(c, b.recent.frame())
+	c.live = true
 	b.m.BridgeClients.Set(float64(len(b.clients)))
 	b.mu.Unlock()
 	b.log.Info("bridge: client connected", "role", tok.Role, "name", tok.Name, "remote", r.RemoteAddr)

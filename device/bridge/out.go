@@ -25,6 +25,9 @@ type client struct {
 	gone    chan struct{}
 	once    sync.Once
 	why     string
+	// live: the room's traffic goes to this client (its hello, the room
+	// as it is and the replay are queued); guarded by Bridge.mu.
+	live bool
 }
 
 func frame(method string, params any) []byte {
@@ -61,14 +64,29 @@ func errorFrame(id json.RawMessage, reason, msg string) []byte {
 		"error": map[string]any{"code": errorCodes[reason], "message": msg, "data": map[string]string{"reason": reason}}})
 }
 
-// broadcast queues the frame enc makes for every client; it never blocks
-// (a bus handler), and with no client connected it encodes nothing.
+// broadcast queues the frame enc makes for every live client; it never
+// blocks (a bus handler), and with no client connected it encodes nothing.
 func (b *Bridge) broadcast(enc func() []byte) {
-	cs := b.those(func(*client) bool { return true })
+	cs := b.those(func(c *client) bool { return c.live })
 	if len(cs) == 0 {
 		return
 	}
-	f := enc()
+	b.deliver(cs, enc())
+}
+
+// liveLocked returns the live clients; b.mu is held.
+func (b *Bridge) liveLocked() []*client {
+	var cs []*client
+	for c := range b.clients {
+		if c.live {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// deliver queues f for each of cs; it never blocks.
+func (b *Bridge) deliver(cs []*client, f []byte) {
 	for _, c := range cs {
 		if c.tok.Role == Device {
 			if !c.reserve(len(f)) {

@@ -4,7 +4,9 @@
 // message and the floor's grant, a timeline of who spoke when with the
 // silences between robots, presence and health of every device, realtime
 // phases with remaining counts and refusals — and lets a person speak to
-// the room. Plain HTML, CSS and JavaScript, embedded in the binary: no
+// the room. A page opened mid-conversation shows it so far (the bridge's
+// bridge.replay); it measures silences only between utterances it saw
+// start and end itself. Plain HTML, CSS and JavaScript, embedded in the binary: no
 // front-end toolchain, nothing to build.
 //
 // The page holds no secret: it connects to /ws with the token in its own

@@ -402,6 +402,7 @@ func (d *Daemon) connect(ctx context.Context) (*link, error) {
 	if cfg.Companion != nil {
 		l.presence = l.room.Announce(cfg.Identity(), cfg.Device.ID, expectedThink(cfg.Brain))
 		l.presence.SetHears(cfg.Hearing.Enabled)
+		l.presence.SetSees(cfg.Drivers.Camera.Kind != "none") // as body() serves vision
 		birth, will = l.presence.Birth, l.presence.Will()
 	}
 	if l.main, err = d.dial(ctx, cfg.Identity(), cfg.MQTT.Username, password, birth, will); err != nil {

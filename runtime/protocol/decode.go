@@ -328,6 +328,7 @@ func DecodePresence(b []byte, max int) (Presence, error) {
 		Since   string `json:"since"`
 		ThinkMs int    `json:"thinkMs"`
 		Hears   bool   `json:"hears"`
+		Sees    bool   `json:"sees"`
 	}
 	if err := decodeStrict("presence", b, max, &w); err != nil {
 		return Presence{}, err
@@ -350,7 +351,7 @@ func DecodePresence(b []byte, max int) (Presence, error) {
 	if err := c.done(); err != nil {
 		return Presence{}, err
 	}
-	return Presence{Online: *w.Online, Device: w.Device, Since: since, ThinkMs: w.ThinkMs, Hears: w.Hears}, nil
+	return Presence{Online: *w.Online, Device: w.Device, Since: since, ThinkMs: w.ThinkMs, Hears: w.Hears, Sees: w.Sees}, nil
 }
 
 // DecodeQuery decodes and validates a query.send or query.cancel payload.

@@ -243,6 +243,9 @@ type Presence struct {
 	// the utterance from every such body present, and not at all when
 	// there is only one.
 	Hears bool `json:"hears,omitempty"`
+	// Sees says the companion's device has a camera: it answers a vision
+	// query with a frame (a room console offers its picture).
+	Sees bool `json:"sees,omitempty"`
 }
 
 // MaxThinkMs bounds an announced think time (10 minutes).

@@ -491,6 +491,7 @@ type Announcement struct {
 	since time.Time
 	think time.Duration
 	hears bool
+	sees  bool
 }
 
 // SetHears says (in every presence from now on) whether the companion's
@@ -498,6 +499,14 @@ type Announcement struct {
 func (a *Announcement) SetHears(on bool) {
 	a.mu.Lock()
 	a.hears = on
+	a.mu.Unlock()
+}
+
+// SetSees says (in every presence from now on) whether the companion's
+// device has a camera; set it before the bus connects.
+func (a *Announcement) SetSees(on bool) {
+	a.mu.Lock()
+	a.sees = on
 	a.mu.Unlock()
 }
 
@@ -512,7 +521,7 @@ func (a *Announcement) payload(online bool, since time.Time, think time.Duration
 	if online {
 		p.ThinkMs = min(int(think/time.Millisecond), protocol.MaxThinkMs)
 		a.mu.Lock()
-		p.Hears = a.hears
+		p.Hears, p.Sees = a.hears, a.sees
 		a.mu.Unlock()
 	}
 	b, _ := json.Marshal(p)

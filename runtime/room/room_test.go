@@ -253,3 +253,23 @@ func BenchmarkRejectMalformed(b *testing.B) {
 		}
 	}
 }
+
+// A companion's presence says whether its device has a camera (a room
+// console offers a camera button only for one that has) and whether it
+// hears, as they were set; a presence that says it is offline says
+// neither.
+func TestPresenceSaysWhatTheDeviceHas(t *testing.T) {
+	r := room.New(nil, topic.New(""), "lr", nil, nil)
+	for _, tc := range []struct{ sees, hears bool }{{true, false}, {false, true}, {false, false}} {
+		a := r.Announce("aya", "aya-pi", time.Second)
+		a.SetSees(tc.sees)
+		a.SetHears(tc.hears)
+		p, err := protocol.DecodePresence(a.Birth(time.Now()).Payload, 0)
+		if err != nil || p.Sees != tc.sees || p.Hears != tc.hears || !p.Online {
+			t.Fatalf("set sees %v, hears %v: the presence %+v, %v", tc.sees, tc.hears, p, err)
+		}
+		if p, err := protocol.DecodePresence(a.Will().Payload, 0); err != nil || p.Sees || p.Hears || p.Online {
+			t.Fatalf("offline: %+v, %v", p, err)
+		}
+	}
+}

@@ -1,8 +1,12 @@
 // Drives the room console in Debian's Chromium with playwright-core, as a
 // person on a phone would: the page loads and goes live, a message typed
 // in the box is answered by a companion, the vote table for that message
-// fills, the timeline shows the turn, what a robot did with its words
-// shows under them, a device's camera frame comes on request, and the
+// fills, the page reloaded mid-conversation still shows the message and
+// its answer, the timeline shows the turn, what a robot did with its words
+// shows under them, a device's camera frame comes on request (and a robot
+// without a camera has no button), the silences shown are the real ones
+// (under a second), no microphone line in a room without microphones,
+// turn-taking not shown as an error, and the
 // memory panel lists what a device remembers about this console's person,
 // refuses another's, and forgets after a confirm (MEMORY_DEVICE: the device
 // asked; MEMORY_ON=1: its memory is on, else its silence is what the panel
@@ -58,7 +62,20 @@ try {
     return i >= 0 && lis.slice(i + 1).some((l) => !l.classList.contains('user'));
   }, id, { timeout: 30000 });
   const answer = await page.locator(`li.msg[data-id="${id}"] ~ li.msg:not(.user)`).first().textContent();
+  const answerID = await page.locator(`li.msg[data-id="${id}"] ~ li.msg:not(.user)`).first().getAttribute('data-id');
   step('answered');
+
+  // Reloaded mid-conversation, the page shows the conversation so far
+  // (the bridge's replay): the message sent and its answer, in order.
+  await page.reload();
+  await page.waitForSelector('#status.on', { timeout: 10000 });
+  await page.waitForSelector(`li.msg[data-id="${answerID}"]`, { timeout: 10000 });
+  const order = await page.evaluate(([a, b]) => {
+    const ids = [...document.querySelectorAll('li.msg')].map((l) => l.dataset.id);
+    return [ids.indexOf(a), ids.indexOf(b), document.querySelector(`li.msg[data-id="${a}"]`)?.dataset.replayed];
+  }, [id, answerID]);
+  if (order[0] < 0 || order[1] <= order[0] || order[2] !== '1') throw new Error('after a reload, the transcript: ' + JSON.stringify(order));
+  step('reloaded');
 
   // What a robot did with its words (metadata.actions: the demo's robots
   // nod when spoken to) is shown under them.
@@ -79,12 +96,34 @@ try {
     bars = await page.locator('#timeline .bar').count();
     step('timeline');
 
-    // The latest camera frame of a device, on request.
+    // The latest camera frame of a device, on request; a camera button
+    // only on a robot that has a camera (kyoko has none).
+    await page.waitForSelector('#devices li:has-text("kyoko")', { timeout: 10000 });
+    const kyokoButtons = await page.locator('#devices li', { hasText: 'kyoko' }).locator('button').count();
+    if (kyokoButtons) throw new Error('a camera button on kyoko, which has no camera');
     await page.locator('#devices li', { hasText: 'aya' }).locator('button').click();
     await page.waitForSelector('#camera img', { timeout: 15000 });
     frame = await page.locator('#camera img').evaluate((img) => img.complete && img.naturalWidth);
     if (!frame) throw new Error('the camera frame did not load');
     step('camera');
+  }
+
+  // The silences shown are the ones the page saw live since the reload:
+  // the demo's robots answer each other in well under a second.
+  let silences = '';
+  if (!realtime) {
+    await page.waitForFunction(() => /\d+ ms/.test(document.getElementById('silences').textContent), null, { timeout: 40000 });
+    silences = await page.locator('#silences').textContent();
+    const gaps = [...silences.matchAll(/(overlap )?(\d+) ms/g)].map((m) => (m[1] ? -1 : 1) * Number(m[2]));
+    if (!gaps.length || gaps.some((g) => g < 0 || g >= 1000)) throw new Error('the silences shown: ' + silences);
+    step('silences');
+  }
+
+  // A room whose robots do not hear shows no microphones; turn-taking in a
+  // realtime room is not shown as an error.
+  if (await page.locator('#gate').isVisible()) throw new Error('a microphone line in a room without microphones');
+  for (const r of await page.locator('#phase .refused').allTextContents()) {
+    if (/another robot had the floor|too soon|floor_busy|rate_limited/.test(r)) throw new Error('turn-taking shown as an error: ' + r);
   }
 
   // Memory: the panel is there for a user, its person is the console's
@@ -151,7 +190,8 @@ try {
   }
   if (problems.length) throw new Error('page errors: ' + problems.join('; '));
   const phase = await page.locator('#phase').textContent();
-  console.log(JSON.stringify({ ok: true, votes: Math.max(0, votes - 1), grant, answer, actions, bars, frameWidth: frame, phase, person, memory }));
+  const turns = await page.locator('#phase .turn').count();
+  console.log(JSON.stringify({ ok: true, votes: Math.max(0, votes - 1), grant, answer, actions, bars, frameWidth: frame, phase, person, memory, silences, turns }));
 } finally {
   await browser.close();
 }

@@ -16,11 +16,18 @@ const token = hash.get('token') || '';
 let me = null;          // {role, name, room} from the bridge's hello
 const messages = new Map(); // id -> {li, at}
 const devices = new Map();  // companion -> presence
-const spans = new Map();    // companion + messageId -> {who, start, end}
+const spans = new Map();    // companion + messageId -> {who, start, end, done, seen}
+// Each connection is an epoch: what the page saw live in it. Between a
+// connection's hello and its bridge.replay come the room as it was (the
+// latest statuses) and the recent Messages: history, not seen live. A
+// silence is measured only between utterances seen start and end live in
+// one epoch, never across a reload or a reconnect.
+let epoch = 0;
+let history = true;
 let phase = null;
 const heard = [];           // the robots' heard reports, newest first
 const speakingNow = new Map(); // companion -> until (ms), while its status says speaking
-const refusals = [];
+const refusals = [];        // {text, calm}: the floor's answers to realtime posts it did not take
 const asked = new Map();    // camera.get request id -> device
 const memAsked = new Map(); // memory request id -> {op, device, person, fact}
 let send = () => false;
@@ -64,20 +71,26 @@ function handle(f) {
   switch (f.method) {
     case 'bridge.hello':
       me = f.params;
+      epoch++;
+      history = true;
       $('room').textContent = me.room;
       $('text').disabled = me.role !== 'user';
       $('text').placeholder = me.role === 'user' ? `Say something to the robots as ${me.name}…` : 'This console may only watch.';
       $('memory').hidden = me.role !== 'user';
       if (me.role === 'user' && !$('mem-person').value) $('mem-person').value = me.name;
       break;
-    case 'message.send': addMessage(f.params); break;
+    case 'message.send': addMessage(f.params, false); break;
+    case 'bridge.replay': // the room's recent Messages, said before this connection
+      for (const m of (f.params && f.params.messages) || []) if (m && m.method === 'message.send' && m.params) addMessage(m.params, true);
+      history = false;
+      break;
     case 'turn.grant': addGrant(f.params); break;
-    case 'presence.update': devices.set(f.params.id, f.params); drawDevices(); break;
+    case 'presence.update': devices.set(f.params.id, f.params); drawDevices(); drawGate(); break;
     case 'speaking.update': addSpeaking(f.params); break;
     case 'phase.event': phase = f.params; drawPhase(); break;
     case 'heard.report': addHeard(f.params); break;
     case 'post.ack':
-      if (!f.params.ack.accepted) { refusals.unshift(`${f.params.to}: ${f.params.ack.reason}`); refusals.length = Math.min(refusals.length, 5); drawPhase(); }
+      if (!f.params.ack.accepted) { refusals.unshift(refusal(f.params.to, f.params.ack.reason)); refusals.length = Math.min(refusals.length, 5); drawPhase(); }
       break;
     default:
       if (f.id && asked.has(f.id)) { showFrame(asked.get(f.id), f); asked.delete(f.id); break; }
@@ -86,12 +99,15 @@ function handle(f) {
   }
 }
 
-function addMessage(p) {
+// addMessage shows a Message; replayed: said before this connection
+// (bridge.replay), so its time is not known and nothing live depends on it.
+function addMessage(p, replayed) {
   if (messages.has(p.id)) return; // at least once: a copy
   const md = p.metadata || {};
   const speaker = md.speaker || p.from;
   const li = el('li', 'msg' + (devices.has(speaker) ? '' : ' user'));
   li.dataset.id = p.id;
+  if (replayed) li.dataset.replayed = '1';
   li.append(el('span', 'who', speaker), document.createTextNode(': '), el('span', 'text', p.message));
   const meta = [];
   if (p.to && p.to.length) meta.push('to ' + p.to.join(', '));
@@ -106,17 +122,17 @@ function addMessage(p) {
     const acts = md.actions.filter(a => typeof a === 'string').slice(0, 8);
     li.append(el('div', 'actions', 'does: ' + acts.join(', ')));
   }
-  meta.push(new Date().toLocaleTimeString());
+  meta.push(replayed ? 'earlier' : new Date().toLocaleTimeString());
   li.append(el('div', 'meta', meta.join(' · ')));
   $('transcript').append(li);
-  messages.set(p.id, { li, at: performance.now() });
+  messages.set(p.id, { li, at: performance.now(), replayed });
   li.scrollIntoView({ block: 'nearest' });
-  if (md.idx !== undefined && phase && phase.remain_count) { phase.remain_count[speaker] = md.remain_count; drawPhase(); }
+  if (!replayed && md.idx !== undefined && phase && phase.remain_count) { phase.remain_count[speaker] = md.remain_count; drawPhase(); }
 }
 
 function addGrant(g) {
   const m = messages.get(g.messageId);
-  if (!m || m.li.querySelector('table.votes')) return;
+  if (!m || m.replayed || m.li.querySelector('table.votes')) return;
   const t = el('table', 'votes');
   const head = el('tr');
   for (const h of ['companion', 'state', 'importance', 'selected', 'closing']) head.append(el('th', '', h));
@@ -148,6 +164,7 @@ function addHeard(h) {
 }
 
 function drawHeard() {
+  $('hearing').hidden = false;
   const ol = $('heard');
   ol.replaceChildren();
   for (const h of heard) {
@@ -158,7 +175,12 @@ function drawHeard() {
 }
 
 // The microphones are gated while any robot speaks (and a short tail).
+// A room where no robot hears (no presence says hears) has no microphone
+// to speak of: the hearing panel stays hidden.
 function drawGate() {
+  const hears = [...devices.values()].some((p) => !p.cleared && (p.presence || {}).online && (p.presence || {}).hears);
+  $('hearing').hidden = !hears && !heard.length;
+  $('gate').hidden = !hears;
   const now = Date.now();
   const who = [...speakingNow].filter(([, until]) => until > now).map(([id]) => id);
   $('gate').textContent = who.length ? `microphones gated: ${who.join(', ')} speaking` : 'microphones open';
@@ -173,9 +195,10 @@ function addSpeaking(s) {
   const key = s.id + ' ' + sp.messageId;
   const start = Date.parse(sp.startedAt);
   if (Number.isNaN(start)) return;
-  const span = spans.get(key) || { who: s.id, start, end: start + sp.durationMs, done: false };
+  const span = spans.get(key) || { who: s.id, start, end: start + sp.durationMs, done: false, seen: 0 };
   span.end = span.start + sp.durationMs;
   span.done = !sp.speaking;
+  if (sp.speaking && !history) span.seen = epoch; // its start seen live
   spans.set(key, span);
   if (spans.size > 200) spans.delete(spans.keys().next().value);
   drawTimeline();
@@ -204,9 +227,14 @@ function drawTimeline() {
     lane.append(track);
     tl.append(lane);
   }
-  const done = all.filter((s) => s.done);
+  // Only utterances seen to start and end live, in one connection: the
+  // latest status of each robot, which a page gets when it opens, is not
+  // the one before the next (others spoke in between).
+  const done = all.filter((s) => s.done && s.seen);
   const gaps = [];
-  for (let i = 1; i < done.length; i++) if (done[i].who !== done[i - 1].who) gaps.push(Math.round(done[i].start - done[i - 1].end));
+  for (let i = 1; i < done.length; i++) {
+    if (done[i].who !== done[i - 1].who && done[i].seen === done[i - 1].seen) gaps.push(Math.round(done[i].start - done[i - 1].end));
+  }
   // A negative gap is two voices at once (or durations a body only
   // estimated, without playing in real time): say so rather than print a
   // negative silence.
@@ -224,7 +252,7 @@ function drawDevices() {
     const li = el('li');
     li.append(el('span', 'dot' + (online ? ' on' : '')), el('strong', '', id));
     li.append(document.createTextNode(` on ${pr.device || '?'} · ${online ? 'online' : 'offline'}${pr.thinkMs ? ` · thinks ~${pr.thinkMs} ms` : ''} `));
-    if (me && me.camera && online && pr.device) {
+    if (me && me.camera && online && pr.device && pr.sees) { // its presence says it has a camera
       const b = el('button', 'small', 'camera');
       b.type = 'button';
       b.onclick = () => { const id = newID(); asked.set(id, pr.device); send({ jsonrpc: '2.0', method: 'camera.get', id, params: { device: pr.device } }); };
@@ -336,7 +364,22 @@ function drawPhase() {
   if (phase.remain_count) {
     d.append(el('div', '', Object.entries(phase.remain_count).map(([k, v]) => `${k} ${v} left`).join(' · ')));
   }
-  for (const r of refusals) d.append(el('div', 'refused', 'refused ' + r));
+  for (const r of refusals) d.append(el('div', r.calm ? 'turn' : 'refused', r.text));
+}
+
+// refusal says in words why the floor did not take a robot's post. Most
+// are turn-taking at work (another robot had the floor, too soon after
+// its last words, its turns used up, the phase over): calm, not errors.
+function refusal(who, reason) {
+  const calm = {
+    floor_busy: 'waited: another robot had the floor',
+    rate_limited: 'waited: too soon after its last words',
+    quota_exhausted: 'has used all its turns in this phase',
+    phase_closed: 'was too late: the phase had ended',
+  }[reason];
+  if (calm) return { text: `${who} ${calm}`, calm: true };
+  const why = { not_member: 'it is not in this phase', empty: 'it said nothing' }[reason] || reason;
+  return { text: `${who}'s words were refused: ${why}`, calm: false };
 }
 
 connect();

@@ -135,6 +135,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	how := fmt.Sprintf("stopped after %d turns", sum.Turns)
 	switch {
+	case sum.Interrupted && *mode == config.ModeRealtime:
+		how = fmt.Sprintf("was interrupted after %d utterances; %s", sum.Turns, refusals(sum.Refused))
+	case sum.Interrupted:
+		how = fmt.Sprintf("was interrupted after %d turns", sum.Turns)
 	case sum.EndReason != "":
 		how = fmt.Sprintf("phase ended (%s) after %d utterances; %s", sum.EndReason, sum.Turns, refusals(sum.Refused))
 	case sum.Terminal:

@@ -20,8 +20,12 @@ import (
 // The room console in a real browser (issue 14): `chorus demo -console`'s
 // room, Debian's Chromium driven by playwright-core on a phone-sized
 // screen: the page goes live, a message typed in its box is answered by a
-// companion, the vote table for that message fills, the timeline shows the
-// turn, and a device's camera frame comes on request; in the realtime demo
+// companion, the vote table for that message fills, the page reloaded
+// mid-conversation shows the conversation so far (the bridge's replay),
+// the timeline shows the turn with the silences the page saw (under a
+// second: none measured across the reload), a device's camera frame comes
+// on request and a robot without a camera has no button, a room without
+// microphones shows none, and turn-taking is not shown as an error; in the realtime demo
 // room, the phase opens with remaining counts, is talked in, and ends. In
 // the turn room the console's robot remembers people (Options.Memory):
 // the memory panel lists what it remembers about the console's person
@@ -98,22 +102,23 @@ func consoleInABrowser(t *testing.T, mode string) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var res struct {
-		OK      bool   `json:"ok"`
-		Votes   int    `json:"votes"`
-		Grant   string `json:"grant"`
-		Answer  string `json:"answer"`
-		Actions string `json:"actions"`
-		Bars    int    `json:"bars"`
-		Phase   string `json:"phase"`
-		Person  string `json:"person"`
-		Memory  string `json:"memory"`
+		OK       bool   `json:"ok"`
+		Votes    int    `json:"votes"`
+		Grant    string `json:"grant"`
+		Answer   string `json:"answer"`
+		Actions  string `json:"actions"`
+		Bars     int    `json:"bars"`
+		Phase    string `json:"phase"`
+		Person   string `json:"person"`
+		Memory   string `json:"memory"`
+		Silences string `json:"silences"`
 	}
 	err = json.Unmarshal([]byte(lines[len(lines)-1]), &res)
-	if err != nil || !res.OK || (mode == "turn" && (res.Votes < 1 || res.Bars < 1 || !strings.HasPrefix(res.Actions, "does: nod"))) || (mode == "realtime" && !strings.Contains(res.Phase, "ended")) ||
+	if err != nil || !res.OK || (mode == "turn" && (res.Votes < 1 || res.Bars < 1 || !strings.HasPrefix(res.Actions, "does: nod") || res.Silences == "")) || (mode == "realtime" && !strings.Contains(res.Phase, "ended")) ||
 		res.Person != "guest" || (mode == "turn" && !strings.Contains(res.Memory, "about guest")) || (mode == "realtime" && !strings.Contains(res.Memory, "no answer within")) {
 		t.Fatalf("console check: %+v %v\n%s", res, err, out)
 	}
-	t.Logf("the page: %d votes, %q, answered %q, actions %q, %d timeline bars, phase %q, memory %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Actions, res.Bars, res.Phase, res.Memory, shot)
+	t.Logf("the page: %d votes, %q, answered %q, actions %q, %d timeline bars, %q, phase %q, memory %q; screenshot %s", res.Votes, res.Grant, res.Answer, res.Actions, res.Bars, res.Silences, res.Phase, res.Memory, shot)
 }
 
 // startConsoleDemo runs a demo in the background (run calls onConsole with

@@ -84,6 +84,9 @@ type Summary struct {
 	// Realtime: why the phase ended, and the posts the floor refused.
 	EndReason string
 	Refused   map[string]int
+	// Interrupted: the run was stopped (Ctrl-C) before the room was done;
+	// the rest says what happened until then.
+	Interrupted bool
 }
 
 // Configs loads the room: from dir, or the demo room of mode in the
@@ -142,11 +145,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		}
 		defer v.stop()
 	}
-	serve := ctx // the room's life: the conversation's, or until interrupted with a console
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	if o.Console == "" {
-		serve = ctx
+	interrupted := ctx   // the caller's: Ctrl-C
+	if o.Console == "" { // a console keeps the room up until interrupted
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
 	} else if err := consoleOn(nil, o.Console); err != nil { // check the address first
 		return Summary{}, err
 	}
@@ -156,7 +159,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			return Summary{}, err
 		}
 	}
-	r, err := localroom.Start(serve, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *robot.Config) {
+	r, err := localroom.Start(ctx, cfgs, localroom.Options{Log: o.Log, Quiet: true, Prepare: func(c *robot.Config) {
 		if o.Console != "" && c == cfgs[0] {
 			consoleOn(c, o.Console)
 			if o.Memory != "" && c.Companion != nil && c.Memory == nil { // a room whose configs keep none
@@ -234,34 +237,37 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	time.Sleep(100 * time.Millisecond) // let every companion's subscriptions settle
-	if o.Console != "" {               // the visitor opens the conversation, from the page
+	switch {
+	case o.Console != "": // the visitor opens the conversation, from the page
 		fmt.Fprintf(o.W, "waiting for someone to speak in the console; the transcript follows here\n")
-		select {
-		case <-serve.Done():
-		case err := <-r.Err():
-			return Summary{}, err
-		}
-		return Summary{Elapsed: time.Since(start)}, nil
-	}
-	if v != nil {
+	case v != nil:
 		fmt.Fprintf(o.W, "a person says aloud: %q\n", o.Message)
 		if err := v.say(ctx); err != nil {
 			return Summary{}, err
 		}
-	} else if err := user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, o.Message, "")); err != nil {
-		return Summary{}, err
+	default:
+		if err := user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, o.Message, "")); err != nil {
+			return Summary{}, err
+		}
 	}
 
+	// What happened is counted until the room is done, or until Ctrl-C
+	// (then the summary says so, and counts what happened until then).
+	// With a console the room is never done: each visitor's conversation
+	// is counted, and it runs until interrupted.
 	sum := Summary{Refused: map[string]int{}}
 	heard := map[string]bool{}
 	restOn := "" // the message a rest grant answered; it may arrive after the grant
-	for done := false; !done; {
+	for done := false; !done && !sum.Interrupted; {
 		select {
 		case e := <-events:
 			switch {
 			case e.Message != nil:
+				if heard[e.Message.Params.ID] { // delivered twice: counted once
+					break
+				}
 				heard[e.Message.Params.ID] = true
-				if e.Message.Params.From != "user" {
+				if e.Message.Params.From != "user" && e.Message.Params.From != guest {
 					sum.Turns++
 					if o.Turns > 0 && sum.Turns >= o.Turns {
 						done = true
@@ -279,42 +285,57 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			if restOn != "" && heard[restOn] {
 				done = true
 			}
+			done = done && o.Console == ""
 		case err := <-r.Err():
 			return sum, err
 		case <-ctx.Done():
-			return sum, fmt.Errorf("demo did not finish within %v: %w", o.Timeout, ctx.Err())
+			if interrupted.Err() == nil {
+				return sum, fmt.Errorf("demo did not finish within %v: %w", o.Timeout, ctx.Err())
+			}
+			sum.Interrupted = true
 		}
+	}
+	if sum.Interrupted {
+		return finish(sum, o, r, rec, out, start), nil
 	}
 	if err := rec.Quiet(ctx, 30*time.Second); err != nil { // the last words still play
 		o.Log.Warn("demo: a robot still speaks at the end", "err", err)
 	}
+	sum = finish(sum, o, r, rec, out, start)
+	if !o.Paced || out == "" {
+		return sum, nil
+	}
+	if v != nil {
+		sum.RoomWAV = v.stop()
+		fmt.Fprintf(o.W, "the whole room, as it sounded (the person too): %s\n", sum.RoomWAV)
+		return sum, nil
+	}
+	sum.RoomWAV = filepath.Join(out, "room.wav")
+	if err := timeline.Mix(rec.Utterances(), out, sum.RoomWAV); err != nil {
+		return sum, err
+	}
+	fmt.Fprintf(o.W, "the whole room, as it sounded: %s\n", sum.RoomWAV)
+	return sum, nil
+}
+
+// finish stops the room and completes sum with what it left: the audio
+// written and, paced, the silences between robots.
+func finish(sum Summary, o Options, r *localroom.Room, rec *timeline.Recorder, out string, start time.Time) Summary {
 	r.Close()
 	sum.Elapsed = time.Since(start)
 	if out != "" {
 		sum.Audio, _ = filepath.Glob(filepath.Join(out, "*", "*.wav"))
 	}
 	if o.Paced {
-		us := rec.Utterances()
-		sum.Gaps = timeline.Gaps(us)
+		sum.Gaps = timeline.Gaps(rec.Utterances())
 		sum.Overlaps = timeline.Overlaps(sum.Gaps)
 		if len(sum.Gaps) > 0 {
 			fmt.Fprintf(o.W, "silences between robots: %s (median %v, longest %v); robots talking at once: %d\n",
 				gapList(sum.Gaps), timeline.Percentile(sum.Gaps, 50).Round(time.Millisecond),
 				timeline.Percentile(sum.Gaps, 100).Round(time.Millisecond), sum.Overlaps)
 		}
-		switch {
-		case v != nil && out != "":
-			sum.RoomWAV = v.stop()
-			fmt.Fprintf(o.W, "the whole room, as it sounded (the person too): %s\n", sum.RoomWAV)
-		case out != "":
-			sum.RoomWAV = filepath.Join(out, "room.wav")
-			if err := timeline.Mix(us, out, sum.RoomWAV); err != nil {
-				return sum, err
-			}
-			fmt.Fprintf(o.W, "the whole room, as it sounded: %s\n", sum.RoomWAV)
-		}
 	}
-	return sum, nil
+	return sum
 }
 
 func gapList(gs []time.Duration) string {
@@ -325,6 +346,9 @@ func gapList(gs []time.Duration) string {
 	return strings.Join(parts, " ")
 }
 
+// guest is the name a visitor of the demo's console speaks as.
+const guest = "guest"
+
 // consoleOn makes c (if not nil) serve the console and the bridge on
 // addr, which must be a loopback address: a visitor without a token speaks
 // as "guest".
@@ -334,7 +358,7 @@ func consoleOn(c *robot.Config, addr string) error {
 	}
 	if c != nil {
 		c.HTTP.Listen = addr
-		c.HTTP.WebSocket = robot.WebSocket{Enabled: true, Anonymous: "user:guest"}
+		c.HTTP.WebSocket = robot.WebSocket{Enabled: true, Anonymous: "user:" + guest}
 	}
 	return nil
 }

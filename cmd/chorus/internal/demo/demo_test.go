@@ -3,16 +3,23 @@ package demo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/logtest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // TestDemoRunsToTerminal runs the shipped demo room end to end.
@@ -248,5 +255,77 @@ func TestDemoLogsAreClean(t *testing.T) {
 		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
 			t.Errorf("a demo that ended well logged: %s", line)
 		}
+	}
+}
+
+// Stopped by Ctrl-C (the caller's context ends), a demo counts what
+// happened until then: a console's room, which runs until interrupted, as
+// a demo stopped mid-conversation; neither is an error. (Before, a
+// console's demo said 0 turns after a whole conversation, and an
+// interrupted demo said only that it did not finish.)
+func TestInterruptedDemoCountsWhatHappened(t *testing.T) {
+	companion := regexp.MustCompile(`\] (aya|hana|kyoko) → `)
+	for _, tc := range []struct {
+		name    string
+		console bool
+	}{{"console", true}, {"conversation", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			buf := &logtest.Buffer{}
+			o := Options{W: buf, Paced: true, Timeout: time.Minute}
+			if tc.console {
+				o.Console = fmt.Sprintf("127.0.0.1:%d", bustest.FreePort(t))
+			}
+			type result struct {
+				sum Summary
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { sum, err := Run(ctx, o); done <- result{sum, err} }()
+			if tc.console { // a visitor opens the conversation from the page
+				speakThroughTheConsole(t, ctx, o.Console, "Hello robots!")
+			}
+			seen := 0
+			for deadline := time.Now().Add(40 * time.Second); seen < 2; time.Sleep(20 * time.Millisecond) {
+				seen = len(companion.FindAllString(buf.String(), -1))
+				if time.Now().After(deadline) {
+					t.Fatalf("%d companion turns within 40 s:\n%s", seen, buf.String())
+				}
+			}
+			cancel()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the demo did not stop within 20 s of its interruption")
+			}
+			seen = len(companion.FindAllString(buf.String(), -1))
+			if r.err != nil || !r.sum.Interrupted || r.sum.Turns < 2 || r.sum.Turns > seen {
+				t.Fatalf("interrupted after %d turns printed: %+v, %v\n%s", seen, r.sum, r.err, buf.String())
+			}
+		})
+	}
+}
+
+// speakThroughTheConsole says text to the room as the console's visitor,
+// over the console's WebSocket bridge.
+func speakThroughTheConsole(t *testing.T, ctx context.Context, addr, text string) {
+	t.Helper()
+	var c *websocket.Conn
+	for deadline := time.Now().Add(20 * time.Second); c == nil; time.Sleep(50 * time.Millisecond) {
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, _, _ = websocket.Dial(dctx, "ws://"+addr+"/ws", nil)
+		cancel()
+		if c == nil && time.Now().After(deadline) {
+			t.Fatalf("no console on %s within 20 s", addr)
+		}
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	f, _ := json.Marshal(protocol.NewMessage(protocol.NewID(), guest, nil, text, ""))
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Write(wctx, websocket.MessageText, f); err != nil {
+		t.Fatal(err)
 	}
 }
