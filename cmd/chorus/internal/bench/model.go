@@ -123,8 +123,9 @@ func ServeModel(ctx context.Context, w io.Writer, addr string, ttft time.Duratio
 	}
 	Talker(s, ttft, tps)
 	fmt.Fprintf(w, "fake model server at %s: first token after %v, then %g tokens/s (streamed, or whole when asked)\n"+
-		"  in a robot's config: brain: {provider: openai, base_url: %q, model: any name}; no API key needed. Ctrl-C stops it.\n",
-		s.BaseURL(), ttft, tps, s.BaseURL())
+		"  in a robot's config: brain: {provider: openai, base_url: %q, model: any name}; no API key needed. Ctrl-C stops it.\n"+
+		"  the demo room with model brains on it: chorus demo -configs firmware-configs/demo-llm -model-url %s\n",
+		s.BaseURL(), ttft, tps, s.BaseURL(), s.BaseURL())
 	<-ctx.Done()
 	s.Close()
 	fmt.Fprintf(w, "fake model server: %d answers\n", s.Calls())

@@ -103,7 +103,7 @@ func logger(w io.Writer, level string) *slog.Logger {
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	dir := fs.String("configs", "", "folder of device configs (default: the demo room built into chorus)")
-	out := fs.String("out", "", "folder for each utterance's WAV audio, under the current folder (default out/demo, or out/demo-realtime)")
+	out := fs.String("out", "", "folder for each utterance's WAV audio and room.wav (default: where -configs' robots write theirs; the demo built in: out/demo, out/demo-realtime, out/demo-voice or out/demo-console under the current folder)")
 	mode := fs.String("mode", "turn", "turn (companions vote on who speaks next) or realtime (a free floor with hard limits)")
 	turns := fs.Int("turns", 0, "stop after this many companion turns (0: run until the room reaches terminal)")
 	timeout := fs.Duration("timeout", 0, "give up after this long (default: a minute, or a realtime phase's phase_timeout + 30 s)")
@@ -114,6 +114,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	haOn := fs.Bool("homeassistant", false, "make every robot a Home Assistant device on the demo's broker (with -console it stays up)")
 	consoleOn := fs.Bool("console", false, "serve the room console in a browser and keep the room up until interrupted")
 	consoleAddr := fs.String("console-addr", "127.0.0.1:8080", "-console: where to serve it (loopback only)")
+	modelURL := fs.String("model-url", "", "the base_url of every robot with an OpenAI-compatible brain, e.g. what chorus fakemodel -listen serves (default: as the configs say)")
 	memDir := fs.String("memory", "", "keep what the robots remember in this folder (default: out/memory beside the audio); with -console, the console's robot remembers in any room")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -122,13 +123,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("-mode: want turn or realtime, got %q", *mode)
 	}
 	if *out == "" {
-		*out = map[string]string{config.ModeTurn: "out/demo", config.ModeRealtime: "out/demo-realtime"}[*mode]
+		var err error
+		if *out, err = demo.DefaultOut(*dir, *mode, *voiceOn, *consoleOn); err != nil {
+			return err
+		}
 	}
 	addr := ""
 	if *consoleOn {
 		addr = *consoleAddr
 	}
-	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout, Console: addr, Memory: *memDir,
+	sum, err := demo.Run(ctx, demo.Options{Dir: *dir, Out: *out, Turns: *turns, Timeout: *timeout, Console: addr, Memory: *memDir, ModelURL: *modelURL,
 		Message: *msg, Paced: !*fast, Mode: *mode, Voice: *voiceOn, HomeAssistant: *haOn, W: stdout, Log: logger(stderr, *level)})
 	if err != nil {
 		return err

@@ -43,10 +43,14 @@ type Options struct {
 	// parent's memory folder). With Console, the console's robot
 	// remembers (by the rules) even in a room whose configs keep nothing,
 	// and the console's Memory panel lists and forgets it.
-	Memory  string
-	Turns   int           // stop after this many companion turns; 0 = run to terminal
-	Timeout time.Duration // give up after this long
-	Message string        // the user's opening line
+	Memory string
+	// ModelURL, when set, is the base_url of every robot whose brain is an
+	// OpenAI-compatible model: the address `chorus fakemodel -listen`
+	// serves, or a model server of the user's.
+	ModelURL string
+	Turns    int           // stop after this many companion turns; 0 = run to terminal
+	Timeout  time.Duration // give up after this long
+	Message  string        // the user's opening line
 	// Paced plays every utterance in real time, as robots with speakers
 	// would: the room runs at human speed, and out/room.wav is the whole
 	// conversation on one timeline with the silences as they happened.
@@ -99,6 +103,55 @@ func Configs(dir, mode string) ([]*robot.Config, error) {
 		return localroom.Load(firmwareconfigs.Demo, "demo/*.yaml")
 	}
 	return localroom.Load(os.DirFS(dir), "*.yaml")
+}
+
+// DefaultOut is where a demo writes its audio when -out does not say: the
+// folder the configs of dir write their WAV files in (the one folder
+// their companions' drivers.audio.dir share), else out/ and dir's name;
+// the demo built in writes out/demo, and each variant a folder of its
+// own (out/demo-realtime, out/demo-voice, out/demo-console), so no run
+// overwrites another's.
+func DefaultOut(dir, mode string, voice, console bool) (string, error) {
+	if dir == "" {
+		name := "demo"
+		switch {
+		case mode == config.ModeRealtime:
+			name = "demo-realtime"
+		case voice:
+			name = "demo-voice"
+		case console:
+			name = "demo-console"
+		}
+		return filepath.Join("out", name), nil
+	}
+	cfgs, err := Configs(dir, mode)
+	if err != nil {
+		return "", err
+	}
+	shared := ""
+	for _, c := range cfgs {
+		if c.Companion == nil {
+			continue
+		}
+		if c.Drivers.Audio.Kind != "wav" || c.Drivers.Audio.Dir == "" {
+			shared = ""
+			break
+		}
+		audio := c.Drivers.Audio.Dir
+		if !filepath.IsAbs(audio) { // beside its config, in dir
+			audio = filepath.Join(dir, audio)
+		}
+		parent := filepath.Dir(audio)
+		if shared != "" && parent != shared {
+			shared = ""
+			break
+		}
+		shared = parent
+	}
+	if shared != "" {
+		return shared, nil
+	}
+	return filepath.Join("out", filepath.Base(filepath.Clean(dir))), nil
 }
 
 // DefaultTimeout is how long a demo of cfgs may run: a minute, or in a
@@ -170,6 +223,9 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		}
 		if c.Companion == nil {
 			return
+		}
+		if o.ModelURL != "" && c.Brain.Provider == "openai" {
+			c.Brain.BaseURL = o.ModelURL
 		}
 		if c.Memory != nil {
 			// Kept in -memory, or beside the run's audio for the next run;

@@ -16,7 +16,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/chorus-robotics/chorus/cmd/chorus/internal/bench"
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -327,5 +329,49 @@ func speakThroughTheConsole(t *testing.T, ctx context.Context, addr, text string
 	defer cancel()
 	if err := c.Write(wctx, websocket.MessageText, f); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A demo writes where its configs say, and each variant of the demo
+// built in has its own folder: they all overwrote out/demo.
+func TestDefaultOut(t *testing.T) {
+	llm, _ := filepath.Abs(filepath.Join("..", "..", "..", "..", "firmware-configs", "demo-llm"))
+	for _, c := range []struct {
+		dir, mode      string
+		voice, console bool
+		want           string
+	}{
+		{"", "turn", false, false, "out/demo"},
+		{"", "realtime", false, false, "out/demo-realtime"},
+		{"", "turn", true, false, "out/demo-voice"},
+		{"", "turn", false, true, "out/demo-console"},
+		{llm, "turn", false, false, filepath.Join(filepath.Dir(filepath.Dir(llm)), "out", "demo-llm")},
+	} {
+		got, err := DefaultOut(c.dir, c.mode, c.voice, c.console)
+		if err != nil || got != c.want {
+			t.Errorf("DefaultOut(%q, %s, voice %v, console %v) = %q, %v; want %q", c.dir, c.mode, c.voice, c.console, got, err, c.want)
+		}
+	}
+	dir := t.TempDir() // configs that write no WAV: out/ and the folder's name
+	b, _ := os.ReadFile(filepath.Join(llm, "kyoko.yaml"))
+	os.WriteFile(filepath.Join(dir, "kyoko.yaml"), []byte(strings.Replace(string(b), "audio: {kind: wav, dir: ../../out/demo-llm/kyoko}", "audio: {kind: null}", 1)), 0o644)
+	if got, err := DefaultOut(dir, "turn", false, false); err != nil || got != filepath.Join("out", filepath.Base(dir)) {
+		t.Errorf("configs without WAV: %q, %v", got, err)
+	}
+}
+
+// -model-url points the demo room's model brains at a model server on
+// any port (chorus fakemodel -listen's), not the one the configs name.
+func TestDemoFollowsTheModelURL(t *testing.T) {
+	s := bench.Talker(llmtest.New(), 0, 2000)
+	defer s.Close()
+	llm := filepath.Join("..", "..", "..", "..", "firmware-configs", "demo-llm")
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), Options{Dir: llm, Turns: 2, Timeout: 30 * time.Second, W: &buf, ModelURL: s.BaseURL()})
+	if err != nil || sum.Turns != 2 {
+		t.Fatalf("demo: %+v %v\n%s", sum, err, buf.String())
+	}
+	if s.Calls() == 0 {
+		t.Fatalf("the model at %s was not asked:\n%s", s.BaseURL(), buf.String())
 	}
 }
