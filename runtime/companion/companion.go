@@ -156,6 +156,12 @@ type Config struct {
 	// starts speaking on the draft's first sentence. chorusd's own body
 	// does; a body behind the bridge does not, and gets the whole draft.
 	SpeakMore bool
+	// NoHold says the body does not know the speak hold (a body behind
+	// the bridge, as aikyo's clients): in overlapped turns it is handed its
+	// words only when the floor is free — the companion waits for the
+	// voice before it itself — and a result that gives no length stands
+	// for the speech estimate. chorusd's own body knows the hold.
+	NoHold bool
 	// Actions lists what the companion's body can do now (DESIGN.md, "Body
 	// actions"): its brain may call them with its words, and the body
 	// (Device) is asked to do them as the words start. nil: none.
@@ -211,6 +217,7 @@ type Companion struct {
 	thinks   map[string]context.CancelFunc // the thinks under way, by message id (at most maxThinking)
 	stopped  *seen.Set                     // thinks stopped because nobody needs them
 	mem      remembering                   // the memory's book (memory.go)
+	noHold   bool                          // the body ignores the speak hold (Config.NoHold, or seen playing at once)
 }
 
 // judging is the model repetition judge's book (owned by Run).
@@ -367,6 +374,7 @@ func New(cfg Config) (*Companion, error) {
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
 		voices:   map[string]voice{},
+		noHold:   cfg.NoHold,
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
 		mem:      remembering{touched: map[string]bool{}, jobs: make(chan func(context.Context), memJobs), applied: seen.New(recentMessages)},
