@@ -142,10 +142,14 @@ func TestTalkHasItsSayOnce(t *testing.T) {
 		{"another asked", []protocol.Talk{{Agent: "ben", Text: "I like cake. What do you think, cat?"}},
 			func(s string) bool { return s == protocol.TalkListen }},
 		{"after its answer, its say", []protocol.Talk{{Agent: "ben", Text: "I like cake. Ann, do you like tea?"}, {Agent: "ann", Text: "ben, I like tea."}},
-			func(s string) bool { return strings.Contains(s, "cat") && strings.Contains(s, "?") && !strings.Contains(s, "ben") }},
+			func(s string) bool {
+				return strings.Contains(s, "cat") && strings.Contains(s, "?") && !strings.Contains(s, "ben")
+			}},
 		{"everyone had their say: the line alone", []protocol.Talk{{Agent: "ben", Text: "I like cake. Ann, do you like tea?"}, {Agent: "ann", Text: "ben, I like tea."},
 			{Agent: "cat", Text: "I like milk. What do you think, ben?"}, {Agent: "ben", Text: "cat, milk is fine."}},
-			func(s string) bool { return s != protocol.TalkListen && s != protocol.PostOver && !strings.Contains(s, "?") }},
+			func(s string) bool {
+				return s != protocol.TalkListen && s != protocol.PostOver && !strings.Contains(s, "?")
+			}},
 		{"had its say, answered", []protocol.Talk{{Agent: "ann", Text: "I like tea. What do you think, ben?"}, {Agent: "ben", Text: "ann, I like cake."}},
 			func(s string) bool { return s == protocol.PostOver }},
 		{"had its say, said last", []protocol.Talk{{Agent: "ben", Text: "I like cake. Ann, do you like tea?"}, {Agent: "ann", Text: "ben, I like tea."},
