@@ -84,6 +84,7 @@ func TestAikyoBodyWaitsForTheOtherVoice(t *testing.T) {
 	type span struct{ from, to time.Time }
 	var mu sync.Mutex
 	var voices []span
+	var botEnds []int // the lengths bot's ended voices were announced with
 	b, err := bus.Dial(context.Background(), bus.Options{Broker: url, ClientID: "voices-" + t.Name(), Username: "observer"})
 	if err != nil {
 		t.Fatal(err)
@@ -91,10 +92,17 @@ func TestAikyoBodyWaitsForTheOtherVoice(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	r := room.New(b, topic.New(""), "lab", nil, nil)
 	err = r.OnSpeaking(context.Background(), func(e room.SpeakingEvent) {
-		if s := e.Speaking; e.ID == "ann" && !e.Cleared && !s.Speaking && !s.StartedAt.IsZero() {
-			mu.Lock()
+		s := e.Speaking
+		if e.Cleared || s.Speaking || s.StartedAt.IsZero() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.ID {
+		case "ann":
 			voices = append(voices, span{s.StartedAt, s.StartedAt.Add(time.Duration(s.DurationMs) * time.Millisecond)})
-			mu.Unlock()
+		case "bot":
+			botEnds = append(botEnds, s.DurationMs)
 		}
 	})
 	if err != nil {
@@ -127,6 +135,13 @@ func TestAikyoBodyWaitsForTheOtherVoice(t *testing.T) {
 				after++
 				break
 			}
+		}
+	}
+	// The aikyo body answers a speak at once, with no length: its voice
+	// counts as the speech estimate, never as 0 ms.
+	for _, d := range botEnds {
+		if d <= 0 {
+			t.Errorf("bot's voice ended with %d ms announced (all: %v)", d, botEnds)
 		}
 	}
 	if after < 2 || spoke["ann"] < 2 {
