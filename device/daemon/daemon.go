@@ -704,7 +704,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
-		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, Memory: mem})
+		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, NoHold: body != cfg.Device.ID, Memory: mem})
 	if err != nil {
 		return err
 	}

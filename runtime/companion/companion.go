@@ -7,7 +7,13 @@
 // Closing follows aikyo-closing: the brain says the stage; the repetition
 // judge adds the closing instruction to the brain's input when the last
 // Window messages repeat; MaxTurn forces terminal; a message from a user
-// (anyone not on the room's roster) restarts a rested room.
+// (anyone not on the room's roster) restarts a rested room. A brain that
+// ignores the instruction CloseAsks times (a stubborn model: it answers
+// closing none and says the same again) has its stage moved on by the
+// companion, one stage a State (pre-closing, closing, terminal); at that
+// terminal the companion listens until a user speaks. The State that goes
+// terminal is logged once with what ended it: the model, the repetition
+// judge or max_turn.
 //
 // # Repetition judge
 //
@@ -64,7 +70,14 @@ import (
 
 // Defaults.
 const (
-	DefaultHistory      = 10
+	DefaultHistory = 10
+	// DefaultMaxTurn is room.max_turn when unset: aikyo's maxTurn is
+	// null (no bound) by default and 10 in its docs' example; Chorus's
+	// shipped configs use 20, and a room always has a bound.
+	DefaultMaxTurn = 20
+	// CloseAsks is how often the repetition judge asks the brain to close
+	// in vain before the companion moves the closing stage on itself.
+	CloseAsks           = 3
 	DefaultPause        = 200 * time.Millisecond // room.pause; see TestPauseDefault
 	DefaultThinkTimeout = brain.DefaultThinkTimeout
 	DefaultSpeakTimeout = query.DefaultTimeout
@@ -156,6 +169,12 @@ type Config struct {
 	// starts speaking on the draft's first sentence. chorusd's own body
 	// does; a body behind the bridge does not, and gets the whole draft.
 	SpeakMore bool
+	// NoHold says the body does not know the speak hold (a body behind
+	// the bridge, as aikyo's clients): in overlapped turns it is handed its
+	// words only when the floor is free — the companion waits for the
+	// voice before it itself — and a result that gives no length stands
+	// for the speech estimate. chorusd's own body knows the hold.
+	NoHold bool
 	// Actions lists what the companion's body can do now (DESIGN.md, "Body
 	// actions"): its brain may call them with its words, and the body
 	// (Device) is asked to do them as the words start. nil: none.
@@ -211,6 +230,17 @@ type Companion struct {
 	thinks   map[string]context.CancelFunc // the thinks under way, by message id (at most maxThinking)
 	stopped  *seen.Set                     // thinks stopped because nobody needs them
 	mem      remembering                   // the memory's book (memory.go)
+	noHold   bool                          // the body ignores the speak hold (Config.NoHold, or seen playing at once)
+	closer   closer                        // how far this companion has closed the conversation
+}
+
+// closer is the companion's own closing stages since the conversation
+// (re)started (owned by Run).
+type closer struct {
+	stage   protocol.Closing // the furthest stage it voted
+	vain    int              // closing asks its brain ignored since it last moved on
+	forcing bool             // the companion moves the stage on itself
+	over    bool             // forced to terminal: it listens until a user speaks
 }
 
 // judging is the model repetition judge's book (owned by Run).
@@ -367,6 +397,7 @@ func New(cfg Config) (*Companion, error) {
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
 		voices:   map[string]voice{},
+		noHold:   cfg.NoHold,
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
 		mem:      remembering{touched: map[string]bool{}, jobs: make(chan func(context.Context), memJobs), applied: seen.New(recentMessages)},
@@ -553,7 +584,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if from != c.me() && !c.cfg.Room.IsMember(from) {
 		// A user spoke: a rested or closing conversation starts again, and
 		// whoever speaks stops (barge-in); older grants are void.
-		c.turnNo, c.count = 0, 0
+		c.turnNo, c.count, c.closer = 0, 0, closer{}
 		c.lastUser = order
 		c.rep = judging{gen: c.rep.gen + 1, busy: c.rep.busy} // one question out at most
 		c.bargeIn()
@@ -854,18 +885,7 @@ func (c *Companion) onVote(ctx context.Context, e event) {
 // vote books the thought for message e.id and publishes its State.
 func (c *Companion) vote(ctx context.Context, e event, early bool) {
 	id, in, t := e.id, e.in, e.thought
-	// maxTurn, as aikyo: count States; at the limit force terminal.
-	if c.cfg.MaxTurn > 0 {
-		switch {
-		case t.Closing == protocol.ClosingTerminal:
-			c.count = 0
-		case c.count >= c.cfg.MaxTurn:
-			t.Closing, t.State = protocol.ClosingTerminal, protocol.Listen
-			c.count = 0
-		default:
-			c.count++
-		}
-	}
+	t = c.close(id, in.ClosingInstruction != "", t)
 	if c.cfg.Muted() {
 		t.State, t.Selected = protocol.Listen, false
 	}
@@ -1079,4 +1099,72 @@ func (c *Companion) speak(ctx context.Context, id string) {
 		}
 		c.deliver(ctx, event{kind: evSpoke, id: id, said: &m, result: res})
 	}()
+}
+
+// close applies what the companion itself does to the closing stage of
+// thought t for message id (asked: its brain was asked to close): the
+// stage moved on for a brain that ignored CloseAsks asks, and max_turn,
+// as aikyo (count States; at the limit force terminal). The State that
+// goes terminal is logged with what ended the conversation.
+func (c *Companion) close(id string, asked bool, t brain.Thought) brain.Thought {
+	cl := &c.closer
+	if cl.over {
+		t.State, t.Selected, t.Closing = protocol.Listen, false, protocol.ClosingTerminal
+		return t
+	}
+	if !t.Closing.Valid() {
+		t.Closing = protocol.ClosingNone
+	}
+	by := "model"
+	switch {
+	case t.Closing.Rank() > cl.stage.Rank():
+		cl.vain = 0 // the brain winds down itself
+	case asked && !cl.forcing:
+		if cl.vain++; cl.vain >= CloseAsks {
+			cl.forcing = true
+			c.log.Info("the brain ignored the request to close; the companion moves the closing stage on itself", "message", id, "asks", cl.vain, "stage", cl.stage)
+		}
+	}
+	if cl.forcing && t.Closing.Rank() <= cl.stage.Rank() {
+		t.Closing, by = nextStage(cl.stage), "repetition judge"
+	}
+	if c.cfg.MaxTurn > 0 {
+		switch {
+		case t.Closing == protocol.ClosingTerminal:
+			c.count = 0
+		case c.count >= c.cfg.MaxTurn:
+			t.Closing, by = protocol.ClosingTerminal, "max_turn"
+			c.count = 0
+		default:
+			c.count++
+		}
+	}
+	was := cl.stage
+	if t.Closing.Rank() > cl.stage.Rank() {
+		cl.stage = t.Closing
+	}
+	if t.Closing != protocol.ClosingTerminal {
+		return t
+	}
+	if by != "model" {
+		t.State, t.Selected = protocol.Listen, false
+	}
+	if by == "repetition judge" {
+		cl.over = true
+	}
+	if by != "model" || was != protocol.ClosingTerminal {
+		c.log.Info("terminal: the conversation ends for this companion", "message", id, "by", by)
+	}
+	return t
+}
+
+// nextStage is the closing stage after s (terminal stays terminal).
+func nextStage(s protocol.Closing) protocol.Closing {
+	switch s {
+	case protocol.ClosingTerminal, protocol.ClosingClosing:
+		return protocol.ClosingTerminal
+	case protocol.ClosingPre:
+		return protocol.ClosingClosing
+	}
+	return protocol.ClosingPre
 }

@@ -21,7 +21,9 @@ type TurnSettings struct {
 	// "sentence" (default: stop after the sentence), "immediate" or "off".
 	BargeIn string `yaml:"barge_in"`
 	History int    `yaml:"history"`
-	MaxTurn int    `yaml:"max_turn"`
+	// MaxTurn is how many States a companion votes before it forces
+	// terminal (aikyo's maxTurn); default DefaultMaxTurn.
+	MaxTurn int `yaml:"max_turn"`
 }
 
 // Turn orders (room.turns).
@@ -43,6 +45,9 @@ func (s *TurnSettings) SetDefaults() {
 	}
 	if s.History == 0 {
 		s.History = DefaultHistory
+	}
+	if s.MaxTurn == 0 {
+		s.MaxTurn = DefaultMaxTurn
 	}
 }
 

@@ -25,6 +25,13 @@ import (
 // announced duration plus VoiceMargin; a status that never comes for a
 // Message marked as being spoken, longer than StatusGrace.
 //
+// A body that does not know the hold (Config.NoHold: aikyo's clients
+// behind the bridge) would play a held speak at once, over the voice
+// before it; it is handed its words only at the start, when the floor is
+// free, and its voice lasts the speech estimate when its result gives no
+// length. A body seen playing a held speak at once is treated so from
+// then on.
+//
 // In sequential mode (aikyo's order) the device speaks after the pause
 // that follows the grant, and the Message goes out once the audio ends.
 // Both modes announce the speaking status, and both stop the words at a
@@ -64,6 +71,7 @@ type turn struct {
 	startedAt time.Time
 	estimate  time.Duration
 	said      *protocol.Message // published at the start (overlapped)
+	ctx       context.Context   // ends with the turn
 	cancel    context.CancelFunc
 	timer     clock.Timer
 }
@@ -93,17 +101,18 @@ func (c *Companion) onSpeaking(ctx context.Context, e room.SpeakingEvent) {
 // prepare readies the granted turn: the words, and the device's held speak.
 func (c *Companion) prepare(ctx context.Context, id string, tf thoughtFor) {
 	tctx, cancel := context.WithCancel(ctx)
-	t := &turn{grant: id, msgID: protocol.NewID(), token: protocol.NewID()[:16], after: tf.arrived, cancel: cancel}
+	t := &turn{grant: id, msgID: protocol.NewID(), token: protocol.NewID()[:16], after: tf.arrived, ctx: tctx, cancel: cancel}
 	m := tf.in.Message
 	if sp, _ := m.Params.Metadata[protocol.MetaSpeaking].(bool); sp && c.cfg.Room.IsMember(m.Params.From) {
 		t.fromVoice = m.Params.From
 	}
 	c.turn = t
 	c.status(Speaking)
+	held := c.cfg.Device != "" && !c.noHold // the device prepares its speak now
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		if tf.words != nil && c.cfg.Device != "" { // prepared on its first sentence
+		if tf.words != nil && held { // prepared on its first sentence
 			res, err := c.speakWords(tctx, tf.words, t.msgID, t.token, c.cfg.SpeakTimeout+holdFor,
 				func(u brain.Utterance, whole bool) {
 					c.deliver(ctx, event{kind: evPrepared, id: id, utter: u, whole: whole})
@@ -118,8 +127,8 @@ func (c *Companion) prepare(ctx context.Context, id string, tf thoughtFor) {
 			return
 		}
 		c.deliver(ctx, event{kind: evPrepared, id: id, utter: u, whole: true})
-		if c.cfg.Device == "" {
-			return // a text-only companion: Run publishes its words at the start
+		if !held {
+			return // text only, or a body without the hold: the start speaks
 		}
 		req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, Hold: t.token, MessageID: t.msgID}
 		res, err := c.speakQuery(tctx, req, c.cfg.SpeakTimeout+holdFor)
@@ -276,10 +285,17 @@ func (c *Companion) start(ctx context.Context, t *turn, now time.Time) {
 		c.finish(t.grant, &m)
 		return
 	}
-	token := t.token
+	token, id := t.token, t.grant
+	req := protocol.SpeakRequest{Message: t.u.Text, Emotion: t.u.Emotion, MessageID: t.msgID}
+	tctx, noHold := t.ctx, c.noHold
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		if noHold { // its words now that the floor is free
+			res, err := c.speakQuery(tctx, req, c.cfg.SpeakTimeout)
+			c.deliver(ctx, event{kind: evSpoke, id: id, result: res, err: err})
+			return
+		}
 		if _, err := query.SpeakStart(ctx, c.cfg.Queries, c.cfg.Device, token, 5*time.Second); err != nil {
 			c.log.Warn("speak.start failed; the held speak times out", "device", c.cfg.Device, "err", err)
 		}
@@ -304,6 +320,19 @@ func (c *Companion) onSpoke(ctx context.Context, e event) {
 		if started.IsZero() {
 			started = t.startedAt
 		}
+		if c.noHold && e.err == nil && d == 0 && e.result.StartedAt.IsZero() {
+			// No length: the body may still be playing; its voice lasts
+			// the estimate, and the room hears its end then.
+			d = t.estimate
+			if rest := t.startedAt.Add(d).Sub(c.cfg.Clock.Now()); rest > 0 {
+				res := protocol.SpeakResult{StartedAt: started, DurationMs: d.Milliseconds()}
+				if t.timer != nil {
+					t.timer.Stop()
+				}
+				t.timer = c.cfg.Clock.AfterFunc(rest, func() { c.deliver(ctx, event{kind: evSpoke, id: e.id, result: res}) })
+				return
+			}
+		}
 		c.announceVoice(t.msgID, false, started, d)
 		if e.err != nil {
 			c.log.Error("speak failed after it started", "device", c.cfg.Device, "err", e.err)
@@ -321,9 +350,11 @@ func (c *Companion) onSpoke(ctx context.Context, e event) {
 			c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", e.err)
 			m.Params.Metadata[protocol.MetaSpoken] = false
 		} else {
-			// A body that ignores hold played at once: the words were said,
-			// and what goes with them is asked for now.
-			c.log.Warn("the device played without waiting for speak.start (it ignores hold); turns do not overlap", "device", c.cfg.Device)
+			// A body that ignores hold played at once, perhaps over the
+			// voice before it: the words were said, and what goes with them
+			// is asked for now. From now on it gets its words at the start.
+			c.log.Warn("the device played without waiting for speak.start (it ignores hold), perhaps over the voice before it; from now on it is handed its words when the floor is free", "device", c.cfg.Device)
+			c.noHold = true
 			c.act(ctx, t.msgID, t.u.Actions)
 			started := e.result.StartedAt
 			if started.IsZero() {

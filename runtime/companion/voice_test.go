@@ -128,6 +128,11 @@ func (v *fakeVoice) counts() (speaks, starts, stops, cancels int) {
 const pause = 200 * time.Millisecond
 
 func newVoiceRig(t *testing.T, bargeIn protocol.BargeIn) *voiceRig {
+	return newVoiceRigWith(t, bargeIn, nil)
+}
+
+// newVoiceRigWith is newVoiceRig with hana's config changed by mod.
+func newVoiceRigWith(t *testing.T, bargeIn protocol.BargeIn, mod func(*companion.Config)) *voiceRig {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &voiceRig{t: t, mem: bustest.NewMemory(t), s: topic.New(""), m: metrics.New(), ctx: ctx,
 		clk: clock.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)), seen: make(chan any, 256), voted: make(chan string, 64),
@@ -169,9 +174,13 @@ func newVoiceRig(t *testing.T, bargeIn protocol.BargeIn) *voiceRig {
 	speaks := &braintest.Func{ThinkFn: func(_ context.Context, in brain.Input) (brain.Thought, error) {
 		return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "Hana answers."}, nil
 	}}
-	c, err := companion.New(companion.Config{Room: hr, Card: brain.Card{ID: "hana", Name: "Hana", SampleLines: []string{"Hi."}, Language: "en"},
+	cfg := companion.Config{Room: hr, Card: brain.Card{ID: "hana", Name: "Hana", SampleLines: []string{"Hi."}, Language: "en"},
 		Brain: speaks, Device: "hana", Queries: query.NewClient(hr.Bus, r.s, "hana", query.ClientOptions{Timeout: 5 * time.Second}),
-		Pause: pause, Clock: r.clk, Overlap: true, BargeIn: bargeIn})
+		Pause: pause, Clock: r.clk, Overlap: true, BargeIn: bargeIn}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := companion.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,6 +320,43 @@ func TestNextSpeakerStartsThePauseAfterTheVoiceItAnswers(t *testing.T) {
 			return false
 		}
 	})
+}
+
+// A body that does not know the speak hold (aikyo's clients behind the
+// bridge) is sent nothing while the voice it answers plays: its one speak,
+// without a hold, comes the pause after that voice ended, and the
+// Message goes out with it, marked as being spoken. Before, it was sent a
+// held speak at the grant and played it at once, over the other robot.
+func TestBodyWithoutHoldGetsItsWordsWhenTheFloorIsFree(t *testing.T) {
+	r := newVoiceRigWith(t, protocol.BargeInSentence, func(c *companion.Config) { c.NoHold = true })
+	id := r.kyokoSpeaks(3 * time.Second)
+	r.grant(id)
+	time.Sleep(50 * time.Millisecond) // hana's words are ready
+	r.advance(time.Second)
+	if n, _, _, _ := r.dev.counts(); n != 0 {
+		t.Fatalf("hana's body was sent %d speaks while kyoko was still speaking", n)
+	}
+	r.kyokoEnds(id)
+	r.advance(pause - 10*time.Millisecond)
+	if n, _, _, _ := r.dev.counts(); n != 0 {
+		t.Fatal("hana's body was sent its speak before the pause after kyoko's voice had passed")
+	}
+	r.advance(10 * time.Millisecond)
+	waitFor(t, func() bool { n, _, _, _ := r.dev.counts(); return n == 1 })
+	r.dev.mu.Lock()
+	q := r.dev.speaks[0]
+	r.dev.mu.Unlock()
+	if q.Hold != "" || q.Message != "Hana answers." {
+		t.Fatalf("the speak %+v, want the words without a hold", q)
+	}
+	m, s := r.hanaSaid()
+	if sp, _ := m.Params.Metadata[protocol.MetaSpeaking].(bool); !sp || m.Params.ID != s.MessageID || m.Params.ID != q.MessageID {
+		t.Fatalf("message %+v, status %+v", m.Params, s)
+	}
+	if _, starts, _, _ := r.dev.counts(); starts != 0 {
+		t.Fatalf("%d speak.start sent to a body without the hold", starts)
+	}
+	r.dev.end()
 }
 
 // A speaker whose device dies mid-utterance never says its voice ended:

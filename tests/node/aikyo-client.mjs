@@ -3,7 +3,8 @@
 // vision and speak queries. What the example leaves as 仮想関数 (captureCamera,
 // synthesizeSpeech) is filled in, and the URL comes from the environment
 // (CHORUS_BRIDGE_URL, with the device token), because a Chorus bridge asks
-// for a token; each query it handles is printed as one JSON line.
+// for a token; each query it handles is printed as one JSON line, with the
+// time it arrived (ms since the epoch).
 import WebSocket from 'ws';
 import { readFileSync } from 'node:fs';
 
@@ -30,6 +31,7 @@ ws.on('message', (data) => {
   const message = JSON.parse(data.toString());
 
   if (message.method === 'query.send') {
+    const at = Date.now();
     const query = message;
     let result;
     // typeに応じて処理を実行
@@ -63,6 +65,6 @@ ws.on('message', (data) => {
       };
     }
     ws.send(JSON.stringify(result));
-    console.log(JSON.stringify({ event: 'query', type: query.params.type, from: query.params.from, message: query.params.body?.message }));
+    console.log(JSON.stringify({ event: 'query', type: query.params.type, from: query.params.from, message: query.params.body?.message, at }));
   }
 });

@@ -21,10 +21,13 @@
 //   - after ClosingAfter turns (sooner when the runtime asks it to close) it
 //     moves through pre-closing, closing and terminal, one stage per turn.
 //
-// In a realtime phase (Talk) it answers when asked by name, asks another
-// member a question when nobody has spoken to it for a while, listens
-// otherwise, never says a line of the phase twice, and says Over after
-// OverAfter utterances of its own or when it has nothing new to say.
+// In a realtime phase (Talk) it answers when asked by name (and only
+// then), listens while a question put to another is unanswered, has its
+// say once — a line of its own and a question to a member who has not had
+// theirs — and then says Over; it never says a line of the phase twice,
+// and says Over after OverAfter utterances of its own or when it has
+// nothing new to say. So the phase is question and answer, and it ends
+// all_over at human speed too, not at its timeout.
 package rule
 
 import (
@@ -596,18 +599,16 @@ func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answ
 		return protocol.PostOver, false, nil // the talk has died down
 	}
 	if last.Agent == c.ID {
-		return protocol.TalkListen, false, nil // let the others answer
+		switch {
+		case hadSay(c, in.History) && !isQuestion(last.Text):
+			return protocol.PostOver, false, nil // its say is done and asks nobody anything
+		case hadSay(c, in.History) || !answer(c, in.History, len(in.History)-1):
+			return protocol.TalkListen, false, nil // let the one it asked answer (after an answer, it has its say)
+		}
 	}
 	// Named in a question: answer it (an answer names its asker too, but
 	// is no question: no ping-pong).
 	named := last.Agent != "" && isQuestion(last.Text) && addressed(c, protocol.MessageParams{Message: last.Text})
-	since := len(in.History) // entries since its own last words
-	for i := len(in.History) - 1; i >= 0; i-- {
-		if in.History[i].Agent == c.ID {
-			since = len(in.History) - 1 - i
-			break
-		}
-	}
 	var statements, questions []string
 	for _, l := range c.SampleLines {
 		if isQuestion(l) {
@@ -659,16 +660,28 @@ func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answ
 		return strings.TrimSpace(pick(ja, last.Agent+"、"+a, last.Agent+", "+lowerFirst(a))), true, nil
 	case len(others) == 0:
 		return protocol.TalkListen, false, nil
-	case askedOther && mine > 0 && since < 4 && in.Quiet < QuietAfter:
+	case askedOther && in.Quiet < QuietAfter:
 		return protocol.TalkListen, false, nil // someone else was asked: let them answer
+	case hadSay(c, in.History):
+		return protocol.PostOver, false, nil // it has had its say
 	}
-	// Everyone speaks once; and a stalled talk gets a new question. Who
-	// has nothing new left to say says Over.
-	o := others[int(hash(c.ID, fmt.Sprint(len(in.History)), "ask")%uint32(len(others)))]
+	// Everyone has a say: a line of its own and a question to one who has
+	// not had theirs (none left: the line alone). Who has nothing new
+	// left to say says Over.
+	var waiting []string
+	for _, o := range others {
+		if !hadSay(brain.Card{ID: o}, in.History) {
+			waiting = append(waiting, o)
+		}
+	}
 	say := choose(statements, "say")
 	if say == "" {
 		return protocol.PostOver, false, nil
 	}
+	if len(waiting) == 0 {
+		return say, false, nil
+	}
+	o := waiting[int(hash(c.ID, fmt.Sprint(len(in.History)), "ask")%uint32(len(waiting)))]
 	ask := fresh(used, c.ID+say, pick2(ja, []string{"%sはどう思う？", "%sはどうかな？", "%sのおすすめは？"},
 		[]string{"What do you think, %s?", "How about you, %s?", "And you, %s, what would you say?"}), o)
 	if materialOf(c).riddler {
@@ -685,4 +698,21 @@ func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answ
 		sep = ""
 	}
 	return strings.TrimSpace(say + sep + ask), false, nil
+}
+
+// answer reports whether the phase's entry i answers a question put to
+// its speaker c by name in the entry before it.
+func answer(c brain.Card, h []protocol.Talk, i int) bool {
+	return i > 0 && h[i].Agent == c.ID && isQuestion(h[i-1].Text) && addressed(c, protocol.MessageParams{Message: h[i-1].Text})
+}
+
+// hadSay reports whether c has had its say in the phase: words of its own
+// that were not the answer to a question put to it.
+func hadSay(c brain.Card, h []protocol.Talk) bool {
+	for i, t := range h {
+		if t.Agent == c.ID && !answer(c, h, i) {
+			return true
+		}
+	}
+	return false
 }

@@ -91,7 +91,7 @@ func TestJapanese(t *testing.T) {
 }
 
 // In a realtime phase the rule brain answers when named, asks someone a
-// question, listens after it has just spoken, and says Over after
+// question, listens while its question is open, and says Over after
 // DefaultOverAfter utterances of its own (issue 12).
 func TestTalk(t *testing.T) {
 	b := New(0, nil)
@@ -110,8 +110,8 @@ func TestTalk(t *testing.T) {
 	if s := talk(protocol.Talk{Idx: 1, Agent: "ben", Text: "Ann, do you like tea?"}); !strings.HasPrefix(s, "ben, ") {
 		t.Errorf("named: %q, want an answer to ben", s)
 	}
-	if s := talk(protocol.Talk{Idx: 1, Agent: "ben", Text: "Hi."}, protocol.Talk{Idx: 2, Agent: "ann", Text: "Hi, ben."}); s != protocol.TalkListen {
-		t.Errorf("right after its own words: %q, want LISTEN", s)
+	if s := talk(protocol.Talk{Idx: 1, Agent: "ben", Text: "Hi."}, protocol.Talk{Idx: 2, Agent: "ann", Text: "Hi, ben. Do you like tea?"}); s != protocol.TalkListen {
+		t.Errorf("right after its own question: %q, want LISTEN", s)
 	}
 	h := []protocol.Talk{{Agent: "ann"}, {Agent: "ben"}, {Agent: "ann"}, {Agent: "cat"}, {Agent: "ann"}, {Agent: "ben", Text: "Ann?"}}
 	if s := talk(h...); s != protocol.PostOver {
@@ -122,6 +122,47 @@ func TestTalk(t *testing.T) {
 	u, _ := b.Talk(context.Background(), brain.TalkInput{Card: ja, Remaining: 3, History: []protocol.Talk{{Agent: "ben", Text: "annさん、元気？"}}, Members: []string{"ann", "ben"}})
 	if !strings.HasPrefix(u.Text, "ben、") {
 		t.Errorf("ja, named: %q", u.Text)
+	}
+}
+
+// In a realtime phase the talk is question and answer: a question put to
+// another is left to them, even by one that has not spoken yet; one that
+// answered has its say next (a line and a question to one who has not had
+// theirs, or the line alone when everyone has); one that has had its say
+// says Over. Before, a robot that had not spoken talked over the question
+// put to another, riddles went unanswered, and at human speed the phase
+// ran into its timeout.
+func TestTalkHasItsSayOnce(t *testing.T) {
+	card := brain.Card{ID: "ann", Name: "Ann", SampleLines: []string{"I like tea.", "I walked to the bridge."}, Language: "en"}
+	for _, tc := range []struct {
+		name  string
+		h     []protocol.Talk
+		check func(s string) bool
+	}{
+		{"another asked", []protocol.Talk{{Agent: "ben", Text: "I like cake. What do you think, cat?"}},
+			func(s string) bool { return s == protocol.TalkListen }},
+		{"after its answer, its say", []protocol.Talk{{Agent: "ben", Text: "I like cake. Ann, do you like tea?"}, {Agent: "ann", Text: "ben, I like tea."}},
+			func(s string) bool {
+				return strings.Contains(s, "cat") && strings.Contains(s, "?") && !strings.Contains(s, "ben")
+			}},
+		{"everyone had their say: the line alone", []protocol.Talk{{Agent: "ben", Text: "I like cake. Ann, do you like tea?"}, {Agent: "ann", Text: "ben, I like tea."},
+			{Agent: "cat", Text: "I like milk. What do you think, ben?"}, {Agent: "ben", Text: "cat, milk is fine."}},
+			func(s string) bool {
+				return s != protocol.TalkListen && s != protocol.PostOver && !strings.Contains(s, "?")
+			}},
+		{"had its say, answered", []protocol.Talk{{Agent: "ann", Text: "I like tea. What do you think, ben?"}, {Agent: "ben", Text: "ann, I like cake."}},
+			func(s string) bool { return s == protocol.PostOver }},
+		{"had its say, said last", []protocol.Talk{{Agent: "ben", Text: "I like cake. Ann, do you like tea?"}, {Agent: "ann", Text: "ben, I like tea."},
+			{Agent: "ann", Text: "I walked to the bridge."}},
+			func(s string) bool { return s == protocol.PostOver }},
+	} {
+		u, err := New(0, nil).Talk(context.Background(), brain.TalkInput{Card: card, Remaining: 4, History: tc.h, Members: []string{"ann", "ben", "cat"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.check(u.Text) {
+			t.Errorf("%s: %q", tc.name, u.Text)
+		}
 	}
 }
 

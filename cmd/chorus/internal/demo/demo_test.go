@@ -196,6 +196,56 @@ func TestPacedRealtimeDemoNeverOverlaps(t *testing.T) {
 	}
 }
 
+// At human speed the realtime demo's robots have their say and end the
+// phase all_over before its timeout, and the talk is question and answer:
+// whoever is asked a question by name (a riddle too) says the next line,
+// and it answers the asker. Before, the paced demo always ran into its
+// 60 s phase timeout, a robot that had not spoken yet talked over the
+// question put to another, and riddles went unanswered.
+func TestPacedRealtimeDemoEndsAllOverAndAnswers(t *testing.T) {
+	cfgs, err := Configs("", "realtime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := cfgs[0].Room.Members
+	phase := cfgs[0].Room.Realtime.PhaseTimeout
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), Options{Mode: "realtime", Paced: true, W: &buf})
+	t.Log("\n" + buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.EndReason != "all_over" || sum.Elapsed >= phase {
+		t.Fatalf("the phase ended by %q after %v, want all_over before its %v timeout", sum.EndReason, sum.Elapsed, phase)
+	}
+	line := regexp.MustCompile(`\] #\d+ (\w+) \(\d+ left\): (.*)$`)
+	type said struct{ who, text string }
+	var talk []said
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if m := line.FindStringSubmatch(l); m != nil {
+			talk = append(talk, said{m[1], m[2]})
+		}
+	}
+	asked := 0
+	for i, s := range talk {
+		if !strings.Contains(s.text, "?") {
+			continue
+		}
+		for _, m := range members {
+			if m == s.who || !strings.Contains(s.text, m) {
+				continue
+			}
+			asked++
+			if i+1 >= len(talk) || talk[i+1].who != m || !strings.HasPrefix(talk[i+1].text, s.who+", ") {
+				t.Errorf("%s asked %s %q; the next line is %+v, want %s answering %s", s.who, m, s.text, talk[min(i+1, len(talk)-1)], m, s.who)
+			}
+		}
+	}
+	if asked < 3 {
+		t.Fatalf("only %d questions asked by name in %d lines", asked, len(talk))
+	}
+}
+
 // chorus demo -voice (issue 21): a person asks the opening line aloud in
 // the robots' shared air; the room hears it once (pocketsphinx) and
 // answers, and room.wav, the air as it sounded, starts with the person.
