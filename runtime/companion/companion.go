@@ -1084,7 +1084,7 @@ func (c *Companion) speak(ctx context.Context, id string) {
 		}
 		spoken := err == nil
 		if !spoken && tctx.Err() == nil {
-			c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", err)
+			c.log.Error("speak failed; the words go to the room marked unspoken", "body", c.cfg.Device, "err", err)
 		}
 		if tctx.Err() != nil || res.Stopped {
 			// Cut off by a user: in this order the words would reach the

@@ -218,7 +218,7 @@ func (c *Companion) appendWords(ctx context.Context, m protocol.SpeakMore) bool 
 			return false
 		}
 	}
-	c.log.Warn("speak.more failed; the device says what it has and no more", "device", c.cfg.Device, "seq", m.Seq, "err", err)
+	c.log.Warn("speak.more failed; the device says what it has and no more", "body", c.cfg.Device, "seq", m.Seq, "err", err)
 	return false
 }
 

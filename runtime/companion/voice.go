@@ -297,7 +297,7 @@ func (c *Companion) start(ctx context.Context, t *turn, now time.Time) {
 			return
 		}
 		if _, err := query.SpeakStart(ctx, c.cfg.Queries, c.cfg.Device, token, 5*time.Second); err != nil {
-			c.log.Warn("speak.start failed; the held speak times out", "device", c.cfg.Device, "err", err)
+			c.log.Warn("speak.start failed; the held speak times out", "body", c.cfg.Device, "err", err)
 		}
 	}()
 	t.estimate = protocol.SpeechEstimate(t.u.Text, c.cfg.Card.Language)
@@ -335,7 +335,7 @@ func (c *Companion) onSpoke(ctx context.Context, e event) {
 		}
 		c.announceVoice(t.msgID, false, started, d)
 		if e.err != nil {
-			c.log.Error("speak failed after it started", "device", c.cfg.Device, "err", e.err)
+			c.log.Error("speak failed after it started", "body", c.cfg.Device, "err", e.err)
 		}
 		c.finish(t.grant, t.said)
 	case c.cfg.Overlap:
@@ -347,13 +347,13 @@ func (c *Companion) onSpoke(ctx context.Context, e event) {
 		if e.err != nil {
 			// Failed before it started (no TTS, no audio): the words go to
 			// the room at once, marked unspoken; nobody waits for them.
-			c.log.Error("speak failed; the words go to the room marked unspoken", "device", c.cfg.Device, "err", e.err)
+			c.log.Error("speak failed; the words go to the room marked unspoken", "body", c.cfg.Device, "err", e.err)
 			m.Params.Metadata[protocol.MetaSpoken] = false
 		} else {
 			// A body that ignores hold played at once, perhaps over the
 			// voice before it: the words were said, and what goes with them
 			// is asked for now. From now on it gets its words at the start.
-			c.log.Warn("the device played without waiting for speak.start (it ignores hold), perhaps over the voice before it; from now on it is handed its words when the floor is free", "device", c.cfg.Device)
+			c.log.Warn("the device played without waiting for speak.start (it ignores hold), perhaps over the voice before it; from now on it is handed its words when the floor is free", "body", c.cfg.Device)
 			c.noHold = true
 			c.act(ctx, t.msgID, t.u.Actions)
 			started := e.result.StartedAt
@@ -424,7 +424,7 @@ func (c *Companion) bargeIn() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := query.SpeakStop(ctx, c.cfg.Queries, c.cfg.Device, at, 5*time.Second); err != nil {
-			c.log.Warn("speak.stop failed", "device", c.cfg.Device, "err", err)
+			c.log.Warn("speak.stop failed", "body", c.cfg.Device, "err", err)
 		}
 	}()
 }
