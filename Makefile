@@ -1,4 +1,6 @@
-# Chorus — common tasks. The README's two commands are `make demo` and `make test`.
+# Chorus — common tasks. The README's two commands are `go run ./cmd/chorus demo` (the same as
+# `make demo`) and `bash .ci/run`, which sets a fresh machine up for the tests and then runs
+# `make test` (docs/demo.md says what it installs).
 GO      ?= go
 PKGS    ?= ./...
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)

@@ -1,6 +1,6 @@
 // Package runtime_test guards the architecture: the conversation runtime
 // never depends on hardware libraries, so it builds and runs anywhere, and
-// every import rule of the README ("never") is checked on every build.
+// every import rule of docs/architecture.md ("never") is checked on every build.
 package runtime_test
 
 import (
@@ -408,18 +408,18 @@ func TestViolationsFindsWhatBreaksARule(t *testing.T) {
 	}
 }
 
-// TestREADMEListsEveryPackage: the README's package table (its
-// Architecture section) names every package of the module, with every
-// build tag set — a row of its own, or a subpackage named in its parent's
-// row (`bustest` in `runtime/bus`'s).
-func TestREADMEListsEveryPackage(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestArchitectureListsEveryPackage: the package table of
+// docs/architecture.md (its Packages section) names every package of the
+// module, with every build tag set — a row of its own, or a subpackage
+// named in its parent's row (`bustest` in `runtime/bus`'s).
+func TestArchitectureListsEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := packageTable(string(readme))
+	rows := packageTable(string(doc))
 	if len(rows) < 20 {
-		t.Fatalf("the README's Architecture table has %d rows", len(rows))
+		t.Fatalf("docs/architecture.md's package table has %d rows", len(rows))
 	}
 	for _, tags := range []string{"", "gocv portaudio"} {
 		deps, _ := moduleDeps(t, tags)
@@ -428,7 +428,7 @@ func TestREADMEListsEveryPackage(t *testing.T) {
 				continue
 			}
 			if !listed(rows, pkg) {
-				t.Errorf("tags %q: the README's package table does not name %s", tags, pkg)
+				t.Errorf("tags %q: docs/architecture.md's package table does not name %s", tags, pkg)
 			}
 		}
 	}
@@ -443,10 +443,10 @@ type tableRow struct {
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 
-// packageTable reads the rows of the table in the README's Architecture
-// section.
-func packageTable(readme string) []tableRow {
-	_, section, _ := strings.Cut(readme, "\n## Architecture\n")
+// packageTable reads the rows of the table in the Packages section of
+// docs/architecture.md.
+func packageTable(doc string) []tableRow {
+	_, section, _ := strings.Cut(doc, "\n## Packages\n")
 	section, _, _ = strings.Cut(section, "\n## ")
 	var rows []tableRow
 	for line := range strings.Lines(section) {
@@ -487,7 +487,7 @@ func listed(rows []tableRow, pkg string) bool {
 }
 
 func TestListedReadsTheTable(t *testing.T) {
-	rows := packageTable("# x\n## Architecture\n| package | what |\n|---|---|\n" +
+	rows := packageTable("# x\n## Packages\n| package | what |\n|---|---|\n" +
 		"| `runtime/bus` | the bus; `bustest` starts brokers |\n| `a/b`, `c/` | two |\n## Next\n| `late` | after the section |\n")
 	for pkg, want := range map[string]bool{
 		"runtime/bus": true, "runtime/bus/bustest": true, "runtime/bus/other": false,

@@ -1,4 +1,4 @@
-// Package act is the body's side of actions (DESIGN.md, "Body actions"):
+// Package act is the body's side of actions (docs/actions.md):
 // it answers "action" queries by running the named action on its part —
 // a servo head, a face, a light, a pin, a program — after checking the
 // arguments against the action's JSON Schema, and it shows the emotion of

@@ -11,7 +11,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/schema"
 )
 
-// A body's own actions (DESIGN.md, "Body actions": "a body behind the
+// A body's own actions (docs/actions.md: "a body behind the
 // bridge may declare its own"): actions.declare in, the declaration kept
 // per device while a client of it is connected, and the "notify" delivery
 // that tells an aikyo-style body a companion's action as action.send.

@@ -53,8 +53,7 @@
 //
 // # A body's own actions
 //
-// A device's client declares what its body can do (DESIGN.md, "Body
-// actions"):
+// A device's client declares what its body can do (docs/actions.md):
 //
 //	{"jsonrpc":"2.0","id":1,"method":"actions.declare",
 //	 "params":{"actions":[{"name","description","schema"}...],"delivery":"query"|"notify"}}

@@ -1,4 +1,4 @@
-// Package ear is the robot's ear (DESIGN.md, "Hearing"): its
+// Package ear is the robot's ear (docs/hearing.md): its
 // microphone's audio, cut into utterances by a voice activity detector,
 // streamed to a speech-to-text engine while the person still speaks, and
 // reported to the room as a heard report on the robot's own topic. The

@@ -53,7 +53,7 @@ type Config struct {
 	// Wake, if set, is a wake-word detector: the ear then hears the room
 	// only for ListenFor after a wake word (its audio goes to speech to
 	// text only then), and reports each wake word heard — also while a
-	// robot speaks, which barges in on it (DESIGN.md, "Hearing").
+	// robot speaks, which barges in on it (docs/hearing.md).
 	Wake      wake.Detector
 	ListenFor time.Duration // default DefaultListenFor
 	// Timeout bounds one transcript after the person stopped.
@@ -72,7 +72,7 @@ type Config struct {
 }
 
 // Ear hears a robot's room through its microphone and reports what people
-// say (DESIGN.md, "Hearing").
+// say (docs/hearing.md).
 //
 // # Concurrency
 //

@@ -12,7 +12,7 @@ import (
 const maxVoices = 1024
 
 // Gate says when a robot's microphone must not send audio to speech to
-// text (DESIGN.md, "Hearing", gating): while any companion of the room is
+// text (docs/hearing.md, gating): while any companion of the room is
 // speaking — by its retained speaking status — and for Tail after its
 // voice ended (the room's reverberation). A robot never transcribes a
 // robot. With EchoCancelled, the OS takes this robot's own playback out

@@ -1,4 +1,4 @@
-// Package homeassistant makes a robot a Home Assistant device (DESIGN.md,
+// Package homeassistant makes a robot a Home Assistant device (docs/protocol.md,
 // "Home Assistant"): it publishes one retained device-discovery message
 // under Home Assistant's discovery prefix — the robot's state, whether it
 // speaks, what it and the room last said, its mute and microphone

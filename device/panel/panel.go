@@ -4,7 +4,7 @@
 // a second; the LED only shows the pattern the panel gives it), a short
 // press of the button mutes the companion (it votes listen and never takes
 // the floor), and a long press holds the floor for the human until
-// released (DESIGN.md: the retained floor/hold topic; the floor grants
+// released (docs/protocol.md: the retained floor/hold topic; the floor grants
 // nobody meanwhile).
 //
 // # Concurrency

@@ -20,7 +20,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
-// The body's actions (DESIGN.md, "Body actions"): the drivers an action
+// The body's actions (docs/actions.md): the drivers an action
 // may name, their checks, and the body built from a config — the servo
 // head, the face and the strip opened once and shared by the actions on
 // them.

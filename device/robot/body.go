@@ -1,4 +1,4 @@
-// The body's actions (DESIGN.md, "Body actions"): the parts the robot
+// The body's actions (docs/actions.md): the parts the robot
 // moves and shows, and the actions its brain may call on them.
 
 package robot

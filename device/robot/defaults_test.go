@@ -84,12 +84,12 @@ func TestPauseDefault(t *testing.T) {
 	if c.Room.Pause != want {
 		t.Fatalf("room.pause defaults to %v, want %v", c.Room.Pause, want)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/turns.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile("`room\\.pause`\\s+\\(default\\s+(\\d+)\\s*ms\\)").FindSubmatch(readme)
 	if m == nil || string(m[1]) != fmt.Sprint(want.Milliseconds()) {
-		t.Fatalf("the README documents room.pause's default as %q, want %d ms", m, want.Milliseconds())
+		t.Fatalf("docs/turns.md documents room.pause's default as %q, want %d ms", m, want.Milliseconds())
 	}
 }

@@ -38,7 +38,7 @@ type Drivers struct {
 	GPIO   GPIO   `yaml:"gpio"`
 }
 
-// Mic is the microphone driver (DESIGN.md, "Hearing").
+// Mic is the microphone driver (docs/hearing.md).
 type Mic struct {
 	Kind string `yaml:"kind"` // none, file, command, portaudio
 	// Path (kind file) is a WAV file heard as if spoken into the room,

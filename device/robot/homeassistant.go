@@ -1,4 +1,4 @@
-// Home Assistant (DESIGN.md, "Home Assistant"): a robot that describes
+// Home Assistant (docs/homeassistant.md): a robot that describes
 // itself to Home Assistant by MQTT discovery and takes its commands.
 
 package robot

@@ -1,5 +1,5 @@
 // Package air is a shared acoustic space for tests and the demo
-// (DESIGN.md, "Hearing"): a server mixes what every robot's speaker plays
+// (docs/hearing.md): a server mixes what every robot's speaker plays
 // and what a simulated person says, in real time, and delivers the mix to
 // every robot's microphone, across processes.
 //

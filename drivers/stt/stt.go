@@ -1,5 +1,5 @@
 // Package stt turns a person's speech into text while they still speak
-// (DESIGN.md, "Hearing"): an Engine starts one Session per utterance, the
+// (docs/hearing.md): an Engine starts one Session per utterance, the
 // microphone hands it audio as it comes (Write), and the transcript is
 // ready soon after the person stops (Finish).
 //

@@ -142,7 +142,7 @@ func (s *Segmenter) Discarded() uint64 { return s.discarded }
 func (s *Segmenter) Cuts() uint64 { return s.cuts }
 
 // Reset throws the current utterance and the pre-roll away (a robot of
-// the room starts speaking: DESIGN.md's gating rule); no event is sent for
+// the room starts speaking: docs/hearing.md's gating rule); no event is sent for
 // it. The detector keeps its noise floor.
 func (s *Segmenter) Reset() {
 	clear(s.pre)

@@ -2,7 +2,7 @@
 // frame is speech, and a Segmenter turns a stream of mic.Frames into
 // utterances (Start with a pre-roll, Audio while the person speaks, End,
 // Cut at the maximum length, Discard for a burst too short), so STT can be
-// streamed while the person still speaks (DESIGN.md, "Hearing").
+// streamed while the person still speaks (docs/hearing.md).
 //
 // # Which detector, and why
 //

@@ -1,4 +1,4 @@
-// Package wake listens for a wake word (DESIGN.md, "Hearing": hearing.wake).
+// Package wake listens for a wake word (docs/hearing.md: hearing.wake).
 // A robot whose room listens only after a wake word streams its
 // microphone to a Detector all the time; a Detection opens the room's
 // ears for a while, and barges in on a robot that speaks.

@@ -1,7 +1,7 @@
 // Package brain defines what a companion asks of its mind: for each message,
 // a State (speak or listen, importance, selected, closing) together with the
 // draft of what it would say if granted the floor, so a granted turn needs
-// no second model round trip (DESIGN.md, "Companion and brain").
+// no second model round trip (docs/protocol.md, "Companion and brain").
 //
 // Providers live in subpackages: rule (offline, deterministic), and the LLM
 // clients. braintest holds a scripted fake.
@@ -89,8 +89,8 @@ type Input struct {
 	ClosingInstruction string
 	// Remaining is the realtime mode's remaining post count; -1 in turn mode.
 	Remaining int
-	// Actions are what the companion's body can do (DESIGN.md, "Body
-	// actions"): an LLM brain offers them to its model as tools in the
+	// Actions are what the companion's body can do (docs/actions.md):
+	// an LLM brain offers them to its model as tools in the
 	// call that drafts the words.
 	Actions []protocol.ActionDef
 	// Remembered is what the companion's memory recalls for this message

@@ -38,7 +38,7 @@ type Options struct {
 	Password string
 	TLS      *tls.Config
 
-	// QoS for publishes and subscriptions: 0 or 1 (default 1, as DESIGN.md).
+	// QoS for publishes and subscriptions: 0 or 1 (default 1, as docs/protocol.md).
 	QoS *byte
 
 	// Will is published by the broker if the connection is lost abruptly,

@@ -26,7 +26,7 @@ type Settings struct {
 	FloorPasswordEnv string   `yaml:"floor_password_env"`
 	TLS              TLSFiles `yaml:"tls"` // for an ssl:// broker
 	// QoS is the MQTT quality of service of every publish and
-	// subscription: 1 (the default, DESIGN.md) or 0. On a NATS cluster 0
+	// subscription: 1 (the default, docs/protocol.md) or 0. On a NATS cluster 0
 	// keeps the room's traffic off JetStream, whose leader elections stall
 	// QoS 1 delivery for seconds when a node is lost (README, "When one
 	// broker is not enough"); Chorus' own retries cover what a lost

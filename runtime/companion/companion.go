@@ -29,7 +29,7 @@
 //
 // # At least once
 //
-// Every message may arrive twice and any one may be lost (DESIGN.md,
+// Every message may arrive twice and any one may be lost (docs/protocol.md,
 // "Delivery"). A Message seen twice is handled once. A grant acts once: a
 // grant for a message this companion already answered makes it publish the
 // same answer again (the floor repeats a grant until it hears the answer,
@@ -175,8 +175,8 @@ type Config struct {
 	// voice before it itself — and a result that gives no length stands
 	// for the speech estimate. chorusd's own body knows the hold.
 	NoHold bool
-	// Actions lists what the companion's body can do now (DESIGN.md, "Body
-	// actions"): its brain may call them with its words, and the body
+	// Actions lists what the companion's body can do now (docs/actions.md):
+	// its brain may call them with its words, and the body
 	// (Device) is asked to do them as the words start. nil: none.
 	Actions func() []protocol.ActionDef
 	// Knowledge lists the knowledge tools the companion's body declares
@@ -737,7 +737,7 @@ func (c *Companion) presentList() []string {
 }
 
 // think asks the brain, retrying once; a second failure becomes listen
-// with importance 0 (DESIGN.md: bad model output never stalls the room).
+// with importance 0 (docs/protocol.md: bad model output never stalls the room).
 // It returns how long the successful call took (0 after a failure). With
 // a brain that streams (e.words set), the vote is handed to Run the
 // moment it is written (evVote) and the draft's sentences to e.words; a

@@ -12,7 +12,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
 
-// Speaking status and overlapped turns (DESIGN.md, "Speaking status").
+// Speaking status and overlapped turns (docs/turns.md).
 //
 // Every companion follows the room's speaking statuses. In overlapped
 // mode a granted companion prepares at once — the words, and a "speak"

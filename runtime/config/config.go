@@ -73,7 +73,7 @@ type Room struct {
 	Name string `yaml:"name"`
 	// Members is the room's roster: the ids of its companions. Only they
 	// are present, vote and take the floor; anyone else who may connect is
-	// a user (DESIGN.md, "Room membership is explicit").
+	// a user (docs/protocol.md, "Room membership is explicit").
 	Members                []string `yaml:"members"`
 	Floor                  bool     `yaml:"floor"`          // run a floor for the room here
 	FloorInstance          string   `yaml:"floor_instance"` // default: the device id

@@ -14,7 +14,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
-// Settings are how this robot hears people (DESIGN.md, "Hearing"): a
+// Settings are how this robot hears people (docs/hearing.md): a
 // voice activity detector that cuts its microphone's sound into
 // utterances, a speech-to-text engine, and the gate that keeps it from
 // transcribing robots. On the floor's host, User and Window are the

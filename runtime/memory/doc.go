@@ -1,5 +1,5 @@
 // Package memory is a companion's long-term memory on the robot (issue 29;
-// DESIGN.md, "Memory"): atomic facts about people ("name is Alice", "likes
+// docs/memory.md): atomic facts about people ("name is Alice", "likes
 // green tea"), kept in one file per companion in a directory (the device's
 // systemd StateDirectory), recalled into a prompt as facts, and forgotten
 // by rule, with the bytes erased from disk.

@@ -9,7 +9,7 @@
 //
 // Rejected input (a malformed payload, a spoof, a late or unknown State) goes
 // through Reject, which counts it by source and kind and logs it at most once
-// per source, peer and kind per minute (DESIGN.md: "logged once").
+// per source, peer and kind per minute (docs/protocol.md: "logged once").
 //
 // # Concurrency
 //

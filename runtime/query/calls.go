@@ -148,7 +148,7 @@ func Phase(ctx context.Context, a Asker, device string, cmd protocol.PhaseComman
 // light, a short program.
 const ActionTimeout = 30 * time.Second
 
-// Action asks device to do r (DESIGN.md, "Body actions") and waits for
+// Action asks device to do r (docs/actions.md) and waits for
 // its end; timeout 0 means ActionTimeout. An action given up is cancelled
 // on the device.
 func Action(ctx context.Context, a Asker, device string, r protocol.ActionRequest, timeout time.Duration) (protocol.ActionResult, error) {

@@ -1,5 +1,5 @@
 // Package query asks a device to act or look (aikyo's query system, made
-// safe as DESIGN.md "Queries and the body" describes).
+// safe as docs/protocol.md "Queries and the body" describes).
 //
 // A Client publishes query.send on chorus/devices/{device}/queries and waits
 // for the matching QueryResult on that device's results topic only, so no
@@ -173,7 +173,7 @@ func (c *Client) onResult(device, t string, b []byte) {
 	if !ok {
 		return // another client's query, or one that timed out
 	}
-	if p.device != device { // [DESIGN.md: results accepted only from the device asked]
+	if p.device != device { // [docs/protocol.md: results accepted only from the device asked]
 		c.m.Reject(c.log, "result", device, string(protocol.KindSpoof), fmt.Errorf("result for %s's query came from %s", p.device, device))
 		return
 	}

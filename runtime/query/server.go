@@ -88,7 +88,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// No bus handler waits on the network (DESIGN.md, "Delivery"): every
+	// No bus handler waits on the network (docs/protocol.md, "Delivery"): every
 	// reply goes through an outbox, published by its own goroutine.
 	dropped := func(topic string, err error) {
 		s.Metrics.QueryErrors.WithLabelValues("reply", "dropped").Inc()

@@ -7,7 +7,7 @@
 //
 // # Membership
 //
-// A room's roster (its companion ids) is configuration (DESIGN.md, "Room
+// A room's roster (its companion ids) is configuration (docs/protocol.md, "Room
 // membership is explicit"). When Members is set, presence, States and
 // holds from anyone else are dropped and counted where they enter, so the
 // floor and the companions only ever see members vote or be present. User
@@ -324,7 +324,7 @@ func (r *Room) QueueSpeaking(o *bus.Outbox, id string, s protocol.Speaking) erro
 }
 
 // OnHeard calls fn for every valid report of what a member's body heard
-// (DESIGN.md, "Hearing"); a report from someone off the roster is dropped
+// (docs/hearing.md); a report from someone off the roster is dropped
 // and counted.
 func (r *Room) OnHeard(ctx context.Context, fn func(protocol.Heard)) error {
 	return subscribe(ctx, r, r.Scheme.Heards(r.Name), topic.KindHeard, protocol.DecodeHeard,
@@ -475,7 +475,7 @@ func (r *Room) PresenceMessages(id, device string) (birth func(time.Time) *bus.R
 
 // Announcement is what a companion says of itself on its retained presence
 // topic: online since its last (re)connect, on which device, and how long
-// it expects to think before it votes (DESIGN.md: a dead or slow robot
+// it expects to think before it votes (docs/protocol.md: a dead or slow robot
 // never stalls the room; the floor sizes each vote's deadline from these).
 // The bus publishes Birth on every connect; the companion changes the
 // think time with SetThink.

@@ -1,5 +1,5 @@
 // Package schema checks JSON Schemas and the values they describe: the
-// arguments of a body's actions (DESIGN.md, "Body actions"). A schema
+// arguments of a body's actions (docs/actions.md). A schema
 // comes from a config file, a body behind the bridge or a model's tool
 // call, so it is untrusted: it may not load anything ($ref to another
 // document fails), and a value is checked only against a schema that

@@ -1,5 +1,5 @@
 // Package seen remembers the ids seen most recently, up to a bound: what
-// makes a receiver idempotent under at-least-once delivery (DESIGN.md,
+// makes a receiver idempotent under at-least-once delivery (docs/protocol.md,
 // "Delivery": a grant, State or Message seen twice acts once) without a
 // map that grows with every message of a long-lived room.
 //

@@ -1,4 +1,4 @@
-// The client example of aikyo's Query document (../shared/seeds/aikyo-query.ja.md,
+// The client example of aikyo's Query document (its Japanese design of queries,
 // "クライアント側の実装例"), unchanged in its logic: it answers a companion's
 // vision and speak queries. What the example leaves as 仮想関数 (captureCamera,
 // synthesizeSpeech) is filled in, and the URL comes from the environment

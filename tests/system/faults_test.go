@@ -206,7 +206,7 @@ func TestOutsideLoggedInClientCannotVote(t *testing.T) {
 	w.terminal(t, 40*time.Second)
 }
 
-// Defect 6: with an ACL built by hand that lacks floor/leader (as DESIGN's
+// Defect 6: with an ACL built by hand that lacks floor/leader (as the protocol's
 // topic table once did), two floors must never both grant: neither can
 // claim the room, both say so loudly, nobody is granted twice.
 func TestOutsideFloorsThatCannotClaimNeverBothGrant(t *testing.T) {

@@ -260,7 +260,7 @@ func TestSuiteFloodAndSpoofsWhileTalking(t *testing.T) {
 	// queue): its turn count then lags the others', so the room may rest
 	// with some voters at closing rather than terminal, or by the deadline
 	// with a vote missing. Either is the room deciding, not stalling, as
-	// DESIGN.md asks (no single lost message may stop a conversation);
+	// docs/protocol.md asks (no single lost message may stop a conversation);
 	// terminal would need every robot to hear every message, which an
 	// overloaded broker does not give. So this test holds the room to
 	// resting (within 60 s), every step within its bound, no valid message
