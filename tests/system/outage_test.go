@@ -65,7 +65,7 @@ func TestOutsideLongBrokerOutageMidVoteDoesNotEndTheConversation(t *testing.T) {
 // unless that comes within of at, and returns how long after at it came.
 func (o *outside) answeredAfter(t *testing.T, w *watcher, id string, at time.Time, within time.Duration) time.Duration {
 	t.Helper()
-	l := w.waitFor(t, within+5*time.Second, "the question answered", func(l line) bool {
+	l := w.waitFor(t, within+5*time.Second, "an answer to the question", func(l line) bool {
 		if l.at.Before(at) {
 			return false
 		}
