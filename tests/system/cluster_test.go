@@ -42,6 +42,7 @@ func TestOutsideRoomSurvivesLosingABrokerNode(t *testing.T) {
 			o.asksAgain(t, w)
 			o.oneGrantPerMessageAndUtterance(t, w, procs)
 			o.retainedReadsTheSame(t, c.Port(0), c.Port(1), c.Port(2))
+			w.noneReadOffline(t, lost, o.members...)
 			// A Last Will marks a connection that dies: ann's process,
 			// now on another node, killed.
 			procs["ann"].cmd.Process.Signal(syscall.SIGKILL)
@@ -85,6 +86,7 @@ func TestOutsideRoomSurvivesLosingABrokerNode(t *testing.T) {
 		c.Restart(t, lead)
 		o.asksAgain(t, w)
 		o.oneGrantPerMessageAndUtterance(t, w, procs)
+		w.noneReadOffline(t, lost, o.members...)
 	})
 	t.Run("mosquitto/mid-vote", func(t *testing.T) {
 		o := newOutside(t, bustest.Options{})
@@ -244,6 +246,24 @@ func (w *watcher) restAfter(t *testing.T, within time.Duration, after time.Time)
 		g, err := protocol.DecodeTurnGrant([]byte(l.payload), 0)
 		return err == nil && g.Speaker == nil && g.Reason == protocol.ReasonRest
 	})
+}
+
+// noneReadOffline fails t when the watcher read one of ids offline after
+// since while its robot ran: the Last Will of a connection the broker
+// closed under a running robot. After a node loss a robot's QoS 1 birth
+// waited on JetStream, nats-server closed the connection ("no JetStream
+// ack within 1s") and the will read the robot offline for about 2 s; at
+// mqtt.qos 0 the birth and the will are QoS 0 too.
+func (w *watcher) noneReadOffline(t *testing.T, since time.Time, ids ...string) {
+	t.Helper()
+	lines, _ := w.snapshot()
+	for _, l := range lines {
+		for _, id := range ids {
+			if !l.at.Before(since) && l.topic == "chorus/rooms/lab/presence/"+id && strings.Contains(l.payload, `"online":false`) {
+				t.Errorf("%s read offline at %s while it ran: %s", id, l.at.Format("15:04:05.000"), l.payload)
+			}
+		}
+	}
 }
 
 // asksAgain asks once more and waits for a companion to be granted the
