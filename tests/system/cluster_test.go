@@ -43,7 +43,7 @@ func TestOutsideRoomSurvivesLosingABrokerNode(t *testing.T) {
 			o.oneGrantPerMessageAndUtterance(t, w, procs)
 			o.retainedReadsTheSame(t, c.Port(0), c.Port(1), c.Port(2))
 			w.noneReadOffline(t, lost, o.members...)
-			t.Logf("NATS, node lost mid-%s: %d rests by deadline", at, restsByDeadline(procs))
+			t.Logf("NATS, node lost mid-%s: %d rests by deadline %q", at, len(restsByDeadline(procs)), restsByDeadline(procs))
 			// A Last Will marks a connection that dies: ann's process,
 			// now on another node, killed.
 			procs["ann"].cmd.Process.Signal(syscall.SIGKILL)
@@ -88,7 +88,7 @@ func TestOutsideRoomSurvivesLosingABrokerNode(t *testing.T) {
 		o.asksAgain(t, w)
 		o.oneGrantPerMessageAndUtterance(t, w, procs)
 		w.noneReadOffline(t, lost, o.members...)
-		t.Logf("NATS, the floors' node lost mid-vote: %d rests by deadline", restsByDeadline(procs))
+		t.Logf("NATS, the floors' node lost mid-vote: %d rests by deadline %q", len(restsByDeadline(procs)), restsByDeadline(procs))
 	})
 	t.Run("mosquitto/mid-vote", func(t *testing.T) {
 		o := newOutside(t, bustest.Options{})
@@ -105,7 +105,7 @@ func TestOutsideRoomSurvivesLosingABrokerNode(t *testing.T) {
 			(back.Sub(lost) + resumed).Round(time.Millisecond), resumed.Round(time.Millisecond))
 		w.restAfter(t, 40*time.Second, back)
 		o.oneGrantPerMessageAndUtterance(t, w, procs)
-		t.Logf("Mosquitto, broker lost mid-vote: %d rests by deadline", restsByDeadline(procs))
+		t.Logf("Mosquitto, broker lost mid-vote: %d rests by deadline %q", len(restsByDeadline(procs)), restsByDeadline(procs))
 	})
 }
 

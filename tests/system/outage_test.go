@@ -55,8 +55,8 @@ func TestOutsideLongBrokerOutageMidVoteDoesNotEndTheConversation(t *testing.T) {
 			noRestByDeadline(t, procs["floor"], id)
 			w.terminalAfter(t, 40*time.Second, back)
 			o.spokeOncePerFloorGrant(w, "floor-box")
-			t.Logf("%s for 8 s mid-vote: the question was answered %v after the broker was reachable again; %d rests by deadline",
-				tc.name, answered.Round(time.Millisecond), restsByDeadline(procs))
+			t.Logf("%s for 8 s mid-vote: the question was answered %v after the broker was reachable again; %d rests by deadline %q",
+				tc.name, answered.Round(time.Millisecond), len(restsByDeadline(procs)), restsByDeadline(procs))
 		})
 	}
 }
@@ -101,14 +101,14 @@ func noRestByDeadline(t *testing.T, p *proc, id string) {
 	}
 }
 
-// restsByDeadline counts the rests the floors among procs decided by
-// deadline and announced.
-func restsByDeadline(procs map[string]*proc) int {
-	n := 0
+// restsByDeadline is the rests the floors among procs decided by
+// deadline and announced, as they logged them.
+func restsByDeadline(procs map[string]*proc) []string {
+	var out []string
 	for _, f := range []string{"floor", "floor-box", "floor-box-2"} {
 		if p, ok := procs[f]; ok {
-			n += len(restByDeadline.FindAllString(p.log.String(), -1))
+			out = append(out, restByDeadline.FindAllString(p.log.String(), -1)...)
 		}
 	}
-	return n
+	return out
 }
