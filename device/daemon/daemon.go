@@ -676,6 +676,9 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		MaxPending: cfg.Query.MaxPending, MaxResultBytes: cfg.Query.MaxResult, Online: online, Log: d.log, Metrics: d.m})
 	d.onClose(qc.Close)
 	d.asks.Store(qc)
+	if err := qc.Watch(ctx, body); err != nil {
+		d.log.Warn("the body's results not subscribed at start; subscribed at its first query", "device", body, "err", err)
+	}
 	var look llm.Looker
 	if cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID {
 		look = llm.DeviceLooker(visionEye(qc), body)

@@ -38,7 +38,8 @@ type Options struct {
 	Password string
 	TLS      *tls.Config
 
-	// QoS for publishes and subscriptions: 0 or 1 (default 1, as docs/protocol.md).
+	// QoS of every publish — the Birth and the Will too — and of every
+	// subscription: 0 or 1 (default 1, as docs/protocol.md).
 	QoS *byte
 
 	// Will is published by the broker if the connection is lost abruptly,
@@ -198,7 +199,7 @@ func Dial(ctx context.Context, o Options) (*MQTT, error) {
 		po.SetTLSConfig(o.TLS)
 	}
 	if o.Will != nil {
-		po.SetBinaryWill(o.Will.Topic, o.Will.Payload, 1, true)
+		po.SetBinaryWill(o.Will.Topic, o.Will.Payload, qos, true)
 	}
 	b.c = paho.NewClient(po)
 	tok := b.c.Connect()
@@ -244,7 +245,7 @@ func (b *MQTT) onConnect(c paho.Client) {
 	}
 	if b.opts.Birth != nil {
 		if bm := b.opts.Birth(time.Now()); bm != nil {
-			if err := wait(ctx, c.Publish(bm.Topic, 1, true, bm.Payload), 0); err != nil {
+			if err := wait(ctx, c.Publish(bm.Topic, b.qos, true, bm.Payload), 0); err != nil {
 				b.log.Error("bus: birth message failed", "topic", bm.Topic, "err", err)
 			}
 		}
@@ -449,7 +450,7 @@ func (b *MQTT) Close() error {
 		defer close(b.done)
 		if w := b.opts.Will; w != nil && b.c.IsConnectionOpen() {
 			ctx, cancel := context.WithTimeout(context.Background(), b.opts.Quiesce*4)
-			if err := wait(ctx, b.c.Publish(w.Topic, 1, true, w.Payload), 0); err != nil {
+			if err := wait(ctx, b.c.Publish(w.Topic, b.qos, true, w.Payload), 0); err != nil {
 				b.log.Warn("bus: could not announce leaving", "topic", w.Topic, "err", err)
 			}
 			cancel()

@@ -36,8 +36,10 @@
 // so a lost grant and a lost answer are both recovered), and a grant for a
 // message older than its newest spoken turn is ignored; both are counted.
 // Its State is sent again every ResendEvery until a grant for that
-// message is seen that counts it or names a speaker (a lost State), a few
-// times at most.
+// message is seen that counts it or names a speaker (a lost State), while
+// the message is younger than ResendFor: however long the floor could not
+// hear (a broker node lost with the floor's connection), the vote reaches
+// it once it is back.
 //
 // # Concurrency
 //
@@ -84,7 +86,7 @@ const (
 	DefaultResendEvery  = time.Second
 	DefaultJudgeEvery   = repetition.DefaultJudgeEvery
 	DefaultJudgeTimeout = repetition.DefaultJudgeTimeout
-	maxResends          = 5
+	DefaultResendFor    = time.Minute // as the floor's RegrantFor
 	maxThinking         = 4
 	maxThoughts         = 32
 	maxAnswers          = 32
@@ -132,6 +134,7 @@ type Config struct {
 	ThinkTimeout time.Duration // per brain call, default 20 s
 	SpeakTimeout time.Duration // speak query, default 30 s
 	ResendEvery  time.Duration // State sent again until its grant is seen, default 1 s
+	ResendFor    time.Duration // ... while its message is younger than this, default 1 min
 	Clock        clock.Clock
 
 	// Presence is the companion's retained presence, for the think time it
@@ -261,9 +264,9 @@ type answer struct {
 
 // vote is a State sent and not yet seen decided.
 type vote struct {
-	state protocol.State
-	sent  int
-	timer clock.Timer
+	state   protocol.State
+	arrived time.Time // when its message arrived
+	timer   clock.Timer
 }
 
 type thoughtFor struct {
@@ -354,6 +357,7 @@ func New(cfg Config) (*Companion, error) {
 	def(&cfg.ThinkTimeout, DefaultThinkTimeout)
 	def(&cfg.SpeakTimeout, DefaultSpeakTimeout)
 	def(&cfg.ResendEvery, DefaultResendEvery)
+	def(&cfg.ResendFor, DefaultResendFor)
 	def(&cfg.JudgeTimeout, DefaultJudgeTimeout)
 	if cfg.JudgeEvery <= 0 {
 		cfg.JudgeEvery = DefaultJudgeEvery
@@ -904,7 +908,8 @@ func (c *Companion) vote(ctx context.Context, e event, early bool) {
 }
 
 // publishState sends the State for message id and keeps sending it again
-// every ResendEvery until the grant for id is seen (a lost State).
+// every ResendEvery until the grant for id is seen (a lost State), while
+// the message is younger than ResendFor.
 func (c *Companion) publishState(ctx context.Context, id string, t brain.Thought) {
 	s := protocol.NewState(protocol.StateParams{ID: protocol.NewID(), From: c.me(), MessageID: id, State: t.State,
 		Importance: t.Importance, Selected: t.Selected, Closing: t.Closing})
@@ -912,7 +917,11 @@ func (c *Companion) publishState(ctx context.Context, id string, t brain.Thought
 		c.log.Error("state not published", "message", id, "err", err)
 	}
 	c.stopResend()
-	c.voted = &vote{state: s}
+	arrived := c.cfg.Clock.Now() // a State without a thought leaves as its message arrives
+	if tf, ok := c.thoughts[id]; ok {
+		arrived = tf.arrived
+	}
+	c.voted = &vote{state: s, arrived: arrived}
 	c.voted.timer = c.cfg.Clock.AfterFunc(c.cfg.ResendEvery, func() { c.deliver(ctx, event{kind: evResend, id: id}) })
 }
 
@@ -928,14 +937,19 @@ func (c *Companion) resend(ctx context.Context, id string) {
 	if v == nil || v.state.Params.MessageID != id {
 		return
 	}
-	if v.sent >= maxResends {
+	// Bounded by the message's age, not by a count: the floor may be
+	// unable to hear for longer than a few resends (it waits for the votes
+	// it could not hear, runtime/floor), and a message a minute old is no
+	// longer a conversation under way.
+	if c.cfg.Clock.Now().Sub(v.arrived) >= c.cfg.ResendFor {
 		c.stopResend()
 		return
 	}
-	v.sent++
-	c.m.Resent.WithLabelValues("state").Inc()
-	if err := c.cfg.Room.QueueState(c.out, v.state); err != nil {
-		c.log.Warn("state not sent again", "message", id, "err", err)
+	if !c.away { // while the connection is lost, the State waits in the outbox already
+		c.m.Resent.WithLabelValues("state").Inc()
+		if err := c.cfg.Room.QueueState(c.out, v.state); err != nil {
+			c.log.Warn("state not sent again", "message", id, "err", err)
+		}
 	}
 	v.timer = c.cfg.Clock.AfterFunc(c.cfg.ResendEvery, func() { c.deliver(ctx, event{kind: evResend, id: id}) })
 }

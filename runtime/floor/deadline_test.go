@@ -77,3 +77,52 @@ func TestVoteCeilingAndStretch(t *testing.T) {
 		t.Fatalf("grant %+v", g)
 	}
 }
+
+// A deadline never counts the time the floor itself was disconnected: a
+// vote gets back the part of its window the outage took, and at least
+// reconnectGrace. On a NATS cluster a lost node took the floor's
+// connection, the other nodes refused connects for 7 s, and the floor
+// rested the room 1.5 s after it was back, every vote still owed.
+func TestNoDeadlineForTheTimeTheFloorWasDisconnected(t *testing.T) {
+	const window = 3 * time.Second
+	for _, tc := range []struct {
+		name           string
+		lostAt, outage time.Duration // after the message arrived
+		left           time.Duration // the wait from the reconnect to the deadline
+	}{
+		{"across the deadline", 500 * time.Millisecond, 7 * time.Second, window - 500*time.Millisecond},
+		{"within the window", 500 * time.Millisecond, time.Second, window - 500*time.Millisecond},
+		{"just before the deadline", window - 100*time.Millisecond, 7 * time.Second, reconnectGrace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.join("a")
+			h.join("b") // owes its vote
+			f, conn, _ := h.startFloor("f1", Config{VoteTimeout: window})
+			h.activate(f)
+			h.say(a, "a", "m1")
+			f.flush(t, h.mem)
+			h.clk.Advance(tc.lostAt)
+			f.flush(t, h.mem)
+			conn.Lose()
+			f.flush(t, h.mem)
+			h.clk.Advance(tc.outage)
+			f.flush(t, h.mem)
+			conn.Reconnect()
+			f.flush(t, h.mem)
+			h.clk.Advance(DefaultJoinWait) // the claim read back: it leads again
+			f.flush(t, h.mem)
+			if !f.Active() {
+				t.Fatal("the floor did not lead again after the reconnect")
+			}
+			h.clk.Advance(tc.left - DefaultJoinWait - time.Millisecond)
+			f.flush(t, h.mem)
+			h.noGrant()
+			h.clk.Advance(time.Millisecond)
+			f.flush(t, h.mem)
+			if g := h.grant(); g.MessageID != "m1" || g.DecidedBy != protocol.DecidedDeadline {
+				t.Fatalf("grant %+v, want m1 decided by its deadline", g)
+			}
+		})
+	}
+}

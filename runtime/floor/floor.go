@@ -22,8 +22,9 @@
 // companion acts once per grant and answers a repeated grant of a message
 // it already answered by publishing its answer again, so a lost grant and
 // a lost answer are both recovered within one interval. After its own
-// reconnect the floor says again that it leads and gives pending votes a
-// grace period, since it could not hear while it was away.
+// reconnect the floor says again that it leads and gives pending votes
+// back the time it could not hear (at least a grace period): no deadline
+// counts the time the floor itself was disconnected.
 //
 // # Standby
 //
@@ -144,6 +145,7 @@ type Floor struct {
 	awaiting    *awaited                 // the grant whose speaker has not answered yet
 	last        lastGrant                // the newest grant decided or seen, for a takeover
 	deaf        bool                     // the connection is lost: deadlines wait for it to come back
+	deafSince   time.Time                // when it was lost
 	orphans     map[string]bool          // message ids known only from States, waiting OrphanGrace
 	think       map[string]time.Duration // each present companion's announced think time
 	voices      map[string]time.Time     // who is speaking, until when at the latest
@@ -374,7 +376,9 @@ func (f *Floor) control(ctx context.Context) {
 		f.onGrant(g)
 	}
 	if d.flags&flagLost != 0 {
-		f.deaf = true
+		if !f.deaf {
+			f.deaf, f.deafSince = true, f.cfg.Clock.Now()
+		}
 		f.el.Lost()
 	}
 	if d.flags&flagReconnected != 0 {

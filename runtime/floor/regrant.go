@@ -96,15 +96,23 @@ func (f *Floor) someoneSpeaks() bool {
 
 // reconnected runs after the floor's connection came back: the broker may
 // have restarted and forgotten the retained claim, and nothing was heard
-// while away, so pending votes get a grace period (their States are sent
-// again by the companions).
+// while away. A deadline never counts the time the floor could not hear:
+// each pending vote gets back the part of its window the outage took (its
+// States are sent again by the companions until the floor hears them), and
+// at least reconnectGrace. On a NATS cluster a lost node took the floor's
+// connection and the others refused connects for 7 s; a deadline that
+// counted them rested the room with every vote still owed.
 func (f *Floor) reconnected() {
 	f.deaf = false
 	f.el.Reconnected()
 	now := f.cfg.Clock.Now()
 	for _, b := range f.pending {
-		if b.deadline.Sub(now) < reconnectGrace {
-			f.setDeadline(b, now.Add(reconnectGrace))
+		heardFrom := f.deafSince
+		if b.arrived.After(heardFrom) {
+			heardFrom = b.arrived
+		}
+		if at := now.Add(max(b.deadline.Sub(heardFrom), reconnectGrace)); at.After(b.deadline) {
+			f.setDeadline(b, at)
 		}
 	}
 }

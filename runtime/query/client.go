@@ -137,6 +137,14 @@ func (c *Client) Pending() int {
 	return len(c.pending)
 }
 
+// Watch subscribes to device's results now, as the first query to it
+// would. A SUBSCRIBE changes the client's session on the broker: on a
+// NATS cluster whose session stream lost its leader with a node,
+// nats-server cannot store it and closes the connection, and its Last
+// Will reads a running robot offline. A companion watches its body at
+// start, so its first turn after a node loss subscribes to nothing.
+func (c *Client) Watch(ctx context.Context, device string) error { return c.watch(ctx, device) }
+
 func (c *Client) watch(ctx context.Context, device string) error {
 	c.mu.Lock()
 	if c.devices[device] {

@@ -1,8 +1,10 @@
 package bustest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,3 +301,49 @@ func (c *NATSCluster) Log(name string) string {
 	b, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
 	return string(b)
 }
+
+// StreamLeader is the node (0-based) that leads the JetStream stream name
+// ($MQTT_sess, the MQTT sessions; $MQTT_rmsgs, the retained messages), as
+// the running nodes' monitoring reports it; -1 when none names a leader.
+func (c *NATSCluster) StreamLeader(t testing.TB, stream string) int {
+	t.Helper()
+	var jsz struct {
+		Accounts []struct {
+			Streams []struct {
+				Name    string `json:"name"`
+				Cluster struct {
+					Leader string `json:"leader"`
+				} `json:"cluster"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
+	}
+	cl := http.Client{Timeout: 2 * time.Second}
+	for _, nd := range c.nodes {
+		resp, err := cl.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz?accounts=true&streams=true", nd.mon))
+		if err != nil {
+			continue // not running
+		}
+		err = json.NewDecoder(resp.Body).Decode(&jsz)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("nats-server %s: monitoring /jsz: %v", nd.name, err)
+		}
+		for _, a := range jsz.Accounts {
+			for _, s := range a.Streams {
+				if s.Name != stream || s.Cluster.Leader == "" {
+					continue
+				}
+				for i, n := range c.nodes {
+					if n.name == s.Cluster.Leader {
+						return i
+					}
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// Accepts reports whether node i (0-based) accepts an MQTT login now (a
+// session stored: not while JetStream elects a new session leader).
+func (c *NATSCluster) Accepts(i int) bool { return mqttConnects(c.nodes[i].mqtt, c.user, c.pass) }

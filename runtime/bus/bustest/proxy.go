@@ -14,6 +14,7 @@ type Proxy struct {
 	target string
 	mu     sync.Mutex
 	conns  []net.Conn
+	down   bool // Down: connections are refused
 	wg     sync.WaitGroup
 }
 
@@ -42,6 +43,13 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			c.Close()
+			continue
+		}
 		up, err := net.Dial("tcp", p.target)
 		if err != nil {
 			c.Close()
@@ -54,6 +62,27 @@ func (p *Proxy) accept() {
 		go func() { defer p.wg.Done(); io.Copy(up, c); up.Close() }()
 		go func() { defer p.wg.Done(); io.Copy(c, up); c.Close() }()
 	}
+}
+
+// Down closes every forwarded connection and refuses new ones (closed as
+// soon as they are accepted) until Up: a broker node that dies and whose
+// cluster refuses connects for a while.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	p.down = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// Up lets connections through again after Down.
+func (p *Proxy) Up() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
 }
 
 // Cut stops accepting and closes every forwarded connection at once.
