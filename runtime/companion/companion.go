@@ -258,8 +258,9 @@ type judging struct {
 // answer is what the companion said for a grant: nil Message while it is
 // still speaking, or when it gave the turn up.
 type answer struct {
-	msg  *protocol.Message
-	done bool
+	msg    *protocol.Message
+	done   bool
+	resaid bool // said once more for robots that did not hear it (sayAgainUnheard)
 }
 
 // vote is a State sent and not yet seen decided.
@@ -978,6 +979,9 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 		// are still on their way).
 		c.stopResend()
 	}
+	if g.SpeakerID() == "" && g.DecidedBy == protocol.DecidedDeadline && len(g.Missing) > 0 {
+		c.sayAgainUnheard(g)
+	}
 	if g.SpeakerID() != c.me() {
 		if g.SpeakerID() != "" {
 			c.stopThinking(g.MessageID) // another speaks: this draft is not needed
@@ -1038,6 +1042,30 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 	}
 	c.turn = &turn{grant: id, msgID: protocol.NewID(), after: c.cfg.Clock.Now(), cancel: func() {}}
 	c.turn.timer = c.cfg.Clock.AfterFunc(c.cfg.Pause, func() { c.deliver(ctx, event{kind: evSpeak, id: id}) })
+}
+
+// sayAgainUnheard says once more a Message of this companion's that the
+// floor rested on by its deadline while votes were owed (g.Missing): at
+// QoS 0 a robot reconnecting after a broker node's loss never heard it,
+// so it voted on nothing, and the conversation would end there. The same
+// Message again (its id unchanged: who heard it handles it once) reaches
+// who missed it; they vote, and the floor decides it again on the late
+// votes (floor.lateVote). Once per Message.
+func (c *Companion) sayAgainUnheard(g protocol.TurnGrant) {
+	for _, id := range c.answers {
+		a := c.answered[id]
+		if a == nil || a.msg == nil || a.msg.Params.ID != g.MessageID || a.resaid {
+			continue
+		}
+		a.resaid = true
+		c.m.Resent.WithLabelValues("unheard").Inc()
+		c.log.Info("the room rested on this companion's words without every vote; saying them once more for who did not hear them",
+			"message", g.MessageID, "missing", g.Missing)
+		if err := c.cfg.Room.QueueMessage(c.out, *a.msg); err != nil {
+			c.log.Warn("words not said again", "message", g.MessageID, "err", err)
+		}
+		return
+	}
 }
 
 // remember records that the grant for id was acted on (bounded).
