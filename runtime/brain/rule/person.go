@@ -15,9 +15,10 @@ import (
 // (the memory's rules read it: memory.Extract), and an answer to a simple
 // question about themselves from what is remembered of them.
 
-// known is what the rule brain knows of the speaker: the facts recalled
-// about them (Input.Remembered holds only theirs, and others' names),
-// then what their message says of them.
+// known is what the rule brain knows of the speaker, oldest first: the
+// facts recalled about them (Input.Remembered holds only theirs, and
+// others' names), then what they said of themselves in the conversation
+// (before the memory is written, at its rest) and in their message.
 func known(in brain.Input) []brain.Fact {
 	from := in.Message.Params.From
 	var out []brain.Fact
@@ -26,8 +27,13 @@ func known(in brain.Input) []brain.Fact {
 			out = append(out, f)
 		}
 	}
-	for _, st := range memory.Extract(in.Message.Params.Message) {
-		out = append(out, brain.Fact{Person: from, Key: st.Key, Text: st.Text})
+	for _, m := range append(slices.Clone(in.History), in.Message) {
+		if m.Params.From != from {
+			continue
+		}
+		for _, st := range memory.Extract(m.Params.Message) {
+			out = append(out, brain.Fact{Person: from, Key: st.Key, Text: st.Text})
+		}
 	}
 	return out
 }

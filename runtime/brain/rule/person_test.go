@@ -2,6 +2,7 @@ package rule
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -43,31 +44,38 @@ func TestRuleBrainTalksToThePerson(t *testing.T) {
 		present    []string
 		text       string
 		remembered []brain.Fact
+		history    []string // the person's earlier messages in the conversation
 		want       []string // in this order
 		never      []string
 	}{
-		{"en greeting names and favourite, then its own", riddler, []string{"aya", "hana", "kyoko"}, "Hi robots, I'm Sam. My favourite fruit is mango.", nil,
+		{"en greeting names and favourite, then its own", riddler, []string{"aya", "hana", "kyoko"}, "Hi robots, I'm Sam. My favourite fruit is mango.", nil, nil,
 			[]string{"Sam", "mango", "riddle"}, []string{"user"}},
-		{"en name from memory", sim, []string{"sim"}, "Hello!", sam, []string{"Sam!"}, []string{"user"}},
-		{"en what is my name", sim, []string{"sim"}, "What is my name?", sam, []string{"Your name is Sam."}, []string{"Patricia"}},
-		{"en what fruit do I like", sim, []string{"sim"}, "What fruit do I like?", sam, []string{"Your favorite fruit is mango."}, nil},
-		{"en favourite colour unknown", sim, []string{"sim"}, "What is my favourite colour?", sam, []string{"I don't know yet — tell me?"}, []string{"mango"}},
-		{"en where do I live", sim, []string{"sim"}, "Where do I live?", sam, []string{"You live in Leeds."}, nil},
-		{"en how old am I", sim, []string{"sim"}, "How old am I?", sam, []string{"You are 31 years old."}, nil},
-		{"en my job", sim, []string{"sim"}, "What's my job?", sam, []string{"You work as a baker."}, nil},
-		{"en what do I like", sim, []string{"sim"}, "What do I like?", sam, []string{"mango", "green tea"}, nil},
-		{"en name unknown", sim, []string{"sim"}, "What is my name?", sam[6:], []string{"I don't know yet — tell me?"}, []string{"Patricia", "user"}},
-		{"ja greeting names and favourite, then its own", jaRiddler, []string{"aya", "hana", "kyoko"}, "こんにちは！サクといいます。好きな果物はマンゴーです。", nil,
+		{"en name from memory", sim, []string{"sim"}, "Hello!", sam, nil, []string{"Sam!"}, []string{"user"}},
+		{"en what is my name", sim, []string{"sim"}, "What is my name?", sam, nil, []string{"Your name is Sam."}, []string{"Patricia"}},
+		{"en what fruit do I like", sim, []string{"sim"}, "What fruit do I like?", sam, nil, []string{"Your favorite fruit is mango."}, nil},
+		{"en favourite colour unknown", sim, []string{"sim"}, "What is my favourite colour?", sam, nil, []string{"I don't know yet — tell me?"}, []string{"mango"}},
+		{"en where do I live", sim, []string{"sim"}, "Where do I live?", sam, nil, []string{"You live in Leeds."}, nil},
+		{"en how old am I", sim, []string{"sim"}, "How old am I?", sam, nil, []string{"You are 31 years old."}, nil},
+		{"en my job", sim, []string{"sim"}, "What's my job?", sam, nil, []string{"You work as a baker."}, nil},
+		{"en what do I like", sim, []string{"sim"}, "What do I like?", sam, nil, []string{"mango", "green tea"}, nil},
+		{"en name unknown", sim, []string{"sim"}, "What is my name?", sam[6:], nil, []string{"I don't know yet — tell me?"}, []string{"Patricia", "user"}},
+		{"ja greeting names and favourite, then its own", jaRiddler, []string{"aya", "hana", "kyoko"}, "こんにちは！サクといいます。好きな果物はマンゴーです。", nil, nil,
 			[]string{"サク", "マンゴー", "なぞなぞ"}, []string{"user"}},
-		{"ja what is my name", jaSim, []string{"sim"}, "私の名前は？", saku, []string{"あなたの名前はサク"}, nil},
-		{"ja favourite fruit", jaSim, []string{"sim"}, "私の好きな果物は？", saku, []string{"マンゴー"}, nil},
-		{"ja where do I live", jaSim, []string{"sim"}, "どこに住んでる？", saku, []string{"京都に住んでいる"}, nil},
-		{"ja how old", jaSim, []string{"sim"}, "私は何歳？", saku, []string{"31歳"}, nil},
-		{"ja unknown", jaSim, []string{"sim"}, "私の仕事は何？", saku, []string{"まだ知らないんだ"}, nil},
+		{"ja what is my name", jaSim, []string{"sim"}, "私の名前は？", saku, nil, []string{"あなたの名前はサク"}, nil},
+		{"ja favourite fruit", jaSim, []string{"sim"}, "私の好きな果物は？", saku, nil, []string{"マンゴー"}, nil},
+		{"ja where do I live", jaSim, []string{"sim"}, "どこに住んでる？", saku, nil, []string{"京都に住んでいる"}, nil},
+		{"ja how old", jaSim, []string{"sim"}, "私は何歳？", saku, nil, []string{"31歳"}, nil},
+		{"ja unknown", jaSim, []string{"sim"}, "私の仕事は何？", saku, nil, []string{"まだ知らないんだ"}, nil},
+		{"en said earlier, not written yet", sim, []string{"sim"}, "Hello again! What is my name?", nil, []string{"Hi robots, I'm Sam."},
+			[]string{"Sam!", "Your name is Sam."}, []string{"user"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := brain.Input{Card: tt.card, Message: protocol.NewMessage("m1", "user", nil, tt.text, ""), Present: tt.present,
+			var history []protocol.Message
+			for i, h := range tt.history {
+				history = append(history, protocol.NewMessage(fmt.Sprint("h", i), "user", nil, h, ""))
+			}
+			in := brain.Input{Card: tt.card, History: history, Message: protocol.NewMessage("m1", "user", nil, tt.text, ""), Present: tt.present,
 				Members: tt.present, Remembered: tt.remembered, Remaining: -1}
 			got, err := New(0, nil).Think(context.Background(), in)
 			if err != nil {
