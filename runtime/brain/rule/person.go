@@ -212,6 +212,11 @@ func replyTo(in brain.Input, ja bool, used *book, salt string) (parts []string, 
 		parts = append(parts, answerAboutMe(ja, key, facts))
 		asked = true
 	}
+	if strings.Contains(strings.ToLower(text), "favourite") { // the person's spelling
+		for i := range parts {
+			parts[i] = strings.ReplaceAll(parts[i], "favorite", "favourite")
+		}
+	}
 	return parts, asked
 }
 

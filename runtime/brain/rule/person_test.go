@@ -139,3 +139,43 @@ func TestRuleBrainAcknowledgesWithoutCounterOrIdentity(t *testing.T) {
 		})
 	}
 }
+
+// In the shipped demo room (and its Japanese twin) the robot that takes
+// the floor after a person introduces themselves answers them first —
+// their name, their favourite — before its own material (a riddle);
+// no robot calls the person "user". Before, the demo's first reply to
+// "Hi robots, I'm Sam. My favourite fruit is mango." was a riddle.
+func TestDemoRoomAnswersThePersonFirst(t *testing.T) {
+	for _, tt := range []struct {
+		lang, opening, name, fruit string
+		cards                      []brain.Card
+	}{
+		{"en", "Hi robots, I'm Sam. My favourite fruit is mango.", "Sam", "mango", demoCards(t)},
+		{"ja", "こんにちは、ロボットたち！サクといいます。好きな果物はマンゴーです。", "サク", "マンゴー", jaCards()},
+	} {
+		t.Run(tt.lang, func(t *testing.T) {
+			msgs := converse(t, tt.cards, tt.opening)
+			if len(msgs) < 2 {
+				t.Fatal("nobody answered")
+			}
+			for _, m := range msgs {
+				t.Logf("%s → %v: %s", m.Params.From, m.Params.To, m.Params.Message)
+			}
+			first := msgs[1].Params.Message
+			n, f := strings.Index(first, tt.name), strings.Index(first, tt.fruit)
+			if n < 0 || f < n {
+				t.Errorf("the first reply %q does not greet %s and then speak of %s", first, tt.name, tt.fruit)
+			}
+			for _, r := range riddles2(tt.lang) {
+				if i := strings.Index(first, r.q); i >= 0 && i < f {
+					t.Errorf("the first reply %q starts its riddle before answering the person", first)
+				}
+			}
+			for _, m := range msgs[1:] {
+				if strings.Contains(m.Params.Message, "user") {
+					t.Errorf("%s called the person by their identity: %q", m.Params.From, m.Params.Message)
+				}
+			}
+		})
+	}
+}
