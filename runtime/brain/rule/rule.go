@@ -10,6 +10,11 @@
 //   - its material comes from the card: sample lines and story are what it
 //     says of itself; a card that speaks of riddles or puzzles tells riddles
 //     (from a small stock, with answers, in English and Japanese);
+//   - a person's message is answered first (person.go): by the name they
+//     gave (from Input.Remembered or the conversation; never their
+//     identity), a word on what they told of themselves, and a simple
+//     question about themselves ("what is my name?", 「私の好きな果物は？」)
+//     from their facts, or "I don't know yet — tell me?";
 //   - a reply names the companion whose message it answers and is
 //     addressed to it; it answers what it was asked — a riddle with the
 //     answer, "what do you think" with an opinion, any other question with
@@ -17,7 +22,8 @@
 //     and never quotes the message back; every other turn (a riddler:
 //     every turn) it hands the word to another companion by name;
 //   - no line, and no sentence of its material, is said twice in the
-//     conversation it sees (its history);
+//     conversation it sees (its history); when all is said, a short
+//     acknowledgement, never a counter;
 //   - after ClosingAfter turns (sooner when the runtime asks it to close) it
 //     moves through pre-closing, closing and terminal, one stage per turn.
 //
