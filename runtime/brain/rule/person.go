@@ -75,7 +75,7 @@ type aboutMe struct {
 var enAboutMe = []aboutMe{
 	{regexp.MustCompile(`\b(?:what(?:'s| is)|whats|do you (?:know|remember)|tell me|say) my name\b|\bwho am i\b`), "name"},
 	{regexp.MustCompile(`\bmy (?:favou?rite|fave|fav) ([a-z]+(?: [a-z]+)?)\b`), ""},
-	{regexp.MustCompile(`\bwhat (?:kind of |sort of )?([a-z]+) do i (?:like|love|prefer)\b`), ""},
+	{regexp.MustCompile(`\bwhat (?:kind of |sort of )?([a-z]+) do i (?:like|love|prefer)\b`), ""}, // "what fruit do I like"
 	{regexp.MustCompile(`\bwhat do i (?:like|love|enjoy)\b`), "like:"},
 	{regexp.MustCompile(`\bwhere do i live\b|\bwhere(?:'s| is) my home\b|\bwhere am i living\b`), "home"},
 	{regexp.MustCompile(`\bhow old am i\b|\bmy age\b`), "age"},
@@ -92,19 +92,34 @@ var jaAboutMe = []aboutMe{
 }
 
 // askedAbout is the key of the fact a question of the person's asks for
-// ("" when the message asks nothing about them).
+// ("" when the message asks nothing about them). Only its questions are
+// read ("My favourite fruit is mango. What do you think?" asks nothing
+// about them); speech to text writes no question mark, so a message
+// without one is read by its question words.
 func askedAbout(ja bool, text string) string {
-	if ja {
-		if !strings.ContainsAny(text, "?？") && !strings.ContainsAny(text, "何誰") && !strings.Contains(text, "どこ") {
-			return ""
+	marked := strings.ContainsAny(text, "?？")
+	for _, s := range sentences(text) {
+		if marked && !strings.ContainsAny(s, "?？") {
+			continue
 		}
-		return matchAboutMe(jaAboutMe, text)
+		if ja {
+			if !marked && !strings.ContainsAny(s, "何誰") && !strings.Contains(s, "どこ") {
+				continue
+			}
+			if k := matchAboutMe(jaAboutMe, s); k != "" {
+				return k
+			}
+			continue
+		}
+		l := strings.ToLower(strings.ReplaceAll(s, "’", "'"))
+		if !marked && !enQuestionWord.MatchString(l) {
+			continue
+		}
+		if k := matchAboutMe(enAboutMe, l); k != "" {
+			return k
+		}
 	}
-	l := strings.ToLower(strings.ReplaceAll(text, "’", "'"))
-	if !strings.Contains(l, "?") && !enQuestionWord.MatchString(l) {
-		return ""
-	}
-	return matchAboutMe(enAboutMe, l)
+	return ""
 }
 
 var enQuestionWord = regexp.MustCompile(`\b(?:what|what's|whats|who|where|how|do you)\b`)
@@ -115,7 +130,12 @@ func matchAboutMe(rules []aboutMe, text string) string {
 			if r.key != "" {
 				return r.key
 			}
-			return "favorite " + strings.TrimSpace(m[1])
+			switch x := strings.TrimSpace(m[1]); x {
+			case "else", "things", "stuff", "thing":
+				return "like:" // "what else do I like"
+			default:
+				return "favorite " + x
+			}
 		}
 	}
 	return ""
@@ -126,7 +146,7 @@ func matchAboutMe(rules []aboutMe, text string) string {
 func answerAboutMe(ja bool, key string, facts []brain.Fact) string {
 	var ts []string
 	for _, f := range facts {
-		match := f.Key == key
+		match := f.Key == key || sameFavorite(f.Key, key)
 		if key == "like:" { // what they like: their likes and favourites
 			match = strings.HasPrefix(f.Key, "like:") || strings.HasPrefix(f.Key, "favorite ")
 		}
@@ -153,6 +173,19 @@ func answerAboutMe(ja bool, key string, facts []brain.Fact) string {
 		ts[i] = memory.SecondPerson(t)
 	}
 	return upperFirst(strings.Join(ts, ", and ")) + "."
+}
+
+// sameFavorite: a fact's key and a question's are the same favourite,
+// whatever the spelling ("favorite colour", "favorite color") and
+// whatever follows in the question ("favorite fruit to eat").
+func sameFavorite(fact, asked string) bool {
+	f, ok1 := strings.CutPrefix(fact, "favorite ")
+	a, ok2 := strings.CutPrefix(asked, "favorite ")
+	if !ok1 || !ok2 {
+		return false
+	}
+	f, a = strings.ReplaceAll(f, "our", "or"), strings.ReplaceAll(a, "our", "or")
+	return f == a || strings.HasPrefix(a, f+" ")
 }
 
 // jaYou is a Japanese fact said to its person: "名前はサム" →

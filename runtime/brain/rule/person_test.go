@@ -66,6 +66,12 @@ func TestRuleBrainTalksToThePerson(t *testing.T) {
 		{"ja where do I live", jaSim, []string{"sim"}, "どこに住んでる？", saku, nil, []string{"京都に住んでいる"}, nil},
 		{"ja how old", jaSim, []string{"sim"}, "私は何歳？", saku, nil, []string{"31歳"}, nil},
 		{"ja unknown", jaSim, []string{"sim"}, "私の仕事は何？", saku, nil, []string{"まだ知らないんだ"}, nil},
+		{"en a statement then a question to the robots", sim, []string{"sim"}, "My favourite fruit is mango. What do you think?", sam, nil,
+			[]string{"So your favourite fruit is mango", "Beep boop"}, []string{"Your favourite"}},
+		{"en colour asked, color told", sim, []string{"sim"}, "What's my favourite colour?", append(sam[:1:1], brain.Fact{Person: "user", Key: "favorite color", Text: "favorite color is green"}), nil,
+			[]string{"Your favourite color is green."}, nil},
+		{"en heard, no question mark", sim, []string{"sim"}, "hi robots what is my name", sam, nil, []string{"Sam", "Your name is Sam."}, nil},
+		{"en what else do I like", sim, []string{"sim"}, "What else do I like?", sam, nil, []string{"green tea"}, []string{"I don't know"}},
 		{"en said earlier, not written yet", sim, []string{"sim"}, "Hello again! What is my name?", nil, []string{"Hi robots, I'm Sam."},
 			[]string{"Sam!", "Your name is Sam."}, []string{"user"}},
 	}
