@@ -232,14 +232,22 @@ func replyTo(in brain.Input, ja bool, used *book, salt string) (parts []string, 
 		n++
 		if ja {
 			t := strings.TrimRight(st.Text, "。")
-			if strings.HasSuffix(t, "る") || strings.HasSuffix(t, "ない") {
+			switch {
+			case strings.HasSuffix(t, "る") || strings.HasSuffix(t, "ない"):
 				parts = append(parts, t+"んだね！")
-			} else {
+			case strings.HasSuffix(t, "嫌い"):
+				parts = append(parts, t+"なんだね。")
+			default:
 				parts = append(parts, t+"なんだね、いいね！")
 			}
 			continue
 		}
-		parts = append(parts, fresh(used, salt+"told", []string{"So %s — nice!", "Oh, %s — good to know!"}, memory.SecondPerson(st.Text)))
+		you := memory.SecondPerson(st.Text)
+		if strings.HasPrefix(you, "you don't") {
+			parts = append(parts, fresh(used, salt+"told", []string{"So %s — noted.", "Ah, %s — good to know."}, you))
+			continue
+		}
+		parts = append(parts, fresh(used, salt+"told", []string{"So %s — nice!", "Oh, %s — good to know!"}, you))
 	}
 	if key := askedAbout(ja, text); key != "" {
 		parts = append(parts, answerAboutMe(ja, key, facts))

@@ -72,6 +72,8 @@ func TestRuleBrainTalksToThePerson(t *testing.T) {
 			[]string{"Your favourite color is green."}, nil},
 		{"en heard, no question mark", sim, []string{"sim"}, "hi robots what is my name", sam, nil, []string{"Sam", "Your name is Sam."}, nil},
 		{"en what else do I like", sim, []string{"sim"}, "What else do I like?", sam, nil, []string{"green tea"}, []string{"I don't know"}},
+		{"en a dislike is not nice", sim, []string{"sim"}, "I hate mornings.", nil, nil, []string{"you don't like mornings"}, []string{"nice"}},
+		{"ja a dislike is not いいね", jaSim, []string{"sim"}, "朝が嫌いです。", nil, nil, []string{"朝が嫌いなんだね。"}, []string{"いいね"}},
 		{"en said earlier, not written yet", sim, []string{"sim"}, "Hello again! What is my name?", nil, []string{"Hi robots, I'm Sam."},
 			[]string{"Sam!", "Your name is Sam."}, []string{"user"}},
 	}
