@@ -61,6 +61,12 @@ func (b *memBrain) input(t *testing.T, text string) brain.Input {
 // memRig is a room with one companion (kyoko) that remembers.
 func memRig(t *testing.T, b brain.Brain, mod func(*companion.Memory)) (*roomRig, *memory.Store, string) {
 	t.Helper()
+	return memRigCard(t, cards()[0], b, mod)
+}
+
+// memRigCard is memRig with kyoko's card as given.
+func memRigCard(t *testing.T, card brain.Card, b brain.Brain, mod func(*companion.Memory)) (*roomRig, *memory.Store, string) {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := memory.Open(dir, "kyoko", memory.Limits{}, nil)
 	if err != nil {
@@ -73,7 +79,7 @@ func memRig(t *testing.T, b brain.Brain, mod func(*companion.Memory)) (*roomRig,
 	if mod != nil {
 		mod(mem)
 	}
-	r.startCompanion(cards()[0], b, func(c *companion.Config) { c.Memory = mem })
+	r.startCompanion(card, b, func(c *companion.Config) { c.Memory = mem })
 	waitPresent(t, r, 1)
 	return r, st, dir
 }

@@ -196,11 +196,24 @@ var (
 	enQuestion = regexp.MustCompile(`(?i)^(?:what|what's|whats|who|who's|where|when|why|how|do|does|did|is|are|am|can|could|would|will|should|shall|have|has)\b`)
 )
 
+// enIntro is a person introducing themselves with a capitalised word
+// alone ("I'm Sam"): "I'm tired" is not a name, and neither is what
+// notIntro lists (capitalised words that say how or what one is).
+var enIntro = regexp.MustCompile(`^(?:I'm|I am|Im)\s+(\p{Lu}[\p{Ll}'-]{1,20})$`)
+
+var notIntro = map[string]bool{"ok": true, "okay": true, "fine": true, "good": true, "back": true, "home": true, "here": true,
+	"sorry": true, "done": true, "ready": true, "hungry": true, "tired": true, "happy": true, "sad": true, "bored": true, "busy": true,
+	"not": true, "so": true, "very": true, "just": true, "also": true, "still": true, "new": true, "english": true, "british": true,
+	"american": true, "japanese": true, "chinese": true, "french": true, "german": true, "spanish": true, "italian": true,
+	"canadian": true, "australian": true, "irish": true, "scottish": true, "welsh": true, "dutch": true, "swiss": true,
+	"korean": true, "indian": true, "christian": true, "muslim": true, "jewish": true, "catholic": true, "buddhist": true}
+
 // question words that are not an answer ("my name is what").
 var question = map[string]bool{"what": true, "who": true, "何": true, "なに": true, "誰": true, "だれ": true, "どこ": true, "なん": true}
 
 // Extract finds simple self-statements in text, several per message,
-// English and Japanese: "my name is X", "call me X", "I like X", "I don't
+// English and Japanese: "my name is X", "I'm X" (X one capitalised word,
+// not a word like "Fine" or "English"), "call me X", "I like X", "I don't
 // like X (anymore)", "I hate X", "my favorite X is Y", "I live in X", "I
 // am N years old", "I work as X", "my job is X", "I have a X", "I have a
 // Y called X", "my Y is called X", "my Y's name is X";
@@ -268,6 +281,9 @@ func extractOne(s string) (Statement, bool) {
 	}
 	if enQuestion.MatchString(s) {
 		return Statement{}, false
+	}
+	if m := enIntro.FindStringSubmatch(s); m != nil && !notIntro[strings.ToLower(m[1])] {
+		return apply(enRules, "my name is "+strings.ToLower(m[1]), "my name is "+m[1])
 	}
 	// Match on the lower-cased clause, keep the person's spelling of X
 	// (unless lower-casing moved bytes: rare letters).
@@ -566,15 +582,15 @@ func Describe(lang string, facts []Fact) string {
 	}
 	var ts []string
 	for _, f := range facts {
-		ts = append(ts, secondPerson(strings.TrimRight(f.Text, ".")))
+		ts = append(ts, SecondPerson(strings.TrimRight(f.Text, ".")))
 	}
 	return "Here is what I remember about you: " + strings.Join(ts, "; ") + "."
 }
 
-// secondPerson turns a fact about someone ("likes green tea", "name is
+// SecondPerson turns a fact about someone ("likes green tea", "name is
 // Alice") into what to say to them ("you like green tea", "your name is
 // Alice").
-func secondPerson(t string) string {
+func SecondPerson(t string) string {
 	first, rest, _ := strings.Cut(t, " ")
 	switch strings.ToLower(first) {
 	case "is":

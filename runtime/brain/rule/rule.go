@@ -10,6 +10,11 @@
 //   - its material comes from the card: sample lines and story are what it
 //     says of itself; a card that speaks of riddles or puzzles tells riddles
 //     (from a small stock, with answers, in English and Japanese);
+//   - a person's message is answered first (person.go): by the name they
+//     gave (from Input.Remembered or the conversation; never their
+//     identity), a word on what they told of themselves, and a simple
+//     question about themselves ("what is my name?", 「私の好きな果物は？」)
+//     from their facts, or "I don't know yet — tell me?";
 //   - a reply names the companion whose message it answers and is
 //     addressed to it; it answers what it was asked — a riddle with the
 //     answer, "what do you think" with an opinion, any other question with
@@ -17,7 +22,8 @@
 //     and never quotes the message back; every other turn (a riddler:
 //     every turn) it hands the word to another companion by name;
 //   - no line, and no sentence of its material, is said twice in the
-//     conversation it sees (its history);
+//     conversation it sees (its history); when all is said, a short
+//     acknowledgement, never a counter;
 //   - after ClosingAfter turns (sooner when the runtime asks it to close) it
 //     moves through pre-closing, closing and terminal, one stage per turn.
 //
@@ -176,6 +182,9 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	}
 	if addressed(in.Card, m) {
 		t.Selected, t.Importance = true, 9
+	}
+	if personal(in) {
+		t.Importance = max(t.Importance, 6) // a person told of themselves, or asked about themselves: answer them
 	}
 	if t.Selected || t.Importance >= 4 {
 		t.State = protocol.Speak
@@ -417,15 +426,23 @@ func (b *Brain) line(in brain.Input, stage protocol.Closing) brain.Utterance {
 	}
 	companion := m.From != c.ID && (slices.Contains(in.Members, m.From) || slices.Contains(in.Present, m.From))
 	var parts []string
-	// 1. Name the one it answers (a companion; a person is answered as "you").
+	// 1. Name the one it answers: a companion by its id, a person by
+	// their remembered name (or none: never their raw identity), with a
+	// word on what they told of themselves.
+	aboutMe, name := false, ""
 	if companion {
+		name = m.From
 		parts = append(parts, fresh(used, salt+"react", reactions(ja), m.From))
-	} else if greets(m.Message) {
-		parts = append(parts, fresh(used, salt+"hello", pick2(ja, []string{"こんにちは！", "やあ、こんにちは！"}, []string{"Hello!", "Hi there!"})))
+	} else if m.From != c.ID {
+		var reply []string
+		reply, aboutMe = replyTo(in, ja, used, salt)
+		parts = append(parts, reply...)
+		name = nameOf(known(in))
 	}
 	// 2. Answer what it was asked; 3. say something of its own.
 	own := ""
 	switch {
+	case aboutMe: // answered from memory above: no material of its own
 	case answerRiddle(ja, m.Message) != "":
 		parts = append(parts, answerRiddle(ja, m.Message))
 	case isQuestion(m.Message) && thinkQuestion(m.Message):
@@ -484,10 +501,35 @@ func (b *Brain) line(in brain.Input, stage protocol.Closing) brain.Utterance {
 	}
 	u.Text = strings.Join(kept, sep)
 	if u.Text == "" || used.has(u.Text) {
-		// Everything it could say was said: a short, new acknowledgement.
-		u.Text = fmt.Sprintf(pick(ja, "うんうん、%sの言うとおりだね（%d）。", "Mm, I'm listening, %s (%d)."), m.From, in.Turn)
+		// Everything it could say was said: a short acknowledgement, by
+		// name when a name is known — never a counter, never an identity.
+		u.Text = listening(used, salt, ja, name)
 	}
 	return u
+}
+
+// listening is a short acknowledgement not said yet (when every one was,
+// the first again: a line said twice rather than a counter spoken).
+func listening(used *book, salt string, ja bool, name string) string {
+	var options []string
+	switch {
+	case name != "" && ja:
+		options = []string{"うんうん、%sの言うとおりだね。", "なるほどね、%s。", "%s、もっと聞かせて。", "そうなんだ、%s。", "%s、それで？"}
+	case name != "":
+		options = []string{"Mm, I'm listening, %s.", "I see, %s.", "Tell me more, %s.", "Go on, %s.", "Right, %s."}
+	case ja:
+		options = []string{"うんうん、そうだね。", "なるほどね。", "もっと聞かせて。", "そうなんだ。", "それで？"}
+	default:
+		options = []string{"Mm, I'm listening.", "I see.", "Tell me more.", "Go on.", "Right."}
+	}
+	args := []any{}
+	if name != "" {
+		args = append(args, name)
+	}
+	if s := fresh(used, salt+"listening", options, args...); s != "" {
+		return s
+	}
+	return fmt.Sprintf(options[0], args...)
 }
 
 // done fills a closing stage's words when every variant was said.
