@@ -216,6 +216,7 @@ type Companion struct {
 	thinking int
 	speaking bool
 	answered map[string]*answer            // grants acted on, by message id
+	unheard  *unheard                      // words the room rested on while votes were owed
 	answers  []string                      // their ids, oldest first (bounded)
 	spoke    int                           // seq of the newest thought granted and acted on
 	voted    *vote                         // the newest State whose grant has not been seen
@@ -258,10 +259,23 @@ type judging struct {
 // answer is what the companion said for a grant: nil Message while it is
 // still speaking, or when it gave the turn up.
 type answer struct {
-	msg    *protocol.Message
-	done   bool
-	resaid bool // said once more for robots that did not hear it (sayAgainUnheard)
+	msg  *protocol.Message
+	done bool
 }
+
+// unheard is this companion's newest words that the floor rested on by
+// its deadline while votes were owed: said once more then, and again as
+// each robot that owed a vote comes back online (sayAgainUnheard).
+type unheard struct {
+	msg     protocol.Message
+	missing map[string]bool // who owed a vote and has not been told again since it came back
+	at      time.Time       // when the room rested on them
+}
+
+// unheardFor bounds how long words the room did not hear are said again
+// for robots coming back: the floor decides a rested message again on
+// late votes within its vote ceiling (30 s by default).
+const unheardFor = 30 * time.Second
 
 // vote is a State sent and not yet seen decided.
 type vote struct {
@@ -514,6 +528,7 @@ func (c *Companion) handle(ctx context.Context, e event) {
 			if len(c.present) < maxPresent || c.present[e.presence.ID] {
 				c.present[e.presence.ID] = true
 			}
+			c.backOnline(e.presence.ID)
 		} else {
 			delete(c.present, e.presence.ID)
 		}
@@ -596,6 +611,9 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.stopThinking("")
 	} else {
 		c.turnNo++
+	}
+	if c.unheard != nil && m.Params.ID != c.unheard.msg.Params.ID {
+		c.unheard = nil // newer words: the floor decides the rested ones no more
 	}
 	before := slices.Clone(c.history) // what was said before m: m is judged, not history
 	c.history = append(c.history, m)
@@ -1050,21 +1068,53 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 // so it voted on nothing, and the conversation would end there. The same
 // Message again (its id unchanged: who heard it handles it once) reaches
 // who missed it; they vote, and the floor decides it again on the late
-// votes (floor.lateVote). Once per Message.
+// votes (floor.lateVote). A robot still reconnecting misses this copy
+// too: it is said once more when that robot's presence comes back
+// (backOnline). The first such rest of a Message only.
 func (c *Companion) sayAgainUnheard(g protocol.TurnGrant) {
+	if c.unheard != nil && c.unheard.msg.Params.ID == g.MessageID {
+		return
+	}
 	for _, id := range c.answers {
 		a := c.answered[id]
-		if a == nil || a.msg == nil || a.msg.Params.ID != g.MessageID || a.resaid {
+		if a == nil || a.msg == nil || a.msg.Params.ID != g.MessageID {
 			continue
 		}
-		a.resaid = true
-		c.m.Resent.WithLabelValues("unheard").Inc()
+		u := &unheard{msg: *a.msg, missing: map[string]bool{}, at: c.cfg.Clock.Now()}
+		for _, m := range g.Missing {
+			if len(u.missing) < maxPresent {
+				u.missing[m] = true
+			}
+		}
+		c.unheard = u
 		c.log.Info("the room rested on this companion's words without every vote; saying them once more for who did not hear them",
 			"message", g.MessageID, "missing", g.Missing)
-		if err := c.cfg.Room.QueueMessage(c.out, *a.msg); err != nil {
-			c.log.Warn("words not said again", "message", g.MessageID, "err", err)
-		}
+		c.sayUnheard("rest")
 		return
+	}
+}
+
+// backOnline says the unheard words again for a robot that owed its vote
+// on them and is back (its presence online again), once per robot, while
+// the floor may still decide them again.
+func (c *Companion) backOnline(id string) {
+	u := c.unheard
+	if u == nil || !u.missing[id] {
+		return
+	}
+	delete(u.missing, id)
+	if c.cfg.Clock.Now().Sub(u.at) > unheardFor {
+		c.unheard = nil
+		return
+	}
+	c.log.Info("a robot that did not hear this companion's words is back; saying them once more", "message", u.msg.Params.ID, "robot", id)
+	c.sayUnheard("back")
+}
+
+func (c *Companion) sayUnheard(why string) {
+	c.m.Resent.WithLabelValues("unheard").Inc()
+	if err := c.cfg.Room.QueueMessage(c.out, c.unheard.msg); err != nil {
+		c.log.Warn("words not said again", "message", c.unheard.msg.Params.ID, "why", why, "err", err)
 	}
 }
 

@@ -7,13 +7,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/room"
 )
 
 // Words the floor rested on by its deadline while votes were owed are said
-// once more, with the same id: at QoS 0, robots reconnecting after a NATS
-// node's loss never heard them, voted on nothing, and the conversation
-// ended there (the failover test, node 1 lost mid-vote, 3 runs of 4). A
-// rest every vote decided, or a second such rest, says nothing again.
+// once more, with the same id, and again when a robot that owed its vote
+// comes back online: at QoS 0, robots reconnecting after a NATS node's
+// loss never heard them, voted on nothing, and the conversation ended
+// there (the failover test, node 1 lost mid-vote, 3 runs of 4; the robots
+// were still reconnecting when the room rested). A rest every vote
+// decided, a second such rest, a robot that owed nothing coming back, or
+// anything after newer words, says nothing again.
 func TestWordsTheRoomDidNotHearAreSaidOnceMore(t *testing.T) {
 	r, states := kyokoAlone(t, "Kyoko says")
 	m := r.userSays("hello")
@@ -59,7 +63,23 @@ func TestWordsTheRoomDidNotHearAreSaidOnceMore(t *testing.T) {
 	if n := copies(time.Second); n != 1 {
 		t.Fatalf("rested by deadline with votes owed: kyoko said her words %d times more; want once", n)
 	}
-	if got := testutil.ToFloat64(r.m.Resent.WithLabelValues("unheard")); got != 1 {
-		t.Fatalf("chorus_companion_resent_total{kind=unheard} = %v", got)
+	// hana owed a vote and comes back: once more for her; then aya, who
+	// owed one too — but the person spoke meanwhile: nothing more.
+	back := func(id string) {
+		rm := room.New(nil, r.s, "lr", nil, nil)
+		birth, will := rm.PresenceMessages(id, id)
+		r.dial(id, birth, will)
+	}
+	back("hana")
+	if n := copies(time.Second); n != 1 {
+		t.Fatalf("hana, who did not hear them, came back: kyoko said her words %d times more; want once", n)
+	}
+	r.userSays("something newer")
+	back("aya")
+	if n := copies(time.Second); n != 0 {
+		t.Fatalf("after newer words kyoko said the rested ones %d times more", n)
+	}
+	if got := testutil.ToFloat64(r.m.Resent.WithLabelValues("unheard")); got != 2 {
+		t.Fatalf("chorus_companion_resent_total{kind=unheard} = %v, want 2", got)
 	}
 }

@@ -43,7 +43,9 @@ func TestOutsideRoomSurvivesLosingABrokerNode(t *testing.T) {
 			o.oneGrantPerMessageAndUtterance(t, w, procs)
 			o.retainedReadsTheSame(t, c.Port(0), c.Port(1), c.Port(2))
 			w.noneReadOffline(t, lost, o.members...)
-			t.Logf("NATS, node lost mid-%s: %d rests by deadline %q", at, len(restsByDeadline(procs)), restsByDeadline(procs))
+			saidAgain, lateVotes := recoveries(procs)
+			t.Logf("NATS, node lost mid-%s: %d rests by deadline %q; words said again %d, late votes that decided a rested message again %d",
+				at, len(restsByDeadline(procs)), restsByDeadline(procs), saidAgain, lateVotes)
 			// A Last Will marks a connection that dies: ann's process,
 			// now on another node, killed.
 			procs["ann"].cmd.Process.Signal(syscall.SIGKILL)

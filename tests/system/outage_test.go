@@ -101,6 +101,20 @@ func noRestByDeadline(t *testing.T, p *proc, id string) {
 	}
 }
 
+// recoveries counts what took a rest by deadline back: words said once
+// more by their author for robots that missed them, and the late votes on
+// which the floors decided a rested message again.
+func recoveries(procs map[string]*proc) (saidAgain, lateVotes int) {
+	for name, p := range procs {
+		l := p.log.String()
+		saidAgain += strings.Count(l, "saying them once more for who did not hear them")
+		if strings.HasPrefix(name, "floor") {
+			lateVotes += strings.Count(l, "deciding it again")
+		}
+	}
+	return saidAgain, lateVotes
+}
+
 // restsByDeadline is the rests the floors among procs decided by
 // deadline and announced, as they logged them.
 func restsByDeadline(procs map[string]*proc) []string {
