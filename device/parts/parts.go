@@ -138,12 +138,8 @@ func (g *Group[T]) hint(kind string) string {
 	if h, ok := g.Hints[strings.ToLower(kind)]; ok {
 		return ": " + h
 	}
-	if dym := settings.DidYouMean(kind, names...); dym != "" {
-		for _, n := range names {
-			if dym == settings.DidYouMean(kind, n) {
-				return dym + " " + g.Hints[n]
-			}
-		}
+	if n := settings.Closest(kind, names...); n != "" {
+		return settings.DidYouMean(kind, n) + " " + g.Hints[n]
 	}
 	return settings.DidYouMean(kind, g.Kinds()...)
 }

@@ -8,9 +8,19 @@ import (
 )
 
 // DidYouMean returns ` (did you mean "x"?)` for the choice closest to got
-// (a misspelt enum or key), or "" when none is close: at most one edit
-// for a short word, two for a longer one, case and "-"/"_" ignored.
+// (Closest), or "" when none is close.
 func DidYouMean(got string, choices ...string) string {
+	best := Closest(got, choices...)
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// Closest is the choice closest to got (a misspelt enum or key), or ""
+// when none is close: at most one edit for a short word, two for a
+// longer one, case and "-"/"_" ignored.
+func Closest(got string, choices ...string) string {
 	best, bestD := "", 3
 	g := fold(got)
 	for _, c := range choices {
@@ -19,10 +29,7 @@ func DidYouMean(got string, choices ...string) string {
 			best, bestD = c, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func fold(s string) string {
