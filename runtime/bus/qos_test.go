@@ -73,18 +73,22 @@ func TestBirthAndWillFollowTheQoS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The birth goes out on the connection's own goroutine: wait
+			// for it, so that Close does not overtake it.
+			await := func(what string) {
+				select {
+				case <-seen.received:
+				case <-ctx.Done():
+					t.Fatalf("the broker did not get %s: %v", what, ctx.Err())
+				}
+			}
+			await("the birth")
 			if err := b.Publish(ctx, said, []byte("hello"), false); err != nil {
 				t.Fatal(err)
 			}
 			b.Close() // publishes the Will itself before a clean disconnect
-			// The birth, the publish and the Will Close publishes, in any order.
-			for range 3 {
-				select {
-				case <-seen.received:
-				case <-ctx.Done():
-					t.Fatalf("the broker did not get the birth, the publish and the will: %v", ctx.Err())
-				}
-			}
+			await("the publish")
+			await("the will")
 			seen.mu.Lock()
 			defer seen.mu.Unlock()
 			if len(seen.will) != 1 || seen.will[0] != qos {
