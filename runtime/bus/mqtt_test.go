@@ -120,7 +120,7 @@ func brokerAddr(br bustest.Broker) string {
 
 func TestRetainedPresenceAndLastWill(t *testing.T) {
 	s := topic.New("")
-	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
+	bustest.ForEach(t, bustest.Options{ACL: true, People: []string{"watcher", "watcher2"}, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		pt := s.Presence("lr", "kyoko")
 		dev := brokerAddr(br)
 		proxy := bustest.StartProxy(t, dev)
@@ -146,7 +146,7 @@ func TestRetainedPresenceAndLastWill(t *testing.T) {
 
 func TestCleanCloseAnnouncesOffline(t *testing.T) {
 	s := topic.New("")
-	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
+	bustest.ForEach(t, bustest.Options{ACL: true, People: []string{"watcher"}, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		pt := s.Presence("lr", "hana")
 		w := dial(t, br.URL(), "watcher")
 		ch := collect(t, w, s.Presences("lr"))
@@ -357,7 +357,7 @@ func TestBirthIsStampedAtEveryConnect(t *testing.T) {
 // acknowledges and drops it; the embedded broker now does the same).
 func TestForgedWillRefusedAndDeniedPublishKeepsTheConnection(t *testing.T) {
 	s := topic.New("")
-	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
+	bustest.ForEach(t, bustest.Options{ACL: true, People: []string{"watcher", "mallory"}, Rosters: lrRoster}, func(t *testing.T, br bustest.Broker) {
 		w := dial(t, br.URL(), "watcher")
 		ch := collect(t, w, s.Prefix+"/rooms/#") // a non-member may not read devices' results
 		forged := []byte(`{"from":"floor","messageId":"m1","speaker":"mallory","reason":"speak","decidedBy":"all-voted","votes":[]}`)

@@ -6,7 +6,6 @@ package topic
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"unicode"
 )
@@ -54,21 +53,13 @@ type NATSUser struct {
 }
 
 // NATSUsers expands the ACL for every identity it names and for the
-// people given (the persons' apps, who only speak and read; Mosquitto
-// covers them with %u patterns, NATS needs each listed). An identity
+// people given (the persons' apps, who only speak and read). An identity
 // that is a NATS wildcard on its own ("*" or ">") cannot be written as a
 // permission and is refused, as is one with a space (no Chorus identity
 // has one).
 func (s Scheme) NATSUsers(people []string) ([]NATSUser, error) {
 	a := s.ACL()
-	names := a.Names()
-	for _, p := range people {
-		if _, ok := a.Users[p]; !ok {
-			names = append(names, p)
-		}
-	}
-	sort.Strings(names)
-	names = dedupe(names)
+	names := a.Identities(people)
 	users := make([]NATSUser, 0, len(names))
 	for _, n := range names {
 		if n == "*" || n == ">" {

@@ -153,12 +153,14 @@ func TestMayPublishHeardVoice(t *testing.T) {
 		{"guest", s.Message("lr", "guest"), true},
 	})
 	acl := aclHas(t, s,
-		"pattern read chorus/rooms/+/heard/+\n",
 		"user kyoko\n",
 		"topic write chorus/rooms/lr/heard/kyoko\n",
 		"user floor\n",
 	)
 	floor := acl[strings.Index(acl, "user floor\n"):]
+	if !strings.Contains(floor, "topic read chorus/rooms/+/heard/+\n") {
+		t.Errorf("the floor cannot read what the robots heard:\n%s", floor)
+	}
 	if !strings.Contains(floor, "topic write chorus/rooms/lr/messages/guest\n") {
 		t.Errorf("the floor's block lacks the room's voice:\n%s", floor)
 	}
@@ -260,5 +262,51 @@ func TestWhisperChannels(t *testing.T) {
 	)
 	if strings.Contains(acl, "pattern read chorus/rooms/#") {
 		t.Errorf("the ACL lets anyone read every whisper channel:\n%s", acl)
+	}
+}
+
+// Mosquitto warns, on every start, of each pattern line without %u or %c
+// ("ACL pattern '…' does not contain '%c' or '%u'"): the rules for
+// everyone are written into each identity's block instead, the people's
+// included, and for clients without a username before the first user.
+func TestMosquittoACLHasNoPatternMosquittoWarnsOf(t *testing.T) {
+	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana"}).WithVoice("lr", "guest")
+	acl := s.MosquittoACL("sam", "kyoko")
+	for _, line := range strings.Split(acl, "\n") {
+		if strings.HasPrefix(line, "pattern ") && !strings.Contains(line, "%u") && !strings.Contains(line, "%c") {
+			t.Errorf("Mosquitto warns of %q", line)
+		}
+	}
+	blocks := map[string]string{}
+	for _, b := range strings.Split(acl, "\n\n") {
+		if name, ok := strings.CutPrefix(b, "user "); ok {
+			name, rest, _ := strings.Cut(name, "\n")
+			if _, twice := blocks[name]; twice {
+				t.Errorf("user %s has two blocks", name)
+			}
+			blocks[name] = rest
+		}
+	}
+	anonymous := acl[:strings.Index(acl, "\nuser ")]
+	for _, who := range []string{"", "kyoko", "hana", "sam", "floor"} {
+		block, ok := blocks[who]
+		if who == "" {
+			block, ok = anonymous, true
+		}
+		if !ok {
+			t.Errorf("no block for %q:\n%s", who, acl)
+			continue
+		}
+		for _, want := range []string{"topic read chorus/rooms/+/messages/+\n", "topic read chorus/rooms/+/turns\n", "topic write chorus/devices/+/queries\n"} {
+			if !strings.Contains(block, want) {
+				t.Errorf("%q's block lacks %q", who, want)
+			}
+		}
+	}
+	if _, ok := blocks["mallory"]; ok {
+		t.Error("an identity nobody named has a block")
+	}
+	if !strings.Contains(acl, "pattern write chorus/rooms/+/messages/%u\n") {
+		t.Error("the identities' own messages are no longer a %u pattern")
 	}
 }

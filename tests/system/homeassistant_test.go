@@ -164,7 +164,7 @@ func TestHomeAssistantSeesTheRobot(t *testing.T) {
 		os.WriteFile(cfg, []byte(fmt.Sprintf(haRobotYAML, broker, waved, httpPort, enabled, body)), 0o644)
 	}
 	write("tcp://127.0.0.1:1", true)
-	acl, err := exec.Command(chorus, "acl", cfg).Output()
+	acl, err := exec.Command(chorus, "acl", "-people", "user,watch", cfg).Output() // chorus say speaks as user; the test watches as watch
 	if err != nil {
 		t.Fatalf("chorus acl: %v", err)
 	}

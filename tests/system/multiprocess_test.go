@@ -90,6 +90,10 @@ log: {level: info}
 // labRoster is the test room's members, for the broker's ACL.
 var labRoster = map[string][]string{"lab": {"ann", "ben", "cat"}}
 
+// labPeople are the lab's other identities Mosquitto's ACL lists (as
+// chorus acl -people does): the observer, chorus say's user, the bodies.
+var labPeople = []string{"observer", "user", "dev-ann", "dev-ben", "dev-cat", "dev-dan", "floor-box"}
+
 type proc struct {
 	name string
 	cmd  *exec.Cmd
@@ -189,7 +193,7 @@ func say(t *testing.T, chorus, url, text string) string {
 }
 
 func startMosquittoURL(t *testing.T) string {
-	return bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster}).URL()
+	return bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster, People: labPeople}).URL()
 }
 
 // waitGrant delivers the grant for message id.
@@ -229,7 +233,7 @@ func setup(t *testing.T, delays map[string]string) (url, chorus string, procs ma
 func startLab(t *testing.T, ids []string, config func(id, url string) string) (url, chorus string, procs map[string]*proc, o *observer) {
 	t.Helper()
 	chorusd, chorus := buildBinaries(t)
-	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster})
+	br := bustest.StartMosquitto(t, bustest.Options{ACL: true, Rosters: labRoster, People: labPeople})
 	url = br.URL()
 	dir := t.TempDir()
 	procs = map[string]*proc{}

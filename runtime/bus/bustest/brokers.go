@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,10 @@ type Options struct {
 	// Rosters gives rooms their members (room -> companion ids), for the
 	// ACL: only members may publish presence and States.
 	Rosters map[string][]string
+	// People are the identities besides the scheme's and Users' that
+	// Mosquitto's ACL lists (chorus acl -people): the persons and observers
+	// a test dials, which read the rooms. The embedded broker needs no list.
+	People []string
 	// MosquittoConf adds lines to Mosquitto's config (queue limits, say).
 	MosquittoConf []string
 	// MosquittoACL replaces the ACL that Chorus renders (Mosquitto only),
@@ -271,7 +276,11 @@ func StartMosquitto(t testing.TB, o Options) *Mosquitto {
 	if o.ACL || o.MosquittoACL != "" {
 		text := o.MosquittoACL
 		if text == "" {
-			text = o.scheme().MosquittoACL()
+			people := slices.Clone(o.People)
+			for u := range o.Users {
+				people = append(people, u)
+			}
+			text = o.scheme().MosquittoACL(people...)
 		}
 		acl := filepath.Join(m.dir, "acl")
 		if err := os.WriteFile(acl, []byte(text), 0o600); err != nil {

@@ -28,7 +28,7 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	aclOut := fs.String("acl", "", "write the ACL to this file (default: standard output)")
 	passwd := fs.String("passwd", "", "write a password-file skeleton to this file (an existing file is never overwritten)")
 	format := fs.String("format", "mosquitto", "mosquitto (an acl_file) or nats (a nats-server authorization block to include)")
-	people := fs.String("people", "", "nats: the persons' identities, comma-separated (NATS has no %u pattern: each user is listed)")
+	people := fs.String("people", "", "the persons' identities (each app a person speaks through: chorus say, the console), comma-separated: each reads the rooms and speaks under its own name")
 	passwords := fs.String("passwords", "", "nats: a name:password file (the -passwd skeleton, filled in) whose passwords the users get; without it each is CHANGE-ME")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,8 +39,12 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *format != "mosquitto" && *format != "nats" {
 		return fmt.Errorf("-format: %q is neither mosquitto nor nats", *format)
 	}
-	if *format == "mosquitto" && (*people != "" || *passwords != "") {
-		return errors.New("-people and -passwords are for -format nats (Mosquitto's ACL covers people with %u patterns, and its passwords are hashed by mosquitto_passwd)")
+	if *format == "mosquitto" && *passwords != "" {
+		return errors.New("-passwords is for -format nats (Mosquitto's passwords are hashed by mosquitto_passwd, in the -passwd file)")
+	}
+	persons, err := peopleList(*people)
+	if err != nil {
+		return err
 	}
 	var cfgs []*robot.Config
 	for _, f := range fs.Args() {
@@ -54,9 +58,9 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	acl, mode := s.MosquittoACL(), os.FileMode(0o644)
+	acl, mode := s.MosquittoACL(identities(cfgs, persons)...), os.FileMode(0o644)
 	if *format == "nats" {
-		if acl, err = natsUsers(s, cfgs, *people, *passwords); err != nil {
+		if acl, err = natsUsers(s, identities(cfgs, persons), *passwords); err != nil {
 			return err
 		}
 		mode = 0o600 // it holds the passwords
@@ -76,7 +80,7 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("-passwd: %w (an existing password file is never overwritten)", err)
 		}
 		defer f.Close()
-		skel, who := passwordSkeleton(cfgs)
+		skel, who := passwordSkeleton(cfgs, persons)
 		if _, err := io.WriteString(f, skel); err != nil {
 			return err
 		}
@@ -85,7 +89,7 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				return fmt.Errorf("-passwd: %w", err)
 			}
 		}
-		fmt.Fprintf(stderr, "wrote %s: replace every CHANGE-ME with that identity's password, add a line per person's app (a user: it may speak, never vote), then hash the file in place: mosquitto_passwd -U %s\n%s", *passwd, *passwd, who)
+		fmt.Fprintf(stderr, "wrote %s: replace every CHANGE-ME with that identity's password, then hash the file in place: mosquitto_passwd -U %s\n%s", *passwd, *passwd, who)
 	}
 	return nil
 }
@@ -117,24 +121,9 @@ func giveToMosquitto(path string, mode os.FileMode, stderr io.Writer) error {
 }
 
 // natsUsers renders the scheme's permissions for nats-server: every
-// identity the configs connect as and every person named, each with the
-// password passwordFile gives it (CHANGE-ME without one).
-func natsUsers(s topic.Scheme, cfgs []*robot.Config, people, passwordFile string) (string, error) {
-	skel, _ := passwordSkeleton(cfgs)
-	var names []string
-	for _, line := range strings.Split(skel, "\n") {
-		if name, _, ok := strings.Cut(line, ":"); ok {
-			names = append(names, name)
-		}
-	}
-	for _, p := range strings.Split(people, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			if why := protocol.ValidIdentity(p); why != "" {
-				return "", fmt.Errorf("-people: %q %s", p, why)
-			}
-			names = append(names, p)
-		}
-	}
+// identity it names and every one of names, each with the password
+// passwordFile gives it (CHANGE-ME without one).
+func natsUsers(s topic.Scheme, names []string, passwordFile string) (string, error) {
 	users, err := s.NATSUsers(names)
 	if err != nil {
 		return "", err
@@ -174,6 +163,33 @@ func natsUsers(s topic.Scheme, cfgs []*robot.Config, people, passwordFile string
 		}
 		return "CHANGE-ME"
 	}), nil
+}
+
+// identities is every identity the configs connect as and the people:
+// the names of the password file, each listed in the ACL.
+func identities(cfgs []*robot.Config, people []string) []string {
+	skel, _ := passwordSkeleton(cfgs, people)
+	var names []string
+	for _, line := range strings.Split(skel, "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// peopleList is -people's identities, each checked.
+func peopleList(flag string) ([]string, error) {
+	var people []string
+	for _, p := range strings.Split(flag, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if why := protocol.ValidIdentity(p); why != "" {
+				return nil, fmt.Errorf("-people: %q %s", p, why)
+			}
+			people = append(people, p)
+		}
+	}
+	return people, nil
 }
 
 // roomsScheme is the topic scheme of the configs' rooms: one prefix, every
@@ -223,12 +239,15 @@ func roomsScheme(cfgs []*robot.Config) (topic.Scheme, error) {
 	return s, nil
 }
 
-// passwordSkeleton lists every identity the configs connect as, one
-// "name:CHANGE-ME" line each, for mosquitto_passwd -U (which takes no
+// passwordSkeleton lists every identity the configs connect as and the
+// people, one "name:CHANGE-ME" line each, for mosquitto_passwd -U (which takes no
 // comment line: Debian's 2.0.11 calls the file corrupt), and who each
 // identity is, a line each, for the operator.
-func passwordSkeleton(cfgs []*robot.Config) (file, who string) {
+func passwordSkeleton(cfgs []*robot.Config, people []string) (file, who string) {
 	names := map[string]string{}
+	for _, p := range people {
+		names[p] = "a person (-people): their app connects as them, reads the rooms and speaks, never votes"
+	}
 	for _, c := range cfgs {
 		names[c.MQTT.Username] = "the device " + c.Device.ID + " (" + c.Path() + ")"
 		if c.Device.ID != c.MQTT.Username {

@@ -198,7 +198,8 @@ func TestACLForNATS(t *testing.T) {
 		args       []string
 		want       string
 	}{
-		{"people for Mosquitto", "", []string{"-people", "alice"}, "for -format nats"},
+		{"passwords for Mosquitto", "", []string{"-passwords", "x"}, "for -format nats"},
+		{"a person who is no identity", "", []string{"-people", "alice,a/b"}, `-people: "a/b"`},
 		{"a missing password", "kyoko:pw\n", []string{"-format", "nats"}, "gives no password for"},
 		{"a Mosquitto hash", strings.ReplaceAll(filled, "kyoko:pw-kyoko", "kyoko:$7$101$abc"), []string{"-format", "nats"}, "mosquitto_passwd hash"},
 		{"an unknown format", "", []string{"-format", "rabbitmq"}, "neither mosquitto nor nats"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/topic"
 	"github.com/chorus-robotics/chorus/systemd"
 )
 
@@ -35,7 +36,7 @@ func TestMosquittoRecipeAsDebianRunsIt(t *testing.T) {
 	aclFile, pw := filepath.Join(dir, "chorus.acl"), filepath.Join(dir, "chorus.passwd")
 	cfgs, _ := filepath.Glob("../../../../firmware-configs/livingroom/*.yaml")
 	var out, errOut bytes.Buffer
-	if code := Main(context.Background(), append([]string{"acl", "-acl", aclFile, "-passwd", pw}, cfgs...), &out, &errOut); code != 0 {
+	if code := Main(context.Background(), append([]string{"acl", "-people", "sam", "-acl", aclFile, "-passwd", pw}, cfgs...), &out, &errOut); code != 0 {
 		t.Fatalf("chorus acl: %d %s", code, errOut.String())
 	}
 	skel, err := os.ReadFile(pw)
@@ -68,7 +69,7 @@ func TestMosquittoRecipeAsDebianRunsIt(t *testing.T) {
 		}
 	}
 	m := bustest.StartMosquittoAsDebian(t, dir, conf)
-	if log := m.Log(); strings.Contains(log, "Error") {
+	if log := m.Log(); strings.Contains(log, "Error") || strings.Contains(log, "Warning") {
 		t.Fatalf("mosquitto: %s", log)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -80,5 +81,32 @@ func TestMosquittoRecipeAsDebianRunsIt(t *testing.T) {
 	defer kyoko.Close()
 	if _, err := bus.Dial(ctx, bus.Options{Broker: m.URL(), ClientID: "kyoko-2", Username: "kyoko", Password: "wrong"}); err == nil {
 		t.Error("a wrong password was let in")
+	}
+	// A person named with -people has a password and reads the room.
+	sam, err := bus.Dial(ctx, bus.Options{Broker: m.URL(), ClientID: "sam", Username: "sam", Password: "pw-sam"})
+	if err != nil {
+		t.Fatalf("sam with their password: %v\n%s", err, m.Log())
+	}
+	defer sam.Close()
+	sc := topic.New("")
+	got := make(chan string, 4)
+	if err := sam.Subscribe(ctx, sc.Messages("livingroom"), func(tp string, _ []byte) { got <- tp }); err != nil {
+		t.Fatal(err)
+	}
+	if err := sam.Publish(ctx, sc.Message("livingroom", "sam"), []byte(`{}`), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := kyoko.Publish(ctx, sc.Message("livingroom", "kyoko"), []byte(`{}`), false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{sc.Message("livingroom", "sam"), sc.Message("livingroom", "kyoko")} {
+		select {
+		case tp := <-got:
+			if tp != want {
+				t.Errorf("sam read %s, want %s", tp, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("sam never read %s", want)
+		}
 	}
 }
