@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -98,7 +99,7 @@ type Input struct {
 	// most relevant to the message, and the names of the other people in
 	// the conversation — never another person's other facts. A prompt
 	// quotes them as remembered facts, never as instructions.
-	Remembered []Fact
+	Remembered []memory.Fact
 	// Knowledge are tools the model may call for what it needs to know
 	// (the companions present, the date and time, memory search, what a
 	// bridge client declares).

@@ -6,51 +6,30 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+
+	"github.com/chorus-robotics/chorus/runtime/memory"
 )
-
-// Fact is something a companion remembers about a person, as a brain
-// sees it: recalled into the prompt as a fact, never as an instruction.
-type Fact struct {
-	ID     string `json:"id"`
-	Person string `json:"person"`        // the identity it belongs to
-	Key    string `json:"key,omitempty"` // what it is about ("name", "favorite color"); "" for none
-	Text   string `json:"text"`          // one short statement ("likes green tea")
-	Pinned bool   `json:"pinned,omitempty"`
-}
-
-// Said is one thing a person said, for extraction.
-type Said struct {
-	Person    string `json:"person"`
-	MessageID string `json:"messageId"`
-	Text      string `json:"text"`
-}
 
 // ExtractInput is what a brain extracts facts from: what people said
 // since the companion last wrote its memory, and what it already knows
 // about them (a new fact that contradicts one of these supersedes it).
 type ExtractInput struct {
 	Card  Card
-	Known []Fact // about the people in Said
-	Said  []Said // oldest first
-}
-
-// Learned is a fact a brain extracted. Person must be one of the people
-// in ExtractInput.Said and MessageID one of their messages (the memory
-// refuses the rest); Supersedes names a Known fact it replaces.
-type Learned struct {
-	Person     string `json:"person"`
-	MessageID  string `json:"messageId"`
-	Key        string `json:"key,omitempty"`
-	Text       string `json:"text"`
-	Supersedes string `json:"supersedes,omitempty"`
+	Known []memory.Fact  // about the people in Said
+	Said  []memory.Heard // oldest first
 }
 
 // Extractor is a brain that extracts facts about people from what they
 // said, in one call. The companion asks it after a conversation rests,
 // never on the way of a turn; a brain that is not one leaves extraction
 // to the memory's rules ("my name is …", "I like …").
+//
+// Each fact it returns is credited to a person in Said and one of their
+// messages (the memory refuses the rest), with its key and text, and
+// Supersedes naming a Known fact it replaces; its other fields are the
+// memory's to fill.
 type Extractor interface {
-	Extract(ctx context.Context, in ExtractInput) ([]Learned, error)
+	Extract(ctx context.Context, in ExtractInput) ([]memory.Fact, error)
 }
 
 // Knowledge is a tool a brain may offer its model beside the body's

@@ -62,6 +62,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/loop"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
@@ -233,7 +234,8 @@ type Companion struct {
 	rep      judging                       // the model's repetition judge
 	thinks   map[string]context.CancelFunc // the thinks under way, by message id (at most maxThinking)
 	stopped  *seen.Set                     // thinks stopped because nobody needs them
-	mem      remembering                   // the memory's book (memory.go)
+	mem      *memory.Keeper                // the memory's keeper (memory.go); nil without a memory
+	touched  map[string]bool               // people this companion answered in this run (bounded; replied.go)
 	noHold   bool                          // the body ignores the speak hold (Config.NoHold, or seen playing at once)
 	closer   closer                        // how far this companion has closed the conversation
 }
@@ -402,7 +404,7 @@ func New(cfg Config) (*Companion, error) {
 	}
 	log := cfg.Room.Log.With("companion", cfg.Card.ID)
 	m := cfg.Room.Metrics
-	return &Companion{
+	c := &Companion{
 		cfg: cfg,
 		log: log,
 		m:   m,
@@ -419,10 +421,12 @@ func New(cfg Config) (*Companion, error) {
 		noHold:   cfg.NoHold,
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
-		mem:      remembering{touched: map[string]bool{}, jobs: make(chan func(context.Context), memJobs), applied: seen.New(recentMessages)},
+		touched:  map[string]bool{},
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
-	}, nil
+	}
+	c.mem = c.newKeeper()
+	return c, nil
 }
 
 func (c *Companion) push(e event, kind string) { c.events.Push(e, kind) }
@@ -442,10 +446,10 @@ func (c *Companion) Run(ctx context.Context) error {
 	defer cancel()
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.out.Run(ctx) }()
-	if c.memOn() {
+	if c.mem != nil {
 		c.wg.Add(1)
-		go func() { defer c.wg.Done(); c.memLoop(ctx) }()
-		defer c.memStop() // what people said and was not written yet, by the rules (the store is safe beside memLoop)
+		go func() { defer c.wg.Done(); c.mem.Run(ctx) }()
+		defer c.mem.Stop() // what people said and was not written yet, by the rules (the store is safe beside Run)
 	}
 	if err := r.OnPresence(ctx, func(p room.PresenceEvent) { c.push(event{kind: evPresence, presence: p}, "presence") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
@@ -468,19 +472,19 @@ func (c *Companion) Run(ctx context.Context) error {
 	if rc, ok := r.Bus.(interface{ OnLost(func()) }); ok {
 		rc.OnLost(func() { c.push(event{kind: evLost}, "lost") })
 	}
-	if c.memOn() {
+	if c.mem != nil {
 		if err := r.OnForgets(ctx, func(l protocol.ForgetLog) { c.push(event{kind: evForgets, forgets: l}, "forgets") }); err != nil {
 			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 		}
 	}
-	if c.memOn() && c.cfg.Memory.Share {
-		// The store is safe for concurrent use, and onShared only queues.
-		if err := r.OnShared(ctx, c.onShared); err != nil {
+	if c.mem != nil && c.cfg.Memory.Share {
+		// The store is safe for concurrent use, and Shared only queues.
+		if err := r.OnShared(ctx, c.mem.Shared); err != nil {
 			return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 		}
 	}
-	if c.memOn() {
-		c.memResume()
+	if c.mem != nil {
+		c.mem.Resume()
 	}
 	c.status(Listening)
 	for {
@@ -558,9 +562,9 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evJudged:
 		c.onJudged(e)
 	case evRest:
-		c.onRest()
+		c.mem.Rest()
 	case evForgets:
-		c.onForgets(e.forgets)
+		c.mem.Forget(e.forgets)
 	case evLost:
 		c.away = true
 	case evStillHere:
@@ -575,8 +579,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 				c.log.Warn("speaking status not published again", "err", err)
 			}
 		}
-		if c.memOn() {
-			c.republishForgets()
+		if c.mem != nil {
+			c.mem.Republish()
 		}
 	case evStartCheck:
 		if t := c.turn; t != nil && t.grant == e.id {
@@ -645,14 +649,14 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	}
 	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
 	var people []string // for a recall by meaning
-	if c.memOn() && c.isUser(from) {
+	if c.mem != nil && c.isUser(from) {
 		people = c.people(m)
 		if c.control(ctx, m, e) {
 			return
 		}
-		c.recall(&in, m, people)
-		c.heardPerson(ctx, m)
-		defer c.journal(m) // once the think has started: its fsync is not on the turn's way
+		in.Remembered = c.mem.Recall(from, m.Params.Message, people)
+		c.mem.Heard(ctx, heard(m))
+		defer c.mem.Journal(heard(m)) // once the think has started: its fsync is not on the turn's way
 	}
 	in.Knowledge = c.knowledge(m, in.Actions)
 	if c.thinking >= maxThinking {
@@ -674,7 +678,9 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		defer c.wg.Done()
 		defer cancel()
 		if people != nil {
-			c.recallVec(tctx, &in, people)
+			if fs, ok := c.mem.RecallByMeaning(tctx, from, m.Params.Message, people); ok {
+				in.Remembered = fs
+			}
 			e.in = in
 		}
 		e.thought, e.took = c.think(tctx, in, e)

@@ -1,8 +1,6 @@
 package companion
 
 import (
-	"context"
-
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -26,7 +24,7 @@ func (c *Companion) known(m protocol.Message) map[string]any {
 	if !c.isUser(p) {
 		return nil
 	}
-	return map[string]any{KnownMet: c.mem.touched[p] || c.memOn() && c.cfg.Memory.Store.Touched(p)}
+	return map[string]any{KnownMet: c.touched[p] || c.mem != nil && c.mem.Touched(p)}
 }
 
 // replied records that this companion answered the author of the message
@@ -40,23 +38,17 @@ func (c *Companion) replied(grant string, said *protocol.Message) {
 		return // the body did not say it: nobody was answered
 	}
 	p := tf.in.Message.Params.From
-	if !c.isUser(p) || c.mem.touched[p] {
+	if !c.isUser(p) || c.touched[p] {
 		return
 	}
-	if len(c.mem.touched) >= maxPresent {
-		for old := range c.mem.touched { // one goes; the store still knows it
-			delete(c.mem.touched, old)
+	if len(c.touched) >= maxPresent {
+		for old := range c.touched { // one goes; the store still knows it
+			delete(c.touched, old)
 			break
 		}
 	}
-	c.mem.touched[p] = true
-	if !c.memOn() {
-		return
+	c.touched[p] = true
+	if c.mem != nil {
+		c.mem.Touch(p)
 	}
-	st := c.cfg.Memory.Store
-	c.memJob("met", func(context.Context) {
-		if err := st.Touch(p); err != nil {
-			c.log.Error("memory: the reply was not written", "person", p, "err", err)
-		}
-	})
 }

@@ -5,8 +5,17 @@
 // by rule, with the bytes erased from disk.
 //
 // It imports nothing of the conversation runtime; of Chorus it uses only
-// runtime/protocol (what an identity is), runtime/settings (its settings)
-// and runtime/modelhttp (for the optional embeddings client).
+// runtime/protocol (what an identity is, and the wire's facts),
+// runtime/settings (its settings), runtime/modelhttp (for the optional
+// embeddings client) and, for the Keeper, runtime/clock, runtime/seen and
+// runtime/metrics.
+//
+// The Keeper is a companion's memory policy over its Store: what a
+// companion heard since the last rest, recall for a message, rest →
+// extraction → write, forgetting, and the facts other companions share
+// (keeper.go). Fact is the one fact type: the brain's prompt and
+// extraction take it too, and Fact.Wire and FromWire convert the wire's
+// protocol.MemoryFact.
 // The rules that need no model live here too: Extract (simple
 // self-statements, English and Japanese), Control ("forget that", "forget
 // me", "what do you remember about me") and the spoken replies Describe

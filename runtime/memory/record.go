@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // Bounds of a fact's fields.
@@ -41,6 +43,19 @@ type Fact struct {
 	Pinned     bool      `json:"pinned,omitempty"`     // part of the person's core (key "name" is always pinned)
 	Supersedes string    `json:"supersedes,omitempty"` // the id of the fact it replaced
 	Vec        Vector    `json:"vec,omitempty"`        // an embedding of Text (optional; RecallVec)
+}
+
+// Wire is f as the room's wire carries it (protocol.MemoryFact: the wire
+// holds no vector; the receiver keeps the fact by its words).
+func (f Fact) Wire() protocol.MemoryFact {
+	return protocol.MemoryFact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Created: f.Created,
+		Robot: f.Robot, MessageID: f.MessageID, Pinned: f.Pinned, Supersedes: f.Supersedes}
+}
+
+// FromWire is the fact w, learned by robot (the companion that shared it).
+func FromWire(w protocol.MemoryFact, robot string) Fact {
+	return Fact{ID: w.ID, Person: w.Person, Key: w.Key, Text: w.Text, MessageID: w.MessageID,
+		Robot: robot, Created: w.Created, Pinned: w.Pinned, Supersedes: w.Supersedes}
 }
 
 // Vector is an embedding. In a record it is the little-endian float32s,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 )
 
 func brainOn(s *server) *llm.Brain {
@@ -65,8 +66,8 @@ func TestKnowledgeToolTurnAndEvents(t *testing.T) {
 func TestExtractRequest(t *testing.T) {
 	s := newServer(t, reply("end_turn", text(`{"facts":[{"person":"user-ann","messageId":"m1","key":"pet","text":"猫を飼っている","supersedes":"f9"}]}`)))
 	in := brain.ExtractInput{Card: brain.Card{ID: "hana", Name: "Hana", Language: "ja"},
-		Known: []brain.Fact{{ID: "f9", Person: "user-ann", Key: "pet", Text: "犬を飼っている"}},
-		Said:  []brain.Said{{Person: "user-ann", MessageID: "m1", Text: "犬じゃなくて猫を飼ってるよ。"}}}
+		Known: []memory.Fact{{ID: "f9", Person: "user-ann", Key: "pet", Text: "犬を飼っている"}},
+		Said:  []memory.Heard{{Person: "user-ann", MessageID: "m1", Text: "犬じゃなくて猫を飼ってるよ。"}}}
 	facts, err := brainOn(s).Extract(context.Background(), in)
 	if err != nil || len(facts) != 1 || facts[0].Supersedes != "f9" {
 		t.Fatalf("%v %v", facts, err)

@@ -59,7 +59,7 @@ func ExtractSchema() map[string]any {
 // by ParseExtract; the facts it drops are counted
 // (chorus_brain_failures_total{reason="bad_fact"}) and each is logged at
 // debug with the reason. Nothing said: no call.
-func (b *Brain) Extract(ctx context.Context, in brain.ExtractInput) ([]brain.Learned, error) {
+func (b *Brain) Extract(ctx context.Context, in brain.ExtractInput) ([]memory.Fact, error) {
 	if len(in.Said) == 0 {
 		return nil, nil
 	}
@@ -104,7 +104,7 @@ type learnedWire struct {
 // fact about the same thing. A supersedes that is not a Known fact of
 // the same person is removed (the fact kept, the reason in dropped). The
 // same fact twice is kept once; at most MaxLearned facts.
-func ParseExtract(text string, in brain.ExtractInput) (facts []brain.Learned, dropped []string, err error) {
+func ParseExtract(text string, in brain.ExtractInput) (facts []memory.Fact, dropped []string, err error) {
 	var w struct {
 		Facts *[]json.RawMessage `json:"facts"`
 	}
@@ -122,14 +122,14 @@ func ParseExtract(text string, in brain.ExtractInput) (facts []brain.Learned, dr
 	for _, f := range in.Known {
 		known[f.ID] = f.Person
 	}
-	seen := map[brain.Learned]bool{}
+	seen := map[learnedWire]bool{} // the facts kept, by their five fields
 	for i, raw := range *w.Facts {
 		var f learnedWire
 		if err := strictJSON(string(raw), &f); err != nil {
 			dropped = append(dropped, fmt.Sprintf("fact %d: %v", i, err))
 			continue
 		}
-		l := brain.Learned{Person: f.Person, MessageID: f.MessageID, Key: strings.TrimSpace(f.Key),
+		l := memory.Fact{Person: f.Person, MessageID: f.MessageID, Key: strings.TrimSpace(f.Key),
 			Text: strings.TrimSpace(f.Text), Supersedes: f.Supersedes}
 		refuse := func(why string) {
 			dropped = append(dropped, fmt.Sprintf("fact %d (person %q, key %q): %s", i, clip(l.Person), clip(l.Key), why))
@@ -159,8 +159,8 @@ func ParseExtract(text string, in brain.ExtractInput) (facts []brain.Learned, dr
 			refuse(fmt.Sprintf("supersedes %q, no known fact of that person; kept, superseding nothing", clip(l.Supersedes)))
 			l.Supersedes = ""
 		}
-		if !seen[l] {
-			seen[l] = true
+		if k := (learnedWire{l.Person, l.MessageID, l.Key, l.Text, l.Supersedes}); !seen[k] {
+			seen[k] = true
 			facts = append(facts, l)
 		}
 	}

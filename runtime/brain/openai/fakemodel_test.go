@@ -8,6 +8,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -18,17 +19,17 @@ func TestFakeModelExtractsAndFillsEvents(t *testing.T) {
 	fake := llmtest.New()
 	defer fake.Close()
 	fake.TokensPerSecond = 2000
-	fake.Extract = func(in brain.ExtractInput) []brain.Learned {
-		var out []brain.Learned
+	fake.Extract = func(in brain.ExtractInput) []memory.Fact {
+		var out []memory.Fact
 		for _, s := range in.Said {
-			out = append(out, brain.Learned{Person: s.Person, MessageID: s.MessageID, Key: "said", Text: "said something"})
+			out = append(out, memory.Fact{Person: s.Person, MessageID: s.MessageID, Key: "said", Text: "said something"})
 		}
 		return out
 	}
 	b := &llm.Brain{Chat: New(Config{BaseURL: fake.BaseURL(), Model: "m"}), Draft: true}
 	facts, err := b.Extract(context.Background(), brain.ExtractInput{Card: brain.Card{Language: "ja"},
-		Known: []brain.Fact{{ID: "f1", Person: "user", Text: "x"}},
-		Said:  []brain.Said{{Person: "user", MessageID: "m1", Text: "こんにちは"}, {Person: "ann", MessageID: "m2", Text: "hi"}}})
+		Known: []memory.Fact{{ID: "f1", Person: "user", Text: "x"}},
+		Said:  []memory.Heard{{Person: "user", MessageID: "m1", Text: "こんにちは"}, {Person: "ann", MessageID: "m2", Text: "hi"}}})
 	if err != nil || len(facts) != 2 || facts[1].Person != "ann" {
 		t.Fatalf("facts %v %v", facts, err)
 	}
@@ -37,7 +38,7 @@ func TestFakeModelExtractsAndFillsEvents(t *testing.T) {
 		t.Errorf("the fake read %+v", ex)
 	}
 	fake.Extract = nil
-	if facts, err := b.Extract(context.Background(), brain.ExtractInput{Said: []brain.Said{{Person: "u", MessageID: "m", Text: "t"}}}); err != nil || len(facts) != 0 {
+	if facts, err := b.Extract(context.Background(), brain.ExtractInput{Said: []memory.Heard{{Person: "u", MessageID: "m", Text: "t"}}}); err != nil || len(facts) != 0 {
 		t.Errorf("no Extract: %v %v", facts, err)
 	}
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 )
 
 // The card's events reach the API in the state schema after the vote and
@@ -61,7 +62,7 @@ func TestKnowledgeToolTurn(t *testing.T) {
 func TestExtractRequest(t *testing.T) {
 	s := newServer(t, completion(`{"facts":[{"person":"user-ann","messageId":"m1","key":"like:green tea","text":"likes green tea","supersedes":""}]}`, "stop"))
 	in := brain.ExtractInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en"},
-		Said: []brain.Said{{Person: "user-ann", MessageID: "m1", Text: "I love green tea."}}}
+		Said: []memory.Heard{{Person: "user-ann", MessageID: "m1", Text: "I love green tea."}}}
 	facts, err := brainFor(s, nil, true, nil).Extract(context.Background(), in)
 	if err != nil || len(facts) != 1 || facts[0].Text != "likes green tea" {
 		t.Fatalf("%v %v", facts, err)

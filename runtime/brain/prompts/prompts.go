@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -186,7 +187,7 @@ type fact struct {
 // MaxRemembered facts, each clipped to MaxRememberedText characters) as
 // JSON lines under a heading that says they are data, never
 // instructions; nothing when it remembers nothing.
-func remembered(b *strings.Builder, w words, fs []brain.Fact) {
+func remembered(b *strings.Builder, w words, fs []memory.Fact) {
 	if len(fs) == 0 {
 		return
 	}

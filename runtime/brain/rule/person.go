@@ -19,9 +19,9 @@ import (
 // facts recalled about them (Input.Remembered holds only theirs, and
 // others' names), then what they said of themselves in the conversation
 // (before the memory is written, at its rest) and in their message.
-func known(in brain.Input) []brain.Fact {
+func known(in brain.Input) []memory.Fact {
 	from := in.Message.Params.From
-	var out []brain.Fact
+	var out []memory.Fact
 	for _, f := range in.Remembered {
 		if f.Person == from {
 			out = append(out, f)
@@ -32,7 +32,7 @@ func known(in brain.Input) []brain.Fact {
 			continue
 		}
 		for _, st := range memory.Extract(m.Params.Message) {
-			out = append(out, brain.Fact{Person: from, Key: st.Key, Text: st.Text})
+			out = append(out, memory.Fact{Person: from, Key: st.Key, Text: st.Text})
 		}
 	}
 	return out
@@ -50,7 +50,7 @@ func personal(in brain.Input) bool {
 
 // nameOf is the person's name from facts ("" when none is known): the
 // newest "name" fact, its text "name is Sam" or "名前はサム".
-func nameOf(facts []brain.Fact) string {
+func nameOf(facts []memory.Fact) string {
 	name := ""
 	for _, f := range facts {
 		if f.Key != "name" {
@@ -143,7 +143,7 @@ func matchAboutMe(rules []aboutMe, text string) string {
 
 // answerAboutMe is the answer to a question about the person from facts
 // (the speaker's only), honest when none answers it.
-func answerAboutMe(ja bool, key string, facts []brain.Fact) string {
+func answerAboutMe(ja bool, key string, facts []memory.Fact) string {
 	var ts []string
 	for _, f := range facts {
 		match := f.Key == key || sameFavorite(f.Key, key)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -19,7 +20,7 @@ import (
 // mango." with riddles, and a robot with little material answered
 // everything "Mm, I'm listening, user (0).".
 func TestRuleBrainTalksToThePerson(t *testing.T) {
-	sam := []brain.Fact{
+	sam := []memory.Fact{
 		{Person: "user", Key: "name", Text: "name is Sam", Pinned: true},
 		{Person: "user", Key: "favorite fruit", Text: "favorite fruit is mango"},
 		{Person: "user", Key: "home", Text: "lives in Leeds"},
@@ -28,7 +29,7 @@ func TestRuleBrainTalksToThePerson(t *testing.T) {
 		{Person: "user", Key: "like:green tea", Text: "likes green tea"},
 		{Person: "pat", Key: "name", Text: "name is Patricia", Pinned: true}, // another person present: a name only
 	}
-	saku := []brain.Fact{
+	saku := []memory.Fact{
 		{Person: "user", Key: "name", Text: "名前はサク", Pinned: true},
 		{Person: "user", Key: "favorite 果物", Text: "好きな果物はマンゴー"},
 		{Person: "user", Key: "home", Text: "京都に住んでいる"},
@@ -43,7 +44,7 @@ func TestRuleBrainTalksToThePerson(t *testing.T) {
 		card       brain.Card
 		present    []string
 		text       string
-		remembered []brain.Fact
+		remembered []memory.Fact
 		history    []string // the person's earlier messages in the conversation
 		want       []string // in this order
 		never      []string
@@ -68,7 +69,7 @@ func TestRuleBrainTalksToThePerson(t *testing.T) {
 		{"ja unknown", jaSim, []string{"sim"}, "私の仕事は何？", saku, nil, []string{"まだ知らないんだ"}, nil},
 		{"en a statement then a question to the robots", sim, []string{"sim"}, "My favourite fruit is mango. What do you think?", sam, nil,
 			[]string{"So your favourite fruit is mango", "Beep boop"}, []string{"Your favourite"}},
-		{"en colour asked, color told", sim, []string{"sim"}, "What's my favourite colour?", append(sam[:1:1], brain.Fact{Person: "user", Key: "favorite color", Text: "favorite color is green"}), nil,
+		{"en colour asked, color told", sim, []string{"sim"}, "What's my favourite colour?", append(sam[:1:1], memory.Fact{Person: "user", Key: "favorite color", Text: "favorite color is green"}), nil,
 			[]string{"Your favourite color is green."}, nil},
 		{"en heard, no question mark", sim, []string{"sim"}, "hi robots what is my name", sam, nil, []string{"Sam", "Your name is Sam."}, nil},
 		{"en what else do I like", sim, []string{"sim"}, "What else do I like?", sam, nil, []string{"green tea"}, []string{"I don't know"}},
@@ -118,14 +119,14 @@ func TestRuleBrainAcknowledgesWithoutCounterOrIdentity(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
 		card       brain.Card
-		remembered []brain.Fact
+		remembered []memory.Fact
 		want, not  string
 	}{
 		{"en known", brain.Card{ID: "sim", Name: "Sim", SampleLines: []string{"Beep boop."}, Language: "en"},
-			[]brain.Fact{{Person: "user", Key: "name", Text: "name is Sam"}}, "Sam", "user"},
+			[]memory.Fact{{Person: "user", Key: "name", Text: "name is Sam"}}, "Sam", "user"},
 		{"en unknown", brain.Card{ID: "sim", Name: "Sim", SampleLines: []string{"Beep boop."}, Language: "en"}, nil, "", "user"},
 		{"ja known", brain.Card{ID: "sim", Name: "シム", SampleLines: []string{"ピポパ。"}, Language: "ja"},
-			[]brain.Fact{{Person: "user", Key: "name", Text: "名前はサク"}}, "サク", "user"},
+			[]memory.Fact{{Person: "user", Key: "name", Text: "名前はサク"}}, "サク", "user"},
 		{"ja unknown", brain.Card{ID: "sim", Name: "シム", SampleLines: []string{"ピポパ。"}, Language: "ja"}, nil, "", "user"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -154,9 +154,10 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 		}
 		out := make([]protocol.MemoryFact, 0, len(facts))
 		for _, f := range facts {
-			mf := protocol.MemoryFact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Created: f.Created.UTC(), Pinned: f.Pinned}
-			if req.Op == protocol.MemoryExport {
-				mf.Robot, mf.MessageID, mf.Supersedes = f.Robot, f.MessageID, f.Supersedes
+			mf := f.Wire()
+			mf.Created = f.Created.UTC()
+			if req.Op != protocol.MemoryExport {
+				mf.Robot, mf.MessageID, mf.Supersedes = "", "", "" // export only
 			}
 			out = append(out, mf)
 		}

@@ -193,7 +193,7 @@ func promptTokens(st *memory.Store, msgs []memMessage) ([]int, error) {
 		without := prompts.State(in, true)
 		// As companion.recall does (the known event: companion.known).
 		for _, f := range st.Recall(m.people, m.text, MemoryRecall) {
-			in.Remembered = append(in.Remembered, brain.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
+			in.Remembered = append(in.Remembered, memory.Fact{ID: f.ID, Person: f.Person, Key: f.Key, Text: f.Text, Pinned: f.Pinned})
 		}
 		in.Events = map[string]any{companion.KnownMet: st.Touched(m.people[0])}
 		with := prompts.State(in, true)

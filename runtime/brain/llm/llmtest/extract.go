@@ -8,6 +8,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 )
 
 // extract answers an extraction request (llm.Brain.Extract): known by its
@@ -32,7 +33,7 @@ func (s *Server) extract(w http.ResponseWriter, req request) bool {
 	s.extracted = append(s.extracted, in)
 	fn := s.Extract
 	s.mu.Unlock()
-	facts := []brain.Learned{}
+	facts := []memory.Fact{}
 	if fn != nil {
 		facts = append(facts, fn(in)...)
 	}
@@ -45,7 +46,7 @@ func (s *Server) extract(w http.ResponseWriter, req request) bool {
 	}
 	out := make([]wire, len(facts))
 	for i, f := range facts {
-		out[i] = wire(f)
+		out[i] = wire{Person: f.Person, MessageID: f.MessageID, Key: f.Key, Text: f.Text, Supersedes: f.Supersedes}
 	}
 	b, _ := json.Marshal(map[string]any{"facts": out})
 	time.Sleep(s.Latency)
@@ -71,12 +72,12 @@ func extractInput(prompt string) brain.ExtractInput {
 	for _, line := range strings.Split(prompt, "\n") {
 		switch {
 		case strings.HasPrefix(line, `{"person":`):
-			var sd brain.Said
+			var sd memory.Heard
 			if json.Unmarshal([]byte(line), &sd) == nil {
 				in.Said = append(in.Said, sd)
 			}
 		case strings.HasPrefix(line, `{"id":`):
-			var f brain.Fact
+			var f memory.Fact
 			if json.Unmarshal([]byte(line), &f) == nil {
 				in.Known = append(in.Known, f)
 			}

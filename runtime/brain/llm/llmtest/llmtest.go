@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 )
 
 // Server is a fake OpenAI-compatible server.
@@ -80,7 +81,7 @@ type Server struct {
 	// (runtime/brain/llm.Brain.Extract): the facts it learns from what the
 	// prompt quotes (ExtractInput rebuilt from the prompt, Card only its
 	// language). Nil: no facts. The answer comes at the server's pace.
-	Extract func(brain.ExtractInput) []brain.Learned
+	Extract func(brain.ExtractInput) []memory.Fact
 
 	extracted []brain.ExtractInput
 

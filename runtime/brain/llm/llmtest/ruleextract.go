@@ -10,11 +10,11 @@ import (
 // of that person from that message, and one about what a known fact of
 // theirs is about (the same key) supersedes it by id — as a model told
 // the known facts marks a correction.
-func RuleExtract(in brain.ExtractInput) []brain.Learned {
-	var out []brain.Learned
+func RuleExtract(in brain.ExtractInput) []memory.Fact {
+	var out []memory.Fact
 	for _, s := range in.Said {
 		for _, st := range memory.Extract(s.Text) {
-			l := brain.Learned{Person: s.Person, MessageID: s.MessageID, Key: st.Key, Text: st.Text}
+			l := memory.Fact{Person: s.Person, MessageID: s.MessageID, Key: st.Key, Text: st.Text}
 			for _, k := range in.Known {
 				if k.Person == s.Person && k.Key != "" && k.Key == st.Key {
 					l.Supersedes = k.ID
