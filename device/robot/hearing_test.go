@@ -13,8 +13,8 @@ func TestHearingConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := c.Hearing
-	if h.Enabled || h.User != "user" || h.Window != 150*time.Millisecond || h.Tail != 300*time.Millisecond ||
-		*h.VAD.Aggressiveness != 2 || h.VAD.Hangover != 500*time.Millisecond || h.VAD.MaxUtterance != 15*time.Second ||
+	if h.Enabled || h.User != "user" || h.Window != 150*time.Millisecond || h.Ear.Tail != 300*time.Millisecond ||
+		*h.Ear.VAD.Aggressiveness != 2 || h.Ear.VAD.Hangover != 500*time.Millisecond || h.Ear.VAD.MaxUtterance != 15*time.Second ||
 		c.Drivers.Mic.Kind != "none" || c.Drivers.Mic.SampleRate != 16000 {
 		t.Fatalf("defaults: %+v, mic %+v", h, c.Drivers.Mic)
 	}
