@@ -11,13 +11,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
-// DefaultWake is the wake word's kind unless one is named: none, the room
-// listens whenever no robot speaks.
-const DefaultWake = "none"
+// The ear's defaults: how long one transcript may take after the person
+// stopped, how long a wake word opens the room's ears, how long after any
+// robot's voice the gate stays closed (the room's reverberation), and the
+// wake word's kind unless one is named (none: the room listens whenever
+// no robot speaks). The VAD's are drivers/vad's.
+const (
+	DefaultTimeout   = stt.DefaultTimeout
+	DefaultListenFor = 8 * time.Second
+	DefaultTail      = 300 * time.Millisecond
+	DefaultWake      = "none"
+)
 
 // Settings are how this robot hears people (docs/hearing.md): a voice
 // activity detector that cuts its microphone's sound into utterances, a
