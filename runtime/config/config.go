@@ -32,7 +32,8 @@ import (
 const Version = 1
 
 // Config is a device's room settings: the sections of its config file
-// that the conversation runtime reads (a robot's file adds its body's:
+// that the conversation runtime reads (a robot's file adds its hearing
+// section, half the room's and half its ear's, and its body's:
 // device/robot inlines this one).
 type Config struct {
 	Version   int            `yaml:"version"`
