@@ -50,7 +50,6 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
 	"github.com/chorus-robotics/chorus/drivers/mic"
-	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/broker"
@@ -533,10 +532,8 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 	}
 	capture := &mic.Capture{Source: ear.Counted(src, d.m), Log: d.log,
 		OnDrop: func(n int) { d.m.Hearing.WithLabelValues("mic_dropped_frames").Add(float64(n)) }}
-	v := cfg.Hearing.VAD
-	seg := &vad.Segmenter{Detector: vad.NewEnergy(cfg.Drivers.Mic.SampleRate, vad.Mode(*v.Aggressiveness)),
-		PreRoll: v.PreRoll, Hangover: v.Hangover, MinLength: v.MinUtterance, MaxLength: v.MaxUtterance}
-	gate := &ear.Gate{Self: cfg.Identity(), EchoCancelled: cfg.Drivers.Mic.EchoCancelled, Tail: cfg.Hearing.Tail, Muted: p.Deaf}
+	seg := cfg.Hearing.Ear.VAD.Segmenter(cfg.Drivers.Mic.SampleRate)
+	gate := &ear.Gate{Self: cfg.Identity(), EchoCancelled: cfg.Drivers.Mic.EchoCancelled, Tail: cfg.Hearing.Ear.Tail, Muted: p.Deaf}
 	var listening func(bool)
 	if r := d.ha; r != nil { // Home Assistant's "listening"
 		listening = func(on bool) {
@@ -548,11 +545,11 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 		}
 	}
 	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg, OnListening: listening,
-		STT: engine, Gate: gate, Timeout: cfg.Hearing.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Wake.ListenFor})
+		STT: engine, Gate: gate, Timeout: cfg.Hearing.Ear.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Ear.Wake.ListenFor})
 	if err != nil {
 		return err
 	}
-	d.log.Info("hearing", "mic", cfg.Drivers.Mic.Kind, "stt", engine.Name(), "wake", cfg.Hearing.Wake.Kind, "echo_cancelled", cfg.Drivers.Mic.EchoCancelled)
+	d.log.Info("hearing", "mic", cfg.Drivers.Mic.Kind, "stt", engine.Name(), "wake", cfg.Hearing.Ear.Wake.Kind, "echo_cancelled", cfg.Drivers.Mic.EchoCancelled)
 	g.Go(func() error { return capture.Run(ctx) })
 	g.Go(func() error { return e.Run(ctx) })
 	return nil

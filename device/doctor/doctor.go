@@ -355,10 +355,10 @@ func (d *doctor) hearing(ctx context.Context) {
 		return
 	}
 	d.microphone(ctx)
-	if kind := c.Hearing.STT.Kind; parts.STT.Built(kind) {
+	if kind := c.Hearing.Ear.STT.Kind; parts.STT.Built(kind) {
 		d.stt(ctx, kind)
 	}
-	if kind := c.Hearing.Wake.Kind; kind != "none" && parts.Wakes.Built(kind) {
+	if kind := c.Hearing.Ear.Wake.Kind; kind != "none" && parts.Wakes.Built(kind) {
 		d.wake(ctx, kind)
 	}
 }
@@ -370,7 +370,7 @@ func (d *doctor) stt(ctx context.Context, kind string) {
 	c := d.c
 	name := "speech to text (" + kind + ")"
 	fix := "check hearing.stt (the server at its url is up and reachable from here; pocketsphinx and pocketsphinx-en-us installed; the grammar file)"
-	if c.Hearing.STT.URL != "" && placeholder(c.Hearing.STT.URL) {
+	if c.Hearing.Ear.STT.URL != "" && placeholder(c.Hearing.Ear.STT.URL) {
 		d.fail(name, "set hearing.stt.url to your speech-to-text server (this address is an example's stand-in; nothing was sent to it)", errPlaceholder)
 		return
 	}
@@ -404,7 +404,7 @@ func (d *doctor) stt(ctx context.Context, kind string) {
 			return
 		}
 		warmed = fmt.Sprintf("warmed the model: its first utterance took %v", took)
-		if t := c.Hearing.STT.Timeout; t > 0 && took > t {
+		if t := c.Hearing.Ear.STT.Timeout; t > 0 && took > t {
 			warmed += fmt.Sprintf(", longer than hearing.stt.timeout (%v): unwarmed, the robot's first utterance would have failed", t)
 		}
 		warmed += "; then "
@@ -427,7 +427,7 @@ func (d *doctor) wake(ctx context.Context, kind string) {
 	c := d.c
 	name := "wake word (" + kind + ")"
 	fix := "check hearing.wake.url: a Wyoming wake-word server (wyoming-openwakeword) listening there"
-	if placeholder(c.Hearing.Wake.URL) {
+	if placeholder(c.Hearing.Ear.Wake.URL) {
 		d.fail(name, "set hearing.wake.url to your wake-word server (this address is an example's stand-in; nothing was sent to it)", errPlaceholder)
 		return
 	}

@@ -30,16 +30,6 @@ type Frames interface {
 // works on the last sentence is heard; a flood is not.
 const DefaultInFlight = 2
 
-// The ear's defaults: how long one transcript may take after the person
-// stopped, how long a wake word opens the room's ears, and how long
-// after any robot's voice the gate stays closed (the room's
-// reverberation).
-const (
-	DefaultTimeout   = stt.DefaultTimeout
-	DefaultListenFor = 8 * time.Second
-	DefaultTail      = 300 * time.Millisecond
-)
-
 // Config configures an Ear.
 type Config struct {
 	Room   *room.Room // the room the robot reports to, with its roster

@@ -171,8 +171,8 @@ var (
 	TTS     = newGroup[tts.Engine]("TTS engine", "drivers.tts.kind", func(c *robot.Config) string { return c.Drivers.TTS.Kind })
 	Brains  = newGroup[brain.Brain]("brain", "brain.provider", func(c *robot.Config) string { return c.Brain.Provider })
 	Mics    = newGroup[mic.Source]("microphone", "drivers.mic.kind", func(c *robot.Config) string { return c.Drivers.Mic.Kind })
-	STT     = newGroup[stt.Engine]("speech-to-text engine", "hearing.stt.kind", func(c *robot.Config) string { return c.Hearing.STT.Kind })
-	Wakes   = newGroup[wake.Detector]("wake-word detector", "hearing.wake.kind", func(c *robot.Config) string { return c.Hearing.Wake.Kind })
+	STT     = newGroup[stt.Engine]("speech-to-text engine", "hearing.stt.kind", func(c *robot.Config) string { return c.Hearing.Ear.STT.Kind })
+	Wakes   = newGroup[wake.Detector]("wake-word detector", "hearing.wake.kind", func(c *robot.Config) string { return c.Hearing.Ear.Wake.Kind })
 )
 
 // hears reports whether c's robot hears: its speech-to-text engine is

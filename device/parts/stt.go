@@ -20,7 +20,7 @@ import (
 func init() {
 	STT.Add(Part[stt.Engine]{Kind: "pocketsphinx", About: "Debian's offline recogniser (pocketsphinx, pocketsphinx-en-us); exact with hearing.stt.grammar or keywords",
 		Check: func(c *robot.Config, m Mode) []string {
-			s := c.Hearing.STT
+			s := c.Hearing.Ear.STT
 			out := binary("hearing.stt.binary", or(s.Binary, pocketsphinx.DefaultBinary), m)
 			if s.Grammar != "" && s.Keywords != "" {
 				out = append(out, "hearing.stt.keywords: give a grammar or a keyword list, not both")
@@ -33,13 +33,13 @@ func init() {
 			return out
 		},
 		Make: func(c *robot.Config, env Env) (stt.Engine, error) {
-			s := c.Hearing.STT
+			s := c.Hearing.Ear.STT
 			return &pocketsphinx.Engine{Binary: or(s.Binary, pocketsphinx.DefaultBinary), Grammar: c.Resolve(s.Grammar),
 				Keywords: c.Resolve(s.Keywords), Language: or(s.Language, language(c)), Timeout: s.Timeout, Log: env.Log}, nil
 		}})
 	STT.Add(Part[stt.Engine]{Kind: "wyoming", About: "a Wyoming speech-to-text server (wyoming-faster-whisper, whisper.cpp): hearing.stt.url tcp://host:port",
 		Check: func(c *robot.Config, _ Mode) []string {
-			s := c.Hearing.STT
+			s := c.Hearing.Ear.STT
 			var out []string
 			if _, err := wyomingAddr(s.URL); err != nil {
 				out = append(out, "hearing.stt.url: "+err.Error())
@@ -50,7 +50,7 @@ func init() {
 			return out
 		},
 		Make: func(c *robot.Config, env Env) (stt.Engine, error) {
-			s := c.Hearing.STT
+			s := c.Hearing.Ear.STT
 			addr, err := wyomingAddr(s.URL)
 			if err != nil {
 				return nil, err
@@ -60,7 +60,7 @@ func init() {
 		}})
 	STT.Add(Part[stt.Engine]{Kind: "openai", About: "an OpenAI-compatible /audio/transcriptions endpoint (OpenAI, Groq, a whisper.cpp or faster-whisper server)",
 		Check: func(c *robot.Config, m Mode) []string {
-			s := c.Hearing.STT
+			s := c.Hearing.Ear.STT
 			var out []string
 			if s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
 				out = append(out, fmt.Sprintf("hearing.stt.url: must be an http:// or https:// base URL, got %q", s.URL))
@@ -73,7 +73,7 @@ func init() {
 			return out
 		},
 		Make: func(c *robot.Config, env Env) (stt.Engine, error) {
-			s := c.Hearing.STT
+			s := c.Hearing.Ear.STT
 			key, err := s.APIKey()
 			if err != nil {
 				return nil, err
@@ -88,13 +88,13 @@ func init() {
 	Wakes.Add(Part[wake.Detector]{Kind: "none", About: "no wake word: the room listens whenever no robot speaks"})
 	Wakes.Add(Part[wake.Detector]{Kind: "wyoming", About: "a Wyoming wake-word server (wyoming-openwakeword): hearing.wake.url tcp://host:port; the room listens for hearing.wake.listen_for after a wake word",
 		Check: func(c *robot.Config, _ Mode) []string {
-			if _, err := wyomingAddr(c.Hearing.Wake.URL); err != nil {
+			if _, err := wyomingAddr(c.Hearing.Ear.Wake.URL); err != nil {
 				return []string{"hearing.wake.url: " + err.Error()}
 			}
 			return nil
 		},
 		Make: func(c *robot.Config, env Env) (wake.Detector, error) {
-			w := c.Hearing.Wake
+			w := c.Hearing.Ear.Wake
 			addr, err := wyomingAddr(w.URL)
 			if err != nil {
 				return nil, err

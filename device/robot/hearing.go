@@ -1,86 +1,48 @@
-// The hearing section's fields of one robot: its ear's, its voice
-// activity detector's, its speech to text's and its wake word's (the
-// room's, user and window, are runtime/hearing's). The section's shape is
-// runtime/hearing's; its device fields are filled here from their owners'
-// defaults (device/ear, drivers/vad) and checked here.
+// The hearing section: one mapping of the file, of two halves with their
+// owners' defaults and checks, the room's (runtime/hearing) and the
+// body's (device/ear), and how it fits the rest of the file.
 
 package robot
 
 import (
-	"fmt"
-	"strings"
-	"time"
-
 	"github.com/chorus-robotics/chorus/device/ear"
-	"github.com/chorus-robotics/chorus/drivers/vad"
+	"github.com/chorus-robotics/chorus/runtime/hearing"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
-// DefaultWake is the wake word's kind unless one is named: none, the room
-// listens whenever no robot speaks.
-const DefaultWake = "none"
-
-func (c *Config) hearingDefaults() {
-	h := &c.Hearing
-	if h.Tail == 0 {
-		h.Tail = ear.DefaultTail
-	}
-	def(&h.Wake.Kind, DefaultWake)
-	if h.Wake.ListenFor == 0 {
-		h.Wake.ListenFor = ear.DefaultListenFor
-	}
-	if h.STT.Timeout == 0 {
-		h.STT.Timeout = ear.DefaultTimeout
-	}
-	v := &c.Hearing.VAD
-	if v.Aggressiveness == nil {
-		a := int(vad.Aggressive)
-		v.Aggressiveness = &a
-	}
-	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{
-		{&v.PreRoll, vad.DefaultPreRoll}, {&v.Hangover, vad.DefaultHangover},
-		{&v.MinUtterance, vad.DefaultMinLength}, {&v.MaxUtterance, vad.DefaultMaxLength},
-	} {
-		if *d.v == 0 {
-			*d.v = d.def
-		}
-	}
+// Hearing is the config's hearing section (docs/hearing.md): the room's
+// half, whether this robot hears and how the room's floor publishes what
+// it heard (enabled, user, window: runtime/hearing's), and the body's,
+// how this robot hears (tail, stt, vad, wake: its ear's).
+type Hearing struct {
+	hearing.Settings `yaml:",inline"`
+	Ear              ear.Settings `yaml:",inline"`
 }
 
-// validateHearing checks the section's device fields (p is its view).
+func (c *Config) hearingDefaults() {
+	c.Hearing.Settings.SetDefaults()
+	c.Hearing.Ear.SetDefaults()
+}
+
+// validateHearing checks the room's half of the section and how the
+// section fits the rest (p is the file's): the person heard speaks as
+// nobody of the room; a robot that hears reports as its companion,
+// through a speech-to-text engine. The engine's kind and its own fields,
+// like every kind, are the parts registry's (device/parts); the body's
+// half is its ear's (Validate checks it beside the drivers).
 func (c *Config) validateHearing(p *settings.Problems) {
 	h := c.Hearing
-	if h.Tail < 0 || h.Tail > 5*time.Second {
-		p.Add("tail", "must be from 0 to 5s, got %v", h.Tail)
+	h.Settings.Check(p.In("hearing"))
+	if c.SpeaksAsRoom(h.User) {
+		p.Add("hearing.user", "%q is a companion or the floor of room %s: the person heard needs an identity of their own", h.User, c.Room.Name)
 	}
-	if h.STT.Timeout < 100*time.Millisecond || h.STT.Timeout > 2*time.Minute {
-		p.Add("stt.timeout", "must be from 100ms to 2m, got %v", h.STT.Timeout)
+	if !h.Enabled {
+		return
 	}
-	v := h.VAD
-	if a := v.Aggressiveness; a != nil && (*a < int(vad.Quality) || *a > int(vad.VeryAggressive)) {
-		p.Add("vad.aggressiveness", "must be from 0 to 3, got %d", *a)
+	if c.Companion == nil {
+		p.Add("hearing.enabled", "a device without a companion has nobody to report what it hears as")
 	}
-	if v.PreRoll < 0 || v.PreRoll > 2*time.Second {
-		p.Add("vad.pre_roll", "must be from 0 to 2s, got %v", v.PreRoll)
-	}
-	if v.Hangover < 100*time.Millisecond || v.Hangover > 5*time.Second {
-		p.Add("vad.hangover", "must be from 100ms to 5s, got %v", v.Hangover)
-	}
-	if v.MinUtterance < 0 || v.MinUtterance > 10*time.Second {
-		p.Add("vad.min_utterance", "must be from 0 to 10s, got %v", v.MinUtterance)
-	}
-	if v.MaxUtterance < time.Second || v.MaxUtterance > 5*time.Minute || v.MaxUtterance <= v.MinUtterance {
-		p.Add("vad.max_utterance", "must be from 1s to 5m and above min_utterance (%v), got %v", v.MinUtterance, v.MaxUtterance)
-	}
-	if h.Wake.ListenFor < time.Second || h.Wake.ListenFor > 5*time.Minute {
-		p.Add("wake.listen_for", "must be from 1s to 5m, got %v", h.Wake.ListenFor)
-	}
-	for i, n := range h.Wake.Names {
-		if n == "" || len(n) > 64 || strings.ContainsAny(n, "\x00\n") {
-			p.Add(fmt.Sprintf("wake.names[%d]", i), "must be a wake word's name of 1 to 64 bytes, got %q", n)
-		}
+	if h.Ear.STT.Kind == "" {
+		p.Add("hearing.stt.kind", "hearing is enabled: name a speech-to-text engine (pocketsphinx, wyoming, openai)")
 	}
 }

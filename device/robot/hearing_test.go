@@ -13,8 +13,8 @@ func TestHearingConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := c.Hearing
-	if h.Enabled || h.User != "user" || h.Window != 150*time.Millisecond || h.Tail != 300*time.Millisecond ||
-		*h.VAD.Aggressiveness != 2 || h.VAD.Hangover != 500*time.Millisecond || h.VAD.MaxUtterance != 15*time.Second ||
+	if h.Enabled || h.User != "user" || h.Window != 150*time.Millisecond || h.Ear.Tail != 300*time.Millisecond ||
+		*h.Ear.VAD.Aggressiveness != 2 || h.Ear.VAD.Hangover != 500*time.Millisecond || h.Ear.VAD.MaxUtterance != 15*time.Second ||
 		c.Drivers.Mic.Kind != "none" || c.Drivers.Mic.SampleRate != 16000 {
 		t.Fatalf("defaults: %+v, mic %+v", h, c.Drivers.Mic)
 	}
@@ -40,5 +40,39 @@ func TestHearingConfig(t *testing.T) {
 		{"hearing: {surprise: 1}\n", "surprise"},
 	} {
 		wantDecode(t, tt.yaml, base+tt.yaml, tt.field)
+	}
+}
+
+// The hearing section is one mapping of two halves: every key lands in
+// its owner's half, a misspelt key of either half is named with the
+// closest of the whole section's, and each half's problems carry the
+// section's path.
+func TestHearingSectionHalves(t *testing.T) {
+	base := "version: 1\ndevice: {id: dev1}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\nroom: {name: lab, members: [k, h]}\ncompanion: {id: k, name: K, personality: calm, language: en}\n"
+	c, err := Decode(strings.NewReader(base + "hearing: {enabled: true, user: guest, window: 1s, tail: 1s, stt: {kind: pocketsphinx, timeout: 9s}, " +
+		"vad: {hangover: 700ms}, wake: {kind: wyoming, url: \"tcp://127.0.0.1:10400\", listen_for: 4s}}\ndrivers: {mic: {kind: file, path: in.wav}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Hearing
+	if !h.Enabled || h.User != "guest" || h.Window != time.Second {
+		t.Errorf("the room's half: %+v", h.Settings)
+	}
+	if e := h.Ear; e.Tail != time.Second || e.STT.Kind != "pocketsphinx" || e.STT.Timeout != 9*time.Second ||
+		e.VAD.Hangover != 700*time.Millisecond || e.Wake.Kind != "wyoming" || e.Wake.ListenFor != 4*time.Second {
+		t.Errorf("the ear's half: %+v", e)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"hearing: {enabld: true}\n", `hearing.enabld: unknown field (did you mean "enabled"?)`},
+		{"hearing: {windw: 1s}\n", `hearing.windw: unknown field (did you mean "window"?)`},
+		{"hearing: {tial: 1s}\n", `hearing.tial: unknown field (did you mean "tail"?)`},
+		{"hearing: {vad: {hangovr: 1s}}\n", `hearing.vad.hangovr: unknown field (did you mean "hangover"?)`},
+		{"hearing: {stt: {timeot: 1s}}\n", `hearing.stt.timeot: unknown field (did you mean "timeout"?)`},
+		{"hearing: {vad: {hangover: soon}}\n", `hearing.vad.hangover: must be a duration such as 3s or 500ms, got "soon"`},
+		{"hearing: {stt: soon}\n", `hearing.stt: must be a mapping, got "soon"`},
+		{"hearing: {window: 3s, vad: {hangover: 6s}}\n", "hearing.window: must be from 0 to 2s, got 3s"},
+		{"hearing: {window: 3s, vad: {hangover: 6s}}\n", "hearing.vad.hangover: must be from 100ms to 5s, got 6s"},
+	} {
+		wantDecode(t, tt.yaml, base+tt.yaml, tt.want)
 	}
 }

@@ -1,7 +1,8 @@
 // Package robot is a robot's whole config file: the room's sections,
 // which the conversation runtime reads (runtime/config, inlined), and the
 // body's, which only the device reads: its drivers, its body parts and
-// actions, Home Assistant, the HTTP listener and bridge, and the log.
+// actions, Home Assistant, the HTTP listener and bridge, and the log. The
+// hearing section is half the room's, half the body's (Hearing).
 // Each section's defaults and checks are its owner's; Validate reports
 // every bad field of the file at once.
 //
@@ -26,6 +27,7 @@ import (
 // Config is a robot's config file.
 type Config struct {
 	config.Config `yaml:",inline"`
+	Hearing       Hearing `yaml:"hearing"`
 	Drivers       Drivers `yaml:"drivers"`
 	Body          Body    `yaml:"body"`
 	// HomeAssistant makes the robot a Home Assistant device (off by default).
@@ -86,9 +88,13 @@ func ParseFS(fsys fs.FS, name string) (*Config, config.Errors, error) {
 }
 
 // Scheme is the topic scheme of this robot's room (config.Scheme) with
-// its Home Assistant node, when it has one.
+// the person its room hears (hearing.user) and its Home Assistant node,
+// when it has one.
 func (c *Config) Scheme() topic.Scheme {
 	s := c.Config.Scheme()
+	if c.Hearing.User != "" {
+		s = s.WithVoice(c.Room.Name, c.Hearing.User)
+	}
 	if h := c.HomeAssistant; h.Enabled || h.Configured() {
 		s = s.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
 	}
@@ -96,7 +102,7 @@ func (c *Config) Scheme() topic.Scheme {
 }
 
 // SetDefaults fills every unset field: the room's sections through
-// config, then the body's.
+// config, then the hearing section's and the body's.
 func (c *Config) SetDefaults() {
 	c.Config.SetDefaults()
 	c.hearingDefaults()
@@ -111,16 +117,18 @@ func (c *Config) SetDefaults() {
 }
 
 // Validate reports every bad field of the file at once: the room's
-// sections, then the body's and how they fit the room.
+// sections and the room's half of hearing, then the body's and how they
+// fit the room.
 func (c *Config) Validate() error {
 	var p, warn settings.Problems
 	c.Config.Check(&p)
+	c.validateHearing(&p)
 	c.Config.CheckCard(&p, &warn, c.bodyTools())
 	if b := c.Brain; b.MaxUtterance < 10 || b.MaxUtterance > c.Drivers.TTS.MaxChars {
 		p.Add("brain.max_utterance", "must be from 10 to drivers.tts.max_chars (%d), the most the body speaks at once, got %d", c.Drivers.TTS.MaxChars, b.MaxUtterance)
 	}
 	c.validateDrivers(p.In("drivers"))
-	c.validateHearing(p.In("hearing"))
+	c.Hearing.Ear.Check(p.In("hearing"))
 	if c.Hearing.Enabled && (c.Drivers.Mic.Kind == "none" || c.Drivers.Mic.Kind == "") {
 		p.Add("drivers.mic.kind", "hearing is enabled: name a microphone (command, portaudio, air, file; chorusd --list)")
 	}

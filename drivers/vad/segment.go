@@ -10,9 +10,20 @@ import (
 // Segmenter defaults.
 const (
 	DefaultPreRoll   = 300 * time.Millisecond
-	DefaultHangover  = 500 * time.Millisecond
 	DefaultMinLength = 300 * time.Millisecond
 	DefaultMaxLength = 15 * time.Second
+)
+
+// The hangover is the silence that ends an utterance (Segmenter.Hangover,
+// a config's hearing.vad.hangover): DefaultHangover unless one is set,
+// and a setting is held from MinHangover, below which a person's pause
+// between two words ends what they say, to MaxHangover, beyond which the
+// room waits seconds after the person stopped. Declared here alone: the
+// ear's settings (device/ear), the benchmarks and their labels name these.
+const (
+	DefaultHangover = 500 * time.Millisecond
+	MinHangover     = 100 * time.Millisecond
+	MaxHangover     = 5 * time.Second
 )
 
 // Kind is what an Event says.

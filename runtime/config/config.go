@@ -21,7 +21,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/floor"
-	"github.com/chorus-robotics/chorus/runtime/hearing"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/realtime"
@@ -33,17 +32,17 @@ import (
 const Version = 1
 
 // Config is a device's room settings: the sections of its config file
-// that the conversation runtime reads (a robot's file adds its body's:
+// that the conversation runtime reads (a robot's file adds its hearing
+// section, half the room's and half its ear's, and its body's:
 // device/robot inlines this one).
 type Config struct {
-	Version   int              `yaml:"version"`
-	Device    Device           `yaml:"device"`
-	Room      Room             `yaml:"room"`
-	MQTT      MQTT             `yaml:"mqtt"`
-	Companion *brain.Card      `yaml:"companion"` // absent on a speaker-only device
-	Brain     brain.Settings   `yaml:"brain"`
-	Hearing   hearing.Settings `yaml:"hearing"`
-	Query     query.Settings   `yaml:"query"`
+	Version   int            `yaml:"version"`
+	Device    Device         `yaml:"device"`
+	Room      Room           `yaml:"room"`
+	MQTT      MQTT           `yaml:"mqtt"`
+	Companion *brain.Card    `yaml:"companion"` // absent on a speaker-only device
+	Brain     brain.Settings `yaml:"brain"`
+	Query     query.Settings `yaml:"query"`
 	// Memory turns the companion's long-term memory on (issue 29); nil
 	// (no memory section) remembers nothing.
 	Memory *memory.Settings `yaml:"memory"`
@@ -118,9 +117,6 @@ func (c *Config) Identity() string {
 // room's checks).
 func (c *Config) Scheme() topic.Scheme {
 	s := topic.Scheme{Prefix: c.MQTT.Prefix, FloorIDs: c.MQTT.FloorIDs}.WithRoster(c.Room.Name, c.Room.Members)
-	if c.Hearing.User != "" {
-		s = s.WithVoice(c.Room.Name, c.Hearing.User)
-	}
 	for ch, ms := range c.Room.Realtime.Whisper {
 		s = s.WithWhisper(c.Room.Name, ch, ms)
 	}

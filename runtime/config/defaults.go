@@ -5,8 +5,8 @@ package config
 
 // SetDefaults fills every unset field with its default: each section's
 // owning package fills its own (floor, companion, repetition, realtime,
-// query, hearing, brain, bus, broker); a robot's body sections are
-// device/robot's.
+// query, brain, bus, broker); a robot's hearing section and its body's
+// are device/robot's.
 func (c *Config) SetDefaults() {
 	c.Room.VoteSettings.SetDefaults()
 	c.Room.TurnSettings.SetDefaults()
@@ -26,7 +26,6 @@ func (c *Config) SetDefaults() {
 		c.MQTT.Username = c.Identity()
 	}
 	c.Brain.SetDefaults()
-	c.Hearing.SetDefaults()
 	c.Query.SetDefaults()
 	if c.Memory != nil {
 		c.Memory.SetDefaults()

@@ -73,7 +73,6 @@ func (c *Config) Check(p *settings.Problems) {
 	if c.Companion != nil && b.Timeout > r.VoteCeiling {
 		p.Add("brain.timeout", "%v is longer than room.vote_ceiling %v: the floor never waits that long, so a slow answer always comes after the vote is decided; lower brain.timeout or raise room.vote_ceiling", b.Timeout, r.VoteCeiling)
 	}
-	c.validateHearing(p)
 	c.Query.Check(p.In("query"))
 	if m := c.Memory; m != nil {
 		m.Check(p.In("memory"))
@@ -83,27 +82,6 @@ func (c *Config) Check(p *settings.Problems) {
 		if c.Memory.Extract == memory.ExtractModel && b.Provider == brain.DefaultProvider {
 			p.Add("memory.extract", "model needs a model brain (brain.provider is rule): use rules")
 		}
-	}
-}
-
-// validateHearing checks how the hearing section fits the rest: the
-// section's own fields are runtime/hearing's; the STT kind and its own
-// fields, like every kind, the parts registry's; the microphone the
-// robot's (device/robot).
-func (c *Config) validateHearing(p *settings.Problems) {
-	h := c.Hearing
-	h.Check(p.In("hearing"))
-	if c.SpeaksAsRoom(h.User) {
-		p.Add("hearing.user", "%q is a companion or the floor of room %s: the person heard needs an identity of their own", h.User, c.Room.Name)
-	}
-	if !h.Enabled {
-		return
-	}
-	if c.Companion == nil {
-		p.Add("hearing.enabled", "a device without a companion has nobody to report what it hears as")
-	}
-	if h.STT.Kind == "" {
-		p.Add("hearing.stt.kind", "hearing is enabled: name a speech-to-text engine (pocketsphinx, wyoming, openai)")
 	}
 }
 

@@ -90,7 +90,7 @@ func (v *voice) prepare(c *robot.Config) {
 	c.Drivers.Audio = robot.Audio{Kind: "air", Air: addr, SampleRate: c.Drivers.Audio.SampleRate}
 	c.Drivers.Mic.Kind, c.Drivers.Mic.Air = "air", addr
 	c.Hearing.Enabled = true
-	c.Hearing.STT.Kind, c.Hearing.STT.Grammar = "pocketsphinx", v.grammar
+	c.Hearing.Ear.STT.Kind, c.Hearing.Ear.STT.Grammar = "pocketsphinx", v.grammar
 }
 
 // say has the person say the line into the air.

@@ -1,0 +1,170 @@
+// The ear's settings: the body's half of a config's hearing section, how
+// one robot hears (its gate's tail, its speech to text, its voice
+// activity detector, its wake word). The room's half (enabled, user,
+// window) is runtime/hearing's; device/robot composes the two into the
+// one section of the file.
+
+package ear
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/vad"
+	"github.com/chorus-robotics/chorus/runtime/settings"
+)
+
+// The ear's defaults: how long one transcript may take after the person
+// stopped, how long a wake word opens the room's ears, how long after any
+// robot's voice the gate stays closed (the room's reverberation), and the
+// wake word's kind unless one is named (none: the room listens whenever
+// no robot speaks). The VAD's are drivers/vad's.
+const (
+	DefaultTimeout   = stt.DefaultTimeout
+	DefaultListenFor = 8 * time.Second
+	DefaultTail      = 300 * time.Millisecond
+	DefaultWake      = "none"
+)
+
+// Settings are how this robot hears people (docs/hearing.md): a voice
+// activity detector that cuts its microphone's sound into utterances, a
+// speech-to-text engine, the gate that keeps it from transcribing robots,
+// and when it listens.
+type Settings struct {
+	// Tail is how long after any robot's speech ends the room still does
+	// not listen (the room's reverberation).
+	Tail time.Duration `yaml:"tail"`
+	STT  STT           `yaml:"stt"`
+	VAD  VAD           `yaml:"vad"`
+	Wake Wake          `yaml:"wake"`
+}
+
+// Wake is when the room listens: always ("none", the default: whenever no
+// robot speaks) or for ListenFor after a wake word a Wyoming wake-word
+// server heard ("wyoming": openWakeWord). A wake word heard while a robot
+// speaks barges in on it.
+type Wake struct {
+	Kind      string        `yaml:"kind"`  // none, wyoming
+	URL       string        `yaml:"url"`   // tcp://host:port
+	Names     []string      `yaml:"names"` // the wake words (the server's model names: okay_nabu, hey_jarvis); checked against its info
+	ListenFor time.Duration `yaml:"listen_for"`
+}
+
+// STT is the speech-to-text engine.
+type STT struct {
+	Kind string `yaml:"kind"` // pocketsphinx, wyoming, openai
+	// URL is the engine's address: tcp://host:port for wyoming, the API's
+	// base URL for openai (https://api.openai.com/v1, a whisper.cpp or
+	// faster-whisper server).
+	URL       string `yaml:"url"`
+	Model     string `yaml:"model"`       // openai: the transcription model (whisper-1); wyoming: sent only when the server lists it
+	Language  string `yaml:"language"`    // a hint: en, ja; default the companion's
+	APIKeyEnv string `yaml:"api_key_env"` // openai: the environment variable holding the key
+	// Binary (pocketsphinx) is the recogniser's program; Grammar a JSGF
+	// grammar file and Keywords a keyword list file, which make an offline
+	// recogniser exact on the phrases a robot expects.
+	Binary   string        `yaml:"binary"`
+	Grammar  string        `yaml:"grammar"`
+	Keywords string        `yaml:"keywords"`
+	Timeout  time.Duration `yaml:"timeout"` // per utterance
+	// AfterStop (wyoming) bounds the wait for the server's first answer
+	// after the audio stopped: a server that stopped answering fails the
+	// utterance then, not at Timeout. 0 derives it: 5 s plus the
+	// utterance's length, never more than Timeout.
+	AfterStop time.Duration `yaml:"after_stop"`
+}
+
+// APIKey is the engine's API key, from the environment variable the
+// section names ("" when it names none).
+func (s STT) APIKey() (string, error) {
+	return settings.Secret("hearing.stt.api_key_env", s.APIKeyEnv, "")
+}
+
+// VAD is the voice activity detector: how the microphone's sound is cut
+// into utterances (drivers/vad's Segmenter).
+type VAD struct {
+	// Aggressiveness is 0 (hears most as speech) to 3 (least).
+	Aggressiveness *int          `yaml:"aggressiveness"`
+	PreRoll        time.Duration `yaml:"pre_roll"`      // kept before speech starts
+	Hangover       time.Duration `yaml:"hangover"`      // silence that ends an utterance (vad.DefaultHangover)
+	MinUtterance   time.Duration `yaml:"min_utterance"` // shorter bursts are dropped
+	MaxUtterance   time.Duration `yaml:"max_utterance"` // longer speech is cut here
+}
+
+// Segmenter is the segmenter these settings make for a microphone of
+// sampleRate (the settings' defaults filled).
+func (v VAD) Segmenter(sampleRate int) *vad.Segmenter {
+	return &vad.Segmenter{Detector: vad.NewEnergy(sampleRate, vad.Mode(*v.Aggressiveness)),
+		PreRoll: v.PreRoll, Hangover: v.Hangover, MinLength: v.MinUtterance, MaxLength: v.MaxUtterance}
+}
+
+// SetDefaults fills every unset field from its owner's default: the
+// ear's, the detector's (drivers/vad).
+func (s *Settings) SetDefaults() {
+	if s.Tail == 0 {
+		s.Tail = DefaultTail
+	}
+	if s.Wake.Kind == "" {
+		s.Wake.Kind = DefaultWake
+	}
+	if s.Wake.ListenFor == 0 {
+		s.Wake.ListenFor = DefaultListenFor
+	}
+	if s.STT.Timeout == 0 {
+		s.STT.Timeout = DefaultTimeout
+	}
+	v := &s.VAD
+	if v.Aggressiveness == nil {
+		a := int(vad.Aggressive)
+		v.Aggressiveness = &a
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&v.PreRoll, vad.DefaultPreRoll}, {&v.Hangover, vad.DefaultHangover},
+		{&v.MinUtterance, vad.DefaultMinLength}, {&v.MaxUtterance, vad.DefaultMaxLength},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+}
+
+// Check reports the fields that are bad to p (the hearing section's
+// view). The speech-to-text and wake-word kinds and their own fields are
+// the parts registry's (device/parts).
+func (s Settings) Check(p *settings.Problems) {
+	if s.Tail < 0 || s.Tail > 5*time.Second {
+		p.Add("tail", "must be from 0 to 5s, got %v", s.Tail)
+	}
+	if s.STT.Timeout < 100*time.Millisecond || s.STT.Timeout > 2*time.Minute {
+		p.Add("stt.timeout", "must be from 100ms to 2m, got %v", s.STT.Timeout)
+	}
+	v := s.VAD
+	if a := v.Aggressiveness; a != nil && (*a < int(vad.Quality) || *a > int(vad.VeryAggressive)) {
+		p.Add("vad.aggressiveness", "must be from 0 to 3, got %d", *a)
+	}
+	if v.PreRoll < 0 || v.PreRoll > 2*time.Second {
+		p.Add("vad.pre_roll", "must be from 0 to 2s, got %v", v.PreRoll)
+	}
+	if v.Hangover < vad.MinHangover || v.Hangover > vad.MaxHangover {
+		p.Add("vad.hangover", "must be from %v to %v, got %v", vad.MinHangover, vad.MaxHangover, v.Hangover)
+	}
+	if v.MinUtterance < 0 || v.MinUtterance > 10*time.Second {
+		p.Add("vad.min_utterance", "must be from 0 to 10s, got %v", v.MinUtterance)
+	}
+	if v.MaxUtterance < time.Second || v.MaxUtterance > 5*time.Minute || v.MaxUtterance <= v.MinUtterance {
+		p.Add("vad.max_utterance", "must be from 1s to 5m and above min_utterance (%v), got %v", v.MinUtterance, v.MaxUtterance)
+	}
+	if s.Wake.ListenFor < time.Second || s.Wake.ListenFor > 5*time.Minute {
+		p.Add("wake.listen_for", "must be from 1s to 5m, got %v", s.Wake.ListenFor)
+	}
+	for i, n := range s.Wake.Names {
+		if n == "" || len(n) > 64 || strings.ContainsAny(n, "\x00\n") {
+			p.Add(fmt.Sprintf("wake.names[%d]", i), "must be a wake word's name of 1 to 64 bytes, got %q", n)
+		}
+	}
+}
