@@ -29,6 +29,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -84,6 +85,71 @@ type Warmer interface {
 // errors: the server could not be asked).
 type ModelChecker interface {
 	CheckModel(ctx context.Context) (string, error)
+}
+
+// Partials is a Session that tells what it has recognised so far while
+// the person still speaks (Wyoming's transcript-chunk, OpenAI's
+// transcript.text.delta, the offline recogniser's partial hypotheses).
+// Partials returns a channel that holds the newest hypothesis not yet
+// read: a newer one replaces it, none ever waits behind another, so a
+// slow reader sees the latest and never holds the session up. The
+// channel is closed when the session has finished or aborted. An engine
+// whose server does not stream (a Wyoming server older than 1.7, an
+// OpenAI-compatible endpoint that refuses stream) sends none: its
+// channel closes with nothing in it, and the final Transcript is all.
+type Partials interface {
+	Partials() <-chan Partial
+}
+
+// Partial is a hypothesis of the utterance under way: the whole text so
+// far (not the part that is new), which grows and may be revised until
+// the final Transcript.
+type Partial struct {
+	Text string
+}
+
+// MaxPartialText bounds a hypothesis: what a server streams beyond it is
+// not added (the final transcript still comes whole).
+const MaxPartialText = 4096
+
+// Newest is a session's mailbox of hypotheses (Partials): Put never
+// blocks and replaces a hypothesis not yet read; Close closes C once.
+type Newest struct {
+	mu     sync.Mutex
+	c      chan Partial
+	closed bool
+}
+
+// NewNewest is an empty mailbox.
+func NewNewest() *Newest { return &Newest{c: make(chan Partial, 1)} }
+
+// C is the channel Partials returns.
+func (n *Newest) C() <-chan Partial { return n.c }
+
+// Put offers p, replacing a hypothesis not yet read. After Close it does
+// nothing.
+func (n *Newest) Put(p Partial) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	select {
+	case <-n.c:
+	default:
+	}
+	n.c <- p // the only sender, under the lock, into a drained buffer of one
+}
+
+// Close closes C (a hypothesis not yet read stays readable); it is
+// idempotent.
+func (n *Newest) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.closed {
+		n.closed = true
+		close(n.c)
+	}
 }
 
 // Transcript is what an engine heard.

@@ -3,6 +3,7 @@ package stt
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,51 @@ func TestLifecycle(t *testing.T) {
 	}
 	if !l.Abort() || l.Abort() || !l.Aborted() || !errors.Is(l.Done(), ErrAborted) {
 		t.Fatal("Abort is once, and then the session says so")
+	}
+}
+
+// Newest holds the newest hypothesis not yet read: a Put replaces one
+// waiting, never blocks, and does nothing after Close; what waited when
+// it closed is still read.
+func TestNewest(t *testing.T) {
+	tests := []struct {
+		name  string
+		puts  []string
+		close bool
+		want  []string // read until empty (or closed)
+	}{
+		{"nothing", nil, false, nil},
+		{"one", []string{"my"}, false, []string{"my"}},
+		{"the newest replaces", []string{"my", "my sister", "my sister is"}, false, []string{"my sister is"}},
+		{"closed keeps what waited", []string{"my", "my sister"}, true, []string{"my sister"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := NewNewest()
+			for _, p := range tt.puts {
+				n.Put(Partial{Text: p})
+			}
+			if tt.close {
+				n.Close()
+				n.Close() // idempotent
+				n.Put(Partial{Text: "after close"})
+			}
+			var got []string
+		read:
+			for {
+				select {
+				case p, ok := <-n.C():
+					if !ok {
+						break read
+					}
+					got = append(got, p.Text)
+				default:
+					break read
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("read %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

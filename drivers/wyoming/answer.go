@@ -22,6 +22,10 @@ type Program struct {
 	Installed   bool    `json:"installed"`
 	Version     string  `json:"version"`
 	Models      []Model `json:"models"`
+	// SupportsTranscriptStreaming (Wyoming 1.7, asr): the server sends
+	// transcript-start and transcript-chunk events while the audio comes,
+	// before its transcript and transcript-stop.
+	SupportsTranscriptStreaming bool `json:"supports_transcript_streaming"`
 }
 
 // Model is one model of a Program: a speech recogniser's model, a wake

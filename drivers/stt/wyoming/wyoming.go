@@ -9,8 +9,20 @@
 // sends describe and reads info, for the doctor. Every event goes through
 // one strict reader and writer (drivers/wyoming). Event types the client
 // does not wait for are skipped (logged at debug), as the reference
-// clients skip them: a newer server's transcript-start and
-// transcript-chunk, a vendor's own.
+// clients skip them: a vendor's own.
+//
+// # Partial transcripts
+//
+// A Wyoming 1.7 server that streams (its info's asr program says
+// supports_transcript_streaming) sends transcript-start, then
+// transcript-chunk {text} events — each the part of the transcript that
+// is new — while the audio still comes, and after audio-stop the whole
+// transcript and transcript-stop. The session reads the server's events
+// from its start, on a goroutine of its own, so each chunk grows the
+// hypothesis the session's Partials channel holds while the person
+// speaks; an older server sends no chunks and works as before. A chunk
+// without a text string is skipped; a hypothesis stops growing at
+// stt.MaxPartialText.
 //
 // # The model's name
 //
@@ -48,9 +60,10 @@
 //
 // # Concurrency
 //
-// An Engine is safe for concurrent use. Each Session owns one goroutine,
-// which drains its bounded queue of chunks onto the connection; it ends
-// when Finish or Abort returns.
+// An Engine is safe for concurrent use. Each Session owns two
+// goroutines: one drains its bounded queue of chunks onto the connection,
+// one reads the server's events; both have ended when Finish or Abort
+// returns.
 package wyoming
 
 import (
@@ -267,8 +280,9 @@ func (e *Engine) start(ctx context.Context, rate int, timeout, afterStop time.Du
 		max = DefaultMaxQueue
 	}
 	s := &Session{e: e, conn: conn, format: format, timeout: timeout, afterStop: afterStop,
-		q: stt.NewQueue[[]byte](max), done: make(chan struct{})}
+		q: stt.NewQueue[[]byte](max), done: make(chan struct{}), answered: make(chan struct{}), partials: stt.NewNewest()}
 	go s.send()
+	go s.read()
 	return s, nil
 }
 
@@ -280,18 +294,81 @@ type Session struct {
 	timeout   time.Duration // each write; the transcript after audio-stop
 	afterStop time.Duration // the first event after audio-stop; 0: derived
 	done      chan struct{} // closed when send returns
+	answered  chan struct{} // closed when read returns
+	partials  *stt.Newest   // the hypotheses read grows from transcript-chunks
+	soFar     []byte        // the chunks' text so far; read's alone
 
 	dmu sync.Mutex // guards the read deadline against ctx's cut
 	cut bool       // ctx ended: the deadline stays in the past
 
-	mu      sync.Mutex
-	q       stt.Queue[[]byte] // closed by Finish or Abort, under mu
-	life    stt.Lifecycle     // finished, aborted
-	sendErr error
-	sent    int // bytes of PCM written
+	mu        sync.Mutex
+	q         stt.Queue[[]byte] // closed by Finish or Abort, under mu
+	life      stt.Lifecycle     // finished, aborted
+	sendErr   error
+	sent      int       // bytes of PCM written
+	stopped   time.Time // audio-stop was sent
+	heard     bool      // an event came after audio-stop
+	answer    wy.Event  // read's result: the transcript event,
+	answerErr error     // or why there is none
 }
 
-var _ stt.Session = (*Session)(nil)
+var (
+	_ stt.Session  = (*Session)(nil)
+	_ stt.Partials = (*Session)(nil)
+)
+
+// Partials implements stt.Partials: a Wyoming 1.7 server that streams
+// (its info says supports_transcript_streaming) sends transcript-chunk
+// events while the audio still comes; each grows the hypothesis. An
+// older server sends none.
+func (s *Session) Partials() <-chan stt.Partial { return s.partials.C() }
+
+// read is the session's reader, from the start: it reads the server's
+// events while the audio is sent — transcript-chunks become hypotheses as
+// they come — until the transcript, an error event or the connection's
+// end, and leaves that for Finish. Before audio-stop nothing bounds the
+// read but the connection (Finish and Abort end it).
+func (s *Session) read() {
+	defer close(s.answered)
+	defer s.partials.Close()
+	ev, err := wy.ReadAnswer(bufio.NewReader(s.conn), "transcript", maxEvents, s.event)
+	s.mu.Lock()
+	s.answer, s.answerErr = ev, err
+	s.mu.Unlock()
+}
+
+// event takes an event that came before the transcript: the first after
+// audio-stop gives the transcript Timeout's wait from audio-stop, a
+// transcript-chunk grows the hypothesis, transcript-start is the stream's
+// opening, anything else is skipped.
+func (s *Session) event(ev wy.Event) {
+	s.mu.Lock()
+	if !s.stopped.IsZero() && !s.heard {
+		s.heard = true
+		s.readDeadline(s.stopped.Add(s.timeout))
+	}
+	s.mu.Unlock()
+	switch ev.Type {
+	case "transcript-chunk":
+		var c struct {
+			Text *string `json:"text"`
+		}
+		if err := ev.Decode(&c); err != nil || c.Text == nil {
+			s.e.log().Debug("wyoming: a transcript-chunk without a text string; skipped", "addr", s.e.Addr)
+			return
+		}
+		if len(s.soFar)+len(*c.Text) > stt.MaxPartialText {
+			return
+		}
+		s.soFar = append(s.soFar, *c.Text...)
+		if text := strings.TrimSpace(string(s.soFar)); text != "" {
+			s.partials.Put(stt.Partial{Text: text})
+		}
+	case "transcript-start":
+	default:
+		s.e.skipped("transcript")(ev)
+	}
+}
 
 // send is the session's goroutine: it writes queued chunks as audio-chunk
 // events until the queue is closed.
@@ -345,7 +422,10 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	}
 	s.q.Close()
 	s.mu.Unlock()
-	defer s.conn.Close()
+	defer func() {
+		s.conn.Close()
+		<-s.answered // the closed connection ends the read at once
+	}()
 
 	// The timeouts bound the wait; ctx ends it sooner through AfterFunc,
 	// after ctx.Err() is set, so the error names ctx.
@@ -395,18 +475,16 @@ func (s *Session) finish(ctx context.Context) (stt.Transcript, error) {
 	}
 	start := time.Now()
 	// The server's first event must come within the after-stop wait;
-	// after it, the transcript within Timeout of audio-stop.
+	// after it, the transcript within Timeout of audio-stop (event).
 	wait := s.afterStopWait(sent)
+	s.mu.Lock()
+	s.stopped = start
 	s.readDeadline(start.Add(wait))
-	heard := false
-	skip := s.e.skipped("transcript")
-	ev, err := wy.ReadAnswer(bufio.NewReader(s.conn), "transcript", maxEvents, func(ev wy.Event) {
-		if !heard {
-			heard = true
-			s.readDeadline(start.Add(s.timeout))
-		}
-		skip(ev)
-	})
+	s.mu.Unlock()
+	<-s.answered
+	s.mu.Lock()
+	ev, err, heard := s.answer, s.answerErr, s.heard
+	s.mu.Unlock()
 	if err != nil {
 		if isTimeout(err) && !heard && wait < s.timeout && ctx.Err() == nil {
 			return stt.Transcript{}, fmt.Errorf("stt wyoming: %s: timed out: no answer within %v of audio-stop (%v of audio): the server stopped answering (a Wyoming server whose handler failed leaves the connection open; its log says why): %w",
@@ -484,6 +562,7 @@ func (s *Session) Abort() {
 	s.mu.Unlock()
 	s.conn.Close()
 	<-s.done // the closed connection ends any write at once
+	<-s.answered
 }
 
 // Info is what a server says it offers (its info event: drivers/wyoming).

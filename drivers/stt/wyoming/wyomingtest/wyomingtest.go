@@ -6,6 +6,12 @@
 // LAN box would (plus Load on its first utterance, as a server that loads
 // its model then). It records each utterance it heard.
 //
+// With Partial set it streams as a Wyoming 1.7 server does: its info says
+// supports_transcript_streaming; at the first audio it sends
+// transcript-start, and after each audio-chunk whose hypothesis grew a
+// transcript-chunk with the part that is new; after audio-stop the
+// transcript (the whole text, for older clients) and transcript-stop.
+//
 // # Concurrency
 //
 // Safe for concurrent use: each connection is served on its own
@@ -16,6 +22,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +38,9 @@ type Server struct {
 	// Load is added to the first utterance's Delay: a server that loads
 	// its model on its first utterance (wyoming-faster-whisper).
 	Load time.Duration
+	// Partial is the hypothesis of the audio heard so far (samples at
+	// rate); set, the server streams transcript chunks (package doc).
+	Partial func(samples, rate int) string
 
 	ln net.Listener
 	wg sync.WaitGroup
@@ -113,6 +123,26 @@ func Serve(ln net.Listener, wg *sync.WaitGroup, handle func(net.Conn)) {
 	}
 }
 
+// stream sends what the hypothesis of samples grew by since said: a
+// transcript-start before the first, then a transcript-chunk of the new
+// part.
+func (s *Server) stream(c net.Conn, said *string, samples, rate int) error {
+	now := s.Partial(samples, rate)
+	grown, ok := strings.CutPrefix(now, *said)
+	if !ok || grown == "" {
+		return nil
+	}
+	if *said == "" {
+		start, _ := wy.NewEvent("transcript-start", nil, nil)
+		if err := wy.WriteEvent(c, start); err != nil {
+			return err
+		}
+	}
+	*said = now
+	chunk, _ := wy.NewEvent("transcript-chunk", map[string]any{"text": grown}, nil)
+	return wy.WriteEvent(c, chunk)
+}
+
 type format struct {
 	Rate     int `json:"rate"`
 	Width    int `json:"width"`
@@ -123,6 +153,7 @@ func (s *Server) handle(c net.Conn) {
 	r := bufio.NewReader(c)
 	var f format
 	bytes := 0
+	said := "" // the hypothesis streamed so far
 	for step := 0; ; step++ {
 		c.SetReadDeadline(time.Now().Add(time.Minute))
 		ev, err := wy.ReadEvent(r)
@@ -132,7 +163,8 @@ func (s *Server) handle(c net.Conn) {
 		switch {
 		case ev.Type == "describe":
 			info, _ := wy.NewEvent("info", map[string]any{"asr": []map[string]any{{"name": "wyomingtest", "installed": true,
-				"models": []map[string]any{{"name": "fake", "languages": []string{"en", "ja"}, "installed": true}}}}}, nil)
+				"models":                        []map[string]any{{"name": "fake", "languages": []string{"en", "ja"}, "installed": true}},
+				"supports_transcript_streaming": s.Partial != nil}}}, nil)
 			wy.WriteEvent(c, info)
 			return
 		case step == 0 && ev.Type != "transcribe":
@@ -149,6 +181,11 @@ func (s *Server) handle(c net.Conn) {
 				s.problem("audio-chunk format %+v, announced %+v", cf, f)
 			}
 			bytes += len(ev.Payload)
+			if s.Partial != nil {
+				if err := s.stream(c, &said, bytes/2, f.Rate); err != nil {
+					return
+				}
+			}
 		case ev.Type == "audio-stop":
 			stopped := time.Now()
 			samples := bytes / 2
@@ -167,6 +204,10 @@ func (s *Server) handle(c net.Conn) {
 			tr, _ := wy.NewEvent("transcript", map[string]any{"text": text}, nil)
 			if err := wy.WriteEvent(c, tr); err != nil {
 				return
+			}
+			if s.Partial != nil {
+				stop, _ := wy.NewEvent("transcript-stop", nil, nil)
+				wy.WriteEvent(c, stop)
 			}
 			s.mu.Lock()
 			s.utterances = append(s.utterances, Utterance{Samples: samples, Rate: f.Rate, Stopped: stopped, Took: time.Since(stopped)})
