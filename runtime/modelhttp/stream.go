@@ -70,6 +70,12 @@ func (c *Client) Stream(ctx context.Context, url string, header http.Header, bod
 	if err != nil {
 		return fmt.Errorf("%s: encode the request: %w", c.Provider, err)
 	}
+	return c.StreamSend(ctx, url, header, "application/json", payload, s)
+}
+
+// StreamSend is Stream with a body of its own content type (a multipart
+// form: a transcription).
+func (c *Client) StreamSend(ctx context.Context, url string, header http.Header, ctype string, payload []byte, s Streamed) error {
 	idle := s.Idle
 	if idle <= 0 {
 		idle = DefaultIdle
@@ -80,7 +86,7 @@ func (c *Client) Stream(ctx context.Context, url string, header http.Header, bod
 	}
 	h.Set("Accept", "text/event-stream")
 	var streamErr error
-	err = c.send(ctx, url, h, "application/json", payload, func(ctx context.Context, resp *http.Response, cancel context.CancelCauseFunc) (bool, error) {
+	err := c.send(ctx, url, h, ctype, payload, func(ctx context.Context, resp *http.Response, cancel context.CancelCauseFunc) (bool, error) {
 		if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 			return false, nil // read and retried or reported as any answer
 		}

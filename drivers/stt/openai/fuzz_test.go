@@ -27,3 +27,35 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStreamEvent: any sequence of stream events (split at newlines)
+// gives hypotheses that only grow, bounded, and a transcript only at
+// transcript.text.done, never a panic.
+func FuzzStreamEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"transcript.text.delta","delta":"Hello"}` + "\n" + `{"type":"transcript.text.done","text":"Hello robots."}`))
+	f.Add([]byte(`{"type":"transcript.text.delta","delta":5}`))
+	f.Add([]byte(`{"type":"transcript.text.done"}`))
+	f.Add([]byte(`{"type":"other"}` + "\n" + `not json`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a := &streamAnswer{e: &Engine{}}
+		last := ""
+		for _, data := range strings.Split(string(b), "\n") {
+			h, err := a.take([]byte(data))
+			if h != "" {
+				if len(h) > stt.MaxPartialText {
+					t.Fatalf("a hypothesis of %d bytes", len(h))
+				}
+				if !strings.HasPrefix(h, last) {
+					t.Fatalf("hypothesis %q does not grow from %q", h, last)
+				}
+				last = h
+			}
+			if err != nil || a.done {
+				break
+			}
+		}
+		if !a.done && a.tr.Text != "" {
+			t.Fatalf("a transcript %q before transcript.text.done", a.tr.Text)
+		}
+	})
+}

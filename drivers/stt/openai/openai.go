@@ -9,6 +9,18 @@
 // stt.ErrOverflow) and sent at Finish. An utterance shorter than 0.1 s is
 // stt.ErrEmpty without a request (the API refuses it as too short).
 //
+// # Streamed transcripts
+//
+// Finish asks for the transcript as it is written (stream=true): the
+// server answers server-sent events, transcript.text.delta {delta} as the
+// text grows — each grows the session's hypothesis (stt.Partials) — and
+// transcript.text.done {text}, the transcript. A server that ignores the
+// field answers the whole JSON, taken as before. A server that refuses it
+// (a 400 that names stream: whisper-1 on OpenAI's API) is asked again at
+// once for the whole answer, and the engine remembers: it never asks that
+// server to stream again (a warning says so once). A stream that ends
+// without transcript.text.done fails the utterance.
+//
 // The exchange is runtime/modelhttp's, the brains' too: 429 and 5xx
 // answers are retried (MaxRetries, default once) if the deadline leaves
 // time for the wait the server asks (Retry-After-Ms, Retry-After) or a
@@ -20,6 +32,7 @@
 //
 // An Engine is safe for concurrent use. A Session starts no goroutine;
 // Finish makes the request on the caller's goroutine and Abort cancels it.
+// The session's hypotheses end when Finish returns or Abort is called.
 package openai
 
 import (
@@ -33,6 +46,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/audio"
@@ -72,6 +86,8 @@ type Engine struct {
 	// daemon counts it in chorus_brain_rate_limited_total, provider
 	// "openai-stt"); nil: none.
 	OnRateLimited func(wait time.Duration)
+
+	refused atomic.Bool // the server refused to stream: whole answers only
 }
 
 var _ stt.Engine = (*Engine)(nil)
@@ -97,7 +113,7 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 	if maxSec <= 0 {
 		maxSec = DefaultMaxSeconds
 	}
-	return &Session{e: e, rate: rate, max: maxSec * rate}, nil
+	return &Session{e: e, rate: rate, max: maxSec * rate, partials: stt.NewNewest()}, nil
 }
 
 // Session buffers one utterance.
@@ -111,9 +127,17 @@ type Session struct {
 	overflow bool
 	life     stt.Lifecycle      // finished, aborted
 	cancel   context.CancelFunc // of Finish's request
+	partials *stt.Newest        // the hypotheses the stream's deltas grow
 }
 
-var _ stt.Session = (*Session)(nil)
+var (
+	_ stt.Session  = (*Session)(nil)
+	_ stt.Partials = (*Session)(nil)
+)
+
+// Partials implements stt.Partials: the transcript as a streaming server
+// writes it, after the audio was sent (package doc).
+func (s *Session) Partials() <-chan stt.Partial { return s.partials.C() }
 
 // Write implements stt.Session.
 func (s *Session) Write(pcm []int16) error {
@@ -145,6 +169,7 @@ func (s *Session) Abort() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.partials.Close()
 }
 
 // Finish implements stt.Session: it sends the utterance and waits for
@@ -156,6 +181,7 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer s.partials.Close()
 	s.mu.Lock()
 	if err := s.life.Finish(); err != nil {
 		s.mu.Unlock()
@@ -173,11 +199,7 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	if p.Duration() < minAudio {
 		return stt.Transcript{}, fmt.Errorf("stt openai: %v of audio: %w", p.Duration(), stt.ErrEmpty)
 	}
-	body, ctype, err := s.e.form(p)
-	if err != nil {
-		return stt.Transcript{}, err
-	}
-	tr, err := s.e.post(ctx, body, ctype)
+	tr, err := s.e.transcribe(ctx, p, s.partials)
 	if err != nil {
 		s.mu.Lock()
 		aborted := s.life.Aborted()
@@ -189,8 +211,38 @@ func (s *Session) Finish(ctx context.Context) (stt.Transcript, error) {
 	return tr, err
 }
 
-// form builds the multipart body.
-func (e *Engine) form(p audio.PCM) ([]byte, string, error) {
+// transcribe sends the utterance: streamed unless the server refused it
+// once, then whole.
+func (e *Engine) transcribe(ctx context.Context, p audio.PCM, partials *stt.Newest) (stt.Transcript, error) {
+	if !e.refused.Load() {
+		body, ctype, err := e.form(p, true)
+		if err != nil {
+			return stt.Transcript{}, err
+		}
+		tr, err := e.stream(ctx, body, ctype, partials)
+		if !errors.Is(err, modelhttp.ErrStreamRefused) {
+			return tr, err
+		}
+		if !e.refused.Swap(true) {
+			e.log().Warn("stt openai: the server does not stream transcripts; asking for whole ones from now on", "url", e.URL(), "err", err)
+		}
+	}
+	body, ctype, err := e.form(p, false)
+	if err != nil {
+		return stt.Transcript{}, err
+	}
+	return e.post(ctx, body, ctype)
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Log
+}
+
+// form builds the multipart body; stream asks for server-sent events.
+func (e *Engine) form(p audio.PCM, stream bool) ([]byte, string, error) {
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
 	model := e.Model
@@ -204,6 +256,9 @@ func (e *Engine) form(p audio.PCM) ([]byte, string, error) {
 	fields := [][2]string{{"model", model}, {"response_format", "json"}}
 	if e.Language != "" {
 		fields = append(fields, [2]string{"language", e.Language})
+	}
+	if stream {
+		fields = append(fields, [2]string{"stream", "true"})
 	}
 	for _, f := range fields {
 		if err == nil {
@@ -223,9 +278,9 @@ func (e *Engine) form(p audio.PCM) ([]byte, string, error) {
 // message clipped, the key redacted).
 type StatusError = modelhttp.StatusError
 
-// post makes the exchange (runtime/modelhttp, the brains' too) and decodes
-// the transcript.
-func (e *Engine) post(ctx context.Context, body []byte, ctype string) (stt.Transcript, error) {
+// client is the exchange (runtime/modelhttp, the brains' too) and its
+// header.
+func (e *Engine) client() (*modelhttp.Client, http.Header) {
 	retries := e.MaxRetries
 	if retries == 0 {
 		retries = DefaultMaxRetries
@@ -240,16 +295,98 @@ func (e *Engine) post(ctx context.Context, body []byte, ctype string) (stt.Trans
 	if e.APIKey != "" {
 		header.Set("Authorization", "Bearer "+e.APIKey)
 	}
+	return c, header
+}
+
+// post asks for the whole transcript and decodes it.
+func (e *Engine) post(ctx context.Context, body []byte, ctype string) (stt.Transcript, error) {
+	c, header := e.client()
 	var tr stt.Transcript
 	err := c.Send(ctx, e.URL(), header, ctype, body, func(b []byte) error {
 		var err error
 		tr, err = e.decode(b)
 		return err
 	})
+	return tr, rateLimited(err)
+}
+
+// rateLimited names a rate limit as the engine's.
+func rateLimited(err error) error {
 	if errors.Is(err, modelhttp.ErrRateLimited) {
-		return stt.Transcript{}, fmt.Errorf("stt openai: %w: %w", ErrRateLimited, err)
+		return fmt.Errorf("stt openai: %w: %w", ErrRateLimited, err)
 	}
-	return tr, err
+	return err
+}
+
+// stream asks for the transcript as it is written: each delta grows the
+// hypothesis in partials; transcript.text.done is the transcript (a
+// server that answers whole is decoded as such).
+func (e *Engine) stream(ctx context.Context, body []byte, ctype string, partials *stt.Newest) (stt.Transcript, error) {
+	c, header := e.client()
+	a := &streamAnswer{e: e}
+	err := c.StreamSend(ctx, e.URL(), header, ctype, body, modelhttp.Streamed{
+		Event: func(ev modelhttp.Event) error {
+			hypothesis, err := a.take(ev.Data)
+			if hypothesis != "" {
+				partials.Put(stt.Partial{Text: hypothesis})
+			}
+			if err == nil && a.done {
+				return modelhttp.ErrEnd
+			}
+			return err
+		},
+		Whole: func(b []byte) error {
+			a.done = true
+			var err error
+			a.tr, err = e.decode(b)
+			return err
+		},
+	})
+	if err == nil && !a.done {
+		err = fmt.Errorf("stt openai: the stream ended without transcript.text.done (%q so far)", clip(string(a.soFar)))
+	}
+	return a.tr, rateLimited(err)
+}
+
+// streamAnswer is a transcript streamed as it is written: the deltas so
+// far, then, at transcript.text.done, the transcript.
+type streamAnswer struct {
+	e     *Engine
+	soFar []byte
+	tr    stt.Transcript
+	done  bool
+}
+
+// take reads one event's data: a transcript.text.delta grows the text so
+// far (up to stt.MaxPartialText) and returns it as the hypothesis;
+// transcript.text.done is the transcript; other types (a newer server's)
+// are skipped.
+func (a *streamAnswer) take(data []byte) (hypothesis string, err error) {
+	var d struct {
+		Type     string  `json:"type"`
+		Delta    *string `json:"delta"`
+		Text     *string `json:"text"`
+		Language string  `json:"language"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return "", fmt.Errorf("stt openai: a stream event is not JSON: %w (%q)", err, clip(string(data)))
+	}
+	switch d.Type {
+	case "transcript.text.delta":
+		if d.Delta == nil {
+			return "", fmt.Errorf("stt openai: a transcript.text.delta without a delta string: %q", clip(string(data)))
+		}
+		if len(a.soFar)+len(*d.Delta) > stt.MaxPartialText {
+			return "", nil
+		}
+		a.soFar = append(a.soFar, *d.Delta...)
+		return strings.TrimSpace(string(a.soFar)), nil
+	case "transcript.text.done":
+		a.done = true
+		a.tr, err = a.e.transcript(d.Text, d.Language, data)
+		return "", err
+	}
+	return "", nil
 }
 
 // decode reads {"text": "..."}: a JSON object whose text is a string.
@@ -261,14 +398,19 @@ func (e *Engine) decode(b []byte) (stt.Transcript, error) {
 	if err := json.Unmarshal(b, &a); err != nil {
 		return stt.Transcript{}, fmt.Errorf("stt openai: the answer is not JSON: %w (%q)", err, clip(string(b)))
 	}
-	if a.Text == nil {
+	return e.transcript(a.Text, a.Language, b)
+}
+
+// transcript is a transcript from an answer's text and language (b, the
+// answer, names what was wrong).
+func (e *Engine) transcript(t *string, lang string, b []byte) (stt.Transcript, error) {
+	if t == nil {
 		return stt.Transcript{}, fmt.Errorf("stt openai: the answer has no text: %q", clip(string(b)))
 	}
-	text := strings.TrimSpace(*a.Text)
+	text := strings.TrimSpace(*t)
 	if text == "" {
 		return stt.Transcript{}, fmt.Errorf("stt openai: %w", stt.ErrEmpty)
 	}
-	lang := a.Language
 	if lang == "" {
 		lang = e.Language
 	}

@@ -28,19 +28,37 @@ const key = "sk-test-0123456789abcdef"
 // received is what the strict server saw in one valid request.
 type received struct {
 	Model, Language, Format string
+	Stream                  bool
 	PCM                     audio.PCM
 }
 
 // apiServer is as strict as OpenAI's /v1/audio/transcriptions: it refuses
 // what the real API refuses, with its error JSON, and records the valid
 // requests. answer writes the answer to a valid request (default: the
-// text "hello robots").
+// text "hello robots"). As the real API, it takes stream=true: whisper-1
+// ignores it and answers whole; gpt-4o-mini-transcribe answers
+// server-sent events, transcript.text.delta then transcript.text.done
+// (streamed writes them; default: "Hello robots." a word at a time).
+// refuseStream makes it a stricter clone that refuses the field.
 type apiServer struct {
 	*httptest.Server
-	mu     sync.Mutex
-	got    []received
-	calls  int
-	answer func(w http.ResponseWriter, call int)
+	mu           sync.Mutex
+	got          []received
+	calls        int
+	answer       func(w http.ResponseWriter, call int)
+	streamed     func(w http.ResponseWriter, call int)
+	refuseStream bool
+}
+
+// sse writes events as OpenAI's API streams them: a data line each.
+func sse(w http.ResponseWriter, events ...string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, e := range events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
 }
 
 func apiError(w http.ResponseWriter, status int, msg, typ string, param, code any) {
@@ -70,9 +88,17 @@ func newAPI(t *testing.T) *apiServer {
 			apiError(w, http.StatusBadRequest, "Could not parse multipart form", "invalid_request_error", nil, nil)
 			return
 		}
+		s.mu.Lock()
+		refuse := s.refuseStream
+		s.mu.Unlock()
 		for name := range r.MultipartForm.Value {
 			switch name {
 			case "model", "language", "response_format", "prompt", "temperature":
+			case "stream":
+				if !refuse {
+					continue
+				}
+				fallthrough
 			default:
 				apiError(w, http.StatusBadRequest, "Unrecognized request argument supplied: "+name, "invalid_request_error", nil, nil)
 				return
@@ -83,7 +109,7 @@ func newAPI(t *testing.T) *apiServer {
 			apiError(w, http.StatusBadRequest, "you must provide a model parameter", "invalid_request_error", nil, nil)
 			return
 		}
-		if model != "whisper-1" {
+		if model != "whisper-1" && model != "gpt-4o-mini-transcribe" {
 			apiError(w, http.StatusNotFound, "The model `"+model+"` does not exist or you do not have access to it.", "invalid_request_error", nil, "model_not_found")
 			return
 		}
@@ -115,10 +141,20 @@ func newAPI(t *testing.T) *apiServer {
 			apiError(w, http.StatusBadRequest, "Audio file is too short. Minimum audio length is 0.1 seconds.", "invalid_request_error", "file", "audio_too_short")
 			return
 		}
+		stream := r.FormValue("stream") == "true"
 		s.mu.Lock()
-		s.got = append(s.got, received{model, lang, format, pcm})
-		answer := s.answer
+		s.got = append(s.got, received{model, lang, format, stream, pcm})
+		answer, streamed := s.answer, s.streamed
 		s.mu.Unlock()
+		if stream && model != "whisper-1" {
+			if streamed != nil {
+				streamed(w, call)
+				return
+			}
+			sse(w, `{"type":"transcript.text.delta","delta":"Hello"}`, `{"type":"transcript.text.delta","delta":" robots."}`,
+				`{"type":"transcript.text.done","text":"Hello robots.","usage":{"type":"tokens","input_tokens":14,"output_tokens":4,"total_tokens":18}}`)
+			return
+		}
 		if answer != nil {
 			answer(w, call)
 			return
