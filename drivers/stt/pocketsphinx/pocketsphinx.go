@@ -19,6 +19,14 @@
 // transcript is those lines joined. Its log (INFO lines) goes to stderr;
 // the last ERROR line, or the last line, is quoted when it fails.
 //
+// # Partial hypotheses
+//
+// The program prints a segment's line as soon as its own VAD ends the
+// segment (about 0.3 s into a pause), while the rest of the utterance is
+// still being fed: each line grows the session's hypothesis
+// (stt.Partials) — what the person said before each pause, before they
+// finished.
+//
 // # Accuracy
 //
 // The default en-us language model is poor on synthetic and distant
@@ -122,7 +130,12 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 	cmd, _ := proc.Command(append([]string{path}, args...))
 	stderr := &errTail{}
 	cmd.Stderr = stderr
-	out := &limitBuffer{max: maxOutput}
+	partials := stt.NewNewest()
+	out := &limitBuffer{max: maxOutput, line: func(soFar []byte) {
+		if text, err := ParseOutput(soFar); err == nil && text != "" && len(text) <= stt.MaxPartialText {
+			partials.Put(stt.Partial{Text: text})
+		}
+	}}
 	cmd.Stdout = out
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -136,7 +149,7 @@ func (e *Engine) Start(ctx context.Context, rate int) (stt.Session, error) {
 		maxSec = DefaultMaxSeconds
 	}
 	s := &Session{
-		e: e, bin: bin, rate: rate, cmd: cmd, stdin: stdin, stdout: out, stderr: stderr,
+		e: e, bin: bin, rate: rate, cmd: cmd, stdin: stdin, stdout: out, stderr: stderr, partials: partials,
 		maxSamples: maxSec * rate,
 		q:          stt.NewQueue[[]int16](DefaultMaxQueue),
 		fed:        make(chan struct{}),
@@ -157,6 +170,7 @@ type Session struct {
 	stdin      io.WriteCloser
 	stdout     *limitBuffer
 	stderr     *errTail
+	partials   *stt.Newest // grown by stdout's lines as they come
 	maxSamples int
 	started    time.Time
 
@@ -172,7 +186,14 @@ type Session struct {
 	samples  int
 }
 
-var _ stt.Session = (*Session)(nil)
+var (
+	_ stt.Session  = (*Session)(nil)
+	_ stt.Partials = (*Session)(nil)
+)
+
+// Partials implements stt.Partials: the lines the program printed so far
+// (package doc).
+func (s *Session) Partials() <-chan stt.Partial { return s.partials.C() }
 
 // feed is the goroutine that writes the queue to the program's stdin.
 func (s *Session) feed() {
@@ -203,7 +224,8 @@ func (s *Session) feed() {
 
 // wait is the goroutine that waits for the program to exit.
 func (s *Session) wait() {
-	err := s.cmd.Wait()
+	err := s.cmd.Wait() // stdout's last line has been written
+	s.partials.Close()
 	s.mu.Lock()
 	if !s.inputEnd && err == nil {
 		err = errors.New("exited before the end of the audio")
@@ -371,20 +393,27 @@ func clip(s string) string {
 	return s
 }
 
-// limitBuffer keeps at most max bytes and notes that more came.
+// limitBuffer keeps at most max bytes and notes that more came; line
+// hears what it holds up to its last line's end each time a line ends.
 type limitBuffer struct {
 	b    bytes.Buffer
 	max  int
 	over bool
+	line func(soFar []byte)
 }
 
 func (l *limitBuffer) Write(p []byte) (int, error) {
+	n := len(p)
 	if room := l.max - l.b.Len(); len(p) > room {
 		l.over = true
 		p = p[:max(room, 0)]
 	}
 	l.b.Write(p)
-	return len(p), nil
+	if l.line != nil && bytes.IndexByte(p, '\n') >= 0 {
+		b := l.b.Bytes()
+		l.line(b[:bytes.LastIndexByte(b, '\n')+1])
+	}
+	return n, nil
 }
 
 // errTail keeps the last ERROR line of pocketsphinx's log, or else its

@@ -336,3 +336,52 @@ func TestOverflow(t *testing.T) {
 		t.Fatalf("Finish = %v, want ErrOverflow", err)
 	}
 }
+
+// What the person said before a pause comes back while they go on: the
+// program prints a segment when its VAD ends it, and the line grows the
+// session's hypothesis before Finish. Real speech (espeak-ng), paced as
+// a microphone gives it, with a second's pause inside.
+func TestPartialBeforeAPause(t *testing.T) {
+	need(t, "CHORUS_REQUIRE_STT", "pocketsphinx_continuous", "pocketsphinx pocketsphinx-en-us")
+	_, first := speak(t, "hello robots")
+	_, second := speak(t, "what time is it")
+	g := filepath.Join(t.TempDir(), "pause.gram")
+	os.WriteFile(g, []byte("#JSGF V1.0;\ngrammar pause;\npublic <utterance> = hello robots | what time is it | turn on the lights;\n"), 0o644)
+	s, err := (&Engine{Grammar: g}).Start(context.Background(), 16000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Abort()
+	hypotheses := s.(stt.Partials).Partials()
+	feed := func(pcm []int16) {
+		for i := 0; i < len(pcm); i += 320 {
+			if err := s.Write(pcm[i:min(i+320, len(pcm))]); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	feed(first.Samples)
+	feed(make([]int16, 16000)) // a second's pause
+	feed(second.Samples)
+	var before string
+	select {
+	case h := <-hypotheses:
+		before = h.Text
+	default: // nothing yet
+	}
+	if before != "hello robots" {
+		t.Errorf("before Finish, the hypothesis was %q, want what was said before the pause", before)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, err := s.Finish(ctx)
+	if err != nil || tr.Text != "hello robots what time is it" {
+		t.Fatalf("Finish = %+v, %v", tr, err)
+	}
+	for h := range hypotheses { // the last segment's line, then the end
+		if !strings.HasPrefix(h.Text, "hello robots") {
+			t.Errorf("a hypothesis %q after Finish", h.Text)
+		}
+	}
+}
