@@ -553,7 +553,8 @@ func (d *doctor) body(ctx context.Context) {
 	}
 }
 
-// broker: it accepts this device's credentials (and the floor's).
+// broker: it accepts this device's credentials — the companion's, the
+// device's own connection's when its id differs — and the floor's.
 func (d *doctor) broker(ctx context.Context) {
 	c := d.c
 	tlsc, err := c.ClientTLS()
@@ -568,6 +569,9 @@ func (d *doctor) broker(ctx context.Context) {
 		return // reported under secrets
 	}
 	logins = append(logins, login{"this device", c.MQTT.Username, pw})
+	if c.Device.ID != c.MQTT.Username { // the device's own connection (queries, probes), with the same password
+		logins = append(logins, login{"this device's queries", c.Device.ID, pw})
+	}
 	if c.Room.Floor {
 		fpw, err := c.MQTT.FloorPassword()
 		if err != nil {

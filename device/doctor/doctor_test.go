@@ -108,7 +108,7 @@ func TestGoodConfigPasses(t *testing.T) {
 	}
 	for _, want := range []string{"✓ camera (testpattern): a 320×240 frame", "✓ audio output (wav): opened, played 100ms",
 		"✓ TTS (tone)", "as kyoko (this device): accepted", "as floor (the floor): accepted", "/v1/models: answered HTTP 200",
-		"✓ secrets: DOCTOR_TEST_PW, DOCTOR_TEST_FLOOR_PW, DOCTOR_TEST_KEY: set and readable", "all 9 checks passed"} {
+		"✓ secrets: DOCTOR_TEST_PW, DOCTOR_TEST_FLOOR_PW, DOCTOR_TEST_KEY: set and readable", "as dev1 (this device's queries): accepted", "all 10 checks passed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, &out)
 		}
@@ -126,6 +126,10 @@ func TestBrokenConfigsFailWithTheFix(t *testing.T) {
 	}{
 		{"wrong broker password", map[string]string{"DOCTOR_TEST_PW": "wrong"}, nil,
 			[]string{"✗ broker " + b + " as kyoko (this device): bus: connect", "fix: check mqtt.broker"}},
+		// The device's own connection logs in as its id: one the broker
+		// refuses stops chorusd at start, so the doctor checks it too.
+		{"the device's own login refused", nil, []string{"device: {id: dev1}", "device: {id: dev2}"},
+			[]string{"✗ broker " + b + " as dev2 (this device's queries): bus: connect", "✓ broker " + b + " as kyoko (this device): accepted"}},
 		{"secret not set", map[string]string{"DOCTOR_TEST_PW": "-"}, nil,
 			[]string{"✗ secrets: mqtt.password_env: environment variable DOCTOR_TEST_PW is not set", "fix: set the variables in /etc/default/chorusd"}},
 		{"model key refused", map[string]string{"DOCTOR_TEST_KEY": "sk-wrong"}, nil,

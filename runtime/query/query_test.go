@@ -36,8 +36,11 @@ func echo(_ context.Context, from string, body json.RawMessage) (any, error) {
 	return map[string]any{"from": from, "body": body}, nil
 }
 
+// The device pi5 is no identity the ACL lists (a body behind a robot's
+// bridge has a password and no config): it reads its own queries by the
+// ACL's %u pattern.
 func TestRoundTripOnRealBrokers(t *testing.T) {
-	bustest.ForEach(t, bustest.Options{ACL: true, People: []string{"pi5"}, Rosters: askers}, func(t *testing.T, br bustest.Broker) {
+	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: askers}, func(t *testing.T, br bustest.Broker) {
 		dial := func(id string) bus.Bus {
 			b, err := bus.Dial(context.Background(), bus.Options{Broker: br.URL(), ClientID: id + t.Name(), Username: id})
 			if err != nil {

@@ -40,7 +40,7 @@ http: {listen: "off"}
 		notWant []string
 	}{
 		{"good", good, nil, 0, []string{"✓ config: valid", "✓ camera (testpattern): a 320×240 frame", "✓ audio output (wav)", "✓ TTS (tone)",
-			"the embedded broker is not running", "✓ environment " + filepath.Join(dir, "none") + ": not there", "all 9 checks passed"}, []string{"✗"}},
+			"the embedded broker is not running", "✓ environment " + filepath.Join(dir, "none") + ": not there", "all 10 checks passed"}, []string{"✗"}},
 		{"broken", strings.NewReplacer(
 			"allow_anonymous: true}", "allow_anonymous: true}\n  password_env: DOCTOR_NOT_SET",
 			"tts: {kind: tone}", "tts: {kind: piper, binary: /nonexistent/piper, model: /nonexistent/voice.onnx}\n  gpio: {button: GPIO27}").Replace(good),

@@ -58,12 +58,25 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := notConfigIdentities(cfgs, persons); err != nil {
+		return err
+	}
 	acl, mode := s.MosquittoACL(identities(cfgs, persons)...), os.FileMode(0o644)
 	if *format == "nats" {
 		if acl, err = natsUsers(s, identities(cfgs, persons), *passwords); err != nil {
 			return err
 		}
 		mode = 0o600 // it holds the passwords
+	}
+	// The password file first: one that exists stops the command before
+	// the ACL is written.
+	var pw *os.File
+	if *passwd != "" {
+		if pw, err = os.OpenFile(*passwd, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			return fmt.Errorf("-passwd: %w (an existing password file is never overwritten: render the ACL alone without -passwd, "+
+				"and give a new person a password in the hashed file with: mosquitto_passwd -b %s NAME PASSWORD)", err, *passwd)
+		}
+		defer pw.Close()
 	}
 	if *aclOut == "" {
 		io.WriteString(stdout, acl)
@@ -74,15 +87,10 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("-acl: %w", err)
 		}
 	}
-	if *passwd != "" {
-		f, err := os.OpenFile(*passwd, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return fmt.Errorf("-passwd: %w (an existing password file is never overwritten)", err)
-		}
-		defer f.Close()
+	if pw != nil {
 		skel, who := passwordSkeleton(cfgs, persons)
-		if _, err := io.WriteString(f, skel); err != nil {
-			return err
+		if _, err := io.WriteString(pw, skel); err != nil {
+			return fmt.Errorf("-passwd: %w", err)
 		}
 		if *format == "mosquitto" {
 			if err := giveToMosquitto(*passwd, 0o600, stderr); err != nil {
@@ -90,6 +98,23 @@ func runACL(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 		}
 		fmt.Fprintf(stderr, "wrote %s: replace every CHANGE-ME with that identity's password, then hash the file in place: mosquitto_passwd -U %s\n%s", *passwd, *passwd, who)
+		if len(persons) == 0 {
+			fmt.Fprintln(stderr, "  (no people: name the identities people's apps connect as with -people alice,bob, for the ACL and this file)")
+		}
+	}
+	return nil
+}
+
+// notConfigIdentities refuses a person who is an identity the configs
+// already connect as (a robot, a body, the floor, Home Assistant's user).
+func notConfigIdentities(cfgs []*robot.Config, people []string) error {
+	_, who := passwordSkeleton(cfgs, nil)
+	for _, p := range people {
+		for line := range strings.Lines(who) {
+			if name, what, ok := strings.Cut(strings.TrimSpace(line), ": "); ok && name == p {
+				return fmt.Errorf("-people: %q is not a person: it is %s", p, what)
+			}
+		}
 	}
 	return nil
 }
@@ -185,6 +210,9 @@ func peopleList(flag string) ([]string, error) {
 		if p = strings.TrimSpace(p); p != "" {
 			if why := protocol.ValidIdentity(p); why != "" {
 				return nil, fmt.Errorf("-people: %q %s", p, why)
+			}
+			if strings.ContainsAny(p, ":%") {
+				return nil, fmt.Errorf("-people: %q holds a ':' (it ends a name in the password file) or a '%%' (an ACL pattern's)", p)
 			}
 			people = append(people, p)
 		}

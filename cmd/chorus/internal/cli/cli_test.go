@@ -200,6 +200,11 @@ func TestACLForNATS(t *testing.T) {
 	}{
 		{"passwords for Mosquitto", "", []string{"-passwords", "x"}, "for -format nats"},
 		{"a person who is no identity", "", []string{"-people", "alice,a/b"}, `-people: "a/b"`},
+		{"a person with a colon", "", []string{"-people", "a:b"}, `-people: "a:b" holds a ':'`},
+		{"a person with a pattern's %", "", []string{"-people", "%u"}, `-people: "%u" holds`},
+		{"a person who is a robot", "", []string{"-people", "alice,kyoko"}, `-people: "kyoko" is not a person: it is the device pi5-kyoko`},
+		{"a person who is a body", "", []string{"-people", "pi4-hana"}, `"pi4-hana" is not a person`},
+		{"a person who is the floor", "", []string{"-people", "floor"}, `"floor" is not a person: it is the floor of room livingroom`},
 		{"a missing password", "kyoko:pw\n", []string{"-format", "nats"}, "gives no password for"},
 		{"a Mosquitto hash", strings.ReplaceAll(filled, "kyoko:pw-kyoko", "kyoko:$7$101$abc"), []string{"-format", "nats"}, "mosquitto_passwd hash"},
 		{"an unknown format", "", []string{"-format", "rabbitmq"}, "neither mosquitto nor nats"},
@@ -212,6 +217,27 @@ func TestACLForNATS(t *testing.T) {
 		}
 		if code, errOut := acl(args...); code == 0 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%s: exit %d, %q; want a failure naming %q", tc.name, code, errOut, tc.want)
+		}
+	}
+}
+
+// Running the recipe again does not clobber anything: a password file
+// that exists stops chorus acl before it writes the ACL, and the error
+// says how to render the ACL alone and give a new person a password.
+func TestACLStopsBeforeWritingWhenThePasswordFileExists(t *testing.T) {
+	dir := t.TempDir()
+	aclFile, pw := filepath.Join(dir, "chorus.acl"), filepath.Join(dir, "chorus.passwd")
+	os.WriteFile(aclFile, []byte("# the ACL in use\n"), 0o640)
+	os.WriteFile(pw, []byte("kyoko:$7$101$hashed\n"), 0o600)
+	cfgs, _ := filepath.Glob("../../../../firmware-configs/livingroom/*.yaml")
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), append([]string{"acl", "-people", "alice,carol", "-acl", aclFile, "-passwd", pw}, cfgs...), &out, &errOut)
+	if code == 0 || !strings.Contains(errOut.String(), "mosquitto_passwd -b "+pw+" NAME PASSWORD") || !strings.Contains(errOut.String(), "without -passwd") {
+		t.Errorf("exit %d, %q: want a failure that says how to add a person", code, errOut.String())
+	}
+	for f, want := range map[string]string{aclFile: "# the ACL in use\n", pw: "kyoko:$7$101$hashed\n"} {
+		if b, _ := os.ReadFile(f); string(b) != want {
+			t.Errorf("%s was rewritten: %q", f, b)
 		}
 	}
 }

@@ -66,6 +66,9 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The operator stopped waiting (timeout, Ctrl-C): the device stops too
 	// (a speak falls silent), whatever the type.
 	res, err := c.Ask(ctx, *device, *typ, b, *timeout, query.CancelOnGiveUp())
+	if errors.Is(err, query.ErrTimeout) {
+		return fmt.Errorf("%w (no result came back: only a room's members read devices' results, so -as must name a member, with its password in CHORUS_MQTT_PASSWORD; the device may also be off)", err)
+	}
 	if err != nil {
 		return err
 	}
