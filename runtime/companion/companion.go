@@ -65,133 +65,10 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
-	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/seen"
 )
-
-// Defaults.
-const (
-	DefaultHistory = 10
-	// DefaultMaxTurn is room.max_turn when unset: aikyo's maxTurn is
-	// null (no bound) by default and 10 in its docs' example; Chorus's
-	// shipped configs use 20, and a room always has a bound.
-	DefaultMaxTurn = 20
-	// CloseAsks is how often the repetition judge asks the brain to close
-	// in vain before the companion moves the closing stage on itself.
-	CloseAsks           = 3
-	DefaultPause        = 200 * time.Millisecond // room.pause; see TestPauseDefault
-	DefaultThinkTimeout = brain.DefaultThinkTimeout
-	DefaultSpeakTimeout = query.DefaultTimeout
-	DefaultResendEvery  = time.Second
-	DefaultJudgeEvery   = repetition.DefaultJudgeEvery
-	DefaultJudgeTimeout = repetition.DefaultJudgeTimeout
-	DefaultResendFor    = time.Minute // as the floor's RegrantFor
-	maxThinking         = 4
-	maxThoughts         = 32
-	maxAnswers          = 32
-	queueSize           = 1024
-	maxPresent          = 1024 // companions followed in one room
-	recentMessages      = 512  // message ids remembered, to handle each once
-)
-
-// Status is what the companion is doing, for a status LED.
-type Status string
-
-const (
-	Listening Status = "listening"
-	Thinking  Status = "thinking"
-	Speaking  Status = "speaking"
-	Failed    Status = "error"
-)
-
-// Config configures a Companion.
-type Config struct {
-	Room  *room.Room
-	Card  brain.Card
-	Brain brain.Brain
-
-	// Device is the companion's own body, asked to "speak"; empty means a
-	// text-only companion. Queries sends the query.
-	Device  string
-	Queries query.Asker
-
-	HistorySize int           // messages kept, default 10
-	Pause       time.Duration // wait after a grant before speaking, default 200 ms
-	MaxTurn     int           // States before terminal is forced; 0 = no limit
-	Threshold   float64       // repetition threshold, default 0.7
-	Window      int           // repetition window, default 5
-	// Judge is the model's repetition judge; nil judges with the local
-	// score only. JudgeEvery (default 4) is the fewest messages between two
-	// questions to it, JudgeTimeout (default 10 s) how long one may take.
-	Judge        brain.RepetitionJudge
-	JudgeEvery   int
-	JudgeTimeout time.Duration
-	// NoRepetition turns repetition judging off, the local score too (the
-	// seed's enableRepetitionJudge: false).
-	NoRepetition bool
-	TwoCall      bool          // brain.draft: false — ask Utter after the grant
-	ThinkTimeout time.Duration // per brain call, default 20 s
-	SpeakTimeout time.Duration // speak query, default 30 s
-	ResendEvery  time.Duration // State sent again until its grant is seen, default 1 s
-	ResendFor    time.Duration // ... while its message is younger than this, default 1 min
-	Clock        clock.Clock
-
-	// Presence is the companion's retained presence, for the think time it
-	// announces: a new estimate (from its brain's measured latency) is
-	// announced when it moves by more than a quarter, at most every 5 s.
-	// It is also said again when the room reads the companion offline
-	// while it runs (a Last Will of an older connection). nil announces
-	// nothing.
-	Presence *room.Announcement
-	// ExpectThink is the think time announced before any call is measured
-	// (the brain's timeout for a model, its delay for the rule brain).
-	ExpectThink time.Duration
-
-	// Overlap runs overlapped turns (voice.go): the Message goes out when
-	// the audio starts, the next robot prepares while this one talks and
-	// starts when it ends plus Pause. False is aikyo's order: speak, then
-	// publish.
-	Overlap bool
-	// BargeIn is what a user's Message does to this companion's words:
-	// protocol.BargeInSentence (default), BargeInImmediate or BargeInOff.
-	BargeIn protocol.BargeIn
-
-	// Muted, when it returns true, makes the companion vote listen and never
-	// take the floor (the mute button).
-	Muted func() bool
-	// BodyOnline, when set and false, makes the companion vote listen and
-	// never take the floor, as muted: its body (Device) is offline — a
-	// bridge client that went away — and a turn would end in a speak
-	// query that cannot be answered.
-	BodyOnline func() bool
-	// OnStatus is told every status change; it must not block.
-	OnStatus func(Status)
-	// SpeakMore says the body takes a speak that is still being written
-	// (protocol.TypeSpeakMore): with a brain that streams, a granted turn
-	// starts speaking on the draft's first sentence. chorusd's own body
-	// does; a body behind the bridge does not, and gets the whole draft.
-	SpeakMore bool
-	// NoHold says the body does not know the speak hold (a body behind
-	// the bridge, as aikyo's clients): in overlapped turns it is handed its
-	// words only when the floor is free — the companion waits for the
-	// voice before it itself — and a result that gives no length stands
-	// for the speech estimate. chorusd's own body knows the hold.
-	NoHold bool
-	// Actions lists what the companion's body can do now (docs/actions.md):
-	// its brain may call them with its words, and the body
-	// (Device) is asked to do them as the words start. nil: none.
-	Actions func() []protocol.ActionDef
-	// Knowledge lists the knowledge tools the companion's body declares
-	// now (a bridge client's knowledge.declare, issue 29); nil: none. The
-	// card's knowledge list allows each by its name or by the word "body"
-	// (brain.KnowBody); a call asks the body (Device) a knowledge query.
-	Knowledge func() []protocol.KnowledgeDef
-	// Memory is the companion's long-term memory (memory.go, issue 29);
-	// nil remembers nothing.
-	Memory *Memory
-}
 
 // Companion is one persona in a room.
 type Companion struct {
@@ -240,44 +117,12 @@ type Companion struct {
 	closer   closer                        // how far this companion has closed the conversation
 }
 
-// closer is the companion's own closing stages since the conversation
-// (re)started (owned by Run).
-type closer struct {
-	stage   protocol.Closing // the furthest stage it voted
-	vain    int              // closing asks its brain ignored since it last moved on
-	forcing bool             // the companion moves the stage on itself
-	over    bool             // forced to terminal: it listens until a user speaks
-}
-
-// judging is the model repetition judge's book (owned by Run).
-type judging struct {
-	since   int     // messages since the judge was last asked
-	busy    bool    // a question is out
-	gen     uint64  // bumped when a user restarts the conversation: older verdicts are void
-	verdict float64 // the latest verdict
-	ok      bool    // verdict holds
-}
-
 // answer is what the companion said for a grant: nil Message while it is
 // still speaking, or when it gave the turn up.
 type answer struct {
 	msg  *protocol.Message
 	done bool
 }
-
-// unheard is this companion's newest words that the floor rested on by
-// its deadline while votes were owed: said once more then, and again as
-// each robot that owed a vote comes back online (sayAgainUnheard).
-type unheard struct {
-	msg     protocol.Message
-	missing map[string]bool // who owed a vote and has not been told again since it came back
-	at      time.Time       // when the room rested on them
-}
-
-// unheardFor bounds how long words the room did not hear are said again
-// for robots coming back: the floor decides a rested message again on
-// late votes within its vote ceiling (30 s by default).
-const unheardFor = 30 * time.Second
 
 // vote is a State sent and not yet seen decided.
 type vote struct {
@@ -342,65 +187,11 @@ const (
 	evStillHere
 )
 
-// stillHereAfter is how long the room may read this companion offline
-// while it is connected before it says its presence again: a broker that
-// stops sends the wills of connections it is closing, and those are
-// followed within it by the connection's loss.
-const stillHereAfter = 500 * time.Millisecond
-
 // New checks cfg and returns a Companion; Run starts it.
 func New(cfg Config) (*Companion, error) {
-	if cfg.Room == nil || cfg.Brain == nil {
-		return nil, errors.New("companion: room and brain are required")
-	}
-	if len(cfg.Room.Members) == 0 {
-		return nil, fmt.Errorf("companion: room %s has no roster: list its companions (room.members)", cfg.Room.Name)
-	}
-	if err := cfg.Card.Validate(); err != nil {
-		return nil, fmt.Errorf("companion: %w", err)
-	}
-	if cfg.Device != "" && cfg.Queries == nil {
-		return nil, errors.New("companion: a device needs a query client")
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if cfg.HistorySize <= 0 {
-		cfg.HistorySize = DefaultHistory
-	}
-	def(&cfg.Pause, DefaultPause)
-	def(&cfg.ThinkTimeout, DefaultThinkTimeout)
-	def(&cfg.SpeakTimeout, DefaultSpeakTimeout)
-	def(&cfg.ResendEvery, DefaultResendEvery)
-	def(&cfg.ResendFor, DefaultResendFor)
-	def(&cfg.JudgeTimeout, DefaultJudgeTimeout)
-	if cfg.JudgeEvery <= 0 {
-		cfg.JudgeEvery = DefaultJudgeEvery
-	}
-	if cfg.Threshold <= 0 {
-		cfg.Threshold = repetition.DefaultThreshold
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = repetition.DefaultWindow
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Muted == nil {
-		cfg.Muted = func() bool { return false }
-	}
-	if online := cfg.BodyOnline; online != nil { // away: muted, or no body to speak with
-		muted := cfg.Muted
-		cfg.Muted = func() bool { return muted() || !online() }
-	}
-	switch cfg.BargeIn {
-	case "":
-		cfg.BargeIn = protocol.BargeInSentence
-	case protocol.BargeInSentence, protocol.BargeInImmediate, protocol.BargeInOff:
-	default:
-		return nil, fmt.Errorf("companion: barge-in %q: want sentence, immediate or off", cfg.BargeIn)
+	cfg, err := cfg.checked()
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Room.Log.With("companion", cfg.Card.ID)
 	m := cfg.Room.Metrics
@@ -688,74 +479,6 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	}()
 }
 
-// repeats says which judge finds the conversation repeating ("local" or
-// "model"), or "" when neither does.
-func (c *Companion) repeats() string {
-	switch {
-	case c.cfg.NoRepetition:
-		return ""
-	case c.judge.Score(c.texts()) > c.cfg.Threshold:
-		return "local"
-	case c.rep.ok && c.rep.verdict > c.cfg.Threshold:
-		return "model"
-	}
-	return ""
-}
-
-// askJudge asks the model's repetition judge about the last window, at most
-// once every JudgeEvery messages and one question at a time, on its own
-// goroutine: nothing waits for it (the verdict comes back as evJudged).
-func (c *Companion) askJudge(ctx context.Context) {
-	c.rep.since++
-	if c.cfg.Judge == nil || c.cfg.NoRepetition || c.rep.busy || c.rep.since < c.cfg.JudgeEvery || len(c.history) < 2 {
-		return
-	}
-	window := c.history
-	if len(window) > c.cfg.Window {
-		window = window[len(window)-c.cfg.Window:]
-	}
-	window = slices.Clone(window)
-	c.rep.since, c.rep.busy = 0, true
-	gen, lang := c.rep.gen, c.cfg.Card.Language
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		jctx, cancel := context.WithTimeout(ctx, c.cfg.JudgeTimeout)
-		score, err := c.cfg.Judge.JudgeRepetition(jctx, lang, window)
-		cancel()
-		c.deliver(ctx, event{kind: evJudged, score: score, err: err, order: gen})
-	}()
-}
-
-// onJudged takes the model's verdict; a failed or late one leaves the
-// local score to decide alone.
-func (c *Companion) onJudged(e event) {
-	c.rep.busy = false
-	if e.order != c.rep.gen {
-		return // asked before a user restarted the conversation
-	}
-	if e.err != nil {
-		reason := "judge_error"
-		if errors.Is(e.err, context.DeadlineExceeded) {
-			reason = "judge_timeout"
-		}
-		c.m.BrainFailures.WithLabelValues(reason).Inc()
-		c.log.Warn("repetition judge: the model did not answer; the local score decides", "err", e.err)
-		c.rep.ok = false
-		return
-	}
-	c.rep.verdict, c.rep.ok = e.score, true
-	c.log.Debug("repetition judge: the model's verdict", "score", e.score)
-}
-
-func (c *Companion) texts() []string {
-	out := make([]string, 0, len(c.history))
-	for _, m := range c.history {
-		out = append(out, m.Params.Message)
-	}
-	return out
-}
-
 func (c *Companion) presentList() []string {
 	out := make([]string, 0, len(c.present))
 	for p := range c.present {
@@ -763,118 +486,6 @@ func (c *Companion) presentList() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// think asks the brain, retrying once; a second failure becomes listen
-// with importance 0 (docs/protocol.md: bad model output never stalls the room).
-// It returns how long the successful call took (0 after a failure). With
-// a brain that streams (e.words set), the vote is handed to Run the
-// moment it is written (evVote) and the draft's sentences to e.words; a
-// think whose vote has left is never asked again (its words may be being
-// spoken), and e.words is finished whatever happens.
-func (c *Companion) think(ctx context.Context, in brain.Input, e event) (t brain.Thought, took time.Duration) {
-	if e.words != nil {
-		defer func() { e.words.finish(utteranceOf(t)) }()
-	}
-	var err error
-	voted := false
-	for attempt := range 2 {
-		tctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
-		start := time.Now()
-		if e.words != nil {
-			heard := brain.Heard{Said: e.words.said, Vote: func(v brain.Thought) {
-				if v.Closing == "" {
-					v.Closing = protocol.ClosingNone
-				}
-				if v.Validate() == nil {
-					voted = true
-					ev := e
-					ev.kind, ev.thought = evVote, v
-					c.push(ev, "vote")
-				}
-			}}
-			t, err = c.cfg.Brain.(brain.Streamer).ThinkStream(tctx, in, heard)
-		} else {
-			t, err = c.cfg.Brain.Think(tctx, in)
-		}
-		took = time.Since(start)
-		cancel()
-		if err == nil {
-			if t.Closing == "" {
-				t.Closing = protocol.ClosingNone
-			}
-			if err = t.Validate(); err == nil {
-				return t, took
-			}
-		}
-		if ctx.Err() != nil || voted {
-			break
-		}
-		c.log.Warn("brain failed", "attempt", attempt+1, "message", in.Message.Params.ID, "err", err)
-	}
-	listen := brain.Thought{State: protocol.Listen, Importance: 0, Closing: protocol.ClosingNone}
-	if ctx.Err() != nil {
-		return listen, 0 // cancelled: not needed any more (stopThinking), or shutting down
-	}
-	reason := "error"
-	if errors.Is(err, context.DeadlineExceeded) {
-		reason = "timeout"
-	}
-	c.cfg.Room.Metrics.BrainFailures.WithLabelValues(reason).Inc()
-	c.status(Failed)
-	return listen, 0
-}
-
-// stopThinking cancels the think for message id, or every think when id
-// is "" (a user spoke: every older message is void): its model request is
-// closed at once, and a vote it already sent is not taken back.
-func (c *Companion) stopThinking(id string) {
-	for mid, cancel := range c.thinks {
-		if id == "" || mid == id {
-			cancel()
-			delete(c.thinks, mid)
-			c.stopped.Add(mid)
-		}
-	}
-}
-
-// stillHere says the companion's presence again when the room has read it
-// offline for stillHereAfter while the companion runs, connected: the
-// broker published the Last Will of a connection it had already replaced. On a cluster a node that
-// closes a client (or a takeover of its session on another node) can
-// send that will after the new connection's birth, and the room would
-// take a robot that talks for gone — the floor waits for a granted
-// speaker to come back and publishes nothing meanwhile. A robot that is
-// stopping closes its bus first, which then refuses the publish.
-func (c *Companion) stillHere() {
-	p := c.cfg.Presence
-	if p == nil {
-		return
-	}
-	c.log.Info("the room reads this companion offline while it runs (an older connection's Last Will); saying it is online again")
-	if err := p.SetThink(p.Think(), c.out); err != nil {
-		c.log.Warn("presence not said again", "err", err)
-	}
-}
-
-// announce tells the room a new expected think time when the measured one
-// has moved enough since the last announcement.
-func (c *Companion) announce(took time.Duration) {
-	p := c.cfg.Presence
-	if p == nil || took <= 0 {
-		return
-	}
-	c.took.add(took)
-	est := c.took.estimate(c.cfg.ExpectThink, c.cfg.ThinkTimeout)
-	now := c.cfg.Clock.Now()
-	if !moved(p.Think(), est) || now.Sub(c.told) < 5*time.Second {
-		return
-	}
-	c.told = now
-	c.log.Info("announcing a new think time", "think", est.Round(time.Millisecond), "was", p.Think().Round(time.Millisecond))
-	if err := p.SetThink(est, c.out); err != nil {
-		c.log.Warn("think time not announced", "err", err)
-	}
 }
 
 func (c *Companion) onThought(ctx context.Context, e event) {
@@ -1068,62 +679,6 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 	c.turn.timer = c.cfg.Clock.AfterFunc(c.cfg.Pause, func() { c.deliver(ctx, event{kind: evSpeak, id: id}) })
 }
 
-// sayAgainUnheard says once more a Message of this companion's that the
-// floor rested on by its deadline while votes were owed (g.Missing): at
-// QoS 0 a robot reconnecting after a broker node's loss never heard it,
-// so it voted on nothing, and the conversation would end there. The same
-// Message again (its id unchanged: who heard it handles it once) reaches
-// who missed it; they vote, and the floor decides it again on the late
-// votes (floor.lateVote). A robot still reconnecting misses this copy
-// too: it is said once more when that robot's presence comes back
-// (backOnline). The first such rest of a Message only.
-func (c *Companion) sayAgainUnheard(g protocol.TurnGrant) {
-	if c.unheard != nil && c.unheard.msg.Params.ID == g.MessageID {
-		return
-	}
-	for _, id := range c.answers {
-		a := c.answered[id]
-		if a == nil || a.msg == nil || a.msg.Params.ID != g.MessageID {
-			continue
-		}
-		u := &unheard{msg: *a.msg, missing: map[string]bool{}, at: c.cfg.Clock.Now()}
-		for _, m := range g.Missing {
-			if len(u.missing) < maxPresent {
-				u.missing[m] = true
-			}
-		}
-		c.unheard = u
-		c.log.Info("the room rested on this companion's words without every vote; saying them once more for who did not hear them",
-			"message", g.MessageID, "missing", g.Missing)
-		c.sayUnheard("rest")
-		return
-	}
-}
-
-// backOnline says the unheard words again for a robot that owed its vote
-// on them and is back (its presence online again), once per robot, while
-// the floor may still decide them again.
-func (c *Companion) backOnline(id string) {
-	u := c.unheard
-	if u == nil || !u.missing[id] {
-		return
-	}
-	delete(u.missing, id)
-	if c.cfg.Clock.Now().Sub(u.at) > unheardFor {
-		c.unheard = nil
-		return
-	}
-	c.log.Info("a robot that did not hear this companion's words is back; saying them once more", "message", u.msg.Params.ID, "robot", id)
-	c.sayUnheard("back")
-}
-
-func (c *Companion) sayUnheard(why string) {
-	c.m.Resent.WithLabelValues("unheard").Inc()
-	if err := c.cfg.Room.QueueMessage(c.out, c.unheard.msg); err != nil {
-		c.log.Warn("words not said again", "message", c.unheard.msg.Params.ID, "why", why, "err", err)
-	}
-}
-
 // remember records that the grant for id was acted on (bounded).
 func (c *Companion) remember(id string) {
 	c.answered[id] = &answer{}
@@ -1197,72 +752,4 @@ func (c *Companion) speak(ctx context.Context, id string) {
 		}
 		c.deliver(ctx, event{kind: evSpoke, id: id, said: &m, result: res})
 	}()
-}
-
-// close applies what the companion itself does to the closing stage of
-// thought t for message id (asked: its brain was asked to close): the
-// stage moved on for a brain that ignored CloseAsks asks, and max_turn,
-// as aikyo (count States; at the limit force terminal). The State that
-// goes terminal is logged with what ended the conversation.
-func (c *Companion) close(id string, asked bool, t brain.Thought) brain.Thought {
-	cl := &c.closer
-	if cl.over {
-		t.State, t.Selected, t.Closing = protocol.Listen, false, protocol.ClosingTerminal
-		return t
-	}
-	if !t.Closing.Valid() {
-		t.Closing = protocol.ClosingNone
-	}
-	by := "model"
-	switch {
-	case t.Closing.Rank() > cl.stage.Rank():
-		cl.vain = 0 // the brain winds down itself
-	case asked && !cl.forcing:
-		if cl.vain++; cl.vain >= CloseAsks {
-			cl.forcing = true
-			c.log.Info("the brain ignored the request to close; the companion moves the closing stage on itself", "message", id, "asks", cl.vain, "stage", cl.stage)
-		}
-	}
-	if cl.forcing && t.Closing.Rank() <= cl.stage.Rank() {
-		t.Closing, by = nextStage(cl.stage), "repetition judge"
-	}
-	if c.cfg.MaxTurn > 0 {
-		switch {
-		case t.Closing == protocol.ClosingTerminal:
-			c.count = 0
-		case c.count >= c.cfg.MaxTurn:
-			t.Closing, by = protocol.ClosingTerminal, "max_turn"
-			c.count = 0
-		default:
-			c.count++
-		}
-	}
-	was := cl.stage
-	if t.Closing.Rank() > cl.stage.Rank() {
-		cl.stage = t.Closing
-	}
-	if t.Closing != protocol.ClosingTerminal {
-		return t
-	}
-	if by != "model" {
-		t.State, t.Selected = protocol.Listen, false
-	}
-	if by == "repetition judge" {
-		cl.over = true
-	}
-	if by != "model" || was != protocol.ClosingTerminal {
-		c.log.Info("terminal: the conversation ends for this companion", "message", id, "by", by)
-	}
-	return t
-}
-
-// nextStage is the closing stage after s (terminal stays terminal).
-func nextStage(s protocol.Closing) protocol.Closing {
-	switch s {
-	case protocol.ClosingTerminal, protocol.ClosingClosing:
-		return protocol.ClosingTerminal
-	case protocol.ClosingPre:
-		return protocol.ClosingClosing
-	}
-	return protocol.ClosingPre
 }
