@@ -92,7 +92,6 @@ type Companion struct {
 	thoughts map[string]thoughtFor
 	seq      int // increases with every thought, for evicting the oldest
 	thinking int
-	speaking bool
 	answered map[string]*answer            // grants acted on, by message id
 	unheard  *unheard                      // words the room rested on while votes were owed
 	answers  []string                      // their ids, oldest first (bounded)
@@ -100,7 +99,7 @@ type Companion struct {
 	voted    *vote                         // the newest State whose grant has not been seen
 	took     thinkTimes                    // how long the brain took, for the announced think time
 	told     time.Time                     // when the think time was last announced
-	voices   map[string]voice              // each member's speaking status
+	audio    map[string]voice              // each member's speaking status
 	said     *protocol.Speaking            // this companion's last speaking status, said again after a reconnect
 	offline  bool                          // the room's latest presence of this companion says offline
 	away     bool                          // this companion's connection is lost (until it is back)
@@ -208,7 +207,7 @@ func New(cfg Config) (*Companion, error) {
 		heard:    seen.New(recentMessages),
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
-		voices:   map[string]voice{},
+		audio:    map[string]voice{},
 		noHold:   cfg.NoHold,
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
@@ -335,21 +334,29 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evGrant:
 		c.onGrant(ctx, e.grant)
 	case evSpeak:
-		c.speak(ctx, e.id)
+		if t := c.turnFor(e.id); t != nil {
+			t.speak(ctx, c.thoughts[e.id])
+		}
 	case evBarrier:
 		close(e.barrier)
 	case evSpoke:
-		c.onSpoke(ctx, e)
+		if t := c.turnFor(e.id); t != nil {
+			t.onSpoke(ctx, e)
+		}
 	case evResend:
 		c.resend(ctx, e.id)
 	case evSpeaking:
 		c.onSpeaking(ctx, e.speaking)
 	case evPrepared:
-		c.onPrepared(ctx, e.id, e.utter, e.whole)
+		if t := c.turnFor(e.id); t != nil {
+			t.onPrepared(ctx, e.utter, e.whole)
+		}
 	case evVote:
 		c.onVote(ctx, e)
 	case evDrafted:
-		c.onDrafted(ctx, e.id, e.utter)
+		if t := c.turnFor(e.id); t != nil {
+			t.onDrafted(ctx, e.utter)
+		}
 	case evJudged:
 		c.onJudged(e)
 	case evRest:
@@ -374,8 +381,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 			c.mem.Republish()
 		}
 	case evStartCheck:
-		if t := c.turn; t != nil && t.grant == e.id {
-			c.maybeStart(ctx)
+		if t := c.turnFor(e.id); t != nil {
+			t.maybeStart(ctx)
 		}
 	}
 }
@@ -402,7 +409,9 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.turnNo, c.count, c.closer = 0, 0, closer{}
 		c.lastUser = order
 		c.rep = judging{gen: c.rep.gen + 1, busy: c.rep.busy} // one question out at most
-		c.bargeIn()
+		if c.turn != nil {
+			c.turn.bargeIn()
+		}
 		c.stopThinking("")
 	} else {
 		c.turnNo++
@@ -491,7 +500,7 @@ func (c *Companion) presentList() []string {
 func (c *Companion) onThought(ctx context.Context, e event) {
 	c.thinking--
 	c.announce(e.took)
-	if !c.speaking {
+	if c.turn == nil {
 		c.status(Listening)
 	}
 	delete(c.thinks, e.id)
@@ -662,21 +671,48 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 	case c.cfg.Muted():
 		c.ignore("muted", g)
 		return
-	case c.speaking:
+	case c.turn != nil:
 		c.log.Warn("granted while still speaking; skipped", "message", g.MessageID)
 		c.ignore("speaking", g)
 		return
 	}
-	c.speaking = true
 	c.spoke = tf.seq
 	c.remember(g.MessageID)
-	id := g.MessageID
-	if c.cfg.Overlap {
-		c.prepare(ctx, id, tf)
-		return
+	c.turn = &turn{host: c, cfg: &c.cfg, log: c.log, wg: &c.wg, noHold: c.noHold, grant: g.MessageID, msgID: protocol.NewID()}
+	c.turn.begin(ctx, tf)
+}
+
+// turnFor is the turn granted for message grant, nil when it is over or
+// was given up (a barge-in): its late events change nothing.
+func (c *Companion) turnFor(grant string) *turn {
+	if t := c.turn; t != nil && t.grant == grant {
+		return t
 	}
-	c.turn = &turn{grant: id, msgID: protocol.NewID(), after: c.cfg.Clock.Now(), cancel: func() {}}
-	c.turn.timer = c.cfg.Clock.AfterFunc(c.cfg.Pause, func() { c.deliver(ctx, event{kind: evSpeak, id: id}) })
+	return nil
+}
+
+// publish says a turn's words m to the room, the answer to grant that a
+// repeated grant publishes again (host).
+func (c *Companion) publish(grant string, m protocol.Message) {
+	if err := c.cfg.Room.QueueMessage(c.out, m); err != nil {
+		c.log.Error("message not published", "err", err)
+	}
+	if a := c.answered[grant]; a != nil {
+		a.msg = &m
+	}
+}
+
+// ended hears that turn t is over, with what it said (host).
+func (c *Companion) ended(t *turn, said *protocol.Message) {
+	if c.turn == t {
+		c.turn = nil
+	}
+	c.noHold = t.noHold
+	c.replied(t.grant, said)
+	if a := c.answered[t.grant]; a != nil {
+		a.msg, a.done = said, true
+	}
+	c.status(Listening)
 }
 
 // remember records that the grant for id was acted on (bounded).
@@ -687,69 +723,4 @@ func (c *Companion) remember(id string) {
 		delete(c.answered, c.answers[0])
 		c.answers = c.answers[1:]
 	}
-}
-
-// speak runs the granted turn in sequential mode on its own goroutine:
-// the words (draft or a second brain call), the speak query to the device
-// — the status says the companion speaks — then, once the audio has
-// ended, the Message (onSpoke).
-func (c *Companion) speak(ctx context.Context, id string) {
-	t := c.turn
-	if t == nil || t.grant != id {
-		return // given up during the pause (a barge-in)
-	}
-	tf := c.thoughts[id]
-	t.started, t.startedAt = true, c.cfg.Clock.Now()
-	tctx, cancel := context.WithCancel(ctx)
-	t.cancel = cancel
-	if c.cfg.Device != "" {
-		text := tf.thought.Draft
-		c.announceVoice(t.msgID, true, t.startedAt, protocol.SpeechEstimate(text, c.cfg.Card.Language))
-	}
-	msgID := t.msgID
-	c.status(Speaking)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		var u brain.Utterance
-		var res protocol.SpeakResult
-		var err error
-		switch {
-		case tf.words != nil && c.cfg.Device != "": // spoken as it is written
-			res, err = c.speakWords(tctx, tf.words, msgID, "", c.cfg.SpeakTimeout, nil, func(whole brain.Utterance) {
-				u = whole
-				c.deliver(ctx, event{kind: evDrafted, id: id, utter: whole})
-			})
-			if u.Text == "" {
-				c.deliver(ctx, event{kind: evSpoke, id: id})
-				return
-			}
-		default:
-			if u, err = c.utterance(tctx, id, tf); err != nil {
-				c.deliver(ctx, event{kind: evSpoke, id: id})
-				return
-			}
-			if c.cfg.Device != "" {
-				c.act(tctx, msgID, u.Actions)
-				req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, MessageID: msgID}
-				res, err = c.speakQuery(tctx, req, c.cfg.SpeakTimeout)
-			}
-		}
-		spoken := err == nil
-		if !spoken && tctx.Err() == nil {
-			c.log.Error("speak failed; the words go to the room marked unspoken", "body", c.cfg.Device, "err", err)
-		}
-		if tctx.Err() != nil || res.Stopped {
-			// Cut off by a user: in this order the words would reach the
-			// room after the user's, and be voted on instead of them.
-			c.log.Info("barge-in: the words were cut off; not published", "message", msgID)
-			c.deliver(ctx, event{kind: evSpoke, id: id, result: res})
-			return
-		}
-		m := c.message(msgID, u)
-		if !spoken { // never pass off as said what the robot did not say
-			m.Params.Metadata[protocol.MetaSpoken] = false
-		}
-		c.deliver(ctx, event{kind: evSpoke, id: id, said: &m, result: res})
-	}()
 }
