@@ -116,13 +116,6 @@ type Companion struct {
 	closer   closer                        // how far this companion has closed the conversation
 }
 
-// answer is what the companion said for a grant: nil Message while it is
-// still speaking, or when it gave the turn up.
-type answer struct {
-	msg  *protocol.Message
-	done bool
-}
-
 // vote is a State sent and not yet seen decided.
 type vote struct {
 	state   protocol.State
@@ -395,19 +388,54 @@ func (c *Companion) Ping(ctx context.Context) error {
 
 func (c *Companion) me() string { return c.cfg.Card.ID }
 
+// onMessage hears m and votes on it: m joins the conversation, then the
+// brain's input is made, then the vote — listen at once when this
+// companion may not answer, else its brain thinks (onThought votes).
 func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if !c.heard.Add(m.Params.ID) {
 		c.m.Duplicates.WithLabelValues("companion", "message").Inc()
 		return // seen already (at-least-once delivery, or an answer published again)
 	}
-	from := m.Params.From
+	order := c.follow(m)
+	arrived := c.cfg.Clock.Now()
+	before := c.keep(m)
+	c.askJudge(ctx)
+	if m.Params.From == c.me() {
+		return // nobody votes on their own words
+	}
+	in := c.input(m, before)
+	if c.cfg.Muted() || wakeWord(m) {
+		c.listen(ctx, m.Params.ID)
+		return
+	}
+	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
+	var people []string // for a recall by meaning
+	if c.mem != nil && c.isUser(m.Params.From) {
+		if c.control(ctx, m, e) {
+			return // a memory command: the rules answer it
+		}
+		defer c.mem.Journal(heard(m)) // once the think has started: its fsync is not on the turn's way
+		in, people = c.recall(ctx, m, in)
+	}
+	in.Knowledge = c.knowledge(m, in.Actions)
+	if c.thinking >= maxThinking {
+		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
+		c.listen(ctx, m.Params.ID)
+		return
+	}
+	e.in = in
+	c.startThinking(ctx, e, people)
+}
+
+// follow takes m into the conversation and returns its place in the
+// order heard. A user's message restarts a rested or closing
+// conversation, and whoever speaks stops (barge-in); older grants are
+// void.
+func (c *Companion) follow(m protocol.Message) uint64 {
 	c.order++
-	order, arrived := c.order, c.cfg.Clock.Now()
-	if from != c.me() && !c.cfg.Room.IsMember(from) {
-		// A user spoke: a rested or closing conversation starts again, and
-		// whoever speaks stops (barge-in); older grants are void.
+	if c.isUser(m.Params.From) {
 		c.turnNo, c.count, c.closer = 0, 0, closer{}
-		c.lastUser = order
+		c.lastUser = c.order
 		c.rep = judging{gen: c.rep.gen + 1, busy: c.rep.busy} // one question out at most
 		if c.turn != nil {
 			c.turn.bargeIn()
@@ -419,15 +447,23 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if c.unheard != nil && m.Params.ID != c.unheard.msg.Params.ID {
 		c.unheard = nil // newer words: the floor decides the rested ones no more
 	}
-	before := slices.Clone(c.history) // what was said before m: m is judged, not history
+	return c.order
+}
+
+// keep adds m to the bounded history and returns what was said before it
+// (m is judged, not history).
+func (c *Companion) keep(m protocol.Message) []protocol.Message {
+	before := slices.Clone(c.history)
 	c.history = append(c.history, m)
 	if len(c.history) > c.cfg.HistorySize {
 		c.history = slices.Clone(c.history[len(c.history)-c.cfg.HistorySize:])
 	}
-	c.askJudge(ctx)
-	if from == c.me() {
-		return // nobody votes on their own words
-	}
+	return before
+}
+
+// input is the brain's input for m, said after before: with the closing
+// instruction when a judge finds the conversation repeating.
+func (c *Companion) input(m protocol.Message, before []protocol.Message) brain.Input {
 	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
 		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1, Events: c.known(m)}
 	if c.cfg.Actions != nil && c.cfg.Device != "" {
@@ -437,55 +473,20 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		in.ClosingInstruction = brain.ClosingInstruction(c.cfg.Card.Language)
 		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID, "by", by)
 	}
-	if c.cfg.Muted() {
-		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
-		return
-	}
-	if wake, _ := m.Params.Metadata[protocol.MetaWake].(bool); wake {
-		// A wake word opens the room's ears and barged in above; it is
-		// not a question: nobody answers it, the person goes on talking.
-		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
-		return
-	}
-	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
-	var people []string // for a recall by meaning
-	if c.mem != nil && c.isUser(from) {
-		people = c.people(m)
-		if c.control(ctx, m, e) {
-			return
-		}
-		in.Remembered = c.mem.Recall(from, m.Params.Message, people)
-		c.mem.Heard(ctx, heard(m))
-		defer c.mem.Journal(heard(m)) // once the think has started: its fsync is not on the turn's way
-	}
-	in.Knowledge = c.knowledge(m, in.Actions)
-	if c.thinking >= maxThinking {
-		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
-		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
-		return
-	}
-	c.thinking++
-	c.status(Thinking)
-	var w *words
-	if _, ok := c.cfg.Brain.(brain.Streamer); ok && !c.cfg.TwoCall {
-		w = newWords()
-	}
-	e.in, e.words = in, w
-	tctx, cancel := context.WithCancel(ctx)
-	c.thinks[m.Params.ID] = cancel
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer cancel()
-		if people != nil {
-			if fs, ok := c.mem.RecallByMeaning(tctx, from, m.Params.Message, people); ok {
-				in.Remembered = fs
-			}
-			e.in = in
-		}
-		e.thought, e.took = c.think(tctx, in, e)
-		c.deliver(ctx, e)
-	}()
+	return in
+}
+
+// wakeWord reports whether m is a wake word: it opens the room's ears and
+// barged in (follow); it is not a question: nobody answers it, the person
+// goes on talking.
+func wakeWord(m protocol.Message) bool {
+	wake, _ := m.Params.Metadata[protocol.MetaWake].(bool)
+	return wake
+}
+
+// listen votes listen on message id at once, without its brain.
+func (c *Companion) listen(ctx context.Context, id string) {
+	c.publishState(ctx, id, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
 }
 
 func (c *Companion) presentList() []string {
@@ -597,130 +598,4 @@ func (c *Companion) resend(ctx context.Context, id string) {
 		}
 	}
 	v.timer = c.cfg.Clock.AfterFunc(c.cfg.ResendEvery, func() { c.deliver(ctx, event{kind: evResend, id: id}) })
-}
-
-// votedIn reports whether g counts a vote from id.
-func votedIn(g protocol.TurnGrant, id string) bool {
-	for _, v := range g.Votes {
-		if v.From == id {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *Companion) ignore(reason string, g protocol.TurnGrant) {
-	c.m.IgnoredGrants.WithLabelValues(reason).Inc()
-	c.log.Debug("grant ignored", "reason", reason, "message", g.MessageID)
-}
-
-func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
-	if c.voted != nil && c.voted.state.Params.MessageID == g.MessageID && (g.SpeakerID() != "" || votedIn(g, c.me())) {
-		// The floor decided with our State, or for a speaker: it arrived or
-		// no longer matters. A rest without our vote keeps it coming: the
-		// floor decides a rested message again on a vote it lacked (issue 27:
-		// after a broker restart the floor rests on a message whose votes
-		// are still on their way).
-		c.stopResend()
-	}
-	if g.SpeakerID() == "" && g.DecidedBy == protocol.DecidedDeadline && len(g.Missing) > 0 {
-		c.sayAgainUnheard(g)
-	}
-	if g.SpeakerID() != c.me() {
-		if g.SpeakerID() != "" {
-			c.stopThinking(g.MessageID) // another speaks: this draft is not needed
-		}
-		return
-	}
-	if a, ok := c.answered[g.MessageID]; ok {
-		// The floor repeats a grant until it hears the answer: say it again
-		// (the same Message, which every receiver handles once), never
-		// speak it again (issue 9, defect 1).
-		switch {
-		case a.msg != nil:
-			c.m.Resent.WithLabelValues("answer").Inc()
-			if err := c.cfg.Room.QueueMessage(c.out, *a.msg); err != nil {
-				c.log.Warn("answer not sent again", "message", g.MessageID, "err", err)
-			}
-			c.ignore("already_answered", g)
-		case !a.done:
-			c.ignore("speaking", g)
-		default:
-			c.ignore("gave_up", g)
-		}
-		return
-	}
-	tf, ok := c.thoughts[g.MessageID]
-	switch {
-	case !ok:
-		c.log.Warn("granted a turn for a message it did not vote on", "message", g.MessageID)
-		c.ignore("not_voted", g)
-		return
-	case tf.seq <= c.spoke:
-		c.log.Info("granted a turn older than the one it last took; ignored", "message", g.MessageID)
-		c.ignore("stale", g)
-		return
-	case tf.order < c.lastUser:
-		c.log.Info("granted a turn for a message older than a user's newer one; void", "message", g.MessageID)
-		c.ignore("void", g)
-		return
-	case tf.thought.Closing == protocol.ClosingTerminal:
-		c.log.Info("granted the floor at terminal: the conversation is over for this companion")
-		c.ignore("terminal", g)
-		return
-	case c.cfg.Muted():
-		c.ignore("muted", g)
-		return
-	case c.turn != nil:
-		c.log.Warn("granted while still speaking; skipped", "message", g.MessageID)
-		c.ignore("speaking", g)
-		return
-	}
-	c.spoke = tf.seq
-	c.remember(g.MessageID)
-	c.turn = &turn{host: c, cfg: &c.cfg, log: c.log, wg: &c.wg, noHold: c.noHold, grant: g.MessageID, msgID: protocol.NewID()}
-	c.turn.begin(ctx, tf)
-}
-
-// turnFor is the turn granted for message grant, nil when it is over or
-// was given up (a barge-in): its late events change nothing.
-func (c *Companion) turnFor(grant string) *turn {
-	if t := c.turn; t != nil && t.grant == grant {
-		return t
-	}
-	return nil
-}
-
-// publish says a turn's words m to the room, the answer to grant that a
-// repeated grant publishes again (host).
-func (c *Companion) publish(grant string, m protocol.Message) {
-	if err := c.cfg.Room.QueueMessage(c.out, m); err != nil {
-		c.log.Error("message not published", "err", err)
-	}
-	if a := c.answered[grant]; a != nil {
-		a.msg = &m
-	}
-}
-
-// ended hears that turn t is over, with what it said (host).
-func (c *Companion) ended(t *turn, said *protocol.Message) {
-	if c.turn == t {
-		c.turn = nil
-	}
-	c.noHold = t.noHold
-	c.replied(t.grant, said)
-	if a := c.answered[t.grant]; a != nil {
-		a.msg, a.done = said, true
-	}
-	c.status(Listening)
-}
-
-// remember records that the grant for id was acted on (bounded).
-func (c *Companion) remember(id string) {
-	c.answered[id] = &answer{}
-	c.answers = append(c.answers, id)
-	if len(c.answers) > maxAnswers {
-		delete(c.answered, c.answers[0])
-		c.answers = c.answers[1:]
-	}
 }

@@ -83,3 +83,31 @@ func (c *Companion) stopThinking(id string) {
 		}
 	}
 }
+
+// startThinking asks the brain about e's message (e.in) on a goroutine of
+// its own, recalling by meaning first what it knows of people; the
+// thought comes back to Run as e (evThought), and with a brain that
+// streams its vote before it (evVote) and its draft in e.words.
+func (c *Companion) startThinking(ctx context.Context, e event, people []string) {
+	c.thinking++
+	c.status(Thinking)
+	if _, ok := c.cfg.Brain.(brain.Streamer); ok && !c.cfg.TwoCall {
+		e.words = newWords()
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	c.thinks[e.id] = cancel
+	in, m := e.in, e.in.Message
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		if people != nil {
+			if fs, ok := c.mem.RecallByMeaning(tctx, m.Params.From, m.Params.Message, people); ok {
+				in.Remembered = fs
+			}
+			e.in = in
+		}
+		e.thought, e.took = c.think(tctx, in, e)
+		c.deliver(ctx, e)
+	}()
+}
