@@ -93,7 +93,7 @@ type Config struct {
 	// (the brain's timeout for a model, its delay for the rule brain).
 	ExpectThink time.Duration
 
-	// Overlap runs overlapped turns (voice.go): the Message goes out when
+	// Overlap runs overlapped turns (voice.go, turn.go): the Message goes out when
 	// the audio starts, the next robot prepares while this one talks and
 	// starts when it ends plus Pause. False is aikyo's order: speak, then
 	// publish.
