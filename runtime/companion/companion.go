@@ -1,51 +1,3 @@
-// Package companion is the agent of one persona in a room: it keeps a
-// bounded history, turns every message into a State with its brain (and a
-// draft of what it would say), and when the floor grants it the turn, waits
-// the configured pause, speaks through its device (a speak query) and
-// publishes its Message once the speak result is back, as aikyo does.
-//
-// Closing follows aikyo-closing: the brain says the stage; the repetition
-// judge adds the closing instruction to the brain's input when the last
-// Window messages repeat; MaxTurn forces terminal; a message from a user
-// (anyone not on the room's roster) restarts a rested room. A brain that
-// ignores the instruction CloseAsks times (a stubborn model: it answers
-// closing none and says the same again) has its stage moved on by the
-// companion, one stage a State (pre-closing, closing, terminal); at that
-// terminal the companion listens until a user speaks. The State that goes
-// terminal is logged once with what ended it: the model, the repetition
-// judge or max_turn.
-//
-// # Repetition judge
-//
-// Two judges, as the seed's enableRepetitionJudge and a local fallback:
-// the companion's own model (Config.Judge) is asked whether the last window
-// repeats itself, even in other words — at most once every JudgeEvery
-// messages, on a goroutine of its own, never on the way of a State or a
-// turn; its latest verdict holds until the next one or a user's message.
-// The local score (runtime/repetition: character bigrams, which catch only
-// near-verbatim repeats) is always computed; the instruction is added when
-// either is above Threshold, so while the model has not answered, is slow
-// (JudgeTimeout) or fails, the local score decides alone.
-//
-// # At least once
-//
-// Every message may arrive twice and any one may be lost (docs/protocol.md,
-// "Delivery"). A Message seen twice is handled once. A grant acts once: a
-// grant for a message this companion already answered makes it publish the
-// same answer again (the floor repeats a grant until it hears the answer,
-// so a lost grant and a lost answer are both recovered), and a grant for a
-// message older than its newest spoken turn is ignored; both are counted.
-// Its State is sent again every ResendEvery until a grant for that
-// message is seen that counts it or names a speaker (a lost State), while
-// the message is younger than ResendFor: however long the floor could not
-// hear (a broker node lost with the floor's connection), the vote reaches
-// it once it is back.
-//
-// # Concurrency
-//
-// One goroutine (Run) owns the companion's state. Brain calls and speaking
-// run on goroutines Run starts and waits for; every wait has a timeout.
-// Publishes go through an outbox, so the loop never waits on the network.
 package companion
 
 import (
@@ -65,133 +17,10 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
-	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/seen"
 )
-
-// Defaults.
-const (
-	DefaultHistory = 10
-	// DefaultMaxTurn is room.max_turn when unset: aikyo's maxTurn is
-	// null (no bound) by default and 10 in its docs' example; Chorus's
-	// shipped configs use 20, and a room always has a bound.
-	DefaultMaxTurn = 20
-	// CloseAsks is how often the repetition judge asks the brain to close
-	// in vain before the companion moves the closing stage on itself.
-	CloseAsks           = 3
-	DefaultPause        = 200 * time.Millisecond // room.pause; see TestPauseDefault
-	DefaultThinkTimeout = brain.DefaultThinkTimeout
-	DefaultSpeakTimeout = query.DefaultTimeout
-	DefaultResendEvery  = time.Second
-	DefaultJudgeEvery   = repetition.DefaultJudgeEvery
-	DefaultJudgeTimeout = repetition.DefaultJudgeTimeout
-	DefaultResendFor    = time.Minute // as the floor's RegrantFor
-	maxThinking         = 4
-	maxThoughts         = 32
-	maxAnswers          = 32
-	queueSize           = 1024
-	maxPresent          = 1024 // companions followed in one room
-	recentMessages      = 512  // message ids remembered, to handle each once
-)
-
-// Status is what the companion is doing, for a status LED.
-type Status string
-
-const (
-	Listening Status = "listening"
-	Thinking  Status = "thinking"
-	Speaking  Status = "speaking"
-	Failed    Status = "error"
-)
-
-// Config configures a Companion.
-type Config struct {
-	Room  *room.Room
-	Card  brain.Card
-	Brain brain.Brain
-
-	// Device is the companion's own body, asked to "speak"; empty means a
-	// text-only companion. Queries sends the query.
-	Device  string
-	Queries query.Asker
-
-	HistorySize int           // messages kept, default 10
-	Pause       time.Duration // wait after a grant before speaking, default 200 ms
-	MaxTurn     int           // States before terminal is forced; 0 = no limit
-	Threshold   float64       // repetition threshold, default 0.7
-	Window      int           // repetition window, default 5
-	// Judge is the model's repetition judge; nil judges with the local
-	// score only. JudgeEvery (default 4) is the fewest messages between two
-	// questions to it, JudgeTimeout (default 10 s) how long one may take.
-	Judge        brain.RepetitionJudge
-	JudgeEvery   int
-	JudgeTimeout time.Duration
-	// NoRepetition turns repetition judging off, the local score too (the
-	// seed's enableRepetitionJudge: false).
-	NoRepetition bool
-	TwoCall      bool          // brain.draft: false — ask Utter after the grant
-	ThinkTimeout time.Duration // per brain call, default 20 s
-	SpeakTimeout time.Duration // speak query, default 30 s
-	ResendEvery  time.Duration // State sent again until its grant is seen, default 1 s
-	ResendFor    time.Duration // ... while its message is younger than this, default 1 min
-	Clock        clock.Clock
-
-	// Presence is the companion's retained presence, for the think time it
-	// announces: a new estimate (from its brain's measured latency) is
-	// announced when it moves by more than a quarter, at most every 5 s.
-	// It is also said again when the room reads the companion offline
-	// while it runs (a Last Will of an older connection). nil announces
-	// nothing.
-	Presence *room.Announcement
-	// ExpectThink is the think time announced before any call is measured
-	// (the brain's timeout for a model, its delay for the rule brain).
-	ExpectThink time.Duration
-
-	// Overlap runs overlapped turns (voice.go): the Message goes out when
-	// the audio starts, the next robot prepares while this one talks and
-	// starts when it ends plus Pause. False is aikyo's order: speak, then
-	// publish.
-	Overlap bool
-	// BargeIn is what a user's Message does to this companion's words:
-	// protocol.BargeInSentence (default), BargeInImmediate or BargeInOff.
-	BargeIn protocol.BargeIn
-
-	// Muted, when it returns true, makes the companion vote listen and never
-	// take the floor (the mute button).
-	Muted func() bool
-	// BodyOnline, when set and false, makes the companion vote listen and
-	// never take the floor, as muted: its body (Device) is offline — a
-	// bridge client that went away — and a turn would end in a speak
-	// query that cannot be answered.
-	BodyOnline func() bool
-	// OnStatus is told every status change; it must not block.
-	OnStatus func(Status)
-	// SpeakMore says the body takes a speak that is still being written
-	// (protocol.TypeSpeakMore): with a brain that streams, a granted turn
-	// starts speaking on the draft's first sentence. chorusd's own body
-	// does; a body behind the bridge does not, and gets the whole draft.
-	SpeakMore bool
-	// NoHold says the body does not know the speak hold (a body behind
-	// the bridge, as aikyo's clients): in overlapped turns it is handed its
-	// words only when the floor is free — the companion waits for the
-	// voice before it itself — and a result that gives no length stands
-	// for the speech estimate. chorusd's own body knows the hold.
-	NoHold bool
-	// Actions lists what the companion's body can do now (docs/actions.md):
-	// its brain may call them with its words, and the body
-	// (Device) is asked to do them as the words start. nil: none.
-	Actions func() []protocol.ActionDef
-	// Knowledge lists the knowledge tools the companion's body declares
-	// now (a bridge client's knowledge.declare, issue 29); nil: none. The
-	// card's knowledge list allows each by its name or by the word "body"
-	// (brain.KnowBody); a call asks the body (Device) a knowledge query.
-	Knowledge func() []protocol.KnowledgeDef
-	// Memory is the companion's long-term memory (memory.go, issue 29);
-	// nil remembers nothing.
-	Memory *Memory
-}
 
 // Companion is one persona in a room.
 type Companion struct {
@@ -215,7 +44,6 @@ type Companion struct {
 	thoughts map[string]thoughtFor
 	seq      int // increases with every thought, for evicting the oldest
 	thinking int
-	speaking bool
 	answered map[string]*answer            // grants acted on, by message id
 	unheard  *unheard                      // words the room rested on while votes were owed
 	answers  []string                      // their ids, oldest first (bounded)
@@ -223,7 +51,7 @@ type Companion struct {
 	voted    *vote                         // the newest State whose grant has not been seen
 	took     thinkTimes                    // how long the brain took, for the announced think time
 	told     time.Time                     // when the think time was last announced
-	voices   map[string]voice              // each member's speaking status
+	audio    map[string]voice              // each member's speaking status
 	said     *protocol.Speaking            // this companion's last speaking status, said again after a reconnect
 	offline  bool                          // the room's latest presence of this companion says offline
 	away     bool                          // this companion's connection is lost (until it is back)
@@ -239,45 +67,6 @@ type Companion struct {
 	noHold   bool                          // the body ignores the speak hold (Config.NoHold, or seen playing at once)
 	closer   closer                        // how far this companion has closed the conversation
 }
-
-// closer is the companion's own closing stages since the conversation
-// (re)started (owned by Run).
-type closer struct {
-	stage   protocol.Closing // the furthest stage it voted
-	vain    int              // closing asks its brain ignored since it last moved on
-	forcing bool             // the companion moves the stage on itself
-	over    bool             // forced to terminal: it listens until a user speaks
-}
-
-// judging is the model repetition judge's book (owned by Run).
-type judging struct {
-	since   int     // messages since the judge was last asked
-	busy    bool    // a question is out
-	gen     uint64  // bumped when a user restarts the conversation: older verdicts are void
-	verdict float64 // the latest verdict
-	ok      bool    // verdict holds
-}
-
-// answer is what the companion said for a grant: nil Message while it is
-// still speaking, or when it gave the turn up.
-type answer struct {
-	msg  *protocol.Message
-	done bool
-}
-
-// unheard is this companion's newest words that the floor rested on by
-// its deadline while votes were owed: said once more then, and again as
-// each robot that owed a vote comes back online (sayAgainUnheard).
-type unheard struct {
-	msg     protocol.Message
-	missing map[string]bool // who owed a vote and has not been told again since it came back
-	at      time.Time       // when the room rested on them
-}
-
-// unheardFor bounds how long words the room did not hear are said again
-// for robots coming back: the floor decides a rested message again on
-// late votes within its vote ceiling (30 s by default).
-const unheardFor = 30 * time.Second
 
 // vote is a State sent and not yet seen decided.
 type vote struct {
@@ -342,65 +131,11 @@ const (
 	evStillHere
 )
 
-// stillHereAfter is how long the room may read this companion offline
-// while it is connected before it says its presence again: a broker that
-// stops sends the wills of connections it is closing, and those are
-// followed within it by the connection's loss.
-const stillHereAfter = 500 * time.Millisecond
-
 // New checks cfg and returns a Companion; Run starts it.
 func New(cfg Config) (*Companion, error) {
-	if cfg.Room == nil || cfg.Brain == nil {
-		return nil, errors.New("companion: room and brain are required")
-	}
-	if len(cfg.Room.Members) == 0 {
-		return nil, fmt.Errorf("companion: room %s has no roster: list its companions (room.members)", cfg.Room.Name)
-	}
-	if err := cfg.Card.Validate(); err != nil {
-		return nil, fmt.Errorf("companion: %w", err)
-	}
-	if cfg.Device != "" && cfg.Queries == nil {
-		return nil, errors.New("companion: a device needs a query client")
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if cfg.HistorySize <= 0 {
-		cfg.HistorySize = DefaultHistory
-	}
-	def(&cfg.Pause, DefaultPause)
-	def(&cfg.ThinkTimeout, DefaultThinkTimeout)
-	def(&cfg.SpeakTimeout, DefaultSpeakTimeout)
-	def(&cfg.ResendEvery, DefaultResendEvery)
-	def(&cfg.ResendFor, DefaultResendFor)
-	def(&cfg.JudgeTimeout, DefaultJudgeTimeout)
-	if cfg.JudgeEvery <= 0 {
-		cfg.JudgeEvery = DefaultJudgeEvery
-	}
-	if cfg.Threshold <= 0 {
-		cfg.Threshold = repetition.DefaultThreshold
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = repetition.DefaultWindow
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Muted == nil {
-		cfg.Muted = func() bool { return false }
-	}
-	if online := cfg.BodyOnline; online != nil { // away: muted, or no body to speak with
-		muted := cfg.Muted
-		cfg.Muted = func() bool { return muted() || !online() }
-	}
-	switch cfg.BargeIn {
-	case "":
-		cfg.BargeIn = protocol.BargeInSentence
-	case protocol.BargeInSentence, protocol.BargeInImmediate, protocol.BargeInOff:
-	default:
-		return nil, fmt.Errorf("companion: barge-in %q: want sentence, immediate or off", cfg.BargeIn)
+	cfg, err := cfg.checked()
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Room.Log.With("companion", cfg.Card.ID)
 	m := cfg.Room.Metrics
@@ -417,7 +152,7 @@ func New(cfg Config) (*Companion, error) {
 		heard:    seen.New(recentMessages),
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
-		voices:   map[string]voice{},
+		audio:    map[string]voice{},
 		noHold:   cfg.NoHold,
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
@@ -544,21 +279,29 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evGrant:
 		c.onGrant(ctx, e.grant)
 	case evSpeak:
-		c.speak(ctx, e.id)
+		if t := c.turnFor(e.id); t != nil {
+			t.speak(ctx, c.thoughts[e.id])
+		}
 	case evBarrier:
 		close(e.barrier)
 	case evSpoke:
-		c.onSpoke(ctx, e)
+		if t := c.turnFor(e.id); t != nil {
+			t.onSpoke(ctx, e)
+		}
 	case evResend:
 		c.resend(ctx, e.id)
 	case evSpeaking:
 		c.onSpeaking(ctx, e.speaking)
 	case evPrepared:
-		c.onPrepared(ctx, e.id, e.utter, e.whole)
+		if t := c.turnFor(e.id); t != nil {
+			t.onPrepared(ctx, e.utter, e.whole)
+		}
 	case evVote:
 		c.onVote(ctx, e)
 	case evDrafted:
-		c.onDrafted(ctx, e.id, e.utter)
+		if t := c.turnFor(e.id); t != nil {
+			t.onDrafted(ctx, e.utter)
+		}
 	case evJudged:
 		c.onJudged(e)
 	case evRest:
@@ -583,8 +326,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 			c.mem.Republish()
 		}
 	case evStartCheck:
-		if t := c.turn; t != nil && t.grant == e.id {
-			c.maybeStart(ctx)
+		if t := c.turnFor(e.id); t != nil {
+			t.maybeStart(ctx)
 		}
 	}
 }
@@ -597,21 +340,58 @@ func (c *Companion) Ping(ctx context.Context) error {
 
 func (c *Companion) me() string { return c.cfg.Card.ID }
 
+// onMessage hears m and votes on it: m joins the conversation, then the
+// brain's input is made, then the vote — listen at once when this
+// companion may not answer, else its brain thinks (onThought votes).
 func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if !c.heard.Add(m.Params.ID) {
 		c.m.Duplicates.WithLabelValues("companion", "message").Inc()
 		return // seen already (at-least-once delivery, or an answer published again)
 	}
-	from := m.Params.From
+	order := c.follow(m)
+	arrived := c.cfg.Clock.Now()
+	before := c.keep(m)
+	c.askJudge(ctx)
+	if m.Params.From == c.me() {
+		return // nobody votes on their own words
+	}
+	in := c.input(m, before)
+	if c.cfg.Muted() || wakeWord(m) {
+		c.listen(ctx, m.Params.ID)
+		return
+	}
+	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
+	var people []string // for a recall by meaning
+	if c.mem != nil && c.isUser(m.Params.From) {
+		if c.control(ctx, m, e) {
+			return // a memory command: the rules answer it
+		}
+		defer c.mem.Journal(heard(m)) // once the think has started: its fsync is not on the turn's way
+		in, people = c.recall(ctx, m, in)
+	}
+	in.Knowledge = c.knowledge(m, in.Actions)
+	if c.thinking >= maxThinking {
+		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
+		c.listen(ctx, m.Params.ID)
+		return
+	}
+	e.in = in
+	c.startThinking(ctx, e, people)
+}
+
+// follow takes m into the conversation and returns its place in the
+// order heard. A user's message restarts a rested or closing
+// conversation, and whoever speaks stops (barge-in); older grants are
+// void.
+func (c *Companion) follow(m protocol.Message) uint64 {
 	c.order++
-	order, arrived := c.order, c.cfg.Clock.Now()
-	if from != c.me() && !c.cfg.Room.IsMember(from) {
-		// A user spoke: a rested or closing conversation starts again, and
-		// whoever speaks stops (barge-in); older grants are void.
+	if c.isUser(m.Params.From) {
 		c.turnNo, c.count, c.closer = 0, 0, closer{}
-		c.lastUser = order
+		c.lastUser = c.order
 		c.rep = judging{gen: c.rep.gen + 1, busy: c.rep.busy} // one question out at most
-		c.bargeIn()
+		if c.turn != nil {
+			c.turn.bargeIn()
+		}
 		c.stopThinking("")
 	} else {
 		c.turnNo++
@@ -619,15 +399,23 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	if c.unheard != nil && m.Params.ID != c.unheard.msg.Params.ID {
 		c.unheard = nil // newer words: the floor decides the rested ones no more
 	}
-	before := slices.Clone(c.history) // what was said before m: m is judged, not history
+	return c.order
+}
+
+// keep adds m to the bounded history and returns what was said before it
+// (m is judged, not history).
+func (c *Companion) keep(m protocol.Message) []protocol.Message {
+	before := slices.Clone(c.history)
 	c.history = append(c.history, m)
 	if len(c.history) > c.cfg.HistorySize {
 		c.history = slices.Clone(c.history[len(c.history)-c.cfg.HistorySize:])
 	}
-	c.askJudge(ctx)
-	if from == c.me() {
-		return // nobody votes on their own words
-	}
+	return before
+}
+
+// input is the brain's input for m, said after before: with the closing
+// instruction when a judge finds the conversation repeating.
+func (c *Companion) input(m protocol.Message, before []protocol.Message) brain.Input {
 	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
 		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1, Events: c.known(m)}
 	if c.cfg.Actions != nil && c.cfg.Device != "" {
@@ -637,123 +425,20 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		in.ClosingInstruction = brain.ClosingInstruction(c.cfg.Card.Language)
 		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID, "by", by)
 	}
-	if c.cfg.Muted() {
-		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
-		return
-	}
-	if wake, _ := m.Params.Metadata[protocol.MetaWake].(bool); wake {
-		// A wake word opens the room's ears and barged in above; it is
-		// not a question: nobody answers it, the person goes on talking.
-		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
-		return
-	}
-	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
-	var people []string // for a recall by meaning
-	if c.mem != nil && c.isUser(from) {
-		people = c.people(m)
-		if c.control(ctx, m, e) {
-			return
-		}
-		in.Remembered = c.mem.Recall(from, m.Params.Message, people)
-		c.mem.Heard(ctx, heard(m))
-		defer c.mem.Journal(heard(m)) // once the think has started: its fsync is not on the turn's way
-	}
-	in.Knowledge = c.knowledge(m, in.Actions)
-	if c.thinking >= maxThinking {
-		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
-		c.publishState(ctx, m.Params.ID, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
-		return
-	}
-	c.thinking++
-	c.status(Thinking)
-	var w *words
-	if _, ok := c.cfg.Brain.(brain.Streamer); ok && !c.cfg.TwoCall {
-		w = newWords()
-	}
-	e.in, e.words = in, w
-	tctx, cancel := context.WithCancel(ctx)
-	c.thinks[m.Params.ID] = cancel
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer cancel()
-		if people != nil {
-			if fs, ok := c.mem.RecallByMeaning(tctx, from, m.Params.Message, people); ok {
-				in.Remembered = fs
-			}
-			e.in = in
-		}
-		e.thought, e.took = c.think(tctx, in, e)
-		c.deliver(ctx, e)
-	}()
+	return in
 }
 
-// repeats says which judge finds the conversation repeating ("local" or
-// "model"), or "" when neither does.
-func (c *Companion) repeats() string {
-	switch {
-	case c.cfg.NoRepetition:
-		return ""
-	case c.judge.Score(c.texts()) > c.cfg.Threshold:
-		return "local"
-	case c.rep.ok && c.rep.verdict > c.cfg.Threshold:
-		return "model"
-	}
-	return ""
+// wakeWord reports whether m is a wake word: it opens the room's ears and
+// barged in (follow); it is not a question: nobody answers it, the person
+// goes on talking.
+func wakeWord(m protocol.Message) bool {
+	wake, _ := m.Params.Metadata[protocol.MetaWake].(bool)
+	return wake
 }
 
-// askJudge asks the model's repetition judge about the last window, at most
-// once every JudgeEvery messages and one question at a time, on its own
-// goroutine: nothing waits for it (the verdict comes back as evJudged).
-func (c *Companion) askJudge(ctx context.Context) {
-	c.rep.since++
-	if c.cfg.Judge == nil || c.cfg.NoRepetition || c.rep.busy || c.rep.since < c.cfg.JudgeEvery || len(c.history) < 2 {
-		return
-	}
-	window := c.history
-	if len(window) > c.cfg.Window {
-		window = window[len(window)-c.cfg.Window:]
-	}
-	window = slices.Clone(window)
-	c.rep.since, c.rep.busy = 0, true
-	gen, lang := c.rep.gen, c.cfg.Card.Language
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		jctx, cancel := context.WithTimeout(ctx, c.cfg.JudgeTimeout)
-		score, err := c.cfg.Judge.JudgeRepetition(jctx, lang, window)
-		cancel()
-		c.deliver(ctx, event{kind: evJudged, score: score, err: err, order: gen})
-	}()
-}
-
-// onJudged takes the model's verdict; a failed or late one leaves the
-// local score to decide alone.
-func (c *Companion) onJudged(e event) {
-	c.rep.busy = false
-	if e.order != c.rep.gen {
-		return // asked before a user restarted the conversation
-	}
-	if e.err != nil {
-		reason := "judge_error"
-		if errors.Is(e.err, context.DeadlineExceeded) {
-			reason = "judge_timeout"
-		}
-		c.m.BrainFailures.WithLabelValues(reason).Inc()
-		c.log.Warn("repetition judge: the model did not answer; the local score decides", "err", e.err)
-		c.rep.ok = false
-		return
-	}
-	c.rep.verdict, c.rep.ok = e.score, true
-	c.log.Debug("repetition judge: the model's verdict", "score", e.score)
-}
-
-func (c *Companion) texts() []string {
-	out := make([]string, 0, len(c.history))
-	for _, m := range c.history {
-		out = append(out, m.Params.Message)
-	}
-	return out
+// listen votes listen on message id at once, without its brain.
+func (c *Companion) listen(ctx context.Context, id string) {
+	c.publishState(ctx, id, brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone})
 }
 
 func (c *Companion) presentList() []string {
@@ -765,122 +450,10 @@ func (c *Companion) presentList() []string {
 	return out
 }
 
-// think asks the brain, retrying once; a second failure becomes listen
-// with importance 0 (docs/protocol.md: bad model output never stalls the room).
-// It returns how long the successful call took (0 after a failure). With
-// a brain that streams (e.words set), the vote is handed to Run the
-// moment it is written (evVote) and the draft's sentences to e.words; a
-// think whose vote has left is never asked again (its words may be being
-// spoken), and e.words is finished whatever happens.
-func (c *Companion) think(ctx context.Context, in brain.Input, e event) (t brain.Thought, took time.Duration) {
-	if e.words != nil {
-		defer func() { e.words.finish(utteranceOf(t)) }()
-	}
-	var err error
-	voted := false
-	for attempt := range 2 {
-		tctx, cancel := context.WithTimeout(ctx, c.cfg.ThinkTimeout)
-		start := time.Now()
-		if e.words != nil {
-			heard := brain.Heard{Said: e.words.said, Vote: func(v brain.Thought) {
-				if v.Closing == "" {
-					v.Closing = protocol.ClosingNone
-				}
-				if v.Validate() == nil {
-					voted = true
-					ev := e
-					ev.kind, ev.thought = evVote, v
-					c.push(ev, "vote")
-				}
-			}}
-			t, err = c.cfg.Brain.(brain.Streamer).ThinkStream(tctx, in, heard)
-		} else {
-			t, err = c.cfg.Brain.Think(tctx, in)
-		}
-		took = time.Since(start)
-		cancel()
-		if err == nil {
-			if t.Closing == "" {
-				t.Closing = protocol.ClosingNone
-			}
-			if err = t.Validate(); err == nil {
-				return t, took
-			}
-		}
-		if ctx.Err() != nil || voted {
-			break
-		}
-		c.log.Warn("brain failed", "attempt", attempt+1, "message", in.Message.Params.ID, "err", err)
-	}
-	listen := brain.Thought{State: protocol.Listen, Importance: 0, Closing: protocol.ClosingNone}
-	if ctx.Err() != nil {
-		return listen, 0 // cancelled: not needed any more (stopThinking), or shutting down
-	}
-	reason := "error"
-	if errors.Is(err, context.DeadlineExceeded) {
-		reason = "timeout"
-	}
-	c.cfg.Room.Metrics.BrainFailures.WithLabelValues(reason).Inc()
-	c.status(Failed)
-	return listen, 0
-}
-
-// stopThinking cancels the think for message id, or every think when id
-// is "" (a user spoke: every older message is void): its model request is
-// closed at once, and a vote it already sent is not taken back.
-func (c *Companion) stopThinking(id string) {
-	for mid, cancel := range c.thinks {
-		if id == "" || mid == id {
-			cancel()
-			delete(c.thinks, mid)
-			c.stopped.Add(mid)
-		}
-	}
-}
-
-// stillHere says the companion's presence again when the room has read it
-// offline for stillHereAfter while the companion runs, connected: the
-// broker published the Last Will of a connection it had already replaced. On a cluster a node that
-// closes a client (or a takeover of its session on another node) can
-// send that will after the new connection's birth, and the room would
-// take a robot that talks for gone — the floor waits for a granted
-// speaker to come back and publishes nothing meanwhile. A robot that is
-// stopping closes its bus first, which then refuses the publish.
-func (c *Companion) stillHere() {
-	p := c.cfg.Presence
-	if p == nil {
-		return
-	}
-	c.log.Info("the room reads this companion offline while it runs (an older connection's Last Will); saying it is online again")
-	if err := p.SetThink(p.Think(), c.out); err != nil {
-		c.log.Warn("presence not said again", "err", err)
-	}
-}
-
-// announce tells the room a new expected think time when the measured one
-// has moved enough since the last announcement.
-func (c *Companion) announce(took time.Duration) {
-	p := c.cfg.Presence
-	if p == nil || took <= 0 {
-		return
-	}
-	c.took.add(took)
-	est := c.took.estimate(c.cfg.ExpectThink, c.cfg.ThinkTimeout)
-	now := c.cfg.Clock.Now()
-	if !moved(p.Think(), est) || now.Sub(c.told) < 5*time.Second {
-		return
-	}
-	c.told = now
-	c.log.Info("announcing a new think time", "think", est.Round(time.Millisecond), "was", p.Think().Round(time.Millisecond))
-	if err := p.SetThink(est, c.out); err != nil {
-		c.log.Warn("think time not announced", "err", err)
-	}
-}
-
 func (c *Companion) onThought(ctx context.Context, e event) {
 	c.thinking--
 	c.announce(e.took)
-	if !c.speaking {
+	if c.turn == nil {
 		c.status(Listening)
 	}
 	delete(c.thinks, e.id)
@@ -977,292 +550,4 @@ func (c *Companion) resend(ctx context.Context, id string) {
 		}
 	}
 	v.timer = c.cfg.Clock.AfterFunc(c.cfg.ResendEvery, func() { c.deliver(ctx, event{kind: evResend, id: id}) })
-}
-
-// votedIn reports whether g counts a vote from id.
-func votedIn(g protocol.TurnGrant, id string) bool {
-	for _, v := range g.Votes {
-		if v.From == id {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *Companion) ignore(reason string, g protocol.TurnGrant) {
-	c.m.IgnoredGrants.WithLabelValues(reason).Inc()
-	c.log.Debug("grant ignored", "reason", reason, "message", g.MessageID)
-}
-
-func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
-	if c.voted != nil && c.voted.state.Params.MessageID == g.MessageID && (g.SpeakerID() != "" || votedIn(g, c.me())) {
-		// The floor decided with our State, or for a speaker: it arrived or
-		// no longer matters. A rest without our vote keeps it coming: the
-		// floor decides a rested message again on a vote it lacked (issue 27:
-		// after a broker restart the floor rests on a message whose votes
-		// are still on their way).
-		c.stopResend()
-	}
-	if g.SpeakerID() == "" && g.DecidedBy == protocol.DecidedDeadline && len(g.Missing) > 0 {
-		c.sayAgainUnheard(g)
-	}
-	if g.SpeakerID() != c.me() {
-		if g.SpeakerID() != "" {
-			c.stopThinking(g.MessageID) // another speaks: this draft is not needed
-		}
-		return
-	}
-	if a, ok := c.answered[g.MessageID]; ok {
-		// The floor repeats a grant until it hears the answer: say it again
-		// (the same Message, which every receiver handles once), never
-		// speak it again (issue 9, defect 1).
-		switch {
-		case a.msg != nil:
-			c.m.Resent.WithLabelValues("answer").Inc()
-			if err := c.cfg.Room.QueueMessage(c.out, *a.msg); err != nil {
-				c.log.Warn("answer not sent again", "message", g.MessageID, "err", err)
-			}
-			c.ignore("already_answered", g)
-		case !a.done:
-			c.ignore("speaking", g)
-		default:
-			c.ignore("gave_up", g)
-		}
-		return
-	}
-	tf, ok := c.thoughts[g.MessageID]
-	switch {
-	case !ok:
-		c.log.Warn("granted a turn for a message it did not vote on", "message", g.MessageID)
-		c.ignore("not_voted", g)
-		return
-	case tf.seq <= c.spoke:
-		c.log.Info("granted a turn older than the one it last took; ignored", "message", g.MessageID)
-		c.ignore("stale", g)
-		return
-	case tf.order < c.lastUser:
-		c.log.Info("granted a turn for a message older than a user's newer one; void", "message", g.MessageID)
-		c.ignore("void", g)
-		return
-	case tf.thought.Closing == protocol.ClosingTerminal:
-		c.log.Info("granted the floor at terminal: the conversation is over for this companion")
-		c.ignore("terminal", g)
-		return
-	case c.cfg.Muted():
-		c.ignore("muted", g)
-		return
-	case c.speaking:
-		c.log.Warn("granted while still speaking; skipped", "message", g.MessageID)
-		c.ignore("speaking", g)
-		return
-	}
-	c.speaking = true
-	c.spoke = tf.seq
-	c.remember(g.MessageID)
-	id := g.MessageID
-	if c.cfg.Overlap {
-		c.prepare(ctx, id, tf)
-		return
-	}
-	c.turn = &turn{grant: id, msgID: protocol.NewID(), after: c.cfg.Clock.Now(), cancel: func() {}}
-	c.turn.timer = c.cfg.Clock.AfterFunc(c.cfg.Pause, func() { c.deliver(ctx, event{kind: evSpeak, id: id}) })
-}
-
-// sayAgainUnheard says once more a Message of this companion's that the
-// floor rested on by its deadline while votes were owed (g.Missing): at
-// QoS 0 a robot reconnecting after a broker node's loss never heard it,
-// so it voted on nothing, and the conversation would end there. The same
-// Message again (its id unchanged: who heard it handles it once) reaches
-// who missed it; they vote, and the floor decides it again on the late
-// votes (floor.lateVote). A robot still reconnecting misses this copy
-// too: it is said once more when that robot's presence comes back
-// (backOnline). The first such rest of a Message only.
-func (c *Companion) sayAgainUnheard(g protocol.TurnGrant) {
-	if c.unheard != nil && c.unheard.msg.Params.ID == g.MessageID {
-		return
-	}
-	for _, id := range c.answers {
-		a := c.answered[id]
-		if a == nil || a.msg == nil || a.msg.Params.ID != g.MessageID {
-			continue
-		}
-		u := &unheard{msg: *a.msg, missing: map[string]bool{}, at: c.cfg.Clock.Now()}
-		for _, m := range g.Missing {
-			if len(u.missing) < maxPresent {
-				u.missing[m] = true
-			}
-		}
-		c.unheard = u
-		c.log.Info("the room rested on this companion's words without every vote; saying them once more for who did not hear them",
-			"message", g.MessageID, "missing", g.Missing)
-		c.sayUnheard("rest")
-		return
-	}
-}
-
-// backOnline says the unheard words again for a robot that owed its vote
-// on them and is back (its presence online again), once per robot, while
-// the floor may still decide them again.
-func (c *Companion) backOnline(id string) {
-	u := c.unheard
-	if u == nil || !u.missing[id] {
-		return
-	}
-	delete(u.missing, id)
-	if c.cfg.Clock.Now().Sub(u.at) > unheardFor {
-		c.unheard = nil
-		return
-	}
-	c.log.Info("a robot that did not hear this companion's words is back; saying them once more", "message", u.msg.Params.ID, "robot", id)
-	c.sayUnheard("back")
-}
-
-func (c *Companion) sayUnheard(why string) {
-	c.m.Resent.WithLabelValues("unheard").Inc()
-	if err := c.cfg.Room.QueueMessage(c.out, c.unheard.msg); err != nil {
-		c.log.Warn("words not said again", "message", c.unheard.msg.Params.ID, "why", why, "err", err)
-	}
-}
-
-// remember records that the grant for id was acted on (bounded).
-func (c *Companion) remember(id string) {
-	c.answered[id] = &answer{}
-	c.answers = append(c.answers, id)
-	if len(c.answers) > maxAnswers {
-		delete(c.answered, c.answers[0])
-		c.answers = c.answers[1:]
-	}
-}
-
-// speak runs the granted turn in sequential mode on its own goroutine:
-// the words (draft or a second brain call), the speak query to the device
-// — the status says the companion speaks — then, once the audio has
-// ended, the Message (onSpoke).
-func (c *Companion) speak(ctx context.Context, id string) {
-	t := c.turn
-	if t == nil || t.grant != id {
-		return // given up during the pause (a barge-in)
-	}
-	tf := c.thoughts[id]
-	t.started, t.startedAt = true, c.cfg.Clock.Now()
-	tctx, cancel := context.WithCancel(ctx)
-	t.cancel = cancel
-	if c.cfg.Device != "" {
-		text := tf.thought.Draft
-		c.announceVoice(t.msgID, true, t.startedAt, protocol.SpeechEstimate(text, c.cfg.Card.Language))
-	}
-	msgID := t.msgID
-	c.status(Speaking)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		var u brain.Utterance
-		var res protocol.SpeakResult
-		var err error
-		switch {
-		case tf.words != nil && c.cfg.Device != "": // spoken as it is written
-			res, err = c.speakWords(tctx, tf.words, msgID, "", c.cfg.SpeakTimeout, nil, func(whole brain.Utterance) {
-				u = whole
-				c.deliver(ctx, event{kind: evDrafted, id: id, utter: whole})
-			})
-			if u.Text == "" {
-				c.deliver(ctx, event{kind: evSpoke, id: id})
-				return
-			}
-		default:
-			if u, err = c.utterance(tctx, id, tf); err != nil {
-				c.deliver(ctx, event{kind: evSpoke, id: id})
-				return
-			}
-			if c.cfg.Device != "" {
-				c.act(tctx, msgID, u.Actions)
-				req := protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, MessageID: msgID}
-				res, err = c.speakQuery(tctx, req, c.cfg.SpeakTimeout)
-			}
-		}
-		spoken := err == nil
-		if !spoken && tctx.Err() == nil {
-			c.log.Error("speak failed; the words go to the room marked unspoken", "body", c.cfg.Device, "err", err)
-		}
-		if tctx.Err() != nil || res.Stopped {
-			// Cut off by a user: in this order the words would reach the
-			// room after the user's, and be voted on instead of them.
-			c.log.Info("barge-in: the words were cut off; not published", "message", msgID)
-			c.deliver(ctx, event{kind: evSpoke, id: id, result: res})
-			return
-		}
-		m := c.message(msgID, u)
-		if !spoken { // never pass off as said what the robot did not say
-			m.Params.Metadata[protocol.MetaSpoken] = false
-		}
-		c.deliver(ctx, event{kind: evSpoke, id: id, said: &m, result: res})
-	}()
-}
-
-// close applies what the companion itself does to the closing stage of
-// thought t for message id (asked: its brain was asked to close): the
-// stage moved on for a brain that ignored CloseAsks asks, and max_turn,
-// as aikyo (count States; at the limit force terminal). The State that
-// goes terminal is logged with what ended the conversation.
-func (c *Companion) close(id string, asked bool, t brain.Thought) brain.Thought {
-	cl := &c.closer
-	if cl.over {
-		t.State, t.Selected, t.Closing = protocol.Listen, false, protocol.ClosingTerminal
-		return t
-	}
-	if !t.Closing.Valid() {
-		t.Closing = protocol.ClosingNone
-	}
-	by := "model"
-	switch {
-	case t.Closing.Rank() > cl.stage.Rank():
-		cl.vain = 0 // the brain winds down itself
-	case asked && !cl.forcing:
-		if cl.vain++; cl.vain >= CloseAsks {
-			cl.forcing = true
-			c.log.Info("the brain ignored the request to close; the companion moves the closing stage on itself", "message", id, "asks", cl.vain, "stage", cl.stage)
-		}
-	}
-	if cl.forcing && t.Closing.Rank() <= cl.stage.Rank() {
-		t.Closing, by = nextStage(cl.stage), "repetition judge"
-	}
-	if c.cfg.MaxTurn > 0 {
-		switch {
-		case t.Closing == protocol.ClosingTerminal:
-			c.count = 0
-		case c.count >= c.cfg.MaxTurn:
-			t.Closing, by = protocol.ClosingTerminal, "max_turn"
-			c.count = 0
-		default:
-			c.count++
-		}
-	}
-	was := cl.stage
-	if t.Closing.Rank() > cl.stage.Rank() {
-		cl.stage = t.Closing
-	}
-	if t.Closing != protocol.ClosingTerminal {
-		return t
-	}
-	if by != "model" {
-		t.State, t.Selected = protocol.Listen, false
-	}
-	if by == "repetition judge" {
-		cl.over = true
-	}
-	if by != "model" || was != protocol.ClosingTerminal {
-		c.log.Info("terminal: the conversation ends for this companion", "message", id, "by", by)
-	}
-	return t
-}
-
-// nextStage is the closing stage after s (terminal stays terminal).
-func nextStage(s protocol.Closing) protocol.Closing {
-	switch s {
-	case protocol.ClosingTerminal, protocol.ClosingClosing:
-		return protocol.ClosingTerminal
-	case protocol.ClosingPre:
-		return protocol.ClosingClosing
-	}
-	return protocol.ClosingPre
 }

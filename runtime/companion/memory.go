@@ -158,3 +158,13 @@ func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bo
 	c.thoughts[m.Params.ID] = tf
 	return true
 }
+
+// recall adds to in what the memory knows of m's author (a person), and
+// tells the keeper what they said; people are who a recall by meaning
+// asks about (startThinking).
+func (c *Companion) recall(ctx context.Context, m protocol.Message, in brain.Input) (brain.Input, []string) {
+	people := c.people(m)
+	in.Remembered = c.mem.Recall(m.Params.From, m.Params.Message, people)
+	c.mem.Heard(ctx, heard(m))
+	return in, people
+}

@@ -113,16 +113,17 @@ func utteranceOf(t brain.Thought) brain.Utterance {
 	return brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To, Actions: t.Actions, Cut: t.Cut}
 }
 
-// speakWords speaks w through the device as it is written, the first
+// speakWords speaks w, the turn's words, through the device as it is written, the first
 // speak with hold (overlapped turns) or without. first hears the first
 // words handed to the device (a part of the utterance unless whole is
 // true); done hears the whole utterance once it is complete (what was
 // handed, when the device stopped taking more), before the speak's
 // result. A body without speak.more gets the whole words in one speak.
-func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string, timeout time.Duration,
+func (t *turn) speakWords(ctx context.Context, w *words, hold string, timeout time.Duration,
 	first func(u brain.Utterance, whole bool), done func(brain.Utterance)) (protocol.SpeakResult, error) {
+	msgID := t.msgID
 	s, err := w.next(ctx, 0)
-	if err == nil && !c.cfg.SpeakMore {
+	if err == nil && !t.cfg.SpeakMore {
 		s.u, err = w.whole(ctx)
 		s.done = true
 	}
@@ -137,7 +138,7 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 			first(u, true)
 		}
 		done(u)
-		return c.speakQuery(ctx, protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, Hold: hold, MessageID: msgID}, timeout)
+		return t.speakQuery(ctx, protocol.SpeakRequest{Message: u.Text, Emotion: u.Emotion, Hold: hold, MessageID: msgID}, timeout)
 	}
 	e := withEmotion(brain.Utterance{Emotion: s.emotion}).Emotion
 	if first != nil {
@@ -154,7 +155,7 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 	writing, ended := context.WithCancel(ctx)
 	defer ended()
 	go func() { // owned here: waited for below
-		res, err := c.speakQuery(ctx, req, timeout)
+		res, err := t.speakQuery(ctx, req, timeout)
 		result <- spoken{res, err}
 		ended()
 	}()
@@ -170,7 +171,7 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 		}
 		rest, ok := strings.CutPrefix(text, handed)
 		if !ok { // never with a well-behaved brain: words already said cannot change
-			c.log.Warn("the draft changed words already spoken; the rest is not said", "message", msgID)
+			t.log.Warn("the draft changed words already spoken; the rest is not said", "message", msgID)
 			s.done = false
 			break
 		}
@@ -182,7 +183,7 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 			break
 		}
 		seq++
-		if !c.appendWords(ctx, protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}) {
+		if !t.appendWords(ctx, protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}) {
 			s.done = false
 			break
 		}
@@ -207,18 +208,18 @@ func (c *Companion) speakWords(ctx context.Context, w *words, msgID, hold string
 
 // appendWords sends one speak.more, once more if it is lost; it reports
 // whether the device took it.
-func (c *Companion) appendWords(ctx context.Context, m protocol.SpeakMore) bool {
+func (t *turn) appendWords(ctx context.Context, m protocol.SpeakMore) bool {
 	var err error
 	for range appendTries {
 		var res protocol.SpeakMoreResult
-		if res, err = query.SpeakMore(ctx, c.cfg.Queries, c.cfg.Device, m, appendTimeout); err == nil {
+		if res, err = query.SpeakMore(ctx, t.cfg.Queries, t.cfg.Device, m, appendTimeout); err == nil {
 			return res.Appended
 		}
 		if ctx.Err() != nil {
 			return false
 		}
 	}
-	c.log.Warn("speak.more failed; the device says what it has and no more", "body", c.cfg.Device, "seq", m.Seq, "err", err)
+	t.log.Warn("speak.more failed; the device says what it has and no more", "body", t.cfg.Device, "seq", m.Seq, "err", err)
 	return false
 }
 

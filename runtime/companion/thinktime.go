@@ -40,3 +40,23 @@ func moved(announced, estimate time.Duration) bool {
 	}
 	return d > announced/4 && d > 250*time.Millisecond
 }
+
+// announce tells the room a new expected think time when the measured one
+// has moved enough since the last announcement.
+func (c *Companion) announce(took time.Duration) {
+	p := c.cfg.Presence
+	if p == nil || took <= 0 {
+		return
+	}
+	c.took.add(took)
+	est := c.took.estimate(c.cfg.ExpectThink, c.cfg.ThinkTimeout)
+	now := c.cfg.Clock.Now()
+	if !moved(p.Think(), est) || now.Sub(c.told) < 5*time.Second {
+		return
+	}
+	c.told = now
+	c.log.Info("announcing a new think time", "think", est.Round(time.Millisecond), "was", p.Think().Round(time.Millisecond))
+	if err := p.SetThink(est, c.out); err != nil {
+		c.log.Warn("think time not announced", "err", err)
+	}
+}
