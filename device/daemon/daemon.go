@@ -545,7 +545,8 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 		}
 	}
 	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg, OnListening: listening,
-		STT: engine, Gate: gate, Timeout: cfg.Hearing.Ear.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Ear.Wake.ListenFor})
+		STT: engine, Gate: gate, Timeout: cfg.Hearing.Ear.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Ear.Wake.ListenFor,
+		EndOfTurn: cfg.Hearing.Ear.VAD.EndOfTurn()})
 	if err != nil {
 		return err
 	}

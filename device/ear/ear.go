@@ -38,6 +38,12 @@ type Config struct {
 	Frames Frames
 	// Segmenter cuts the audio into utterances; it is the ear's own.
 	Segmenter *vad.Segmenter
+	// EndOfTurn, if set, says how long a pause ends an utterance from its
+	// words so far (runtime/endofturn): the ear asks it at each newer
+	// hypothesis an engine that gives them (stt.Partials) hands over, and
+	// holds the segmenter's hangover to its answer for the rest of that
+	// utterance, or until a newer hypothesis.
+	EndOfTurn Judge
 	STT       stt.Engine
 	Gate      *Gate
 	// Wake, if set, is a wake-word detector: the ear then hears the room
@@ -61,6 +67,12 @@ type Config struct {
 	OnListening func(bool)
 }
 
+// Judge says how long a pause after a person's words so far ends what
+// they say (runtime/endofturn's Waits; a model-based detector later).
+type Judge interface {
+	Pause(text string) time.Duration
+}
+
 // Ear hears a robot's room through its microphone and reports what people
 // say (docs/hearing.md).
 //
@@ -78,6 +90,8 @@ type Ear struct {
 
 	// owned by Run
 	sess    stt.Session
+	hyps    <-chan stt.Partial // the session's hypotheses, with EndOfTurn
+	pause   time.Duration      // the segmenter's own hangover, between utterances
 	rate    int
 	inUtt   bool        // an utterance is under way
 	pending []mic.Frame // its audio while the room is not listening (wake mode): bounded by the VAD's maximum
@@ -123,7 +137,7 @@ func New(cfg Config) (*Ear, error) {
 	}
 	log := cfg.Room.Log.With("hearing", cfg.ID, "stt", cfg.STT.Name())
 	m := cfg.Room.Metrics
-	return &Ear{cfg: cfg, log: log, m: m, slots: make(chan struct{}, cfg.InFlight),
+	return &Ear{cfg: cfg, log: log, m: m, slots: make(chan struct{}, cfg.InFlight), pause: cfg.Segmenter.Hangover,
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.Hearing.WithLabelValues("publish_failed").Inc() }},
 	}, nil
@@ -180,6 +194,7 @@ func (e *Ear) Run(ctx context.Context) error {
 			e.cfg.Segmenter.Reset()
 			continue
 		}
+		e.hypothesis()
 		for _, ev := range e.cfg.Segmenter.Push(f) {
 			e.handle(ctx, ev)
 		}
@@ -224,6 +239,7 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		}
 		sess, was := e.sess, e.inUtt
 		e.sess, e.inUtt, e.pending = nil, false, e.pending[:0]
+		e.endOfTurn(nil)
 		if sess != nil {
 			e.listening(false)
 		}
@@ -269,6 +285,9 @@ func (e *Ear) start(ctx context.Context) {
 		return
 	}
 	e.sess = sess
+	if p, ok := sess.(stt.Partials); ok && e.cfg.EndOfTurn != nil {
+		e.endOfTurn(p.Partials())
+	}
 	e.listening(true)
 	e.write(e.pending)
 	e.pending = e.pending[:0]
@@ -287,6 +306,7 @@ func (e *Ear) write(frames []mic.Frame) {
 			e.log.Warn("speech to text failed while the person spoke; the sentence is not heard", "err", err)
 			e.sess.Abort()
 			e.sess, e.inUtt, e.pending = nil, false, e.pending[:0]
+			e.endOfTurn(nil)
 			return
 		}
 	}
@@ -301,8 +321,39 @@ func (e *Ear) abort(why string) bool {
 	}
 	e.sess.Abort()
 	e.sess = nil
+	e.endOfTurn(nil)
 	e.listening(false)
 	return true
+}
+
+// endOfTurn follows the hypotheses of a new utterance's session (nil: no
+// more), with the segmenter's own hangover until the first.
+func (e *Ear) endOfTurn(hyps <-chan stt.Partial) {
+	e.hyps = hyps
+	e.cfg.Segmenter.Hangover = e.pause
+}
+
+// hypothesis takes the newest hypothesis of the utterance under way, if a
+// newer one came, and holds the silence that ends the utterance to what
+// its words say: longer after "and" or "um", sooner after a question
+// asked in full.
+func (e *Ear) hypothesis() {
+	if e.hyps == nil {
+		return
+	}
+	select {
+	case h, ok := <-e.hyps:
+		if !ok {
+			e.hyps = nil
+			return
+		}
+		pause := e.cfg.EndOfTurn.Pause(h.Text)
+		if pause != e.cfg.Segmenter.Hangover {
+			e.log.Debug("end of turn: the words so far change the pause that ends the utterance", "so_far", h.Text, "pause", pause)
+		}
+		e.cfg.Segmenter.Hangover = pause
+	default:
+	}
 }
 
 func (e *Ear) listening(on bool) {

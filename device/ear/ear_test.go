@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,11 +18,13 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/mic/file"
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
 	"github.com/chorus-robotics/chorus/drivers/stt"
+	"github.com/chorus-robotics/chorus/drivers/stt/pocketsphinx"
 	"github.com/chorus-robotics/chorus/drivers/stt/stttest"
 	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/drivers/wake/waketest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/endofturn"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -34,6 +39,8 @@ type earRig struct {
 	s       topic.Scheme
 	m       *metrics.Metrics
 	engine  *stttest.Engine
+	stt     stt.Engine // instead of engine
+	judge   Judge      // EndOfTurn
 	wake    wake.Detector
 	started time.Time
 
@@ -66,7 +73,11 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 	rm.SetMembers([]string{"kyoko", "hana"})
 	capture := &mic.Capture{Source: &file.Source{Samples: samples, SamplesRate: 16000, Silence: file.Forever}}
 	seg := &vad.Segmenter{Detector: vad.NewEnergy(16000, vad.Aggressive)}
-	ear, err := New(Config{Room: rm, ID: "kyoko", Device: "kyoko-body", Frames: capture, Segmenter: seg, STT: r.engine,
+	var engine stt.Engine = r.engine
+	if r.stt != nil {
+		engine = r.stt
+	}
+	ear, err := New(Config{Room: rm, ID: "kyoko", Device: "kyoko-body", Frames: capture, Segmenter: seg, STT: engine, EndOfTurn: r.judge,
 		Gate: &Gate{Self: "kyoko", Tail: 300 * time.Millisecond}, Wake: r.wake,
 		OnHeard: func(h protocol.Heard, outcome string) {
 			r.mu.Lock()
@@ -301,5 +312,44 @@ func TestCountedMicrophone(t *testing.T) {
 	<-done
 	if got := testutil.ToFloat64(m.Hearing.WithLabelValues("mic_error")); got < 2 {
 		t.Fatalf("mic errors = %v, want the program's exits counted", got)
+	}
+}
+
+// A person who pauses after "and" is not cut off: the offline recogniser
+// gives what was said before the pause while the person is still silent,
+// its last word promises more, and the ear holds the utterance open past
+// its usual hangover — one report of the whole sentence. Without the
+// words (no EndOfTurn), the same audio is two reports, the first cut off
+// after "and". Real speech (espeak-ng), real recognition (pocketsphinx).
+func TestEarWaitsForAPersonWhoPausesAfterAnd(t *testing.T) {
+	mictest.Need(t, "pocketsphinx_continuous")
+	grammar := filepath.Join(t.TempDir(), "visit.gram")
+	os.WriteFile(grammar, []byte("#JSGF V1.0;\ngrammar visit;\npublic <s> = my sister is coming to visit and | my sister is coming to visit | we will bake bread;\n"), 0o644)
+	audio := make([]int16, 8000) // half a second of silence first
+	audio = append(audio, mictest.Speech(t, "", "my sister is coming to visit and")...)
+	audio = append(audio, make([]int16, 16000*9/10)...) // a 0.9 s pause: past the 0.5 s hangover
+	audio = append(audio, mictest.Speech(t, "", "we will bake bread")...)
+	waits := endofturn.Waits{Plain: vad.DefaultHangover, Unfinished: 1500 * time.Millisecond, Complete: 300 * time.Millisecond}
+	for _, tc := range []struct {
+		name  string
+		judge Judge
+		want  []string
+	}{
+		{"the words hold it open", waits, []string{"my sister is coming to visit and we will bake bread"}},
+		{"silence alone cuts it", nil, []string{"my sister is coming to visit and", "we will bake bread"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newEarRig(t)
+			r.stt, r.judge = &pocketsphinx.Engine{Grammar: grammar}, tc.judge
+			r.run(audio, 2500*time.Millisecond, nil)
+			reports, handled := r.got()
+			var texts []string
+			for _, h := range reports {
+				texts = append(texts, h.Text)
+			}
+			if !slices.Equal(texts, tc.want) {
+				t.Errorf("reports %q (handled %v), want %q", texts, handled, tc.want)
+			}
+		})
 	}
 }

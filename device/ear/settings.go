@@ -13,6 +13,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/vad"
+	"github.com/chorus-robotics/chorus/runtime/endofturn"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
@@ -26,6 +27,10 @@ const (
 	DefaultListenFor = 8 * time.Second
 	DefaultTail      = 300 * time.Millisecond
 	DefaultWake      = "none"
+	// The silence that ends an utterance by what its words say
+	// (VAD.HangoverUnfinished, VAD.HangoverComplete).
+	DefaultHangoverUnfinished = 1500 * time.Millisecond
+	DefaultHangoverComplete   = 300 * time.Millisecond
 )
 
 // Settings are how this robot hears people (docs/hearing.md): a voice
@@ -87,10 +92,24 @@ func (s STT) APIKey() (string, error) {
 type VAD struct {
 	// Aggressiveness is 0 (hears most as speech) to 3 (least).
 	Aggressiveness *int          `yaml:"aggressiveness"`
-	PreRoll        time.Duration `yaml:"pre_roll"`      // kept before speech starts
-	Hangover       time.Duration `yaml:"hangover"`      // silence that ends an utterance (vad.DefaultHangover)
-	MinUtterance   time.Duration `yaml:"min_utterance"` // shorter bursts are dropped
-	MaxUtterance   time.Duration `yaml:"max_utterance"` // longer speech is cut here
+	PreRoll        time.Duration `yaml:"pre_roll"` // kept before speech starts
+	Hangover       time.Duration `yaml:"hangover"` // silence that ends an utterance (vad.DefaultHangover)
+	// HangoverUnfinished and HangoverComplete are the silence that ends
+	// an utterance whose words so far promise more ("and", "um",
+	// 「えっと」) or ask a question in full (runtime/endofturn), when the
+	// speech to text gives hypotheses while the person speaks; they are
+	// held from the hangover's bounds, complete ≤ hangover ≤ unfinished.
+	// Equal to hangover, the words change nothing.
+	HangoverUnfinished time.Duration `yaml:"hangover_unfinished"`
+	HangoverComplete   time.Duration `yaml:"hangover_complete"`
+	MinUtterance       time.Duration `yaml:"min_utterance"` // shorter bursts are dropped
+	MaxUtterance       time.Duration `yaml:"max_utterance"` // longer speech is cut here
+}
+
+// EndOfTurn is the pauses that end an utterance by what its words say
+// (the settings' defaults filled).
+func (v VAD) EndOfTurn() endofturn.Waits {
+	return endofturn.Waits{Plain: v.Hangover, Unfinished: v.HangoverUnfinished, Complete: v.HangoverComplete}
 }
 
 // Segmenter is the segmenter these settings make for a microphone of
@@ -131,6 +150,13 @@ func (s *Settings) SetDefaults() {
 			*d.v = d.def
 		}
 	}
+	// The words' pauses hold the hangover between them, set or default.
+	if v.HangoverUnfinished == 0 {
+		v.HangoverUnfinished = max(DefaultHangoverUnfinished, v.Hangover)
+	}
+	if v.HangoverComplete == 0 {
+		v.HangoverComplete = min(DefaultHangoverComplete, v.Hangover)
+	}
 }
 
 // Check reports the fields that are bad to p (the hearing section's
@@ -152,7 +178,10 @@ func (s Settings) Check(p *settings.Problems) {
 	}
 	if v.Hangover < vad.MinHangover || v.Hangover > vad.MaxHangover {
 		p.Add("vad.hangover", "must be from %v to %v, got %v", vad.MinHangover, vad.MaxHangover, v.Hangover)
+	} else {
+		v.checkWords(p)
 	}
+
 	if v.MinUtterance < 0 || v.MinUtterance > 10*time.Second {
 		p.Add("vad.min_utterance", "must be from 0 to 10s, got %v", v.MinUtterance)
 	}
@@ -166,5 +195,16 @@ func (s Settings) Check(p *settings.Problems) {
 		if n == "" || len(n) > 64 || strings.ContainsAny(n, "\x00\n") {
 			p.Add(fmt.Sprintf("wake.names[%d]", i), "must be a wake word's name of 1 to 64 bytes, got %q", n)
 		}
+	}
+}
+
+// checkWords checks the words' pauses against a hangover within its
+// bounds (one that is not is the one problem named).
+func (v VAD) checkWords(p *settings.Problems) {
+	if v.HangoverUnfinished < v.Hangover || v.HangoverUnfinished > vad.MaxHangover {
+		p.Add("vad.hangover_unfinished", "must be from vad.hangover (%v) to %v, got %v", v.Hangover, vad.MaxHangover, v.HangoverUnfinished)
+	}
+	if v.HangoverComplete < vad.MinHangover || v.HangoverComplete > v.Hangover {
+		p.Add("vad.hangover_complete", "must be from %v to vad.hangover (%v), got %v", vad.MinHangover, v.Hangover, v.HangoverComplete)
 	}
 }

@@ -27,6 +27,8 @@ func TestSettingsDefaults(t *testing.T) {
 		{"vad.aggressiveness", *v.Aggressiveness, int(vad.Aggressive)},
 		{"vad.pre_roll", v.PreRoll, vad.DefaultPreRoll},
 		{"vad.hangover", v.Hangover, vad.DefaultHangover},
+		{"vad.hangover_unfinished", v.HangoverUnfinished, DefaultHangoverUnfinished},
+		{"vad.hangover_complete", v.HangoverComplete, DefaultHangoverComplete},
 		{"vad.min_utterance", v.MinUtterance, vad.DefaultMinLength},
 		{"vad.max_utterance", v.MaxUtterance, vad.DefaultMaxLength},
 	} {
@@ -36,11 +38,20 @@ func TestSettingsDefaults(t *testing.T) {
 	}
 	zero := 0
 	set := Settings{Tail: time.Second, STT: STT{Timeout: time.Minute}, Wake: Wake{Kind: "wyoming", ListenFor: 3 * time.Second},
-		VAD: VAD{Aggressiveness: &zero, PreRoll: time.Second, Hangover: 700 * time.Millisecond, MinUtterance: time.Second, MaxUtterance: time.Minute}}
+		VAD: VAD{Aggressiveness: &zero, PreRoll: time.Second, Hangover: 700 * time.Millisecond, HangoverUnfinished: 2 * time.Second,
+			HangoverComplete: 200 * time.Millisecond, MinUtterance: time.Second, MaxUtterance: time.Minute}}
 	got := set
 	got.SetDefaults()
 	if got.Tail != set.Tail || got.STT != set.STT || got.Wake.Kind != set.Wake.Kind || got.Wake.ListenFor != set.Wake.ListenFor || got.VAD != set.VAD {
 		t.Errorf("set fields changed: %+v, want %+v", got, set)
+	}
+	// The words' pauses hold a hangover set beyond their defaults between them.
+	for _, h := range []time.Duration{vad.MinHangover, vad.MaxHangover} {
+		s := Settings{VAD: VAD{Hangover: h}}
+		s.SetDefaults()
+		if v := s.VAD; v.HangoverComplete > h || v.HangoverUnfinished < h {
+			t.Errorf("hangover %v: complete %v, unfinished %v", h, v.HangoverComplete, v.HangoverUnfinished)
+		}
 	}
 }
 
@@ -60,6 +71,11 @@ func TestSettingsCheck(t *testing.T) {
 			[]string{"vad.hangover: must be from 100ms to 5s, got 99ms"}},
 		{"hangover too long", func(s *Settings) { s.VAD.Hangover = vad.MaxHangover + time.Second },
 			[]string{"vad.hangover: must be from 100ms to 5s, got 6s"}},
+		{"words' pauses at their bounds", func(s *Settings) { s.VAD.HangoverComplete, s.VAD.HangoverUnfinished = vad.MinHangover, vad.MaxHangover }, nil},
+		{"unfinished below the hangover", func(s *Settings) { s.VAD.HangoverUnfinished = 400 * time.Millisecond },
+			[]string{"vad.hangover_unfinished: must be from vad.hangover (500ms) to 5s, got 400ms"}},
+		{"complete above the hangover", func(s *Settings) { s.VAD.HangoverComplete = 600 * time.Millisecond },
+			[]string{"vad.hangover_complete: must be from 100ms to vad.hangover (500ms), got 600ms"}},
 		{"tail", func(s *Settings) { s.Tail = -time.Second }, []string{"tail: must be from 0 to 5s, got -1s"}},
 		{"stt timeout", func(s *Settings) { s.STT.Timeout = time.Millisecond }, []string{"stt.timeout: must be from 100ms to 2m, got 1ms"}},
 		{"aggressiveness", func(s *Settings) { s.VAD.Aggressiveness = &four }, []string{"vad.aggressiveness: must be from 0 to 3, got 4"}},
@@ -75,9 +91,9 @@ func TestSettingsCheck(t *testing.T) {
 			`wake.names[2]: must be a wake word's name of 1 to 64 bytes, got "` + strings.Repeat("x", 65) + `"`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var s Settings
-			s.SetDefaults()
+			var s Settings // edited as a file sets it, then the defaults filled
 			tt.edit(&s)
+			s.SetDefaults()
 			var p settings.Problems
 			s.Check(&p)
 			if got := p.List(); !slices.Equal(got, tt.want) {

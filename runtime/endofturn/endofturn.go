@@ -1,0 +1,167 @@
+// Package endofturn judges from a person's words so far how long a pause
+// ends their turn: longer after words that promise more ("and", "um",
+// "so I was…", 「えっと」「それで」), sooner after a complete question,
+// the usual pause otherwise. The ear asks it each time the speech to text
+// gives a newer hypothesis of the utterance under way (docs/hearing.md);
+// without hypotheses the pause is the usual one.
+//
+// It reads English and Japanese text as the recognisers give it: with or
+// without punctuation, any case, Japanese without spaces.
+package endofturn
+
+import (
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kind is what the words so far say of the turn.
+type Kind int
+
+const (
+	// Plain: nothing in the words says more is coming or that they are
+	// done.
+	Plain Kind = iota
+	// Unfinished: the words end on a conjunction, a filler or an
+	// unfinished clause; the person is likely to go on.
+	Unfinished
+	// Complete: a question asked in full; the person waits for an answer.
+	Complete
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Unfinished:
+		return "unfinished"
+	case Complete:
+		return "complete"
+	}
+	return "plain"
+}
+
+// Waits are the pauses that end a turn, by what the words say.
+type Waits struct {
+	Plain, Unfinished, Complete time.Duration
+}
+
+// Pause is how long a pause after text ends the turn.
+func (w Waits) Pause(text string) time.Duration {
+	switch Of(text) {
+	case Unfinished:
+		return w.Unfinished
+	case Complete:
+		return w.Complete
+	}
+	return w.Plain
+}
+
+// English words that promise more when a sentence ends on them:
+// conjunctions, articles, possessives, the prepositions that cannot end
+// a clause, contractions that want a complement, and fillers. Words that
+// end sentences as often are not among them: "it", "you", "that", "in",
+// "on", the auxiliaries of a short answer ("yes, I can").
+var unfinishedEN = set(
+	"and", "or", "but", "so", "because", "cause", "cuz", "then", "if", "when", "while", "although", "though", "unless", "whether", "than",
+	"the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "some", "any", "very", "really", "of", "to", "into", "like",
+	"i'm", "we're", "they're", "it's", "there's", "you're",
+	"um", "uh", "er", "erm", "uhm", "umm", "hmm", "mm", "ah",
+)
+
+// Phrases that end a sentence still under way.
+var unfinishedENPhrases = []string{"you know", "i mean", "and then", "kind of", "sort of", "i was", "i think"}
+
+// Words a question in full begins with.
+var questionEN = set("what", "who", "whom", "where", "when", "why", "how", "which", "whose",
+	"can", "could", "would", "will", "do", "does", "did", "is", "are", "was", "were", "should", "shall", "may", "have", "has")
+
+// Japanese endings that promise more: fillers, conjunctions, conjunctive
+// particles and the て-form, longest first where one ends another.
+var unfinishedJA = []string{
+	"えーっと", "えーと", "えっと", "あのー", "あの", "えー", "うーん", "その", "まあ",
+	"それで", "そして", "それから", "だから", "でも", "けれども", "けれど", "けど", "ですが", "ますが",
+	"から", "ので", "のに", "ながら", "たり", "とか", "って", "し", "て", "で", "と", "が", "は", "を", "に", "も",
+}
+
+// Japanese endings of a question.
+var questionJA = []string{"ですか", "ますか", "でしょうか", "かな", "かしら", "か"}
+
+// Of says what text's last words say of the turn.
+func Of(text string) Kind {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return Plain
+	}
+	// What the recogniser wrote at the end: an ellipsis, a comma or a dash
+	// says the sentence goes on; a question mark that it is asked.
+	switch {
+	case strings.HasSuffix(t, "...") || strings.HasSuffix(t, "…") || strings.HasSuffix(t, "、") || strings.HasSuffix(t, ",") ||
+		strings.HasSuffix(t, "-") || strings.HasSuffix(t, "—"):
+		return Unfinished
+	case strings.HasSuffix(t, "?") || strings.HasSuffix(t, "？"):
+		return Complete
+	}
+	t = strings.TrimRightFunc(t, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+	if t == "" {
+		return Plain
+	}
+	if japanese(t) {
+		return ofJapanese(t)
+	}
+	return ofEnglish(t)
+}
+
+func ofEnglish(t string) Kind {
+	words := strings.FieldsFunc(strings.ToLower(t), func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsPunct(r) && r != '\''
+	})
+	if len(words) == 0 {
+		return Plain
+	}
+	last := words[len(words)-1]
+	if unfinishedEN[last] {
+		return Unfinished
+	}
+	tail := strings.Join(words[max(0, len(words)-2):], " ")
+	for _, p := range unfinishedENPhrases {
+		if tail == p || strings.HasSuffix(tail, " "+p) {
+			return Unfinished
+		}
+	}
+	if len(words) >= 3 && questionEN[words[0]] {
+		return Complete
+	}
+	return Plain
+}
+
+func ofJapanese(t string) Kind {
+	// A long vowel mark or a small tsu drawn out at the end ("えーっとー",
+	// "あのー") is the same word held.
+	t = strings.TrimRight(t, "ー〜~")
+	for _, e := range questionJA {
+		if strings.HasSuffix(t, e) && utf8.RuneCountInString(t) > utf8.RuneCountInString(e) {
+			return Complete
+		}
+	}
+	for _, e := range unfinishedJA {
+		if strings.HasSuffix(t, e) {
+			return Unfinished
+		}
+	}
+	return Plain
+}
+
+// japanese reports whether t is written in Japanese: its last letter is
+// kana or a kanji.
+func japanese(t string) bool {
+	r, _ := utf8.DecodeLastRuneInString(t)
+	return unicode.In(r, unicode.Hiragana, unicode.Katakana, unicode.Han) || r == 'ー'
+}
+
+func set(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
