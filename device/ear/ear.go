@@ -90,6 +90,8 @@ type Ear struct {
 
 	// owned by Run
 	sess    stt.Session
+	utt     string             // the utterance under way's id, once its session started (its open report went out)
+	uttFrom time.Time          // when the utterance under way began
 	hyps    <-chan stt.Partial // the session's hypotheses, with EndOfTurn
 	pause   time.Duration      // the segmenter's own hangover, between utterances
 	rate    int
@@ -185,7 +187,11 @@ func (e *Ear) Run(ctx context.Context) error {
 			e.abort("frames dropped")
 			e.cfg.Segmenter.Reset()
 		}
-		if closed, why := e.cfg.Gate.Closed(f.At); closed {
+		var since time.Time // a person's utterance being transcribed is heard through a robot that starts over it
+		if e.sess != nil {
+			since = e.uttFrom
+		}
+		if closed, why := e.cfg.Gate.Closed(f.At, since); closed {
 			if e.abort(why) {
 				e.m.Hearing.WithLabelValues(gatedLabel(why)).Inc()
 				e.tell(protocol.Heard{}, gatedLabel(why))
@@ -221,7 +227,7 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		if len(ev.Frames) > 0 {
 			e.rate = ev.Frames[0].Rate
 		}
-		e.inUtt, e.pending = true, append(e.pending[:0], ev.Frames...)
+		e.inUtt, e.pending, e.uttFrom = true, append(e.pending[:0], ev.Frames...), ev.Start
 		e.start(ctx)
 	case vad.Audio:
 		if e.sess != nil {
@@ -237,8 +243,8 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		if e.inUtt && e.sess == nil {
 			e.start(ctx) // a wake word in the last words of the utterance
 		}
-		sess, was := e.sess, e.inUtt
-		e.sess, e.inUtt, e.pending = nil, false, e.pending[:0]
+		sess, was, utt := e.sess, e.inUtt, e.utt
+		e.sess, e.inUtt, e.pending, e.utt = nil, false, e.pending[:0], ""
 		e.endOfTurn(nil)
 		if sess != nil {
 			e.listening(false)
@@ -254,6 +260,7 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		case e.slots <- struct{}{}:
 		default:
 			sess.Abort()
+			e.dropped(utt, ev.Start, ev.End)
 			e.m.Hearing.WithLabelValues("busy").Inc()
 			e.tell(protocol.Heard{}, "busy")
 			e.log.Warn("utterance dropped: the speech-to-text engine still works on earlier ones", "in_flight", e.cfg.InFlight)
@@ -263,7 +270,7 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		go func() {
 			defer e.wg.Done()
 			defer func() { <-e.slots }()
-			e.finish(ctx, sess, ev)
+			e.finish(ctx, sess, ev, utt)
 		}()
 	case vad.Discard:
 		e.m.Hearing.WithLabelValues("too_short").Inc()
@@ -284,7 +291,8 @@ func (e *Ear) start(ctx context.Context) {
 		e.inUtt, e.pending = false, e.pending[:0]
 		return
 	}
-	e.sess = sess
+	e.sess, e.utt = sess, protocol.NewID()
+	e.report(protocol.Heard{Start: e.uttFrom, End: e.uttFrom, Level: protocol.MinLevel, Utterance: e.utt, State: protocol.HeardOpen})
 	if p, ok := sess.(stt.Partials); ok && e.cfg.EndOfTurn != nil {
 		e.endOfTurn(p.Partials())
 	}
@@ -305,7 +313,8 @@ func (e *Ear) write(frames []mic.Frame) {
 			e.tell(protocol.Heard{}, "stt_error")
 			e.log.Warn("speech to text failed while the person spoke; the sentence is not heard", "err", err)
 			e.sess.Abort()
-			e.sess, e.inUtt, e.pending = nil, false, e.pending[:0]
+			e.dropped(e.utt, e.uttFrom, f.At)
+			e.sess, e.inUtt, e.pending, e.utt = nil, false, e.pending[:0], ""
 			e.endOfTurn(nil)
 			return
 		}
@@ -320,10 +329,32 @@ func (e *Ear) abort(why string) bool {
 		return was && e.awake()
 	}
 	e.sess.Abort()
-	e.sess = nil
+	e.dropped(e.utt, e.uttFrom, e.now)
+	e.sess, e.utt = nil, ""
 	e.endOfTurn(nil)
 	e.listening(false)
 	return true
+}
+
+// report queues a report of this robot's on the utterance (its open or
+// dropped state; a transcript goes out in finish).
+func (e *Ear) report(h protocol.Heard) {
+	h.From, h.ID, h.Device, h.Confidence = e.cfg.ID, protocol.NewID(), e.cfg.Device, protocol.NoConfidence
+	if err := e.cfg.Room.QueueHeard(e.out, h); err != nil {
+		e.log.Warn("heard report not queued", "state", h.State, "err", err)
+	}
+}
+
+// dropped says the room that utterance utt, whose open report went out,
+// ended without a transcript: nobody waits for it any longer.
+func (e *Ear) dropped(utt string, start, end time.Time) {
+	if utt == "" {
+		return
+	}
+	if end.Before(start) {
+		end = start
+	}
+	e.report(protocol.Heard{Start: start, End: end, Level: protocol.MinLevel, Utterance: utt, State: protocol.HeardDropped})
 }
 
 // endOfTurn follows the hypotheses of a new utterance's session (nil: no
@@ -437,12 +468,13 @@ func level(pcm []int16) float64 {
 	return max(protocol.MinLevel, min(0, 20*math.Log10(math.Sqrt(sum/float64(len(pcm)))/32768)))
 }
 
-// finish waits for the transcript and reports it.
-func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event) {
+// finish waits for the transcript of utterance utt and reports it, or
+// that it was dropped.
+func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event, utt string) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
 	h := protocol.Heard{From: e.cfg.ID, ID: protocol.NewID(), Device: e.cfg.Device, Start: ev.Start, End: ev.End,
-		Level: max(protocol.MinLevel, min(0, ev.RMSDBFS))}
+		Level: max(protocol.MinLevel, min(0, ev.RMSDBFS)), Utterance: utt}
 	if math.IsNaN(h.Level) {
 		h.Level = protocol.MinLevel
 	}
@@ -476,6 +508,7 @@ func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event) {
 	}
 	e.m.Hearing.WithLabelValues(outcome).Inc()
 	if outcome != "reported" {
+		e.dropped(utt, ev.Start, ev.End)
 		h.Text = ""
 		e.log.Info("utterance not reported", "why", outcome, "start", h.Start.Format("15:04:05.000"),
 			"length", h.Duration().Round(time.Millisecond), "level", fmt.Sprintf("%.1f", h.Level))

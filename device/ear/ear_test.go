@@ -45,7 +45,8 @@ type earRig struct {
 	started time.Time
 
 	mu        sync.Mutex
-	reports   []protocol.Heard
+	reports   []protocol.Heard // transcripts and wake words
+	states    []protocol.Heard // open and dropped reports
 	handled   []string
 	listening []bool
 }
@@ -64,7 +65,11 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 	obs.SetMembers([]string{"kyoko", "hana"})
 	if err := obs.OnHeard(context.Background(), func(h protocol.Heard) {
 		r.mu.Lock()
-		r.reports = append(r.reports, h)
+		if h.State != "" {
+			r.states = append(r.states, h)
+		} else {
+			r.reports = append(r.reports, h)
+		}
 		r.mu.Unlock()
 	}); err != nil {
 		t.Fatal(err)
@@ -151,6 +156,15 @@ func TestEarReportsASpokenSentence(t *testing.T) {
 	if h.From != "kyoko" || h.Device != "kyoko-body" || h.Text != sentence || h.Confidence != 0.9 {
 		t.Errorf("report = %+v", h)
 	}
+	// The room knew a person was speaking from the start of the
+	// transcription: an open report of the same utterance came first.
+	r.mu.Lock()
+	states := r.states
+	r.mu.Unlock()
+	if len(states) != 1 || states[0].State != protocol.HeardOpen || states[0].Utterance == "" || states[0].Utterance != h.Utterance ||
+		!states[0].Start.Equal(h.Start) {
+		t.Errorf("open reports %+v, want one of utterance %q starting %v", states, h.Utterance, h.Start)
+	}
 	spoken := time.Duration(len(speech)) * time.Second / 16000
 	if d := h.Duration(); d < spoken-300*time.Millisecond || d > spoken+700*time.Millisecond {
 		t.Errorf("utterance lasted %v, the speech %v", d, spoken)
@@ -167,36 +181,52 @@ func TestEarReportsASpokenSentence(t *testing.T) {
 	}
 }
 
-// A robot speaks while the person does: the microphone is gated, the
-// utterance under way is dropped, nothing is reported.
+// A robot's voice gates the microphone — but not a person's sentence
+// that was under way when the robot began: that robot started over the
+// person and yields, and the sentence is heard to its end. A person who
+// begins while a robot speaks is not transcribed (robots never
+// transcribe robots).
 func TestEarIsGatedWhileARobotSpeaks(t *testing.T) {
 	speech := mictest.Speech(t, "", sentence)
 	lead := make([]int16, 16000)
-	r := newEarRig(t)
-	r.run(append(lead, speech...), 1500*time.Millisecond, func(ctx context.Context, obs *room.Room) {
-		// hana starts to speak 1.5 s in, halfway through the person's sentence.
-		select {
-		case <-time.After(1500 * time.Millisecond):
-		case <-ctx.Done():
-			return
-		}
-		c := r.mem.NamedConn("hana", nil, nil)
-		hr := room.New(c, r.s, "lr", nil, nil)
-		st := protocol.Speaking{MessageID: "m1", Speaking: true, StartedAt: time.Now(), DurationMs: 5000}
-		b := []byte(`{"messageId":"m1","speaking":true,"startedAt":"` + st.StartedAt.UTC().Format(time.RFC3339Nano) + `","durationMs":5000}`)
-		if err := c.Publish(ctx, hr.Scheme.Speaking("lr", "hana"), b, true); err != nil {
-			t.Error(err)
-		}
-	})
-	reports, _ := r.got()
-	if len(reports) != 0 {
-		t.Fatalf("a gated microphone reported %+v", reports)
-	}
-	if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues("gated")); got != 1 {
-		t.Errorf("gated utterances = %v, want 1", got)
-	}
-	if s := r.engine.Sessions(); len(s) != 1 || s[0].State() != stttest.Aborted {
-		t.Errorf("the engine's session was not aborted: %+v", s)
+	for _, tc := range []struct {
+		name    string
+		hanaAt  time.Duration // hana starts to speak, from the start of the audio
+		reports int
+		gated   float64
+		session stttest.State
+	}{
+		{"hana starts halfway through the person's sentence", 1500 * time.Millisecond, 1, 0, stttest.Finished},
+		{"hana speaks before the person begins", 500 * time.Millisecond, 0, 0, "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newEarRig(t)
+			r.run(append(lead, speech...), 1500*time.Millisecond, func(ctx context.Context, obs *room.Room) {
+				select {
+				case <-time.After(tc.hanaAt):
+				case <-ctx.Done():
+					return
+				}
+				c := r.mem.NamedConn("hana", nil, nil)
+				hr := room.New(c, r.s, "lr", nil, nil)
+				start := time.Now().UTC().Format(time.RFC3339Nano)
+				b := []byte(`{"messageId":"m1","speaking":true,"startedAt":"` + start + `","durationMs":5000}`)
+				if err := c.Publish(ctx, hr.Scheme.Speaking("lr", "hana"), b, true); err != nil {
+					t.Error(err)
+				}
+			})
+			reports, _ := r.got()
+			if len(reports) != tc.reports {
+				t.Fatalf("reports %+v, want %d", reports, tc.reports)
+			}
+			if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues("gated")); got != tc.gated {
+				t.Errorf("gated utterances = %v, want %v", got, tc.gated)
+			}
+			s := r.engine.Sessions()
+			if tc.session == "none" && len(s) != 0 || tc.session != "none" && (len(s) != 1 || s[0].State() != tc.session) {
+				t.Errorf("the engine's sessions: %+v, want %s", s, tc.session)
+			}
+		})
 	}
 }
 
@@ -228,6 +258,23 @@ func TestEarEngineFailures(t *testing.T) {
 			}
 			if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues(tt.outcome)); got != 1 {
 				t.Errorf("%s = %v, want 1", tt.outcome, got)
+			}
+			// An utterance the room was told of is ended for it: nobody
+			// waits on a person who is no longer speaking.
+			r.mu.Lock()
+			states := r.states
+			r.mu.Unlock()
+			opened := map[string]bool{}
+			for _, h := range states {
+				switch h.State {
+				case protocol.HeardOpen:
+					opened[h.Utterance] = true
+				case protocol.HeardDropped:
+					delete(opened, h.Utterance)
+				}
+			}
+			if len(opened) != 0 {
+				t.Errorf("utterances left open: %+v", states)
 			}
 			if n := len(r.engine.Sessions()); n > 1 {
 				t.Errorf("%d speech-to-text sessions for one sentence", n)

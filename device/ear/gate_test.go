@@ -22,11 +22,15 @@ func TestGate(t *testing.T) {
 		voice  *room.SpeakingEvent
 		mute   *bool
 		atMs   int
+		since  *int // a person's utterance under way since then
 		closed bool
 		why    string
 	}
 	ev := func(e room.SpeakingEvent, ms int) step { return step{voice: &e, atMs: ms} }
 	check := func(ms int, closed bool, why string) step { return step{atMs: ms, closed: closed, why: why} }
+	person := func(sinceMs, ms int, closed bool, why string) step {
+		return step{atMs: ms, since: &sinceMs, closed: closed, why: why}
+	}
 	on, off := true, false
 	tests := []struct {
 		name  string
@@ -60,6 +64,20 @@ func TestGate(t *testing.T) {
 			ev(ended("aya"), 1000), check(1500, true, "speaking:hana"),
 			ev(ended("hana"), 3000), check(3350, false, ""),
 		}},
+		// A robot that starts over a person already speaking yields: the
+		// person's sentence is heard to its end, through the robot's voice
+		// and its tail; a new utterance is gated as always.
+		{"a person speaking before a voice began is heard through it", false, []step{
+			ev(speaking("hana", 500, 1000), 500), person(200, 600, false, ""), person(200, 1400, false, ""),
+			ev(ended("hana"), 1500), person(200, 1600, false, ""), check(1600, true, "tail"),
+		}},
+		{"a voice that began before the person closes", false, []step{
+			ev(speaking("hana", 0, 1000), 0), person(200, 600, true, "speaking:hana"),
+			ev(ended("hana"), 1000), person(200, 1100, true, "tail"),
+		}},
+		{"of two voices, the one before the person closes", false, []step{
+			ev(speaking("hana", 0, 3000), 0), ev(speaking("aya", 900, 1000), 900), person(500, 1000, true, "speaking:hana"),
+		}},
 		{"muted: closed whatever the room does", false, []step{
 			{mute: &on}, check(0, true, "muted"), {mute: &off}, check(0, false, ""),
 		}},
@@ -75,7 +93,11 @@ func TestGate(t *testing.T) {
 				case s.mute != nil:
 					muted.Store(*s.mute)
 				default:
-					closed, why := g.Closed(at(s.atMs))
+					var since time.Time
+					if s.since != nil {
+						since = at(*s.since)
+					}
+					closed, why := g.Closed(at(s.atMs), since)
 					if closed != s.closed || why != s.why {
 						t.Errorf("step %d at %d ms: closed %v (%q), want %v (%q)", i, s.atMs, closed, why, s.closed, s.why)
 					}

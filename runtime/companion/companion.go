@@ -52,6 +52,8 @@ type Companion struct {
 	took     thinkTimes                    // how long the brain took, for the announced think time
 	told     time.Time                     // when the think time was last announced
 	audio    map[string]voice              // each member's speaking status
+	persons  map[string]time.Time          // the people's utterances under way, until when they hold a turn (personvoice.go)
+	spoken   *seen.Set                     // the people's utterances ended
 	said     *protocol.Speaking            // this companion's last speaking status, said again after a reconnect
 	offline  bool                          // the room's latest presence of this companion says offline
 	away     bool                          // this companion's connection is lost (until it is back)
@@ -103,6 +105,7 @@ type event struct {
 	result   protocol.SpeakResult
 	err      error
 	speaking room.SpeakingEvent
+	heard    protocol.Heard
 	score    float64
 	words    *words
 	whole    bool // evPrepared: utter is the whole utterance
@@ -129,6 +132,7 @@ const (
 	evReconnected
 	evLost
 	evStillHere
+	evHeard
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -153,6 +157,8 @@ func New(cfg Config) (*Companion, error) {
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
 		audio:    map[string]voice{},
+		persons:  map[string]time.Time{},
+		spoken:   seen.New(maxPeople),
 		noHold:   cfg.NoHold,
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
@@ -196,6 +202,9 @@ func (c *Companion) Run(ctx context.Context) error {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
 	if err := r.OnSpeaking(ctx, func(s room.SpeakingEvent) { c.push(event{kind: evSpeaking, speaking: s}, "speaking") }); err != nil {
+		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
+	}
+	if err := r.OnHeard(ctx, func(h protocol.Heard) { c.push(event{kind: evHeard, heard: h}, "heard") }); err != nil {
 		return fmt.Errorf("companion %s: %w", c.cfg.Card.ID, err)
 	}
 	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
@@ -292,6 +301,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		c.resend(ctx, e.id)
 	case evSpeaking:
 		c.onSpeaking(ctx, e.speaking)
+	case evHeard:
+		c.onHeard(ctx, e.heard)
 	case evPrepared:
 		if t := c.turnFor(e.id); t != nil {
 			t.onPrepared(ctx, e.utter, e.whole)

@@ -40,6 +40,9 @@ type host interface {
 	// here whether a member is in the room (the companion itself is).
 	voices() map[string]voice
 	here(id string) bool
+	// personSpeaking is until when a person's utterance under way holds
+	// the turn (zero: nobody is speaking).
+	personSpeaking(now time.Time) time.Time
 	// ended is told once that the turn is over, with what it said (nil:
 	// nothing reached the room).
 	ended(t *turn, said *protocol.Message)
@@ -297,6 +300,7 @@ func (t *turn) startTime(now time.Time) time.Time {
 			}
 		}
 	}
+	busy = later(busy, t.host.personSpeaking(now)) // never over a person: until their utterance ends
 	if !busy.IsZero() {
 		return busy // looked at again when a status changes, at this bound at the latest
 	}
@@ -427,12 +431,24 @@ func (t *turn) finish(said *protocol.Message) {
 // bargeIn reacts to a user's Message while this turn is spoken or about
 // to be: the words stop (after the sentence, or at once), and a turn not
 // yet started is given up.
-func (t *turn) bargeIn() {
-	if t.cfg.BargeIn == protocol.BargeInOff {
+func (t *turn) bargeIn() { t.stop(t.cfg.BargeIn, "a user spoke") }
+
+// yield stops words that began over a person already speaking, at once
+// (docs/hearing.md): the person is heard to the end of their sentence.
+func (t *turn) yield() {
+	if t.cfg.BargeIn != protocol.BargeInOff {
+		t.stop(protocol.BargeInImmediate, "a person was already speaking")
+	}
+}
+
+// stop stops the words (at, unless barge-in is off) for why, or gives up
+// a turn not yet started.
+func (t *turn) stop(at protocol.BargeIn, why string) {
+	if at == protocol.BargeInOff || t.stopping {
 		return
 	}
 	if !t.started {
-		t.log.Info("barge-in: a user spoke; the turn not yet started is given up", "message", t.grant)
+		t.log.Info("barge-in: the turn not yet started is given up", "why", why, "message", t.grant)
 		t.cfg.Room.Metrics.IgnoredGrants.WithLabelValues("barge_in").Inc()
 		t.finish(nil)
 		return
@@ -440,9 +456,8 @@ func (t *turn) bargeIn() {
 	if t.cfg.Device == "" {
 		return
 	}
-	at := t.cfg.BargeIn
 	t.stopping = true
-	t.log.Info("barge-in: a user spoke; stopping", "at", at, "message", t.msgID)
+	t.log.Info("barge-in: stopping", "why", why, "at", at, "message", t.msgID)
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()

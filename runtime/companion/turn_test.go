@@ -22,6 +22,7 @@ import (
 type fakeHost struct {
 	audio     map[string]voice
 	present   map[string]bool
+	person    time.Time // until when a person's utterance holds the turn
 	events    chan event
 	published []protocol.Message
 	statuses  []Status
@@ -38,6 +39,7 @@ func (h *fakeHost) deliver(_ context.Context, e event)   { h.events <- e }
 func (h *fakeHost) status(s Status)                      { h.statuses = append(h.statuses, s) }
 func (h *fakeHost) publish(_ string, m protocol.Message) { h.published = append(h.published, m) }
 func (h *fakeHost) voices() map[string]voice             { return h.audio }
+func (h *fakeHost) personSpeaking(time.Time) time.Time   { return h.person }
 func (h *fakeHost) here(id string) bool                  { return h.present[id] || id == "me" }
 func (h *fakeHost) announceVoice(_ string, s bool, _ time.Time, _ time.Duration) {
 	h.voiced = append(h.voiced, s)
@@ -61,9 +63,13 @@ func TestTurnStartTime(t *testing.T) {
 		audio     map[string]voice
 		present   []string
 		fromVoice string
+		person    int // ms: until when a person's utterance under way holds the turn (0: nobody speaks)
 		want      time.Time
 	}{
 		{name: "nobody spoke: the pause after the message", want: at(200)},
+		{name: "a person speaking holds the start until their utterance ends", now: 100, person: 4000, want: at(4000)},
+		{name: "a person and a member speaking: the later", now: 100,
+			audio: map[string]voice{"cat": speaking(3000)}, present: []string{"cat"}, person: 2000, want: at(3000)},
 		{name: "a voice ended after the message: the pause after it", now: 500,
 			audio: map[string]voice{"cat": ended(400)}, present: []string{"cat"}, want: at(600)},
 		{name: "a voice ended before the message counts for nothing", now: 500,
@@ -99,6 +105,9 @@ func TestTurnStartTime(t *testing.T) {
 			}
 			for _, p := range tc.present {
 				h.present[p] = true
+			}
+			if tc.person > 0 {
+				h.person = at(tc.person)
 			}
 			tr := &turn{host: h, cfg: &Config{Pause: pause}, grant: "grant", after: t0, fromVoice: tc.fromVoice}
 			if got := tr.startTime(at(tc.now)); !got.Equal(tc.want) {

@@ -189,7 +189,11 @@ func (a *Arbiter) Run(ctx context.Context) error {
 	if err := r.OnPresence(ctx, func(p room.PresenceEvent) { a.events.Push(event{presence: &p}, "presence") }); err != nil {
 		return fmt.Errorf("hearing: subscribe: %w", err)
 	}
-	if err := r.OnHeard(ctx, func(h protocol.Heard) { a.events.Push(event{heard: &h}, "heard") }); err != nil {
+	if err := r.OnHeard(ctx, func(h protocol.Heard) {
+		if h.State == "" { // an open or dropped report is no transcript: the companions follow those
+			a.events.Push(event{heard: &h}, "heard")
+		}
+	}); err != nil {
 		return fmt.Errorf("hearing: subscribe: %w", err)
 	}
 	defer func() {

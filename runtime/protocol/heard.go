@@ -30,7 +30,23 @@ type Heard struct {
 	// Wake says Text is a wake word a wake-word detector heard (its
 	// name), not a transcript.
 	Wake bool `json:"wake,omitempty"`
+	// Utterance names the utterance the report is about: its open report,
+	// then its transcript or its drop, carry the same (each report has an
+	// ID of its own). Empty in a report of an older sender.
+	Utterance string `json:"utterance,omitempty"`
+	// State is what the report says of the utterance: "" its transcript
+	// (Text); HeardOpen a person started speaking and still does (no Text,
+	// End is Start); HeardDropped it ended without a transcript (no Text).
+	// While a person's utterance is open, no robot starts speaking, and one
+	// that has just started yields (docs/hearing.md).
+	State string `json:"state,omitempty"`
 }
+
+// States of a Heard report besides a transcript's.
+const (
+	HeardOpen    = "open"
+	HeardDropped = "dropped"
+)
 
 // Bounds of a Heard report.
 const (
@@ -63,6 +79,8 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 		Confidence *float64 `json:"confidence"`
 		Level      *float64 `json:"level"`
 		Wake       bool     `json:"wake"`
+		Utterance  string   `json:"utterance"`
+		State      string   `json:"state"`
 	}
 	if err := decodeStrict("heard", b, max, &w); err != nil {
 		return Heard{}, err
@@ -81,7 +99,24 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 			c.fail("end", KindInvalid, "an utterance of %s is longer than %s", d.Round(time.Second), MaxUtterance)
 		}
 	}
+	switch w.State {
+	case "":
+		if w.Utterance != "" {
+			c.id("utterance", w.Utterance)
+		}
+	case HeardOpen, HeardDropped:
+		c.id("utterance", w.Utterance)
+		if w.Text != nil && *w.Text != "" {
+			c.fail("text", KindInvalid, "must be empty in a report of state %q (a transcript has none)", w.State)
+		}
+		if w.Wake {
+			c.fail("wake", KindInvalid, "a wake word's report has no state")
+		}
+	default:
+		c.fail("state", KindInvalid, "must be %q, %q or absent (a transcript), got %q", HeardOpen, HeardDropped, w.State)
+	}
 	switch {
+	case w.State != "":
 	case w.Text == nil:
 		c.fail("text", KindMissing, "required, a string")
 	case *w.Text == "":
@@ -106,6 +141,10 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 	if err := c.done(); err != nil {
 		return Heard{}, err
 	}
-	return Heard{From: w.From, ID: w.ID, Device: w.Device, Start: start, End: end,
-		Text: *w.Text, Confidence: *w.Confidence, Level: *w.Level, Wake: w.Wake}, nil
+	h := Heard{From: w.From, ID: w.ID, Device: w.Device, Start: start, End: end,
+		Confidence: *w.Confidence, Level: *w.Level, Wake: w.Wake, Utterance: w.Utterance, State: w.State}
+	if w.Text != nil {
+		h.Text = *w.Text
+	}
+	return h, nil
 }

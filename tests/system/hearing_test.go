@@ -167,11 +167,27 @@ func TestHearingOneSentenceOneMessage(t *testing.T) {
 	if h := w.heard(); len(h) != 1 {
 		t.Fatalf("the room heard %d Messages, want the one the person said: %+v", len(h), h)
 	}
-	reports := 0
+	reports := 0 // transcripts; each robot's ear also told the room when the person began and when it ended
+	open := map[string]bool{}
 	for _, l := range w.snapshotLines() {
-		if strings.HasPrefix(l.topic, "chorus/rooms/lab/heard/") {
-			reports++
+		if !strings.HasPrefix(l.topic, "chorus/rooms/lab/heard/") {
+			continue
 		}
+		h, err := protocol.DecodeHeard([]byte(l.payload), 0)
+		switch {
+		case err != nil:
+			t.Errorf("a heard report that does not decode: %v", err)
+		case h.State == protocol.HeardOpen:
+			open[h.Utterance] = true
+		default:
+			delete(open, h.Utterance)
+			if h.State == "" {
+				reports++
+			}
+		}
+	}
+	if len(open) > 0 {
+		t.Errorf("%d utterances the room was told of were never ended", len(open))
 	}
 	gated := 0.0
 	for _, id := range o.members {

@@ -1,0 +1,82 @@
+package companion
+
+import (
+	"context"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// A person speaking (docs/hearing.md). Each robot's ear says when it
+// starts transcribing a person's utterance (a heard report of state
+// open) and when that utterance ends (its transcript, or a report of
+// state dropped). While any is open, a granted turn does not start: the
+// robot never begins over a person; after a transcript, not until the
+// person's Message has had time to come (it gives the turn up). Words that began over a person
+// already speaking — the open report came late, or the grant won the
+// race — stop at once (the turn yields); the person's sentence is heard
+// to its end (device/ear's gate lets it through) and becomes a Message
+// the room answers.
+
+const (
+	// personHold bounds how long an open utterance holds the turns whose
+	// end never comes (its drop lost): the longest utterance the VAD
+	// makes (15 s) and the transcript's time after it.
+	personHold = 20 * time.Second
+	// personSlack is the hearing's slack for clocks and detectors: words
+	// that began up to it before the person's utterance still yield.
+	personSlack = 300 * time.Millisecond
+	// messageHold is how long a transcript still holds the turn: the
+	// person's Message follows it within the hearing's window (150 ms by
+	// default) and the broker's time, and a turn not yet started then is
+	// given up for it (a barge-in) rather than begun just before it.
+	messageHold = time.Second
+	// maxPeople bounds the utterances followed at once.
+	maxPeople = 64
+)
+
+// onHeard follows a heard report's utterance: opened, or ended.
+func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
+	if h.Utterance == "" || h.Wake {
+		return // an older sender's, or a wake word: no utterance to follow
+	}
+	now := c.cfg.Clock.Now()
+	for u, until := range c.persons {
+		if !until.After(now) {
+			delete(c.persons, u)
+		}
+	}
+	if h.State != protocol.HeardOpen {
+		delete(c.persons, h.Utterance)
+		if h.State == "" && !c.spoken.Has(h.Utterance) { // its Message is on its way
+			c.persons[h.Utterance] = now.Add(messageHold)
+		}
+		c.spoken.Add(h.Utterance) // an open report copied after its end opens nothing
+		c.maybeStart(ctx)
+		return
+	}
+	if c.spoken.Has(h.Utterance) {
+		return
+	}
+	if _, ok := c.persons[h.Utterance]; !ok && len(c.persons) >= maxPeople {
+		return
+	}
+	c.persons[h.Utterance] = now.Add(personHold)
+	if t := c.turn; t != nil && t.started && h.Start.Before(t.startedAt.Add(personSlack)) {
+		c.log.Info("a person was already speaking when this companion began; it yields", "heard_by", h.From, "message", t.grant)
+		t.yield()
+	}
+	c.maybeStart(ctx)
+}
+
+// personSpeaking is until when a person's open utterance holds a turn
+// (zero: nobody is speaking); a turn looks again when it ends.
+func (c *Companion) personSpeaking(now time.Time) time.Time {
+	var until time.Time
+	for _, u := range c.persons {
+		if u.After(now) {
+			until = later(until, u)
+		}
+	}
+	return until
+}
