@@ -22,8 +22,10 @@
 // # Partial hypotheses
 //
 // The program prints a segment's line as soon as its own VAD ends the
-// segment (-vad_postspeech: a quarter second into a pause; the line comes
-// about 0.4 s after the speech stopped), while the rest of the utterance is
+// segment (half a second into a pause; the line comes about 0.7 s after
+// the speech stopped: later than the ear's default hangover, so with
+// pocketsphinx the words hold only pauses the hangover has not yet ended —
+// raise hearing.vad.hangover to 0.8 s for them), while the rest of the utterance is
 // still being fed: each line grows the session's hypothesis
 // (stt.Partials) — what the person said before each pause, before they
 // finished.
@@ -99,12 +101,11 @@ func (e *Engine) Args() ([]string, error) {
 	if e.Grammar != "" && e.Keywords != "" {
 		return nil, errors.New("stt pocketsphinx: a grammar or a keyword list, not both")
 	}
-	// A segment ends a quarter second into a pause (the program's default
-	// is half a second): its line, the hypothesis so far, then comes
-	// about 0.4 s after the speech stopped, before the ear's hangover
-	// (0.5 s) has ended the utterance, so that the words can hold it open
-	// (runtime/endofturn).
-	args := []string{"-infile", "/dev/stdin", "-samprate", "16000", "-vad_postspeech", "25"}
+	// The program's own segment pause (-vad_postspeech) stays its default,
+	// half a second: a shorter one splits a sentence at its punctuation's
+	// pause (espeak-ng's "Hello everyone! What…" at 340 ms), and a grammar
+	// of whole sentences then matches neither part.
+	args := []string{"-infile", "/dev/stdin", "-samprate", "16000"}
 	for _, o := range []struct{ flag, v string }{{"-hmm", e.HMM}, {"-dict", e.Dict}, {"-lm", e.LM}, {"-jsgf", e.Grammar}, {"-kws", e.Keywords}} {
 		if o.v != "" {
 			args = append(args, o.flag, o.v)
