@@ -23,6 +23,15 @@ func (r *voiceRig) kyokoHears(utt, state string, start time.Time) {
 	time.Sleep(20 * time.Millisecond)
 }
 
+// grantedAfterKyoko has kyoko speak for a second and hana granted the
+// answer, prepared; it returns kyoko's message.
+func (r *voiceRig) grantedAfterKyoko() string {
+	id := r.kyokoSpeaks(time.Second)
+	r.grant(id)
+	r.prepared()
+	return id
+}
+
 // A robot never begins over a person: while a robot's ear says a
 // person's utterance is under way, hana's granted turn waits, and starts
 // the pause after the utterance is dropped — after its transcript, only
@@ -31,9 +40,7 @@ func TestAPersonSpeakingHoldsTheTurn(t *testing.T) {
 	for _, end := range []string{protocol.HeardDropped, ""} {
 		t.Run("ended by "+map[string]string{"": "its transcript", protocol.HeardDropped: "its drop"}[end], func(t *testing.T) {
 			r := newVoiceRig(t, protocol.BargeInSentence)
-			id := r.kyokoSpeaks(time.Second)
-			r.grant(id)
-			r.prepared()
+			id := r.grantedAfterKyoko()
 			r.kyokoEnds(id)
 			utt := protocol.NewID()
 			r.kyokoHears(utt, protocol.HeardOpen, r.clk.Now())
@@ -62,9 +69,7 @@ func TestAPersonSpeakingHoldsTheTurn(t *testing.T) {
 func TestAnEndedUtteranceHoldsNobody(t *testing.T) {
 	t.Run("copied after its end", func(t *testing.T) {
 		r := newVoiceRig(t, protocol.BargeInSentence)
-		id := r.kyokoSpeaks(time.Second)
-		r.grant(id)
-		r.prepared()
+		id := r.grantedAfterKyoko()
 		utt := protocol.NewID()
 		r.kyokoHears(utt, protocol.HeardOpen, r.clk.Now())
 		r.kyokoHears(utt, protocol.HeardDropped, r.clk.Now())
@@ -75,9 +80,7 @@ func TestAnEndedUtteranceHoldsNobody(t *testing.T) {
 	})
 	t.Run("its end lost", func(t *testing.T) {
 		r := newVoiceRig(t, protocol.BargeInSentence)
-		id := r.kyokoSpeaks(time.Second)
-		r.grant(id)
-		r.prepared()
+		id := r.grantedAfterKyoko()
 		r.kyokoEnds(id)
 		r.kyokoHears(protocol.NewID(), protocol.HeardOpen, r.clk.Now())
 		r.advance(19 * time.Second)
@@ -105,9 +108,7 @@ func TestWordsBegunOverAPersonYield(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newVoiceRig(t, protocol.BargeInSentence)
-			id := r.kyokoSpeaks(time.Second)
-			r.grant(id)
-			r.prepared()
+			id := r.grantedAfterKyoko()
 			r.kyokoEnds(id)
 			r.advance(pause)
 			waitFor(t, r.started)
