@@ -52,7 +52,7 @@ type Companion struct {
 	took     thinkTimes                    // how long the brain took, for the announced think time
 	told     time.Time                     // when the think time was last announced
 	audio    map[string]voice              // each member's speaking status
-	persons  map[string]time.Time          // the people's utterances under way, until when they hold a turn (personvoice.go)
+	persons  map[string]personUtterance    // the people's utterances under way (personvoice.go)
 	spoken   *seen.Set                     // the people's utterances ended
 	said     *protocol.Speaking            // this companion's last speaking status, said again after a reconnect
 	offline  bool                          // the room's latest presence of this companion says offline
@@ -157,8 +157,8 @@ func New(cfg Config) (*Companion, error) {
 		thoughts: map[string]thoughtFor{},
 		answered: map[string]*answer{},
 		audio:    map[string]voice{},
-		persons:  map[string]time.Time{},
-		spoken:   seen.New(maxPeople),
+		persons:  map[string]personUtterance{},
+		spoken:   seen.New(maxEnded),
 		noHold:   cfg.NoHold,
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
@@ -397,6 +397,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 func (c *Companion) follow(m protocol.Message) uint64 {
 	c.order++
 	if c.isUser(m.Params.From) {
+		c.heardMessage()
 		c.turnNo, c.count, c.closer = 0, 0, closer{}
 		c.lastUser = c.order
 		c.rep = judging{gen: c.rep.gen + 1, busy: c.rep.busy} // one question out at most

@@ -31,9 +31,17 @@ const (
 	// default) and the broker's time, and a turn not yet started then is
 	// given up for it (a barge-in) rather than begun just before it.
 	messageHold = time.Second
-	// maxPeople bounds the utterances followed at once.
+	// maxPeople bounds the utterances followed at once, maxEnded the ended
+	// ones remembered (an open report copied after its end opens nothing).
 	maxPeople = 64
+	maxEnded  = 1024
 )
+
+// personUtterance is a person's utterance a companion follows.
+type personUtterance struct {
+	until       time.Time // it holds a turn until then
+	transcribed bool      // its transcript came: only its Message is awaited
+}
 
 // onHeard follows a heard report's utterance: opened, or ended.
 func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
@@ -41,15 +49,15 @@ func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
 		return // an older sender's, or a wake word: no utterance to follow
 	}
 	now := c.cfg.Clock.Now()
-	for u, until := range c.persons {
-		if !until.After(now) {
+	for u, p := range c.persons {
+		if !p.until.After(now) {
 			delete(c.persons, u)
 		}
 	}
 	if h.State != protocol.HeardOpen {
 		delete(c.persons, h.Utterance)
-		if h.State == "" && !c.spoken.Has(h.Utterance) { // its Message is on its way
-			c.persons[h.Utterance] = now.Add(messageHold)
+		if h.State == "" && !c.spoken.Has(h.Utterance) && len(c.persons) < maxPeople { // its Message is on its way
+			c.persons[h.Utterance] = personUtterance{until: now.Add(messageHold), transcribed: true}
 		}
 		c.spoken.Add(h.Utterance) // an open report copied after its end opens nothing
 		c.maybeStart(ctx)
@@ -58,24 +66,46 @@ func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
 	if c.spoken.Has(h.Utterance) {
 		return
 	}
-	if _, ok := c.persons[h.Utterance]; !ok && len(c.persons) >= maxPeople {
+	if _, ok := c.persons[h.Utterance]; ok {
+		return // a copy: the bound runs from the first
+	}
+	if age := now.Sub(h.Start); age > personHold || age < -personHold {
+		// An utterance that began long ago (or far ahead, by a clock gone
+		// wrong) is no one speaking now: a report delayed or forged.
+		c.log.Warn("a heard report says a person began speaking too long ago; it holds nothing", "heard_by", h.From, "start", h.Start, "age", age.Round(time.Millisecond))
 		return
 	}
-	c.persons[h.Utterance] = now.Add(personHold)
-	if t := c.turn; t != nil && t.started && h.Start.Before(t.startedAt.Add(personSlack)) {
+	if len(c.persons) >= maxPeople {
+		return
+	}
+	c.persons[h.Utterance] = personUtterance{until: now.Add(personHold)}
+	switch t := c.turn; {
+	case t == nil:
+	case t.started && h.Start.Before(t.startedAt.Add(personSlack)):
 		c.log.Info("a person was already speaking when this companion began; it yields", "heard_by", h.From, "message", t.grant)
 		t.yield()
+	case !t.started:
+		c.log.Info("a person is speaking; the granted words wait until they stop", "heard_by", h.From, "message", t.grant, "at_most", personHold)
 	}
 	c.maybeStart(ctx)
+}
+
+// heardMessage ends the wait for the person's Message: it came.
+func (c *Companion) heardMessage() {
+	for u, p := range c.persons {
+		if p.transcribed {
+			delete(c.persons, u)
+		}
+	}
 }
 
 // personSpeaking is until when a person's open utterance holds a turn
 // (zero: nobody is speaking); a turn looks again when it ends.
 func (c *Companion) personSpeaking(now time.Time) time.Time {
 	var until time.Time
-	for _, u := range c.persons {
-		if u.After(now) {
-			until = later(until, u)
+	for _, p := range c.persons {
+		if p.until.After(now) {
+			until = later(until, p.until)
 		}
 	}
 	return until

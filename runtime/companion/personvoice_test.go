@@ -129,3 +129,62 @@ func TestWordsBegunOverAPersonYield(t *testing.T) {
 		})
 	}
 }
+
+// The person's Message ends the wait its transcript began: the room
+// answers it without the second's hold (that hold is only for a turn
+// granted before the Message came).
+func TestThePersonsMessageEndsTheWait(t *testing.T) {
+	r := newVoiceRig(t, protocol.BargeInSentence)
+	utt := protocol.NewID()
+	r.kyokoHears(utt, protocol.HeardOpen, r.clk.Now())
+	r.kyokoHears(utt, "", r.clk.Now())
+	m := protocol.NewMessage(protocol.NewID(), "user", nil, "my sister is coming to visit and we will bake bread", "")
+	if err := r.user.SendMessage(r.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	r.mem.Settle()
+	waitFor(t, func() bool {
+		select {
+		case v := <-r.voted:
+			return v == m.Params.ID
+		default:
+			return false
+		}
+	})
+	r.grant(m.Params.ID)
+	r.prepared()
+	r.advance(pause)
+	waitFor(t, r.started)
+}
+
+// A report that an utterance began long ago holds nothing and stops
+// nobody (a report delayed or forged), and copies of an open report do
+// not push its bound on: 20 s from the first at most.
+func TestStaleAndCopiedOpenReports(t *testing.T) {
+	t.Run("began long ago", func(t *testing.T) {
+		r := newVoiceRig(t, protocol.BargeInSentence)
+		id := r.grantedAfterKyoko()
+		r.kyokoEnds(id)
+		r.advance(pause)
+		waitFor(t, r.started)
+		r.hanaSaid()
+		r.kyokoHears(protocol.NewID(), protocol.HeardOpen, r.clk.Now().Add(-21*time.Hour))
+		time.Sleep(100 * time.Millisecond)
+		if _, _, n, _ := r.dev.counts(); n != 0 {
+			t.Fatal("a stale open report stopped hana")
+		}
+	})
+	t.Run("copied every 8 s", func(t *testing.T) {
+		r := newVoiceRig(t, protocol.BargeInSentence)
+		id := r.grantedAfterKyoko()
+		r.kyokoEnds(id)
+		utt := protocol.NewID()
+		for range 3 {
+			r.kyokoHears(utt, protocol.HeardOpen, r.clk.Now())
+			r.advance(8 * time.Second)
+		}
+		// 24 s after the first copy: its bound (20 s) has passed.
+		r.advance(pause)
+		waitFor(t, r.started)
+	})
+}

@@ -63,13 +63,29 @@ func (w Waits) Pause(text string) time.Duration {
 // "on", the auxiliaries of a short answer ("yes, I can").
 var unfinishedEN = set(
 	"and", "or", "but", "so", "because", "cause", "cuz", "then", "if", "when", "while", "although", "though", "unless", "whether", "than",
-	"the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "some", "any", "very", "really", "of", "to", "into", "like",
+	"the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "some", "any", "very", "of", "to", "into", "like", "about", "with",
 	"i'm", "we're", "they're", "it's", "there's", "you're",
 	"um", "uh", "er", "erm", "uhm", "umm", "hmm", "mm", "ah",
 )
 
 // Phrases that end a sentence still under way.
 var unfinishedENPhrases = []string{"you know", "i mean", "and then", "kind of", "sort of", "i was", "i think"}
+
+// Words after which "so" ends the sentence ("I think so").
+var soEnds = set("think", "hope", "guess", "believe", "said", "say", "do", "even")
+
+var (
+	copulas  = set("is", "are", "was", "were")
+	pronouns = set("it", "he", "she", "that", "this", "there", "here", "who", "what", "where", "how", "they", "we", "you", "i", "which", "so")
+)
+
+// Words a question in full does not end on: it goes on ("what I want to
+// know is", "do you know what I").
+var notQuestionEnds = set("is", "was", "are", "were", "am", "i")
+
+// Greetings and fillers a question may begin with ("hello robots, what
+// is the weather like today"); the word after one may be a name.
+var greetings = set("hello", "hi", "hey", "ok", "okay", "so", "well", "oh", "now")
 
 // Words a question in full begins with.
 var questionEN = set("what", "who", "whom", "where", "when", "why", "how", "which", "whose",
@@ -119,7 +135,16 @@ func ofEnglish(t string) Kind {
 		return Plain
 	}
 	last := words[len(words)-1]
-	if unfinishedEN[last] {
+	prev := ""
+	if len(words) > 1 {
+		prev = words[len(words)-2]
+	}
+	if unfinishedEN[last] && !(last == "so" && soEnds[prev]) {
+		return Unfinished
+	}
+	// A copula after a noun wants its complement ("my favourite fruit is
+	// …"); after a pronoun it ends the sentence ("I know who he is").
+	if copulas[last] && prev != "" && !pronouns[prev] {
 		return Unfinished
 	}
 	tail := strings.Join(words[max(0, len(words)-2):], " ")
@@ -128,16 +153,38 @@ func ofEnglish(t string) Kind {
 			return Unfinished
 		}
 	}
-	if len(words) >= 3 && questionEN[words[0]] {
+	if q := question(words); len(q) >= 3 && !notQuestionEnds[last] {
 		return Complete
 	}
 	return Plain
 }
 
+// question is words from the question word they begin with, after a
+// greeting and a name ("hello robots, what…"), or nil.
+func question(words []string) []string {
+	for i, w := range words[:min(3, len(words))] {
+		if questionEN[w] {
+			return words[i:]
+		}
+		if i == 0 && !greetings[w] {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Japanese greetings that end on a particle's sound: complete.
+var greetingsJA = []string{"こんにちは", "こんばんは"}
+
 func ofJapanese(t string) Kind {
 	// A long vowel mark or a small tsu drawn out at the end ("えーっとー",
 	// "あのー") is the same word held.
 	t = strings.TrimRight(t, "ー〜~")
+	for _, g := range greetingsJA {
+		if strings.HasSuffix(t, g) {
+			return Plain
+		}
+	}
 	for _, e := range questionJA {
 		if strings.HasSuffix(t, e) && utf8.RuneCountInString(t) > utf8.RuneCountInString(e) {
 			return Complete

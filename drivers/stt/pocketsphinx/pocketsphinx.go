@@ -25,7 +25,7 @@
 // segment (half a second into a pause; the line comes about 0.7 s after
 // the speech stopped: later than the ear's default hangover, so with
 // pocketsphinx the words hold only pauses the hangover has not yet ended —
-// raise hearing.vad.hangover to 0.8 s for them), while the rest of the utterance is
+// raise hearing.vad.hangover to 0.9 s for them), while the rest of the utterance is
 // still being fed: each line grows the session's hypothesis
 // (stt.Partials) — what the person said before each pause, before they
 // finished.
