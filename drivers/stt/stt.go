@@ -29,6 +29,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -111,6 +112,23 @@ type Partial struct {
 // MaxPartialText bounds a hypothesis: what a server streams beyond it is
 // not added (the final transcript still comes whole).
 const MaxPartialText = 4096
+
+// Growing is a hypothesis a server streams as the parts that are new
+// (Wyoming's transcript-chunk, OpenAI's transcript.text.delta).
+type Growing struct{ b []byte }
+
+// Add appends part and returns the hypothesis so far, trimmed; a part
+// that would take it past MaxPartialText is not added, and gives "".
+func (g *Growing) Add(part string) string {
+	if len(g.b)+len(part) > MaxPartialText {
+		return ""
+	}
+	g.b = append(g.b, part...)
+	return strings.TrimSpace(string(g.b))
+}
+
+// String is the text so far, as streamed.
+func (g *Growing) String() string { return string(g.b) }
 
 // Newest is a session's mailbox of hypotheses (Partials): Put never
 // blocks and replaces a hypothesis not yet read; Close closes C once.

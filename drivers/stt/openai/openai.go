@@ -343,7 +343,7 @@ func (e *Engine) stream(ctx context.Context, body []byte, ctype string, partials
 		},
 	})
 	if err == nil && !a.done {
-		err = fmt.Errorf("stt openai: the stream ended without transcript.text.done (%q so far)", clip(string(a.soFar)))
+		err = fmt.Errorf("stt openai: the stream ended without transcript.text.done (%q so far)", clip(a.soFar.String()))
 	}
 	return a.tr, rateLimited(err)
 }
@@ -352,7 +352,7 @@ func (e *Engine) stream(ctx context.Context, body []byte, ctype string, partials
 // far, then, at transcript.text.done, the transcript.
 type streamAnswer struct {
 	e     *Engine
-	soFar []byte
+	soFar stt.Growing
 	tr    stt.Transcript
 	done  bool
 }
@@ -376,11 +376,7 @@ func (a *streamAnswer) take(data []byte) (hypothesis string, err error) {
 		if d.Delta == nil {
 			return "", fmt.Errorf("stt openai: a transcript.text.delta without a delta string: %q", clip(string(data)))
 		}
-		if len(a.soFar)+len(*d.Delta) > stt.MaxPartialText {
-			return "", nil
-		}
-		a.soFar = append(a.soFar, *d.Delta...)
-		return strings.TrimSpace(string(a.soFar)), nil
+		return a.soFar.Add(*d.Delta), nil
 	case "transcript.text.done":
 		a.done = true
 		a.tr, err = a.e.transcript(d.Text, d.Language, data)

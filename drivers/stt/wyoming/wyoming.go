@@ -296,7 +296,7 @@ type Session struct {
 	done      chan struct{} // closed when send returns
 	answered  chan struct{} // closed when read returns
 	partials  *stt.Newest   // the hypotheses read grows from transcript-chunks
-	soFar     []byte        // the chunks' text so far; read's alone
+	soFar     stt.Growing   // the chunks' text so far; read's alone
 
 	dmu sync.Mutex // guards the read deadline against ctx's cut
 	cut bool       // ctx ended: the deadline stays in the past
@@ -357,11 +357,7 @@ func (s *Session) event(ev wy.Event) {
 			s.e.log().Debug("wyoming: a transcript-chunk without a text string; skipped", "addr", s.e.Addr)
 			return
 		}
-		if len(s.soFar)+len(*c.Text) > stt.MaxPartialText {
-			return
-		}
-		s.soFar = append(s.soFar, *c.Text...)
-		if text := strings.TrimSpace(string(s.soFar)); text != "" {
+		if text := s.soFar.Add(*c.Text); text != "" {
 			s.partials.Put(stt.Partial{Text: text})
 		}
 	case "transcript-start":
