@@ -546,7 +546,7 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 	}
 	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg, OnListening: listening,
 		STT: engine, Gate: gate, Timeout: cfg.Hearing.Ear.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Ear.Wake.ListenFor,
-		EndOfTurn: cfg.Hearing.Ear.VAD.EndOfTurn()})
+		EndOfTurn: cfg.Hearing.Ear.VAD.EndOfTurn(), Eager: cfg.Hearing.Ear.VAD.Eager.Pause()})
 	if err != nil {
 		return err
 	}
@@ -705,7 +705,8 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Presence: l.presence, ExpectThink: expectedThink(cfg.Brain),
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
-		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, NoHold: body != cfg.Device.ID, Memory: mem})
+		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, NoHold: body != cfg.Device.ID, Memory: mem,
+		HeardAs: cfg.Hearing.User})
 	if err != nil {
 		return err
 	}

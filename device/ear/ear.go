@@ -44,8 +44,12 @@ type Config struct {
 	// holds the segmenter's hangover to its answer for the rest of that
 	// utterance, or until a newer hypothesis.
 	EndOfTurn Judge
-	STT       stt.Engine
-	Gate      *Gate
+	// Eager, if above 0, is the pause after which the ear tells the room
+	// the words so far, as a tentative report, when the engine gives
+	// hypotheses and the words do not promise more (eager.go); 0 never.
+	Eager time.Duration
+	STT   stt.Engine
+	Gate  *Gate
 	// Wake, if set, is a wake-word detector: the ear then hears the room
 	// only for ListenFor after a wake word (its audio goes to speech to
 	// text only then), and reports each wake word heard — also while a
@@ -92,7 +96,10 @@ type Ear struct {
 	sess    stt.Session
 	utt     string             // the utterance under way's id, once its session started (its open report went out)
 	uttFrom time.Time          // when the utterance under way began
-	hyps    <-chan stt.Partial // the session's hypotheses, with EndOfTurn
+	hyps    <-chan stt.Partial // the session's hypotheses, with EndOfTurn or Eager
+	said    string             // the newest hypothesis of the utterance under way
+	saidAt  time.Time          // when it came (capture time)
+	told    string             // the words of the tentative report standing, if any
 	pause   time.Duration      // the segmenter's own hangover, between utterances
 	rate    int
 	inUtt   bool        // an utterance is under way
@@ -204,6 +211,7 @@ func (e *Ear) Run(ctx context.Context) error {
 		for _, ev := range e.cfg.Segmenter.Push(f) {
 			e.handle(ctx, ev)
 		}
+		e.eager()
 	}
 }
 
@@ -293,7 +301,7 @@ func (e *Ear) start(ctx context.Context) {
 	}
 	e.sess, e.utt = sess, protocol.NewID()
 	e.report(protocol.Heard{Start: e.uttFrom, End: e.uttFrom, Level: protocol.MinLevel, Utterance: e.utt, State: protocol.HeardOpen})
-	if p, ok := sess.(stt.Partials); ok && e.cfg.EndOfTurn != nil {
+	if p, ok := sess.(stt.Partials); ok && (e.cfg.EndOfTurn != nil || e.cfg.Eager > 0) {
 		e.endOfTurn(p.Partials())
 	}
 	e.listening(true)
@@ -360,7 +368,7 @@ func (e *Ear) dropped(utt string, start, end time.Time) {
 // endOfTurn follows the hypotheses of a new utterance's session (nil: no
 // more), with the segmenter's own hangover until the first.
 func (e *Ear) endOfTurn(hyps <-chan stt.Partial) {
-	e.hyps = hyps
+	e.hyps, e.said, e.told = hyps, "", ""
 	e.cfg.Segmenter.Hangover = e.pause
 }
 
@@ -376,6 +384,10 @@ func (e *Ear) hypothesis() {
 	case h, ok := <-e.hyps:
 		if !ok {
 			e.hyps = nil
+			return
+		}
+		e.said, e.saidAt = h.Text, e.now
+		if e.cfg.EndOfTurn == nil {
 			return
 		}
 		pause := e.cfg.EndOfTurn.Pause(h.Text)

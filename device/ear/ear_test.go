@@ -42,6 +42,7 @@ type earRig struct {
 	stt     stt.Engine    // instead of engine
 	judge   Judge         // EndOfTurn
 	pause   time.Duration // the segmenter's hangover; 0 for its default
+	eager   time.Duration // Config.Eager
 	wake    wake.Detector
 	started time.Time
 
@@ -83,7 +84,7 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 	if r.stt != nil {
 		engine = r.stt
 	}
-	ear, err := New(Config{Room: rm, ID: "kyoko", Device: "kyoko-body", Frames: capture, Segmenter: seg, STT: engine, EndOfTurn: r.judge,
+	ear, err := New(Config{Room: rm, ID: "kyoko", Device: "kyoko-body", Frames: capture, Segmenter: seg, STT: engine, EndOfTurn: r.judge, Eager: r.eager,
 		Gate: &Gate{Self: "kyoko", Tail: 300 * time.Millisecond}, Wake: r.wake,
 		OnHeard: func(h protocol.Heard, outcome string) {
 			r.mu.Lock()

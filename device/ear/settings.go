@@ -15,6 +15,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/runtime/endofturn"
 	"github.com/chorus-robotics/chorus/runtime/settings"
+	"go.yaml.in/yaml/v3"
 )
 
 // The ear's defaults: how long one transcript may take after the person
@@ -31,6 +32,9 @@ const (
 	// (VAD.HangoverUnfinished, VAD.HangoverComplete).
 	DefaultHangoverUnfinished = 1500 * time.Millisecond
 	DefaultHangoverComplete   = 300 * time.Millisecond
+	// DefaultEager is the pause after which the words so far are told
+	// the room (VAD.Eager): eager end of turn.
+	DefaultEager = 200 * time.Millisecond
 )
 
 // Settings are how this robot hears people (docs/hearing.md): a voice
@@ -102,8 +106,49 @@ type VAD struct {
 	// Equal to hangover, the words change nothing.
 	HangoverUnfinished time.Duration `yaml:"hangover_unfinished"`
 	HangoverComplete   time.Duration `yaml:"hangover_complete"`
-	MinUtterance       time.Duration `yaml:"min_utterance"` // shorter bursts are dropped
-	MaxUtterance       time.Duration `yaml:"max_utterance"` // longer speech is cut here
+	// Eager is the pause after which the ear tells the room the words so
+	// far, for its companions to think on while the rest of the hangover
+	// passes (eager end of turn, docs/hearing.md): a duration below the
+	// pauses that end an utterance, or "off".
+	Eager        Eager         `yaml:"eager"`
+	MinUtterance time.Duration `yaml:"min_utterance"` // shorter bursts are dropped
+	MaxUtterance time.Duration `yaml:"max_utterance"` // longer speech is cut here
+}
+
+// Eager is hearing.vad.eager: a pause, or off.
+type Eager struct {
+	After time.Duration // 0: the default
+	Off   bool
+}
+
+// UnmarshalYAML reads a duration ("200ms") or "off".
+func (e *Eager) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && (n.Value == "off" || n.Value == "false") {
+		*e = Eager{Off: true}
+		return nil
+	}
+	var d time.Duration
+	if err := n.Decode(&d); err != nil {
+		return fmt.Errorf("eager: want a pause (200ms) or off, got %q", n.Value)
+	}
+	*e = Eager{After: d}
+	return nil
+}
+
+// MarshalYAML writes what UnmarshalYAML reads.
+func (e Eager) MarshalYAML() (any, error) {
+	if e.Off {
+		return "off", nil
+	}
+	return e.After.String(), nil
+}
+
+// Pause is the pause after which the words so far are told: 0 when off.
+func (e Eager) Pause() time.Duration {
+	if e.Off {
+		return 0
+	}
+	return e.After
 }
 
 // EndOfTurn is the pauses that end an utterance by what its words say
@@ -157,6 +202,9 @@ func (s *Settings) SetDefaults() {
 	if v.HangoverComplete == 0 {
 		v.HangoverComplete = min(DefaultHangoverComplete, v.Hangover)
 	}
+	if v.Eager.After == 0 && !v.Eager.Off {
+		v.Eager.After = min(DefaultEager, v.HangoverComplete-vad.MinHangover/2)
+	}
 }
 
 // Check reports the fields that are bad to p (the hearing section's
@@ -206,5 +254,7 @@ func (v VAD) checkWords(p *settings.Problems) {
 	}
 	if v.HangoverComplete < vad.MinHangover || v.HangoverComplete > v.Hangover {
 		p.Add("vad.hangover_complete", "must be from %v to vad.hangover (%v), got %v", vad.MinHangover, v.Hangover, v.HangoverComplete)
+	} else if e := v.Eager; !e.Off && (e.After < vad.MinHangover/2 || e.After >= v.HangoverComplete) {
+		p.Add("vad.eager", "must be from %v to below vad.hangover_complete (%v), or off, got %v", vad.MinHangover/2, v.HangoverComplete, e.After)
 	}
 }

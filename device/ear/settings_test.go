@@ -8,6 +8,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/runtime/settings"
+	"go.yaml.in/yaml/v3"
 )
 
 // The body's half of the hearing section fills what is unset from its
@@ -29,6 +30,7 @@ func TestSettingsDefaults(t *testing.T) {
 		{"vad.hangover", v.Hangover, vad.DefaultHangover},
 		{"vad.hangover_unfinished", v.HangoverUnfinished, DefaultHangoverUnfinished},
 		{"vad.hangover_complete", v.HangoverComplete, DefaultHangoverComplete},
+		{"vad.eager", v.Eager, Eager{After: DefaultEager}},
 		{"vad.min_utterance", v.MinUtterance, vad.DefaultMinLength},
 		{"vad.max_utterance", v.MaxUtterance, vad.DefaultMaxLength},
 	} {
@@ -39,7 +41,7 @@ func TestSettingsDefaults(t *testing.T) {
 	zero := 0
 	set := Settings{Tail: time.Second, STT: STT{Timeout: time.Minute}, Wake: Wake{Kind: "wyoming", ListenFor: 3 * time.Second},
 		VAD: VAD{Aggressiveness: &zero, PreRoll: time.Second, Hangover: 700 * time.Millisecond, HangoverUnfinished: 2 * time.Second,
-			HangoverComplete: 200 * time.Millisecond, MinUtterance: time.Second, MaxUtterance: time.Minute}}
+			HangoverComplete: 200 * time.Millisecond, Eager: Eager{After: 150 * time.Millisecond}, MinUtterance: time.Second, MaxUtterance: time.Minute}}
 	got := set
 	got.SetDefaults()
 	if got.Tail != set.Tail || got.STT != set.STT || got.Wake.Kind != set.Wake.Kind || got.Wake.ListenFor != set.Wake.ListenFor || got.VAD != set.VAD {
@@ -49,8 +51,8 @@ func TestSettingsDefaults(t *testing.T) {
 	for _, h := range []time.Duration{vad.MinHangover, vad.MaxHangover} {
 		s := Settings{VAD: VAD{Hangover: h}}
 		s.SetDefaults()
-		if v := s.VAD; v.HangoverComplete > h || v.HangoverUnfinished < h {
-			t.Errorf("hangover %v: complete %v, unfinished %v", h, v.HangoverComplete, v.HangoverUnfinished)
+		if v := s.VAD; v.HangoverComplete > h || v.HangoverUnfinished < h || v.Eager.After >= v.HangoverComplete {
+			t.Errorf("hangover %v: complete %v, unfinished %v, eager %v", h, v.HangoverComplete, v.HangoverUnfinished, v.Eager.After)
 		}
 	}
 }
@@ -76,6 +78,12 @@ func TestSettingsCheck(t *testing.T) {
 			[]string{"vad.hangover_unfinished: must be from vad.hangover (500ms) to 5s, got 400ms"}},
 		{"complete above the hangover", func(s *Settings) { s.VAD.HangoverComplete = 600 * time.Millisecond },
 			[]string{"vad.hangover_complete: must be from 100ms to vad.hangover (500ms), got 600ms"}},
+		{"eager off", func(s *Settings) { s.VAD.Eager = Eager{Off: true} }, nil},
+		{"eager at its least", func(s *Settings) { s.VAD.Eager.After = vad.MinHangover / 2 }, nil},
+		{"eager too short", func(s *Settings) { s.VAD.Eager.After = 10 * time.Millisecond },
+			[]string{"vad.eager: must be from 50ms to below vad.hangover_complete (300ms), or off, got 10ms"}},
+		{"eager not before the utterance ends", func(s *Settings) { s.VAD.Eager.After = 300 * time.Millisecond },
+			[]string{"vad.eager: must be from 50ms to below vad.hangover_complete (300ms), or off, got 300ms"}},
 		{"tail", func(s *Settings) { s.Tail = -time.Second }, []string{"tail: must be from 0 to 5s, got -1s"}},
 		{"stt timeout", func(s *Settings) { s.STT.Timeout = time.Millisecond }, []string{"stt.timeout: must be from 100ms to 2m, got 1ms"}},
 		{"aggressiveness", func(s *Settings) { s.VAD.Aggressiveness = &four }, []string{"vad.aggressiveness: must be from 0 to 3, got 4"}},
@@ -112,5 +120,39 @@ func TestVADSegmenter(t *testing.T) {
 	if seg.Detector == nil || seg.PreRoll != vad.DefaultPreRoll || seg.Hangover != 800*time.Millisecond ||
 		seg.MinLength != vad.DefaultMinLength || seg.MaxLength != vad.DefaultMaxLength {
 		t.Fatalf("segmenter %+v", seg)
+	}
+}
+
+// hearing.vad.eager reads a pause or off, and says what is wrong with
+// anything else; what it writes reads back the same.
+func TestEagerYAML(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Eager
+		err  string
+	}{
+		{"eager: 150ms", Eager{After: 150 * time.Millisecond}, ""},
+		{"eager: off", Eager{Off: true}, ""},
+		{"eager: false", Eager{Off: true}, ""},
+		{"eager: soon", Eager{}, `eager: want a pause (200ms) or off, got "soon"`},
+		{"eager: [1]", Eager{}, "eager: want a pause"},
+	} {
+		var v VAD
+		err := yaml.Unmarshal([]byte(tc.in), &v)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || v.Eager != tc.want {
+			t.Errorf("%s: %+v, %v", tc.in, v.Eager, err)
+			continue
+		}
+		out, err := yaml.Marshal(v.Eager)
+		var back VAD
+		if err != nil || yaml.Unmarshal([]byte("eager: "+string(out)), &back) != nil || back.Eager != tc.want {
+			t.Errorf("%s: wrote %q, read back %+v", tc.in, out, back.Eager)
+		}
 	}
 }

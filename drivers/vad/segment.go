@@ -97,6 +97,7 @@ type Segmenter struct {
 	pend       []mic.Frame // pending: the burst so far
 	start      time.Time   // first speech frame's start
 	lastSpeech time.Time   // last speech frame's end
+	last       time.Time   // the newest frame's end
 	lv, tail   levels      // speech so far; frames since the last speech frame
 	discarded  uint64
 	cuts       uint64
@@ -152,6 +153,16 @@ func (s *Segmenter) Discarded() uint64 { return s.discarded }
 // Cuts is how many utterances were cut at MaxLength.
 func (s *Segmenter) Cuts() uint64 { return s.cuts }
 
+// Quiet is how long the speech of the utterance under way has stopped,
+// as of the newest frame: 0 while the person speaks or no utterance is
+// under way (an utterance ends when it reaches Hangover).
+func (s *Segmenter) Quiet() time.Duration {
+	if s.state != speaking {
+		return 0
+	}
+	return s.last.Sub(s.lastSpeech)
+}
+
 // Reset throws the current utterance and the pre-roll away (a robot of
 // the room starts speaking: docs/hearing.md's gating rule); no event is sent for
 // it. The detector keeps its noise floor.
@@ -166,6 +177,7 @@ func (s *Segmenter) Reset() {
 func (s *Segmenter) Push(f mic.Frame) []Event {
 	speech := s.Detector.IsSpeech(f.Samples)
 	end := f.End()
+	s.last = end
 	switch s.state {
 	case idle:
 		if !speech {

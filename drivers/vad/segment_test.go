@@ -204,3 +204,39 @@ func TestEspeakSentence(t *testing.T) {
 	t.Logf("speech %v-%v, heard %v-%v, %d audio frames, peak %.1f rms %.1f dBFS", speechStart.Sub(t0), speechEnd.Sub(t0),
 		evs[1].Start.Sub(t0), evs[1].End.Sub(t0), n, evs[1].PeakDBFS, evs[1].RMSDBFS)
 }
+
+// Quiet grows through a pause inside an utterance, is 0 again when the
+// person goes on, and 0 outside an utterance.
+func TestQuiet(t *testing.T) {
+	ms := time.Millisecond
+	fs := frames(cat(silence(time.Second), speechLike(sec(1), -25, 8), silence(300*ms), speechLike(sec(1), -25, 9), silence(2*time.Second)))
+	s := newSeg()
+	var most time.Duration
+	resumed, ended := false, false
+	for _, f := range fs {
+		evs := s.Push(f)
+		for _, e := range evs {
+			if e.Kind == End {
+				ended = true
+			}
+		}
+		q := s.Quiet()
+		switch {
+		case ended && q != 0:
+			t.Fatalf("quiet %v after the utterance ended", q)
+		case !ended && f.At.Before(t0.Add(2300*ms)) && f.At.After(t0.Add(2100*ms)):
+			most = max(most, q)
+		case f.At.After(t0.Add(2500*ms)) && f.At.Before(t0.Add(3*time.Second)):
+			resumed = resumed || q == 0
+		}
+		if f.At.Before(t0.Add(900 * ms)) && q != 0 {
+			t.Fatalf("quiet %v before anyone spoke", q)
+		}
+	}
+	if most < 100*ms || most > 320*ms {
+		t.Fatalf("quiet in the 300 ms pause reached %v", most)
+	}
+	if !resumed || !ended {
+		t.Fatalf("resumed %v, ended %v", resumed, ended)
+	}
+}

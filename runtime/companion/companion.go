@@ -68,6 +68,9 @@ type Companion struct {
 	touched  map[string]bool               // people this companion answered in this run (bounded; replied.go)
 	noHold   bool                          // the body ignores the speak hold (Config.NoHold, or seen playing at once)
 	closer   closer                        // how far this companion has closed the conversation
+	eager    *eagerThink                   // the think on a person's words so far (eager.go)
+	eagerN   int                           // thinks on words so far started, for their ids
+	adopted  map[string]adoption           // thinks on words so far that became a Message's, by their ids
 }
 
 // vote is a State sent and not yet seen decided.
@@ -133,6 +136,7 @@ const (
 	evLost
 	evStillHere
 	evHeard
+	evEagerDue
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -163,6 +167,7 @@ func New(cfg Config) (*Companion, error) {
 		thinks:   map[string]context.CancelFunc{},
 		stopped:  seen.New(recentMessages),
 		touched:  map[string]bool{},
+		adopted:  map[string]adoption{},
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}
@@ -284,7 +289,9 @@ func (c *Companion) handle(ctx context.Context, e event) {
 	case evMessage:
 		c.onMessage(ctx, e.msg)
 	case evThought:
-		c.onThought(ctx, e)
+		if c.eagerEvent(&e) {
+			c.onThought(ctx, e)
+		}
 	case evGrant:
 		c.onGrant(ctx, e.grant)
 	case evSpeak:
@@ -308,7 +315,13 @@ func (c *Companion) handle(ctx context.Context, e event) {
 			t.onPrepared(ctx, e.utter, e.whole)
 		}
 	case evVote:
-		c.onVote(ctx, e)
+		if c.eagerEvent(&e) {
+			c.onVote(ctx, e)
+		}
+	case evEagerDue:
+		if c.eager != nil && c.eager.id == e.id {
+			c.voidEager(ctx, "no Message came")
+		}
 	case evDrafted:
 		if t := c.turnFor(e.id); t != nil {
 			t.onDrafted(ctx, e.utter)
@@ -359,6 +372,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.m.Duplicates.WithLabelValues("companion", "message").Inc()
 		return // seen already (at-least-once delivery, or an answer published again)
 	}
+	ex, exCancel := c.takeEager(ctx, m) // a think on the words so far that m says
 	order := c.follow(m)
 	arrived := c.cfg.Clock.Now()
 	before := c.keep(m)
@@ -368,10 +382,21 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	}
 	in := c.input(m, before)
 	if c.cfg.Muted() || wakeWord(m) {
+		if exCancel != nil {
+			exCancel()
+		}
 		c.listen(ctx, m.Params.ID)
 		return
 	}
 	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
+	if ex != nil {
+		if c.mem != nil {
+			c.mem.Journal(heard(m))
+			c.mem.Heard(ctx, heard(m))
+		}
+		c.adopt(ctx, ex, m, e, exCancel)
+		return
+	}
 	var people []string // for a recall by meaning
 	if c.mem != nil && c.isUser(m.Params.From) {
 		if c.control(ctx, m, e) {

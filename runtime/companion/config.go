@@ -132,6 +132,11 @@ type Config struct {
 	// card's knowledge list allows each by its name or by the word "body"
 	// (brain.KnowBody); a call asks the body (Device) a knowledge query.
 	Knowledge func() []protocol.KnowledgeDef
+	// HeardAs is the identity the room publishes a heard person's
+	// Message under (hearing.user; default protocol.DefaultHeardUser): a
+	// think on their words so far is a think on a Message of theirs
+	// (eager.go).
+	HeardAs string
 	// Memory is the companion's long-term memory (memory.go, issue 29);
 	// nil remembers nothing.
 	Memory *Memory
@@ -158,6 +163,9 @@ func (cfg Config) checked() (Config, error) {
 	}
 	if cfg.HistorySize <= 0 {
 		cfg.HistorySize = DefaultHistory
+	}
+	if cfg.HeardAs == "" {
+		cfg.HeardAs = protocol.DefaultHeardUser
 	}
 	def(&cfg.Pause, DefaultPause)
 	def(&cfg.ThinkTimeout, DefaultThinkTimeout)

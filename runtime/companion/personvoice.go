@@ -48,6 +48,12 @@ func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
 	if h.Utterance == "" || h.Wake {
 		return // an older sender's, or a wake word: no utterance to follow
 	}
+	if h.State == protocol.HeardTentative || h.State == protocol.HeardResumed || h.State == protocol.HeardDropped {
+		c.onEagerHeard(ctx, h)
+		if h.State != protocol.HeardDropped {
+			return // the utterance is still under way
+		}
+	}
 	now := c.cfg.Clock.Now()
 	for u, p := range c.persons {
 		if !p.until.After(now) {

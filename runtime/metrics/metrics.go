@@ -68,6 +68,7 @@ type Metrics struct {
 
 	Heard        *prometheus.CounterVec // outcome: heard reports the room's arbiter took or set aside
 	Hearing      *prometheus.CounterVec // event: what a body's ear did with speech (reported, gated, empty, stt_error, ...)
+	Eager        *prometheus.CounterVec // outcome: thinks on a person's words so far (started, adopted, differed, withdrawn)
 	HearingDelay prometheus.Histogram   // end of speech → report queued on the device (VAD hangover + STT)
 
 	Actions        *prometheus.CounterVec   // action, outcome: what a body did with the actions it was asked
@@ -154,8 +155,11 @@ func New() *Metrics {
 			Help: "Heard reports the room's arbiter handled, by outcome (taken: published as the person's Message; same: another robot's report of the same utterance; late: arrived after its utterance was decided; duplicate: seen before; standby: decided while another floor leads)."},
 			[]string{"outcome"})).(*prometheus.CounterVec),
 		Hearing: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_hearing_total",
-			Help: "What a robot's ear did, by event (utterance, reported, gated, muted, too_short, cut, empty, stt_error, stt_rate_limited, mic_error, mic_dropped_frames, publish_failed)."},
+			Help: "What a robot's ear did, by event (utterance, reported, tentative: the words so far told at a pause; resumed: taken back, the person went on; gated, muted, too_short, cut, empty, stt_error, stt_rate_limited, mic_error, mic_dropped_frames, publish_failed)."},
 			[]string{"event"})).(*prometheus.CounterVec),
+		Eager: f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chorus_eager_thinks_total",
+			Help: "Thinks on a person's words so far (eager end of turn), by outcome (started; adopted: their Message said the same words; differed: it said others and was thought on again; withdrawn: cancelled, the person went on or the words were void)."},
+			[]string{"outcome"})).(*prometheus.CounterVec),
 		HearingDelay: f(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chorus_hearing_delay_seconds",
 			Help:    "From the end of a person's speech to its report being queued on the device (the VAD's hangover plus the speech-to-text engine).",
 			Buckets: []float64{.1, .2, .3, .5, .75, 1, 1.5, 2, 3, 5, 10}})).(prometheus.Histogram),

@@ -36,16 +36,23 @@ type Heard struct {
 	Utterance string `json:"utterance,omitempty"`
 	// State is what the report says of the utterance: "" its transcript
 	// (Text); HeardOpen a person started speaking and still does (no Text,
-	// End is Start); HeardDropped it ended without a transcript (no Text).
-	// While a person's utterance is open, no robot starts speaking, and one
-	// that has just started yields (docs/hearing.md).
+	// End is Start); HeardDropped it ended without a transcript (no Text);
+	// HeardTentative the person has paused and their words so far (Text,
+	// the recogniser's hypothesis; End is where the speech stopped) may be
+	// the sentence: the room may think on them, never answer them;
+	// HeardResumed the person went on after a tentative report (no Text):
+	// the thinks on it are void. While a person's utterance is open (until
+	// its transcript or drop), no robot starts speaking, and one that has
+	// just started yields (docs/hearing.md).
 	State string `json:"state,omitempty"`
 }
 
 // States of a Heard report besides a transcript's.
 const (
-	HeardOpen    = "open"
-	HeardDropped = "dropped"
+	HeardOpen      = "open"
+	HeardDropped   = "dropped"
+	HeardTentative = "tentative"
+	HeardResumed   = "resumed"
 )
 
 // Bounds of a Heard report.
@@ -104,19 +111,19 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 		if w.Utterance != "" {
 			c.id("utterance", w.Utterance)
 		}
-	case HeardOpen, HeardDropped:
+	case HeardOpen, HeardDropped, HeardResumed, HeardTentative:
 		c.id("utterance", w.Utterance)
-		if w.Text != nil && *w.Text != "" {
+		if w.State != HeardTentative && w.Text != nil && *w.Text != "" {
 			c.fail("text", KindInvalid, "must be empty in a report of state %q (a transcript has none)", w.State)
 		}
 		if w.Wake {
 			c.fail("wake", KindInvalid, "a wake word's report has no state")
 		}
 	default:
-		c.fail("state", KindInvalid, "must be %q, %q or absent (a transcript), got %q", HeardOpen, HeardDropped, w.State)
+		c.fail("state", KindInvalid, "must be %q, %q, %q, %q or absent (a transcript), got %q", HeardOpen, HeardTentative, HeardResumed, HeardDropped, w.State)
 	}
 	switch {
-	case w.State != "":
+	case w.State != "" && w.State != HeardTentative:
 	case w.Text == nil:
 		c.fail("text", KindMissing, "required, a string")
 	case *w.Text == "":

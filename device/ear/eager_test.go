@@ -1,0 +1,114 @@
+package ear
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming"
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
+	"github.com/chorus-robotics/chorus/runtime/endofturn"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// Eager end of turn, through a Wyoming 1.7 server that streams its
+// hypotheses (wyomingtest, as wyoming-faster-whisper's streaming does):
+// real speech (espeak-ng), a hypothesis that grows with the audio heard.
+func TestEagerEndOfTurn(t *testing.T) {
+	first, second := mictest.Speech(t, "", "how are you"), mictest.Speech(t, "", "today")
+	lead := make([]int16, 8000)
+	pause := func(ms int) []int16 { return make([]int16, 16*ms) }
+	cat := func(parts ...[]int16) []int16 {
+		var out []int16
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	// The recogniser hears the words said by the audio it has.
+	saidBy := func(parts ...struct {
+		upTo int
+		text string
+	}) func(int, int) string {
+		return func(samples, _ int) string {
+			said := ""
+			for _, p := range parts {
+				if samples >= p.upTo {
+					said = p.text
+				}
+			}
+			return said
+		}
+	}
+	type part = struct {
+		upTo int
+		text string
+	}
+	waits := endofturn.Waits{Plain: 900 * time.Millisecond, Unfinished: 1800 * time.Millisecond, Complete: 900 * time.Millisecond}
+	for _, tc := range []struct {
+		name   string
+		audio  []int16
+		said   func(int, int) string
+		final  string
+		judge  Judge
+		eager  time.Duration
+		states string // the reports after open, before the transcript
+	}{
+		{"a pause told, then the sentence", cat(lead, first), saidBy(part{len(lead) + len(first)*2/3, "how are you"}), "how are you", nil, 200 * time.Millisecond,
+			"tentative:how are you"},
+		{"the person goes on: taken back, told again", cat(lead, first, pause(500), second), saidBy(part{len(lead) + len(first)*2/3, "how are you"},
+			part{len(lead) + len(first) + 8000 + len(second)/2, "how are you today"}), "how are you today", nil, 200 * time.Millisecond,
+			"tentative:how are you resumed tentative:how are you today"},
+		{"words that promise more are not told", cat(lead, first), saidBy(part{len(lead) + len(first)*2/3, "my sister is coming and"}), "my sister is coming and", waits, 200 * time.Millisecond,
+			""},
+		{"off", cat(lead, first), saidBy(part{len(lead) + len(first)*2/3, "how are you"}), "how are you", nil, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &wyomingtest.Server{Delay: 50 * time.Millisecond, Partial: tc.said, Text: func(int, int) string { return tc.final }}
+			addr, err := srv.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			r := newEarRig(t)
+			r.stt, r.judge, r.pause, r.eager = &wyoming.Engine{Addr: addr, Language: "en"}, tc.judge, 900*time.Millisecond, tc.eager
+			r.run(tc.audio, 1500*time.Millisecond, nil)
+			reports, handled := r.got()
+			if len(reports) != 1 || reports[0].Text != tc.final {
+				t.Fatalf("reports %+v (handled %v), want one: %q", reports, handled, tc.final)
+			}
+			r.mu.Lock()
+			states := r.states
+			r.mu.Unlock()
+			var got []string
+			for i, h := range states {
+				if h.Utterance != reports[0].Utterance {
+					t.Errorf("report %d (%s) is of utterance %q, the transcript of %q", i, h.State, h.Utterance, reports[0].Utterance)
+				}
+				switch h.State {
+				case protocol.HeardOpen:
+					if i != 0 {
+						t.Errorf("open report %d, want first", i)
+					}
+				case protocol.HeardTentative:
+					got = append(got, h.State+":"+h.Text)
+					// Told at the pause, long before the transcript: the
+					// speech stopped where the tentative report says.
+					if lead := reports[0].End.Sub(h.End); lead < -100*time.Millisecond || lead > 100*time.Millisecond && i == len(states)-1 {
+						t.Errorf("the tentative report says the speech stopped %v before the transcript's end", lead)
+					}
+				default:
+					got = append(got, h.State)
+				}
+			}
+			if s := strings.Join(got, " "); s != tc.states {
+				t.Errorf("reports between open and the transcript: %q, want %q", s, tc.states)
+			}
+			if tc.states != "" && !strings.Contains(fmt.Sprint(handled), "reported") {
+				t.Errorf("handled %v", handled)
+			}
+		})
+	}
+}

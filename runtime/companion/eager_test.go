@@ -1,0 +1,204 @@
+package companion_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/brain"
+	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// heardBrain is a streaming brain that records the words of each think;
+// with hold set, a think writes nothing until hold is closed, and one
+// cancelled while it waits is counted (its model request closed).
+type heardBrain struct {
+	*braintest.Stream
+	hold      chan struct{}
+	mu        sync.Mutex
+	words     []string
+	cancelled int
+}
+
+func (b *heardBrain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) (brain.Thought, error) {
+	b.mu.Lock()
+	b.words = append(b.words, in.Message.Params.Message)
+	b.mu.Unlock()
+	if b.hold != nil {
+		select {
+		case <-b.hold:
+		case <-ctx.Done():
+			b.mu.Lock()
+			b.cancelled++
+			b.mu.Unlock()
+			return brain.Thought{}, ctx.Err()
+		}
+	}
+	return b.Stream.ThinkStream(ctx, in, h)
+}
+
+func (b *heardBrain) wasCancelled() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cancelled
+}
+
+func (b *heardBrain) thinks() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.words)
+}
+
+// hanaHeard publishes hana's ear's report of utterance utt: its words so
+// far (tentative), that the person went on (resumed), or its drop.
+func (r *streamRig) hanaHeard(utt, state, text string) {
+	r.t.Helper()
+	now := time.Now()
+	h := protocol.Heard{From: "hana", ID: protocol.NewID(), Device: "hana-body", Start: now.Add(-2 * time.Second), End: now.Add(-200 * time.Millisecond),
+		Confidence: protocol.NoConfidence, Level: protocol.MinLevel, Utterance: utt, State: state, Text: text}
+	if err := r.obs.SendHeard(r.ctx, h); err != nil {
+		r.t.Fatal(err)
+	}
+	r.mem.Settle()
+}
+
+// personSays publishes the room's Message of what the person said, as the
+// hearing arbiter does.
+func (r *streamRig) personSays(id, text string) {
+	r.t.Helper()
+	m := protocol.NewMessage(id, protocol.DefaultHeardUser, nil, text, "")
+	m.Params.Metadata[protocol.MetaSource] = protocol.SourceVoice
+	if err := r.obs.SendMessage(r.ctx, m); err != nil {
+		r.t.Fatal(err)
+	}
+	r.mem.Settle()
+}
+
+func (r *streamRig) noState(why string) {
+	r.t.Helper()
+	r.mem.Settle()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case s := <-r.states:
+		r.t.Fatalf("%s: a State went out: %+v", why, s.Params)
+	default:
+	}
+}
+
+func waitThinks(t *testing.T, b *heardBrain, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Equal(b.thinks(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the brain thought on %q, want %q", b.thinks(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The companion thinks on a person's words so far while they pause, says
+// nothing of it, and votes on their Message at once when it says the same
+// words: one model call, the vote already written.
+func TestEagerThinkBecomesTheMessages(t *testing.T) {
+	for _, gate := range []string{"vote written before the Message", "vote written after the Message"} {
+		t.Run(gate, func(t *testing.T) {
+			b := &heardBrain{Stream: speaker("It is noon.", "Time for lunch."), hold: make(chan struct{})}
+			close(b.Gate)
+			r := newStreamRig(t, b, nil)
+			utt := protocol.NewID()
+			r.hanaHeard(utt, protocol.HeardOpen, "")
+			if gate == "vote written before the Message" {
+				close(b.hold)
+			}
+			r.hanaHeard(utt, protocol.HeardTentative, "What time is it")
+			waitThinks(t, b, "What time is it")
+			r.noState("on words so far")
+			r.noMessage("on words so far")
+			r.hanaHeard(utt, "", "") // its transcript (a report without text is refused: only the Message counts)
+			r.personSays("voice-1", "what time is it?")
+			if gate == "vote written after the Message" {
+				r.noState("the vote is not written yet")
+				close(b.hold)
+			}
+			s := r.state()
+			if s.Params.MessageID != "voice-1" || s.Params.State != protocol.Speak {
+				t.Fatalf("State %+v, want the Message's", s.Params)
+			}
+			r.grant("voice-1")
+			r.heard("speak")
+			if m := r.message(); m.Params.Message != "It is noon. Time for lunch." {
+				t.Fatalf("said %q", m.Params.Message)
+			}
+			if got := b.thinks(); len(got) != 1 {
+				t.Fatalf("the brain thought %d times (%q); want once", len(got), got)
+			}
+		})
+	}
+}
+
+// The person goes on after a pause: the think on their words so far is
+// cancelled at once (its model request closed), nothing was said of it,
+// and their Message is thought on anew. So is a Message that says other
+// words than the words so far.
+func TestEagerThinkWithdrawn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		then func(r *streamRig, utt string)
+	}{
+		{"the person went on", func(r *streamRig, utt string) { r.hanaHeard(utt, protocol.HeardResumed, "") }},
+		{"the utterance was dropped", func(r *streamRig, utt string) { r.hanaHeard(utt, protocol.HeardDropped, "") }},
+		{"the Message says more", func(*streamRig, string) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &heardBrain{Stream: speaker("It is noon."), hold: make(chan struct{})}
+			r := newStreamRig(t, b, nil)
+			utt := protocol.NewID()
+			r.hanaHeard(utt, protocol.HeardTentative, "What time is it")
+			waitThinks(t, b, "What time is it")
+			tc.then(r, utt)
+			if tc.name == "the Message says more" {
+				r.personSays("voice-2", "What time is it in Tokyo?")
+			}
+			waitFor(t, func() bool { return b.wasCancelled() == 1 }) // at once: the Message has not come
+			r.noState("withdrawn")
+			if tc.name != "the Message says more" {
+				r.personSays("voice-2", "What time is it in Tokyo?")
+			}
+			waitThinks(t, b, "What time is it", "What time is it in Tokyo?")
+			close(b.hold)
+			close(b.Gate)
+			if s := r.state(); s.Params.MessageID != "voice-2" {
+				t.Fatalf("State %+v, want the Message's", s.Params)
+			}
+			r.noState("one State")
+		})
+	}
+}
+
+// Words so far told by a second robot of the same sentence start no
+// second think; the same words told again neither.
+func TestEagerOneThinkPerSentence(t *testing.T) {
+	b := &heardBrain{Stream: speaker("It is noon.")}
+	r := newStreamRig(t, b, nil)
+	utt := protocol.NewID()
+	r.hanaHeard(utt, protocol.HeardTentative, "What time is it")
+	r.hanaHeard(utt, protocol.HeardTentative, "what time is it?")
+	h := protocol.Heard{From: "aya", ID: protocol.NewID(), Device: "aya-body", Start: time.Now().Add(-time.Second), End: time.Now(),
+		Confidence: protocol.NoConfidence, Level: protocol.MinLevel, Utterance: protocol.NewID(), State: protocol.HeardTentative, Text: "What dime is it"}
+	if err := r.obs.SendHeard(r.ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	r.mem.Settle()
+	waitThinks(t, b, "What time is it")
+	time.Sleep(50 * time.Millisecond)
+	waitThinks(t, b, "What time is it")
+	close(b.Gate)
+	r.personSays("voice-3", "What time is it")
+	if s := r.state(); s.Params.MessageID != "voice-3" {
+		t.Fatalf("State %+v", s.Params)
+	}
+	waitThinks(t, b, "What time is it")
+}
