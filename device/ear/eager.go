@@ -1,8 +1,10 @@
 package ear
 
 import (
+	"strings"
 	"time"
 
+	"github.com/chorus-robotics/chorus/runtime/endofturn"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -12,9 +14,9 @@ import (
 // tentative: the companions think on them while the segmenter waits out
 // the rest of the hangover and the engine its final transcript. Words
 // that promise more (the Judge would wait longer than the usual pause
-// after them) are not told: the person is likely to go on. When the
-// person goes on, or the hypothesis changes, a report of state resumed
-// takes the tentative one back; the utterance's transcript (or its drop)
+// after them) and a greeting alone are not told: the person is likely to
+// go on. When the person goes on, or the hypothesis says other words, a
+// report of state resumed takes the tentative one back; the utterance's transcript (or its drop)
 // ends it as before. Nothing is spoken on a tentative report: the room
 // answers the Message of the transcript.
 
@@ -30,12 +32,12 @@ func (e *Ear) eager() {
 	}
 	quiet := e.cfg.Segmenter.Quiet()
 	switch {
-	case e.told != "" && (quiet == 0 || e.said != e.told):
+	case e.told != "" && (quiet == 0 || !endofturn.SameWords(e.said, e.told)):
 		e.report(protocol.Heard{Start: e.uttFrom, End: e.now, Level: protocol.MinLevel, Utterance: e.utt, State: protocol.HeardResumed})
 		e.m.Hearing.WithLabelValues("resumed").Inc()
 		e.log.Debug("eager end of turn: the person went on", "told", e.told, "so_far", e.said)
 		e.told = ""
-	case e.told == "" && e.said != "" && quiet >= e.cfg.Eager && e.now.Sub(e.saidAt) >= stableFor && e.complete(e.said):
+	case e.told == "" && strings.TrimSpace(e.said) != "" && quiet >= e.cfg.Eager && e.now.Sub(e.saidAt) >= stableFor && e.complete(e.said):
 		e.told = e.said
 		e.report(protocol.Heard{Start: e.uttFrom, End: e.now.Add(-quiet), Level: protocol.MinLevel, Utterance: e.utt, State: protocol.HeardTentative,
 			Text: clip(e.said, protocol.MaxHeardText)})
@@ -44,8 +46,9 @@ func (e *Ear) eager() {
 	}
 }
 
-// complete reports whether words may end what the person says: the Judge
-// would not wait longer than the usual pause after them.
+// complete reports whether words may end what the person says: they are
+// more than a greeting (endofturn.Opening), and the Judge would not wait
+// longer than the usual pause after them.
 func (e *Ear) complete(words string) bool {
-	return e.cfg.EndOfTurn == nil || e.cfg.EndOfTurn.Pause(words) <= e.pause
+	return !endofturn.Opening(words) && (e.cfg.EndOfTurn == nil || e.cfg.EndOfTurn.Pause(words) <= e.pause)
 }

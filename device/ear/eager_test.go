@@ -63,6 +63,8 @@ func TestEagerEndOfTurn(t *testing.T) {
 			"tentative:how are you resumed tentative:how are you today"},
 		{"words that promise more are not told", cat(lead, first), saidBy(part{len(lead) + len(first)*2/3, "my sister is coming and"}), "my sister is coming and", waits, 200 * time.Millisecond,
 			""},
+		{"a greeting alone is not told", cat(lead, first), saidBy(part{len(lead) + len(first)*2/3, "hello robots"}), "hello robots", nil, 200 * time.Millisecond,
+			""},
 		{"off", cat(lead, first), saidBy(part{len(lead) + len(first)*2/3, "how are you"}), "how are you", nil, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,6 +70,7 @@ type Companion struct {
 	closer   closer                        // how far this companion has closed the conversation
 	eager    *eagerThink                   // the think on a person's words so far (eager.go)
 	eagerN   int                           // thinks on words so far started, for their ids
+	eagerIDs *seen.Set                     // their ids (their events are not a Message's)
 	adopted  map[string]adoption           // thinks on words so far that became a Message's, by their ids
 }
 
@@ -168,6 +169,7 @@ func New(cfg Config) (*Companion, error) {
 		stopped:  seen.New(recentMessages),
 		touched:  map[string]bool{},
 		adopted:  map[string]adoption{},
+		eagerIDs: seen.New(recentMessages),
 		out: &bus.Outbox{Bus: cfg.Room.Bus, Log: log, Timeout: 10 * time.Second,
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}
@@ -382,8 +384,9 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	}
 	in := c.input(m, before)
 	if c.cfg.Muted() || wakeWord(m) {
-		if exCancel != nil {
-			exCancel()
+		if ex != nil { // void after all
+			c.eager, c.thinks[ex.id] = ex, exCancel
+			c.voidEager(ctx, "muted")
 		}
 		c.listen(ctx, m.Params.ID)
 		return
@@ -391,7 +394,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
 	if ex != nil {
 		if c.mem != nil {
-			c.mem.Journal(heard(m))
+			defer c.mem.Journal(heard(m)) // after the vote: its fsync is not on the turn's way
 			c.mem.Heard(ctx, heard(m))
 		}
 		c.adopt(ctx, ex, m, e, exCancel)

@@ -3,10 +3,9 @@ package companion
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
 
+	"github.com/chorus-robotics/chorus/runtime/endofturn"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -16,14 +15,15 @@ import (
 // tentative). The companion thinks on them at once — its brain writes the
 // vote and the draft while the person's pause runs on and the recogniser
 // finishes — but nothing leaves: no State, no words. When the person's
-// Message comes and says the same words (the same words, whatever their
-// case, punctuation and fillers), the think is the Message's: its vote
+// Message comes and says the same words (endofturn.SameWords: whatever
+// their case, punctuation and fillers), the think is the Message's: its vote
 // leaves at once, or as soon as it is written. When the person goes on
 // (a report of state resumed), the utterance is dropped, other words come
 // first or the Message says something else, the think is cancelled at
 // once (its model request closed) and the Message, if any, thought on
-// anew. One robot's words are followed per sentence: the first robot
-// whose ear tells them, until its utterance ends.
+// anew; so is a think whose Message has not come a second after the
+// utterance's transcript. One robot's words are followed per sentence:
+// the first robot whose ear tells them, until its utterance ends.
 
 // eagerFor bounds how long a think on words so far waits for their
 // Message: the recogniser's timeout and more.
@@ -55,7 +55,10 @@ func (c *Companion) onEagerHeard(ctx context.Context, h protocol.Heard) {
 		if ex != nil && !ours {
 			return // another robot's words of this sentence are followed
 		}
-		if ours && sameWords(ex.words, h.Text) {
+		if c.spoken.Has(h.Utterance) {
+			return // a copy after the utterance ended (at-least-once delivery)
+		}
+		if ours && endofturn.SameWords(ex.words, h.Text) {
 			return
 		}
 		c.voidEager(ctx, "newer words")
@@ -67,6 +70,11 @@ func (c *Companion) onEagerHeard(ctx context.Context, h protocol.Heard) {
 	case protocol.HeardDropped:
 		if ours {
 			c.voidEager(ctx, "the utterance was dropped")
+		}
+	case "": // its transcript: the Message follows within the hearing's window, or never
+		if ours {
+			id := ex.id
+			c.cfg.Clock.AfterFunc(messageHold, func() { c.push(event{kind: evEagerDue, id: id}, "eager") })
 		}
 	}
 }
@@ -87,7 +95,9 @@ func (c *Companion) startEager(ctx context.Context, h protocol.Heard) {
 		return // a memory command: the rules answer its Message
 	}
 	in := c.input(m, c.history)
-	in.Turn = 0 // a person's words start the conversation again (follow)
+	// A person's words start the conversation again (follow): at its first
+	// turn, and nobody asked to close it.
+	in.Turn, in.ClosingInstruction = 0, ""
 	var people []string
 	if c.mem != nil {
 		people = c.people(m)
@@ -95,6 +105,7 @@ func (c *Companion) startEager(ctx context.Context, h protocol.Heard) {
 	}
 	in.Knowledge = c.knowledge(m, in.Actions)
 	c.eager = &eagerThink{from: h.From, utt: h.Utterance, id: id, words: h.Text}
+	c.eagerIDs.Add(id)
 	c.m.Eager.WithLabelValues("started").Inc()
 	c.startThinking(ctx, event{kind: evThought, id: id, in: in, arrived: c.cfg.Clock.Now()}, people)
 	c.cfg.Clock.AfterFunc(eagerFor, func() { c.push(event{kind: evEagerDue, id: id}, "eager") })
@@ -124,7 +135,7 @@ func (c *Companion) takeEager(ctx context.Context, m protocol.Message) (*eagerTh
 	if ex == nil {
 		return nil, nil
 	}
-	if m.Params.From != c.cfg.HeardAs || !sameWords(ex.words, m.Params.Message) ||
+	if m.Params.From != c.cfg.HeardAs || !endofturn.SameWords(ex.words, m.Params.Message) ||
 		(c.mem != nil && memory.Control(m.Params.Message) != memory.None) {
 		if m.Params.From == c.cfg.HeardAs {
 			c.m.Eager.WithLabelValues("differed").Inc()
@@ -166,8 +177,8 @@ func (c *Companion) eagerEvent(e *event) bool {
 		e.in.Message = a.msg
 		return true
 	}
-	if !strings.HasPrefix(e.id, "eager-") {
-		return true
+	if !c.eagerIDs.Has(e.id) {
+		return true // a Message's
 	}
 	if ex := c.eager; ex != nil && ex.id == e.id {
 		ex.held = append(ex.held, *e)
@@ -186,23 +197,4 @@ func (c *Companion) thoughtDone(id string) {
 	if c.turn == nil && c.thinking == 0 {
 		c.status(Listening)
 	}
-}
-
-// sameWords reports whether two transcripts of a person say the same:
-// the same words, whatever their case, punctuation and fillers.
-func sameWords(a, b string) bool { return plainWords(a) == plainWords(b) }
-
-var fillers = map[string]bool{"um": true, "uh": true, "er": true, "erm": true, "uhm": true, "umm": true, "hmm": true, "mm": true,
-	"えっと": true, "えーと": true, "あの": true, "あのー": true, "ええと": true, "うーん": true}
-
-func plainWords(s string) string {
-	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != '\'' && r != 'ー'
-	}) {
-		if !fillers[w] {
-			out = append(out, w)
-		}
-	}
-	return strings.Join(out, " ")
 }

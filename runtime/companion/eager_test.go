@@ -196,9 +196,31 @@ func TestEagerOneThinkPerSentence(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	waitThinks(t, b, "What time is it")
 	close(b.Gate)
+	r.hanaHeard(utt, "", "What time is it") // its transcript
 	r.personSays("voice-3", "What time is it")
 	if s := r.state(); s.Params.MessageID != "voice-3" {
 		t.Fatalf("State %+v", s.Params)
 	}
+	// A copy of the tentative report after its utterance ended starts
+	// nothing.
+	r.hanaHeard(utt, protocol.HeardTentative, "What time is it")
+	time.Sleep(50 * time.Millisecond)
 	waitThinks(t, b, "What time is it")
+}
+
+// A think whose Message does not come a second after the utterance's
+// transcript (a standby floor, a report the arbiter found late) is
+// cancelled, and the next sentence's words are thought on.
+func TestEagerThinkWithoutItsMessage(t *testing.T) {
+	b := &heardBrain{Stream: speaker("It is noon."), hold: make(chan struct{})}
+	r := newStreamRig(t, b, nil)
+	utt := protocol.NewID()
+	r.hanaHeard(utt, protocol.HeardTentative, "What time is it")
+	waitThinks(t, b, "What time is it")
+	r.hanaHeard(utt, "", "What time is it")
+	waitFor(t, func() bool { return b.wasCancelled() == 1 })
+	r.noState("no Message")
+	next := protocol.NewID()
+	r.hanaHeard(next, protocol.HeardTentative, "Is it raining")
+	waitThinks(t, b, "What time is it", "Is it raining")
 }

@@ -48,9 +48,9 @@ func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
 	if h.Utterance == "" || h.Wake {
 		return // an older sender's, or a wake word: no utterance to follow
 	}
-	if h.State == protocol.HeardTentative || h.State == protocol.HeardResumed || h.State == protocol.HeardDropped {
+	if h.State != protocol.HeardOpen {
 		c.onEagerHeard(ctx, h)
-		if h.State != protocol.HeardDropped {
+		if h.State == protocol.HeardTentative || h.State == protocol.HeardResumed {
 			return // the utterance is still under way
 		}
 	}

@@ -10,6 +10,7 @@
 package endofturn
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -127,10 +128,53 @@ func Of(text string) Kind {
 	return ofEnglish(t)
 }
 
-func ofEnglish(t string) Kind {
-	words := strings.FieldsFunc(strings.ToLower(t), func(r rune) bool {
+// Opening reports whether text is only a greeting, alone or with a name
+// ("hey Kyoko", "hello robots", 「ねえ」): people pause there before saying
+// what they want, and may stop there too, so the pause that ends it is the
+// usual one, but nobody thinks on it early (eager end of turn).
+func Opening(text string) bool {
+	w := lower(text)
+	switch {
+	case len(w) == 0 || len(w) > 2:
+		return false
+	case openings[w[0]]:
+		return true
+	}
+	return len(w) == 1 && slices.Contains(openingsJA, strings.TrimRight(w[0], "ー〜"))
+}
+
+// openings are the greetings a person calls the robots with before
+// saying what they want.
+var openings = set("hello", "hi", "hey", "hiya")
+
+var openingsJA = []string{"ねえ", "ねぇ", "あのね", "おーい", "もしもし"}
+
+// SameWords reports whether two transcripts say the same words, whatever
+// their case, punctuation and fillers ("um", 「えっと」): the words so far
+// a robot was told and the words of the final transcript.
+func SameWords(a, b string) bool { return slices.Equal(plain(a), plain(b)) }
+
+func plain(s string) []string {
+	var out []string
+	for _, w := range lower(s) {
+		if !fillers[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+var fillers = set("um", "uh", "er", "erm", "uhm", "umm", "hmm", "mm", "えっと", "えーと", "えーっと", "あの", "あのー", "ええと", "うーん")
+
+// lower is text's words, lower case, without punctuation.
+func lower(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsPunct(r) && r != '\''
 	})
+}
+
+func ofEnglish(t string) Kind {
+	words := lower(t)
 	if len(words) == 0 {
 		return Plain
 	}

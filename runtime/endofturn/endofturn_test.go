@@ -103,3 +103,45 @@ func FuzzOf(f *testing.F) {
 		}
 	})
 }
+
+// An opening is a greeting alone or with a name, nothing more.
+func TestOpening(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"Hello robots,", true},
+		{"hey Kyoko", true},
+		{"hi", true},
+		{"ねえ", true},
+		{"ねえー", true},
+		{"hello everyone out there", false},
+		{"hello robots what time is it", false},
+		{"okay", false},
+		{"stop", false},
+		{"", false},
+	} {
+		if got := Opening(tc.text); got != tc.want {
+			t.Errorf("Opening(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+// The same words, whatever their case, punctuation and fillers.
+func TestSameWords(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"what time is it", "What time is it?", true},
+		{"um, what time is it", "what time is it", true},
+		{"えっと、今何時", "今何時", true},
+		{"I'm here", "im here", false},
+		{"what time is it", "what time is it in Tokyo", false},
+		{"", "", true},
+	} {
+		if got := SameWords(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameWords(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

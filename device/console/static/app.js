@@ -157,6 +157,7 @@ function addGrant(g) {
 // addHeard keeps a robot's report of what its microphone heard; the
 // room's Message says which report the floor took.
 function addHeard(h) {
+  if (h.state) return; // a person speaking, their words so far, a drop: not a transcript
   if (heard.some((x) => x.from === h.from && x.id === h.id)) return;
   heard.unshift({ from: h.from, id: h.id, text: h.text, confidence: h.confidence, level: h.level, at: Date.parse(h.end) });
   heard.length = Math.min(heard.length, 12);

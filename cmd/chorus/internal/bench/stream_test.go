@@ -44,3 +44,27 @@ func TestStreamBenchPrintsEveryRow(t *testing.T) {
 		}
 	}
 }
+
+// `chorus bench eager` at n=1 runs the three paths and prints every row
+// (no figures are checked: that is the benchmark's job).
+func TestEagerBenchPrintsEveryRow(t *testing.T) {
+	if !tts.Available("espeak-ng") {
+		t.Skip("espeak-ng speaks the person's question")
+	}
+	var out bytes.Buffer
+	short := func(me, lang string, turn int) (float64, string) {
+		imp, _ := Talk(me, lang, turn)
+		return imp, "Oh, hello. It is a fine day."
+	}
+	err := Eager(context.Background(), &out, EagerOptions{TTFT: 50 * time.Millisecond, TPS: 300, N: 1, Speak: short})
+	t.Logf("\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"  final only  ", "  hypotheses  ", "  eager       ", "eager / final only: p50 ", "model calls per turn"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q", want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +29,16 @@ type VoiceCase struct {
 	Model  time.Duration // the model server's time per call (with Paced: to the first token)
 	Rounds int
 	Paced
+	// Hypotheses: the fixed server streams its hypotheses as the audio
+	// comes (a Wyoming 1.7 server), each word HypothesisLag after it was
+	// said; Eager: the robots think on the words so far at a pause
+	// (hearing.vad.eager, its default; else off).
+	Hypotheses, Eager bool
 }
+
+// HypothesisLag is how long after a word is said the streaming fixed
+// server's hypothesis has it.
+const HypothesisLag = 100 * time.Millisecond
 
 // VoiceResult is what one room measured, per round.
 type VoiceResult struct {
@@ -40,6 +50,10 @@ type VoiceResult struct {
 	STT      []time.Duration
 	Hangover time.Duration // the VAD's end-of-speech hangover (config)
 	TTS      []time.Duration
+	// From the person's end of speech, per round: the first tentative
+	// report (0: none), the last State on the person's Message, its grant.
+	Tentative, Voted, Granted []time.Duration
+	Calls                     []int64 // model calls per round, to the room's rest
 }
 
 // STTDelay is the fixed speech-to-text server's time per sentence.
@@ -63,7 +77,7 @@ drivers:
   audio: {kind: air, air: "%[3]s"}
   tts: {kind: espeak-ng}
   mic: {kind: air, air: "%[3]s"}
-hearing: {enabled: %[4]t, stt: %[5]s}
+hearing: {enabled: %[4]t, stt: %[5]s, vad: {eager: %[7]s}}
 http: {listen: "off"}
 `
 
@@ -105,7 +119,10 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	sttConf := "{kind: pocketsphinx, grammar: " + gram + "}"
 	var fixed *wyomingtest.Server
 	if c.STT == "fixed" {
-		fixed = &wyomingtest.Server{Delay: STTDelay, Text: func(int, int) string { return "hello robots what is the weather like today" }}
+		fixed = &wyomingtest.Server{Delay: STTDelay, Text: func(int, int) string { return voiceText }}
+		if c.Hypotheses {
+			fixed.Partial = hypotheses(pcm)
+		}
 		addr, err := fixed.Start()
 		if err != nil {
 			return res, err
@@ -117,7 +134,7 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	}
 	hears := map[string]bool{"ann": c.Mics >= 1, "ben": c.Mics >= 2, "cat": c.Mics >= 3}
 	r, err := startRoom(ctx, "voice", func(id string) string {
-		return fmt.Sprintf(voiceCompanion, id, fake.BaseURL(), srv.Addr(), hears[id], sttConf, !c.Whole)
+		return fmt.Sprintf(voiceCompanion, id, fake.BaseURL(), srv.Addr(), hears[id], sttConf, !c.Whole, map[bool]string{true: "200ms", false: "off"}[c.Eager])
 	})
 	if err != nil {
 		return res, err
@@ -135,6 +152,15 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	if err := obs.OnSpeaking(ctx, w.speak); err != nil {
 		return res, err
 	}
+	if err := obs.OnState(ctx, w.state); err != nil {
+		return res, err
+	}
+	if err := obs.OnGrant(ctx, w.grant); err != nil {
+		return res, err
+	}
+	if err := obs.OnHeard(ctx, w.tentative); err != nil {
+		return res, err
+	}
 	if err := waitAll(ctx, time.Second, r); err != nil {
 		return res, err
 	}
@@ -145,6 +171,7 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 		}
 		time.Sleep(800 * time.Millisecond) // the room's tail, and a pause as a person takes
 		w.drain()
+		calls := fake.Calls()
 		if err := air.Say(ctx, srv.Addr(), pcm.Samples, pcm.Rate); err != nil {
 			return res, fmt.Errorf("the person: %w", err)
 		}
@@ -166,6 +193,18 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 		}
 		res.Heard = append(res.Heard, heardAt.Sub(end))
 		res.Total = append(res.Total, startedAt.Sub(end))
+		if err := w.quiet(ctx, 30*time.Second); err != nil {
+			return res, err
+		}
+		tent, voted, granted := w.round()
+		since := func(t time.Time) time.Duration {
+			if t.IsZero() {
+				return 0
+			}
+			return t.Sub(end)
+		}
+		res.Tentative, res.Voted, res.Granted = append(res.Tentative, since(tent)), append(res.Voted, since(voted)), append(res.Granted, since(granted))
+		res.Calls = append(res.Calls, fake.Calls()-calls)
 	}
 	if fixed != nil {
 		for _, u := range fixed.Utterances() {
@@ -196,20 +235,62 @@ func waitAll(ctx context.Context, d time.Duration, r *localroom.Room) error {
 }
 
 // voiceWatch follows the room: the person's heard Messages and the robots'
-// voices.
+// voices; and for the round under way the newest tentative report before
+// the Message, the
+// last State on the person's Message and its grant.
 type voiceWatch struct {
 	heard, started chan time.Time
 	mu             sync.Mutex
 	speaking       map[string]bool
 	changed        chan struct{}
+	msg            string // the person's Message of the round
+	tent           time.Time
+	votes, grants  map[string]time.Time // by message id
+}
+
+func (w *voiceWatch) tentative(h protocol.Heard) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.State == protocol.HeardTentative && w.msg == "" { // the newest before the Message
+		w.tent = time.Now()
+	}
+}
+
+func (w *voiceWatch) state(s protocol.State) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.votes[s.Params.MessageID] = time.Now()
+}
+
+func (w *voiceWatch) grant(g protocol.TurnGrant) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.grants[g.MessageID]; !ok {
+		w.grants[g.MessageID] = time.Now()
+	}
+}
+
+// round is the round's times, and starts the next.
+func (w *voiceWatch) round() (tentative, voted, granted time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tentative, voted, granted = w.tent, w.votes[w.msg], w.grants[w.msg]
+	w.tent, w.msg, w.votes, w.grants = time.Time{}, "", map[string]time.Time{}, map[string]time.Time{}
+	return tentative, voted, granted
 }
 
 func newVoiceWatch() *voiceWatch {
-	return &voiceWatch{heard: make(chan time.Time, 16), started: make(chan time.Time, 16), speaking: map[string]bool{}}
+	return &voiceWatch{heard: make(chan time.Time, 16), started: make(chan time.Time, 16), speaking: map[string]bool{},
+		votes: map[string]time.Time{}, grants: map[string]time.Time{}}
 }
 
 func (w *voiceWatch) message(m protocol.Message) {
 	if m.Params.Metadata[protocol.MetaSource] == protocol.SourceVoice {
+		w.mu.Lock()
+		if w.msg == "" {
+			w.msg = m.Params.ID
+		}
+		w.mu.Unlock()
 		select {
 		case w.heard <- time.Now():
 		default:
@@ -262,6 +343,35 @@ func (w *voiceWatch) quiet(ctx context.Context, within time.Duration) error {
 		}
 	}
 	return fmt.Errorf("voice: a robot still speaks after %v", within)
+}
+
+// voiceText is what the recogniser makes of VoiceQuestion.
+const voiceText = "hello robots what is the weather like today"
+
+// hypotheses is a streaming recogniser's hypothesis of pcm (the question)
+// by the samples it has heard: the ear's session begins with its pre-roll
+// (the VAD's default), and each word is heard HypothesisLag after it was
+// said, the words evenly spread over the speech.
+func hypotheses(pcm audio.PCM) func(samples, rate int) string {
+	speech := time.Duration(len(pcm.Samples))*time.Second/time.Duration(pcm.Rate) - trailingSilence(pcm) - leadingSilence(pcm)
+	words := strings.Fields(voiceText)
+	return func(samples, rate int) string {
+		heard := time.Duration(samples)*time.Second/time.Duration(rate) - vad.DefaultPreRoll - HypothesisLag
+		n := min(len(words), int(float64(len(words))*float64(heard)/float64(speech)))
+		if n <= 0 {
+			return ""
+		}
+		return strings.Join(words[:n], " ")
+	}
+}
+
+// leadingSilence is how long p begins quietly.
+func leadingSilence(p audio.PCM) time.Duration {
+	i := 0
+	for i < len(p.Samples)-1 && p.Samples[i] < 300 && p.Samples[i] > -300 {
+		i++
+	}
+	return time.Duration(i) * time.Second / time.Duration(p.Rate)
 }
 
 // question is VoiceQuestion spoken by espeak-ng at 16 kHz.

@@ -27,7 +27,7 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | actions | startup | stream | memory | building (see BENCHMARKS.md)", runBench}
+	commands["bench"] = command{"measure: bench bus | floor | realtime | vision | speak | turngap | gap | voice | actions | startup | stream | eager | memory | building (see BENCHMARKS.md)", runBench}
 	commands["fakemodel"] = command{"serve a fake OpenAI-compatible model at a model's pace, to try a room with LLM brains without an API key", runFakeModel}
 }
 
@@ -43,21 +43,21 @@ func runFakeModel(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice actions startup stream memory building ", " "+args[0]+" ") {
-		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup|stream|memory|building [-broker URL] [flags]")
+	if len(args) == 0 || !strings.Contains(" bus floor realtime vision speak turngap gap voice actions startup stream eager memory building ", " "+args[0]+" ") {
+		return errors.New("usage: chorus bench bus|floor|realtime|vision|speak|turngap|gap|voice|actions|startup|stream|eager|memory|building [-broker URL] [flags]")
 	}
 	what := args[0]
 	fs := newFlags("bench "+what, stderr)
 	url := fs.String("broker", "", "broker URL (default: start the embedded broker on a free loopback port)")
 	rounds := fs.Int("rounds", 1000, "measurements per case")
-	ns := fs.String("n", "2,5,10,50", "floor: companion counts; stream: messages per measurement and mode (default 10); memory: messages per mode, on and off (default 20)")
+	ns := fs.String("n", "2,5,10,50", "floor: companion counts; stream: messages per measurement and mode (default 10); eager: person turns per path (default 10); memory: messages per mode, on and off (default 20)")
 	chorusd := fs.String("chorusd", "", "startup: the chorusd binary (default: beside this program, else on PATH)")
 	devCfg := fs.String("config", "firmware-configs/demo/kyoko.yaml", "startup: the device config (a file)")
 	engines := fs.String("tts", "tone,espeak-ng,open_jtalk", "gap: the TTS engines (tone is paced null audio of beeps)")
 	latencies := fs.String("latency", "300ms,1s", "gap: the model server's time per call")
 	pairs := fs.Int("pairs", 3, "realtime: runs with and without the client that never reads, alternating")
-	ttft := fs.Duration("ttft", 400*time.Millisecond, "stream, memory: the model's time to the first token")
-	tps := fs.Float64("tps", 60, "stream, memory: the model's tokens per second")
+	ttft := fs.Duration("ttft", 400*time.Millisecond, "stream, eager, memory: the model's time to the first token")
+	tps := fs.Float64("tps", 60, "stream, eager, memory: the model's tokens per second")
 	facts := fs.Int("facts", 2000, "memory: facts in each store (over 20 people)")
 	turns := fs.Int("turns", 10000, "memory: user turns written for the disk figure; building: person turns per room and step (default 4)")
 	messages := fs.Int("messages", 1000, "memory: messages whose prompt is rendered and whose recall is timed")
@@ -89,6 +89,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return bench.Stream(ctx, stdout, o)
+	}
+	if what == "eager" {
+		o := bench.EagerOptions{TTFT: *ttft, TPS: *tps, N: 10}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "n" {
+				o.N, _ = strconv.Atoi(*ns)
+			}
+		})
+		if o.N < 1 || o.N > 1000 {
+			return fmt.Errorf("-n: want a person-turn count from 1 to 1000, got %q", *ns)
+		}
+		if err := bench.CheckPace(*ttft, *tps); err != nil {
+			return err
+		}
+		return bench.Eager(ctx, stdout, o)
 	}
 	if what == "memory" {
 		o := bench.MemoryOptions{N: 20, Messages: *messages, Facts: *facts, Turns: *turns, TTFT: *ttft, TPS: *tps}
