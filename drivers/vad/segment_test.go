@@ -229,7 +229,7 @@ func TestQuiet(t *testing.T) {
 		case f.At.After(t0.Add(2500*ms)) && f.At.Before(t0.Add(3*time.Second)):
 			resumed = resumed || q == 0
 		}
-		if f.At.Before(t0.Add(900 * ms)) && q != 0 {
+		if f.At.Before(t0.Add(900*ms)) && q != 0 {
 			t.Fatalf("quiet %v before anyone spoke", q)
 		}
 	}
