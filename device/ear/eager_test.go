@@ -114,3 +114,44 @@ func TestEagerEndOfTurn(t *testing.T) {
 		})
 	}
 }
+
+// The room is told a person began speaking at the first sound of their
+// voice, before the VAD takes it for an utterance (min_utterance, 300 ms)
+// — a robot granted just then waits, one that has just begun yields —
+// and a burst that comes to nothing (a cough) is then reported dropped.
+func TestEarToldAtTheFirstSound(t *testing.T) {
+	speech := mictest.Speech(t, "", sentence)
+	lead := make([]int16, 16000)
+	first := 0
+	for first < len(speech) && (speech[first] < 300 && speech[first] > -300) {
+		first++
+	}
+	t.Run("a sentence", func(t *testing.T) {
+		r := newEarRig(t)
+		r.run(append(lead, speech...), 1500*time.Millisecond, nil)
+		reports, _ := r.got()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(reports) != 1 || len(r.states) != 1 || r.states[0].State != protocol.HeardOpen || r.states[0].Utterance != reports[0].Utterance {
+			t.Fatalf("reports %+v, states %+v: want one open, then its transcript", reports, r.states)
+		}
+		voice := r.started.Add(time.Second + time.Duration(first)*time.Second/16000)
+		if after := r.statesAt[0].Sub(voice); after > 200*time.Millisecond {
+			t.Errorf("the room was told %v after the voice began (the VAD takes an utterance 300 ms in)", after)
+		}
+	})
+	t.Run("a cough", func(t *testing.T) {
+		r := newEarRig(t)
+		r.run(append(lead, speech[first:first+16*150]...), 1500*time.Millisecond, nil)
+		reports, _ := r.got()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(reports) != 0 || len(r.states) != 2 || r.states[0].State != protocol.HeardOpen || r.states[1].State != protocol.HeardDropped ||
+			r.states[0].Utterance != r.states[1].Utterance {
+			t.Fatalf("reports %+v, states %+v: want open then dropped", reports, r.states)
+		}
+		if len(r.engine.Sessions()) != 0 {
+			t.Errorf("a cough went to speech to text")
+		}
+	})
+}

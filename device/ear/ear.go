@@ -211,6 +211,7 @@ func (e *Ear) Run(ctx context.Context) error {
 		for _, ev := range e.cfg.Segmenter.Push(f) {
 			e.handle(ctx, ev)
 		}
+		e.onset()
 		e.eager()
 	}
 }
@@ -258,6 +259,7 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 			e.listening(false)
 		}
 		if sess == nil {
+			e.dropped(utt, ev.Start, ev.End)
 			if was && e.cfg.Wake != nil && !e.awake() {
 				e.m.Hearing.WithLabelValues("not_woken").Inc()
 				e.tell(protocol.Heard{}, "not_woken")
@@ -282,6 +284,10 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		}()
 	case vad.Discard:
 		e.m.Hearing.WithLabelValues("too_short").Inc()
+		if e.sess == nil {
+			e.dropped(e.utt, ev.Start, ev.End) // a cough, a door: the room was told someone began
+			e.utt = ""
+		}
 	}
 }
 
@@ -297,10 +303,14 @@ func (e *Ear) start(ctx context.Context) {
 		e.tell(protocol.Heard{}, "stt_error")
 		e.log.Warn("speech to text did not start: the utterance is not heard", "err", err)
 		e.inUtt, e.pending = false, e.pending[:0]
+		e.dropped(e.utt, e.uttFrom, e.now)
+		e.utt = ""
 		return
 	}
-	e.sess, e.utt = sess, protocol.NewID()
-	e.report(protocol.Heard{Start: e.uttFrom, End: e.uttFrom, Level: protocol.MinLevel, Utterance: e.utt, State: protocol.HeardOpen})
+	e.sess = sess
+	if e.utt == "" { // not told at its onset (a wake word came during it)
+		e.open()
+	}
 	if p, ok := sess.(stt.Partials); ok && (e.cfg.EndOfTurn != nil || e.cfg.Eager > 0) {
 		e.endOfTurn(p.Partials())
 	}
@@ -334,6 +344,8 @@ func (e *Ear) abort(why string) bool {
 	was := e.inUtt
 	e.inUtt, e.pending = false, e.pending[:0]
 	if e.sess == nil {
+		e.dropped(e.utt, e.uttFrom, e.now) // a burst told at its onset
+		e.utt = ""
 		return was && e.awake()
 	}
 	e.sess.Abort()
@@ -342,6 +354,28 @@ func (e *Ear) abort(why string) bool {
 	e.endOfTurn(nil)
 	e.listening(false)
 	return true
+}
+
+// onset tells the room a person began speaking at the first frame of a
+// burst, before the VAD takes it for an utterance (min_utterance later)
+// and speech to text starts: a granted robot about to begin waits, one
+// that has just begun yields (docs/hearing.md). A burst that comes to
+// nothing (a cough) is then reported dropped.
+func (e *Ear) onset() {
+	if e.utt != "" || !e.awake() {
+		return
+	}
+	if start, ok := e.cfg.Segmenter.Pending(); ok {
+		e.uttFrom = start
+		e.open()
+	}
+}
+
+// open tells the room the utterance from e.uttFrom is under way, under a
+// new id.
+func (e *Ear) open() {
+	e.utt = protocol.NewID()
+	e.report(protocol.Heard{Start: e.uttFrom, End: e.uttFrom, Level: protocol.MinLevel, Utterance: e.utt, State: protocol.HeardOpen})
 }
 
 // report queues a report of this robot's on the utterance (its open or

@@ -49,6 +49,7 @@ type earRig struct {
 	mu        sync.Mutex
 	reports   []protocol.Heard // transcripts and wake words
 	states    []protocol.Heard // open and dropped reports
+	statesAt  []time.Time      // when each came
 	handled   []string
 	listening []bool
 }
@@ -69,6 +70,7 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 		r.mu.Lock()
 		if h.State != "" {
 			r.states = append(r.states, h)
+			r.statesAt = append(r.statesAt, time.Now())
 		} else {
 			r.reports = append(r.reports, h)
 		}

@@ -163,6 +163,12 @@ func (s *Segmenter) Quiet() time.Duration {
 	return s.last.Sub(s.lastSpeech)
 }
 
+// Pending is when the burst under way began, while it is not yet
+// MinLength long (no Start sent yet for it).
+func (s *Segmenter) Pending() (start time.Time, ok bool) {
+	return s.start, s.state == pending
+}
+
 // Reset throws the current utterance and the pre-roll away (a robot of
 // the room starts speaking: docs/hearing.md's gating rule); no event is sent for
 // it. The detector keeps its noise floor.
