@@ -528,6 +528,7 @@ func (c *Companion) onVote(ctx context.Context, e event) {
 func (c *Companion) vote(ctx context.Context, e event, early bool) {
 	id, in, t := e.id, e.in, e.thought
 	t = c.close(id, in.ClosingInstruction != "", t)
+	t.Selected = t.Selected || brain.Addressed(c.cfg.Card, in.Message.Params) // not asked of the model
 	if c.cfg.Muted() {
 		t.State, t.Selected = protocol.Listen, false
 	}

@@ -23,7 +23,7 @@ func TestSchemaOrderOnTheWire(t *testing.T) {
 	schema := wire[strings.Index(wire, `"output_config"`):]
 	tools := wire[strings.Index(wire, `"tools"`):strings.Index(wire, `"output_config"`)]
 	at := 0
-	for _, f := range []string{`"state"`, `"importance"`, `"selected"`, `"closing"`, `"draft"`, `"emotion"`, `"message"`, `"to"`} {
+	for _, f := range []string{`"state"`, `"importance"`, `"closing"`, `"draft"`, `"emotion"`, `"message"`, `"to"`} {
 		i := strings.Index(schema[at:], f)
 		if i < 0 {
 			t.Fatalf("%s is not after the fields before it: %s", f, schema)

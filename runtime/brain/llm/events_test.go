@@ -39,7 +39,7 @@ func TestStateSchemaEventsOrder(t *testing.T) {
 	if c < 0 || e < c || d < e {
 		t.Errorf("order closing %d, events %d, draft %d: %s", c, e, d, s)
 	}
-	for _, want := range []string{`"required":["already_replied","mood","need_response"]`, `"enum":["happy","sad"]`, `"required":["state","importance","selected","closing","events","draft"]`} {
+	for _, want := range []string{`"required":["already_replied","mood","need_response"]`, `"enum":["happy","sad"]`, `"required":["state","importance","closing","events","draft"]`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("no %s in %s", want, s)
 		}

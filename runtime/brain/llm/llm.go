@@ -211,7 +211,9 @@ func utteranceSchema(lang string) map[string]any {
 
 // StateSchema is the JSON Schema of the state answer, with or without the
 // draft (whose descriptions are in lang). Its properties are listed vote
-// first — state, importance, selected, closing — then the draft.
+// first — state, importance, closing — then the draft. The State's
+// selected is not asked of the model: brain.Addressed decides it, and the
+// vote is shorter by it (issue 40).
 func StateSchema(draft bool, lang string) map[string]any {
 	return StateSchemaWith(draft, lang, brain.Events{})
 }
@@ -223,10 +225,9 @@ func StateSchemaWith(draft bool, lang string, events brain.Events) map[string]an
 	props := Properties{
 		{"state", map[string]any{"type": "string", "enum": speechEnum}},
 		{"importance", map[string]any{"type": "number", "minimum": 0, "maximum": 10, "description": "0 to 10"}},
-		{"selected", map[string]any{"type": "boolean"}},
 		{"closing", map[string]any{"type": "string", "enum": closingEnum}},
 	}
-	req := []any{"state", "importance", "selected", "closing"}
+	req := []any{"state", "importance", "closing"}
 	if events.Has() {
 		props = append(props, Property{"events", EventsSchema(events)})
 		req = append(req, "events")
@@ -660,7 +661,7 @@ type draftWire struct {
 type stateWire struct {
 	State      *string         `json:"state"`
 	Importance *float64        `json:"importance"`
-	Selected   *bool           `json:"selected"`
+	Selected   *bool           `json:"selected"` // optional: a model that still writes it
 	Closing    *string         `json:"closing"`
 	Events     json.RawMessage `json:"events"`
 	Draft      *draftWire      `json:"draft"`
@@ -723,9 +724,7 @@ func parseState(text string, draft bool) (brain.Thought, json.RawMessage, error)
 	default:
 		t.Importance = *w.Importance
 	}
-	if w.Selected == nil {
-		problems = append(problems, "selected missing")
-	} else {
+	if w.Selected != nil { // not asked for (brain.Addressed decides), taken when given
 		t.Selected = *w.Selected
 	}
 	if w.Closing != nil {

@@ -23,7 +23,7 @@ func TestParseThought(t *testing.T) {
 		{"closing absent is none", `{"state":"listen","importance":1,"selected":false}`, false, ""},
 		{"fenced", "```json\n{\"state\":\"listen\",\"importance\":1,\"selected\":false,\"closing\":\"none\"}\n```", false, ""},
 		{"unknown field", `{"state":"listen","importance":1,"selected":false,"closing":"none","mood":"x"}`, false, "unknown field"},
-		{"missing selected", `{"state":"listen","importance":1,"closing":"none"}`, false, "selected missing"},
+		{"no selected: not asked for", `{"state":"listen","importance":1,"closing":"none"}`, false, ""},
 		{"bad closing", `{"state":"listen","importance":1,"selected":false,"closing":"bye"}`, false, "closing \"bye\""},
 		{"negative importance", `{"state":"listen","importance":-2,"selected":false,"closing":"none"}`, false, "outside 0..10"},
 		{"importance as string", `{"state":"listen","importance":"5","selected":false,"closing":"none"}`, false, "not the JSON"},

@@ -15,7 +15,8 @@ import (
 )
 
 // Partial reads a state answer while it streams: the vote as soon as its
-// four fields are written, and the draft's words sentence by sentence.
+// fields are written (state, importance, closing; selected when the model
+// writes it before them), and the draft's words sentence by sentence.
 // What it reads early is what ParseThought would read from the same text
 // (a code fence, JSON's escapes, invalid UTF-8 read as U+FFFD); the whole
 // answer is still checked by ParseThought, which decides.
@@ -50,7 +51,7 @@ type Partial struct {
 	badAt string          // the first such field
 	voted bool
 	vote  brain.Thought
-	has   [4]bool // state, importance, selected, closing
+	has   [4]bool // state, importance, selected (read when written), closing
 
 	msg     strings.Builder // the draft's message, decoded
 	closed  bool            // its string has ended
@@ -123,8 +124,8 @@ func (p *Partial) Add(piece string) {
 }
 
 // Vote returns the State's fields (brain.Thought with State, Importance,
-// Selected, Closing set; Draft empty) once all four are complete and
-// valid, and ok; before that, ok is false. Once ok it never changes.
+// Selected, Closing set; Draft empty) once state, importance and closing
+// are complete and valid, and ok; before that, ok is false. Once ok it never changes.
 func (p *Partial) Vote() (brain.Thought, bool) {
 	if !p.voted {
 		return brain.Thought{}, false
@@ -444,7 +445,7 @@ func (p *Partial) literal() bool {
 
 // voting gives the vote once its four fields are read and valid.
 func (p *Partial) voting() {
-	if !p.voted && !p.odd && !p.bad && p.has == [4]bool{true, true, true, true} {
+	if !p.voted && !p.odd && !p.bad && p.has[0] && p.has[1] && p.has[3] { // selected is not asked for (brain.Addressed)
 		p.voted = true
 	}
 }

@@ -190,6 +190,13 @@ func TestPartialVoteWhenComplete(t *testing.T) {
 	if v, ok := p.Vote(); !ok || v.State != protocol.Listen || v.Selected {
 		t.Fatalf("vote %+v %v", v, ok)
 	}
+	// selected is not asked for (brain.Addressed decides it): the vote is
+	// complete at closing, the three fields the schema asks for.
+	p = NewPartial(true)
+	p.Add(`{"state":"speak","importance":7,"closing":"none"`)
+	if v, ok := p.Vote(); !ok || v.State != protocol.Speak || v.Selected || v.Importance != 7 {
+		t.Fatalf("vote without selected: %+v %v", v, ok)
+	}
 }
 
 // The draft's words are said sentence by sentence as they come, the rest

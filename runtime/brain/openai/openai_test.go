@@ -106,10 +106,13 @@ func TestThinkOneCallWithSchema(t *testing.T) {
 		t.Errorf("response_format %v", rf)
 	}
 	props := js["schema"].(map[string]any)["properties"].(map[string]any)
-	for _, f := range []string{"state", "importance", "selected", "closing", "draft"} {
+	for _, f := range []string{"state", "importance", "closing", "draft"} {
 		if props[f] == nil {
 			t.Errorf("schema lacks %s", f)
 		}
+	}
+	if props["selected"] != nil { // brain.Addressed decides it: the vote is shorter (issue 40)
+		t.Errorf("the schema asks the model for selected")
 	}
 	msgs := req["messages"].([]any)
 	if msgs[0].(map[string]any)["role"] != "system" || !strings.Contains(msgs[1].(map[string]any)["content"].(string), "Kyoko, what do you see?") {

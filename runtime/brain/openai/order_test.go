@@ -27,7 +27,7 @@ func inOrder(s string, names ...string) bool {
 // write them (issue 28): in the schema of json_schema mode, in the system
 // prompt of JSON mode, and in the speak tool's parameters.
 func TestSchemaOrderOnTheWire(t *testing.T) {
-	vote := []string{`"state"`, `"importance"`, `"selected"`, `"closing"`, `"draft"`, `"emotion"`, `"message"`, `"to"`}
+	vote := []string{`"state"`, `"importance"`, `"closing"`, `"draft"`, `"emotion"`, `"message"`, `"to"`}
 	r := llm.Request{Turns: []llm.Turn{{Role: llm.User, Text: "hi"}}, Schema: llm.StateSchema(true, "en"), SchemaName: "companion_state",
 		Tools: []llm.ToolDef{llm.SpeakTool("en")}}
 	for _, jsonMode := range []bool{false, true} {

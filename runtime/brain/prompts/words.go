@@ -91,7 +91,6 @@ var en = words{
 	stateSpec: `Return your state as JSON, its fields in this order:
 - state: "speak" or "listen" (whether you want to speak next, or to listen)
 - importance: a number from 0 to 10 (how important what you want to say next is, in this conversation)
-- selected: boolean (whether the previous speaker asked you in particular to speak)
 - closing: "none", "pre-closing", "closing" or "terminal"
   - none: the conversation goes on
   - pre-closing: a first step towards ending the conversation (e.g. "It's about time, isn't it?", "By the way…")
@@ -154,7 +153,6 @@ var ja = words{
 	stateSpec: `以下の状態情報を、この順のフィールドでJSON形式で返してください:
 - state: "speak" または "listen" (次に発言したいか、聞く姿勢に入りたいか)
 - importance: 0-10の数値 (会話の文脈におけるあなたが次にしたい発言の重要度)
-- selected: boolean (前回の発言者の発言で、あなたに発言を求められているかどうか)
 - closing ("none", "pre-closing", "closing", "terminal")
   - none: 会話継続
   - pre-closing: 会話を終わりに向ける布石（例:「そろそろ時間だね」「ところで…」）

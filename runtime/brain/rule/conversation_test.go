@@ -139,7 +139,7 @@ func TestConversationReadsLikeOne(t *testing.T) {
 				}
 				// Asked by name: that companion answers.
 				for _, c := range tt.cards {
-					asked := addressed(c, protocol.MessageParams{Message: prev.Params.Message}) && c.ID != prev.Params.From
+					asked := brain.Addressed(c, protocol.MessageParams{Message: prev.Params.Message}) && c.ID != prev.Params.From
 					if asked && m.Params.From != c.ID && !closingWords(text) {
 						t.Errorf("%s was asked %q, but %s answered", c.ID, prev.Params.Message, m.Params.From)
 					}

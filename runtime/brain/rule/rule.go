@@ -104,31 +104,6 @@ func (b *Brain) stage(in brain.Input) protocol.Closing {
 	return protocol.ClosingTerminal
 }
 
-// addressed: the message is for this companion alone (its only "to"), or
-// asks it a question by name. Being named in passing ("That's lovely,
-// kyoko!") or being one of several addressees is not being asked.
-func addressed(card brain.Card, m protocol.MessageParams) bool {
-	if len(m.To) == 1 && m.To[0] == card.ID {
-		return true
-	}
-	for _, s := range sentences(m.Message) {
-		if isQuestion(s) && names(card, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func names(card brain.Card, s string) bool {
-	text := strings.ToLower(s)
-	return strings.Contains(text, strings.ToLower(card.ID)) || (card.Name != "" && strings.Contains(text, strings.ToLower(card.Name)))
-}
-
-func isQuestion(s string) bool {
-	s = strings.TrimSpace(s)
-	return strings.ContainsAny(s, "?？") || strings.HasSuffix(s, "か") || strings.HasSuffix(s, "か。")
-}
-
 // heardQuestion: speech to text writes no question mark, so a question
 // the room heard (metadata source "voice") is known by how it starts,
 // after a greeting ("hello robots what is the weather like today").
@@ -174,13 +149,13 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	}
 	m := in.Message.Params
 	t := brain.Thought{State: protocol.Listen, Importance: float64(2 + hash(in.Card.ID, m.ID)%4), Closing: b.stage(in)}
-	if isQuestion(m.Message) || heardQuestion(m) {
+	if brain.IsQuestion(m.Message) || heardQuestion(m) {
 		t.Importance += 3
 	}
 	if slices.Contains(m.To, in.Card.ID) {
 		t.Importance = max(t.Importance, 6)
 	}
-	if addressed(in.Card, m) {
+	if brain.Addressed(in.Card, m) {
 		t.Selected, t.Importance = true, 9
 	}
 	if personal(in) {
@@ -194,7 +169,7 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	}
 	u := b.line(in, t.Closing)
 	t.Draft, t.Emotion, t.To = u.Text, u.Emotion, u.To
-	if t.State == protocol.Speak && (slices.Contains(m.To, in.Card.ID) || addressed(in.Card, m)) {
+	if t.State == protocol.Speak && (slices.Contains(m.To, in.Card.ID) || brain.Addressed(in.Card, m)) {
 		t.Actions = nod(in.Actions)
 	}
 	// The card's events: only what the runtime knows (the rule brain
@@ -267,7 +242,7 @@ func materialOf(c brain.Card) material {
 		case l == "":
 		case isRiddleTalk(l) && !strings.ContainsAny(l, "?？"):
 			m.riddler = true // "Here is a riddle for you." is never said without the riddle
-		case isQuestion(l):
+		case brain.IsQuestion(l):
 			m.questions = append(m.questions, l)
 		default:
 			m.statements = append(m.statements, l)
@@ -445,10 +420,10 @@ func (b *Brain) line(in brain.Input, stage protocol.Closing) brain.Utterance {
 	case aboutMe: // answered from memory above: no material of its own
 	case answerRiddle(ja, m.Message) != "":
 		parts = append(parts, answerRiddle(ja, m.Message))
-	case isQuestion(m.Message) && thinkQuestion(m.Message):
+	case brain.IsQuestion(m.Message) && thinkQuestion(m.Message):
 		parts = append(parts, fresh(used, salt+"opinion", opinions(ja)))
 		own = topical(used, m.Message, mat.statements, salt)
-	case isQuestion(m.Message):
+	case brain.IsQuestion(m.Message):
 		own = topical(used, m.Message, mat.statements, salt) // the answer is its own line on the topic
 	default:
 		own = topical(used, m.Message, mat.statements, salt)
@@ -642,7 +617,7 @@ func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answ
 	}
 	if last.Agent == c.ID {
 		switch {
-		case hadSay(c, in.History) && !isQuestion(last.Text):
+		case hadSay(c, in.History) && !brain.IsQuestion(last.Text):
 			return protocol.PostOver, false, nil // its say is done and asks nobody anything
 		case hadSay(c, in.History) || !answer(c, in.History, len(in.History)-1):
 			return protocol.TalkListen, false, nil // let the one it asked answer (after an answer, it has its say)
@@ -650,10 +625,10 @@ func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answ
 	}
 	// Named in a question: answer it (an answer names its asker too, but
 	// is no question: no ping-pong).
-	named := last.Agent != "" && isQuestion(last.Text) && addressed(c, protocol.MessageParams{Message: last.Text})
+	named := last.Agent != "" && brain.IsQuestion(last.Text) && brain.Addressed(c, protocol.MessageParams{Message: last.Text})
 	var statements, questions []string
 	for _, l := range c.SampleLines {
-		if isQuestion(l) {
+		if brain.IsQuestion(l) {
 			questions = append(questions, l)
 		} else {
 			statements = append(statements, l)
@@ -683,7 +658,7 @@ func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answ
 	slices.Sort(others)
 	askedOther := false
 	for _, o := range others {
-		if isQuestion(last.Text) && addressed(brain.Card{ID: o}, protocol.MessageParams{Message: last.Text}) {
+		if brain.IsQuestion(last.Text) && brain.Addressed(brain.Card{ID: o}, protocol.MessageParams{Message: last.Text}) {
 			askedOther = true
 		}
 	}
@@ -745,7 +720,7 @@ func (b *Brain) talk(ctx context.Context, in brain.TalkInput) (said string, answ
 // answer reports whether the phase's entry i answers a question put to
 // its speaker c by name in the entry before it.
 func answer(c brain.Card, h []protocol.Talk, i int) bool {
-	return i > 0 && h[i].Agent == c.ID && isQuestion(h[i-1].Text) && addressed(c, protocol.MessageParams{Message: h[i-1].Text})
+	return i > 0 && h[i].Agent == c.ID && brain.IsQuestion(h[i-1].Text) && brain.Addressed(c, protocol.MessageParams{Message: h[i-1].Text})
 }
 
 // hadSay reports whether c has had its say in the phase: words of its own

@@ -182,7 +182,7 @@ func TestHeardQuestion(t *testing.T) {
 		{voice("oh i see what you mean"), false},
 		{protocol.MessageParams{Message: "hello robots what is the weather like today"}, false},
 	} {
-		if got := isQuestion(tt.m.Message) || heardQuestion(tt.m); got != tt.want {
+		if got := brain.IsQuestion(tt.m.Message) || heardQuestion(tt.m); got != tt.want {
 			t.Errorf("%q (%v): question %v, want %v", tt.m.Message, tt.m.Metadata, got, tt.want)
 		}
 	}

@@ -318,6 +318,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			st.State = "listen"
 		}
 		props, _ := req.ResponseFormat.JSONSchema.Schema["properties"].(map[string]any)
+		if props["selected"] != nil {
+			st.Selected = new(bool)
+		}
 		if props["draft"] != nil {
 			st.Draft = &draft{Emotion: "happy", To: []string{}, Message: line}
 		}
@@ -359,7 +362,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 type state struct {
 	State      string         `json:"state"`
 	Importance float64        `json:"importance"`
-	Selected   bool           `json:"selected"`
+	Selected   *bool          `json:"selected,omitempty"` // only when the schema asks for it (an older Chorus)
 	Closing    string         `json:"closing"`
 	Events     map[string]any `json:"events,omitempty"` // the card's events, after the vote
 	Draft      *draft         `json:"draft,omitempty"`

@@ -1,0 +1,39 @@
+package brain
+
+import (
+	"strings"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/sentence"
+)
+
+// Addressed reports whether m asks card's companion in particular to
+// speak — a State's selected, decided by these rules for every brain (a
+// model is not asked: its vote is shorter, and the first words come
+// sooner): the message is for this companion alone (its only "to"), or a
+// sentence of it asks it a question by name. Being named in passing
+// ("That's lovely, kyoko!") or being one of several addressees is not
+// being asked.
+func Addressed(card Card, m protocol.MessageParams) bool {
+	if len(m.To) == 1 && m.To[0] == card.ID {
+		return true
+	}
+	for _, s := range sentence.Split(m.Message) {
+		if IsQuestion(s) && names(card, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func names(card Card, s string) bool {
+	text := strings.ToLower(s)
+	return strings.Contains(text, strings.ToLower(card.ID)) || (card.Name != "" && strings.Contains(text, strings.ToLower(card.Name)))
+}
+
+// IsQuestion reports whether s is written as a question (a question mark,
+// or Japanese か at its end).
+func IsQuestion(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.ContainsAny(s, "?？") || strings.HasSuffix(s, "か") || strings.HasSuffix(s, "か。")
+}

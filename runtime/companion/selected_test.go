@@ -1,0 +1,37 @@
+package companion_test
+
+import (
+	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// A State's selected is decided by the rules (brain.Addressed), not asked
+// of the model (its vote is shorter, issue 40): a Message for this
+// companion alone, or a question naming it, selects it; one for everyone
+// does not.
+func TestSelectedByTheRules(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		to   []string
+		text string
+		want bool
+	}{
+		{"for kyoko alone", []string{"kyoko"}, "Good morning.", true},
+		{"a question naming kyoko", nil, "Kyoko, what time is it?", true},
+		{"for everyone", nil, "Good morning, everyone.", false},
+		{"named in passing", nil, "That's lovely, Kyoko!", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := speaker("Hello.") // its vote says selected: false
+			close(b.Gate)
+			r := newStreamRig(t, b, nil)
+			if err := r.obs.SendMessage(r.ctx, protocol.NewMessage("m1", "user", tc.to, tc.text, "")); err != nil {
+				t.Fatal(err)
+			}
+			if s := r.state(); s.Params.Selected != tc.want {
+				t.Fatalf("selected %v, want %v", s.Params.Selected, tc.want)
+			}
+		})
+	}
+}
