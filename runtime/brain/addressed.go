@@ -3,6 +3,7 @@ package brain
 import (
 	"strings"
 
+	"github.com/chorus-robotics/chorus/runtime/endofturn"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/sentence"
 )
@@ -19,11 +20,26 @@ func Addressed(card Card, m protocol.MessageParams) bool {
 		return true
 	}
 	for _, s := range sentence.Split(m.Message) {
-		if IsQuestion(s) && names(card, s) {
+		if names(card, s) && (IsQuestion(s) || heardQuestion(card, m, s)) {
 			return true
 		}
 	}
 	return false
+}
+
+// heardQuestion: speech to text writes no question mark, so a sentence
+// the room heard (metadata source "voice") is a question when its words,
+// the name aside, ask one in full ("kyoko what time is it").
+func heardQuestion(card Card, m protocol.MessageParams, s string) bool {
+	if m.Metadata[protocol.MetaSource] != protocol.SourceVoice {
+		return false
+	}
+	for _, n := range []string{card.ID, card.Name} {
+		if n != "" {
+			s = strings.ReplaceAll(strings.ToLower(s), strings.ToLower(n), " ")
+		}
+	}
+	return endofturn.Of(s) == endofturn.Complete
 }
 
 func names(card Card, s string) bool {

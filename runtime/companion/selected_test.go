@@ -1,6 +1,7 @@
 package companion_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -21,12 +22,18 @@ func TestSelectedByTheRules(t *testing.T) {
 		{"a question naming kyoko", nil, "Kyoko, what time is it?", true},
 		{"for everyone", nil, "Good morning, everyone.", false},
 		{"named in passing", nil, "That's lovely, Kyoko!", false},
+		{"heard: a question naming kyoko, no question mark", nil, "kyoko what time is it", true},
+		{"heard: naming kyoko, no question", nil, "kyoko is lovely", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := speaker("Hello.") // its vote says selected: false
 			close(b.Gate)
 			r := newStreamRig(t, b, nil)
-			if err := r.obs.SendMessage(r.ctx, protocol.NewMessage("m1", "user", tc.to, tc.text, "")); err != nil {
+			m := protocol.NewMessage("m1", "user", tc.to, tc.text, "")
+			if strings.HasPrefix(tc.name, "heard") {
+				m.Params.Metadata[protocol.MetaSource] = protocol.SourceVoice
+			}
+			if err := r.obs.SendMessage(r.ctx, m); err != nil {
 				t.Fatal(err)
 			}
 			if s := r.state(); s.Params.Selected != tc.want {
