@@ -706,7 +706,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
 		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, NoHold: body != cfg.Device.ID, Memory: mem,
-		HeardAs: cfg.Hearing.User})
+		HeardAs: cfg.Hearing.User, NoEager: cfg.Hearing.Ear.VAD.Eager.Off})
 	if err != nil {
 		return err
 	}

@@ -144,6 +144,9 @@ func New(cfg Config) (*Ear, error) {
 	if cfg.ListenFor <= 0 {
 		cfg.ListenFor = DefaultListenFor
 	}
+	if cfg.Segmenter.Hangover <= 0 {
+		cfg.Segmenter.Hangover = vad.DefaultHangover // as the segmenter reads it: the words' pauses are weighed against it
+	}
 	log := cfg.Room.Log.With("hearing", cfg.ID, "stt", cfg.STT.Name())
 	m := cfg.Room.Metrics
 	return &Ear{cfg: cfg, log: log, m: m, slots: make(chan struct{}, cfg.InFlight), pause: cfg.Segmenter.Hangover,

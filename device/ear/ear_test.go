@@ -43,6 +43,7 @@ type earRig struct {
 	judge   Judge         // EndOfTurn
 	pause   time.Duration // the segmenter's hangover; 0 for its default
 	eager   time.Duration // Config.Eager
+	onStart func(time.Time) // told when the audio starts playing
 	wake    wake.Detector
 	started time.Time
 
@@ -106,6 +107,9 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 	var wg sync.WaitGroup
 	wg.Add(2)
 	r.started = time.Now()
+	if r.onStart != nil {
+		r.onStart(r.started)
+	}
 	go func() { defer wg.Done(); capture.Run(ctx) }()
 	go func() {
 		defer wg.Done()

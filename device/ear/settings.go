@@ -109,7 +109,9 @@ type VAD struct {
 	// Eager is the pause after which the ear tells the room the words so
 	// far, for its companions to think on while the rest of the hangover
 	// passes (eager end of turn, docs/hearing.md): a duration below the
-	// pauses that end an utterance, or "off".
+	// pauses that end an utterance (0 or unset: the default), or "off" —
+	// then this robot's companion does not think on other robots' words
+	// so far either.
 	Eager        Eager         `yaml:"eager"`
 	MinUtterance time.Duration `yaml:"min_utterance"` // shorter bursts are dropped
 	MaxUtterance time.Duration `yaml:"max_utterance"` // longer speech is cut here
@@ -129,7 +131,7 @@ func (e *Eager) UnmarshalYAML(n *yaml.Node) error {
 	}
 	var d time.Duration
 	if err := n.Decode(&d); err != nil {
-		return fmt.Errorf("eager: want a pause (200ms) or off, got %q", n.Value)
+		return fmt.Errorf("hearing.vad.eager: want a pause (200ms) or off, got %q", n.Value)
 	}
 	*e = Eager{After: d}
 	return nil

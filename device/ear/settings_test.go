@@ -134,8 +134,8 @@ func TestEagerYAML(t *testing.T) {
 		{"eager: 150ms", Eager{After: 150 * time.Millisecond}, ""},
 		{"eager: off", Eager{Off: true}, ""},
 		{"eager: false", Eager{Off: true}, ""},
-		{"eager: soon", Eager{}, `eager: want a pause (200ms) or off, got "soon"`},
-		{"eager: [1]", Eager{}, "eager: want a pause"},
+		{"eager: soon", Eager{}, `hearing.vad.eager: want a pause (200ms) or off, got "soon"`},
+		{"eager: [1]", Eager{}, "hearing.vad.eager: want a pause"},
 	} {
 		var v VAD
 		err := yaml.Unmarshal([]byte(tc.in), &v)

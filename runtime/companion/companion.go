@@ -138,6 +138,7 @@ const (
 	evStillHere
 	evHeard
 	evEagerDue
+	evPersonSure
 )
 
 // New checks cfg and returns a Companion; Run starts it.
@@ -320,6 +321,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		if c.eagerEvent(&e) {
 			c.onVote(ctx, e)
 		}
+	case evPersonSure:
+		c.surePerson(e.id, e.heard.Utterance)
 	case evEagerDue:
 		if c.eager != nil && c.eager.id == e.id {
 			c.voidEager(ctx, "no Message came")

@@ -137,6 +137,9 @@ type Config struct {
 	// think on their words so far is a think on a Message of theirs
 	// (eager.go).
 	HeardAs string
+	// NoEager: the companion does not think on a person's words so far
+	// (hearing.vad.eager: off), only on their Message.
+	NoEager bool
 	// Memory is the companion's long-term memory (memory.go, issue 29);
 	// nil remembers nothing.
 	Memory *Memory

@@ -23,7 +23,8 @@ import (
 // once (its model request closed) and the Message, if any, thought on
 // anew; so is a think whose Message has not come a second after the
 // utterance's transcript. One robot's words are followed per sentence:
-// the first robot whose ear tells them, until its utterance ends.
+// the first robot whose ear tells them, until its utterance ends or words
+// that begin after them come (a report whose end was lost holds nothing).
 
 // eagerFor bounds how long a think on words so far waits for their
 // Message: the recogniser's timeout and more.
@@ -31,9 +32,10 @@ const eagerFor = 30 * time.Second
 
 // eagerThink is a think on a person's words so far.
 type eagerThink struct {
-	from, utt string // the robot whose ear told the words, and its utterance
-	id        string // the think's id: its events carry it
-	words     string // the words, as told
+	from, utt string    // the robot whose ear told the words, and its utterance
+	id        string    // the think's id: its events carry it
+	words     string    // the words, as told
+	end       time.Time // where the speech stopped when they were told
 	held      []event
 }
 
@@ -52,7 +54,10 @@ func (c *Companion) onEagerHeard(ctx context.Context, h protocol.Heard) {
 	ours := ex != nil && ex.from == h.From && ex.utt == h.Utterance
 	switch h.State {
 	case protocol.HeardTentative:
-		if ex != nil && !ours {
+		if c.cfg.NoEager {
+			return
+		}
+		if ex != nil && !ours && !h.Start.After(ex.end.Add(personSlack)) {
 			return // another robot's words of this sentence are followed
 		}
 		if c.spoken.Has(h.Utterance) {
@@ -61,7 +66,7 @@ func (c *Companion) onEagerHeard(ctx context.Context, h protocol.Heard) {
 		if ours && endofturn.SameWords(ex.words, h.Text) {
 			return
 		}
-		c.voidEager(ctx, "newer words")
+		c.voidEager(ctx, "newer words, or a later sentence")
 		c.startEager(ctx, h)
 	case protocol.HeardResumed:
 		if ours {
@@ -104,7 +109,7 @@ func (c *Companion) startEager(ctx context.Context, h protocol.Heard) {
 		in.Remembered = c.mem.Recall(m.Params.From, m.Params.Message, people)
 	}
 	in.Knowledge = c.knowledge(m, in.Actions)
-	c.eager = &eagerThink{from: h.From, utt: h.Utterance, id: id, words: h.Text}
+	c.eager = &eagerThink{from: h.From, utt: h.Utterance, id: id, words: h.Text, end: h.End}
 	c.eagerIDs.Add(id)
 	c.m.Eager.WithLabelValues("started").Inc()
 	c.startThinking(ctx, event{kind: evThought, id: id, in: in, arrived: c.cfg.Clock.Now()}, people)

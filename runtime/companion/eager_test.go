@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
+	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -223,4 +224,39 @@ func TestEagerThinkWithoutItsMessage(t *testing.T) {
 	next := protocol.NewID()
 	r.hanaHeard(next, protocol.HeardTentative, "Is it raining")
 	waitThinks(t, b, "What time is it", "Is it raining")
+}
+
+// A tentative report whose utterance never ends (its robot killed, a
+// forged report) holds the words of a later sentence from nobody: words
+// that begin after it are thought on.
+func TestEagerLaterSentenceIsThoughtOn(t *testing.T) {
+	b := &heardBrain{Stream: speaker("It is noon."), hold: make(chan struct{})}
+	r := newStreamRig(t, b, nil)
+	old := protocol.Heard{From: "aya", ID: protocol.NewID(), Device: "aya-body", Start: time.Now().Add(-20 * time.Second), End: time.Now().Add(-19 * time.Second),
+		Confidence: protocol.NoConfidence, Level: protocol.MinLevel, Utterance: protocol.NewID(), State: protocol.HeardTentative, Text: "tell me a story"}
+	if err := r.obs.SendHeard(r.ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	r.mem.Settle()
+	waitThinks(t, b, "tell me a story")
+	r.hanaHeard(protocol.NewID(), protocol.HeardTentative, "What time is it")
+	waitThinks(t, b, "tell me a story", "What time is it")
+	waitFor(t, func() bool { return b.wasCancelled() == 1 })
+}
+
+// A robot whose eager end of turn is off (hearing.vad.eager: off) thinks
+// on the person's Message only.
+func TestNoEagerThinksOnTheMessageOnly(t *testing.T) {
+	b := &heardBrain{Stream: speaker("It is noon.")}
+	close(b.Gate)
+	r := newStreamRig(t, b, func(c *companion.Config) { c.NoEager = true })
+	utt := protocol.NewID()
+	r.hanaHeard(utt, protocol.HeardTentative, "What time is it")
+	time.Sleep(50 * time.Millisecond)
+	waitThinks(t, b)
+	r.personSays("voice-4", "What time is it")
+	if s := r.state(); s.Params.MessageID != "voice-4" {
+		t.Fatalf("State %+v", s.Params)
+	}
+	waitThinks(t, b, "What time is it")
 }

@@ -88,12 +88,41 @@ func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
 	switch t := c.turn; {
 	case t == nil:
 	case t.started && h.Start.Before(t.startedAt.Add(personSlack)):
-		c.log.Info("a person was already speaking when this companion began; it yields", "heard_by", h.From, "message", t.grant)
-		t.yield()
+		if sure := h.Start.Add(personSure); now.Before(sure) {
+			// Told at its first sound: it may be this robot's own voice, or
+			// another's, heard before its speaking status closed the ear.
+			// It yields if the utterance is still under way then.
+			utt, grant := h.Utterance, t.grant
+			c.cfg.Clock.AfterFunc(sure.Sub(now), func() { c.push(event{kind: evPersonSure, id: grant, heard: protocol.Heard{Utterance: utt}}, "person") })
+			break
+		}
+		c.yieldTo(h.From, t)
 	case !t.started:
 		c.log.Info("a person is speaking; the granted words wait until they stop", "heard_by", h.From, "message", t.grant, "at_most", personHold)
 	}
 	c.maybeStart(ctx)
+}
+
+// personSure: an utterance whose first sound overlaps the start of a
+// robot's words yields them if it is still under way min_utterance and a
+// little after its first sound: by then a robot's voice has closed the
+// ear that heard it (its speaking status came) and the utterance was
+// dropped, while a person's goes on.
+const personSure = 400 * time.Millisecond
+
+// surePerson yields turn grant's words to utterance utt if it is still a
+// person speaking.
+func (c *Companion) surePerson(grant, utt string) {
+	t := c.turn
+	if p, ok := c.persons[utt]; !ok || p.transcribed || t == nil || t.grant != grant || !t.started {
+		return
+	}
+	c.yieldTo("", t)
+}
+
+func (c *Companion) yieldTo(heardBy string, t *turn) {
+	c.log.Info("a person was already speaking when this companion began; it yields", "heard_by", heardBy, "message", t.grant)
+	t.yield()
 }
 
 // heardMessage ends the wait for the person's Message: it came.

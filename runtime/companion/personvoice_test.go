@@ -99,12 +99,15 @@ func TestAnEndedUtteranceHoldsNobody(t *testing.T) {
 // room while a robot speaks).
 func TestWordsBegunOverAPersonYield(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		before time.Duration // the person began this long before hana
-		stops  []string
+		name    string
+		before  time.Duration // the person began this long before hana
+		dropped bool          // the utterance is dropped 20 ms later (a robot's voice: its status closed the ear)
+		stops   []string
 	}{
-		{"the person began first", 100 * time.Millisecond, []string{"immediate"}},
-		{"hana began well before the person", -2 * time.Second, nil},
+		{"the person began first", 100 * time.Millisecond, false, []string{"immediate"}},
+		{"the person began first, told 500 ms in", 500 * time.Millisecond, false, []string{"immediate"}},
+		{"hana's own voice, told at its first sound, then dropped", -20 * time.Millisecond, true, nil},
+		{"hana began well before the person", -2 * time.Second, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newVoiceRig(t, protocol.BargeInSentence)
@@ -114,7 +117,16 @@ func TestWordsBegunOverAPersonYield(t *testing.T) {
 			waitFor(t, r.started)
 			began := r.clk.Now()
 			r.hanaSaid()
-			r.kyokoHears(protocol.NewID(), protocol.HeardOpen, began.Add(-tc.before))
+			if tc.before >= 0 {
+				r.clk.Advance(tc.before) // the report comes this long after the person's first sound
+			}
+			utt := protocol.NewID()
+			r.kyokoHears(utt, protocol.HeardOpen, began.Add(-tc.before))
+			if tc.dropped {
+				r.advance(20 * time.Millisecond)
+				r.kyokoHears(utt, protocol.HeardDropped, began.Add(-tc.before))
+			}
+			r.advance(400 * time.Millisecond) // an utterance told at its first sound yields the words if it goes on
 			if tc.stops != nil {
 				waitFor(t, func() bool { _, _, n, _ := r.dev.counts(); return n == len(tc.stops) })
 			} else {

@@ -1,0 +1,191 @@
+package ear
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/audio"
+	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming"
+	"github.com/chorus-robotics/chorus/drivers/stt/wyoming/wyomingtest"
+	"github.com/chorus-robotics/chorus/drivers/tts/openjtalk"
+	"github.com/chorus-robotics/chorus/drivers/vad"
+	"github.com/chorus-robotics/chorus/runtime/endofturn"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// pauseSetJA is what people say in Japanese with a pause inside: after a
+// filler, a conjunction, a て-form or a particle, and at a noun or an
+// adverb nothing marks.
+var pauseSetJA = []pauseSentence{
+	{"えっと", "今何時ですか"},
+	{"昨日、友達と", "公園に行きました"},
+	{"京都に行って", "お寺を見ました"},
+	{"雨が降っていたので", "家にいました"},
+	{"行きたいけど", "時間がありません"},
+	{"それで", "彼は帰りました"},
+	{"あの", "お茶をください"},
+	{"妹が来るから", "ケーキを焼きます"},
+	{"朝ごはんを食べて", "散歩しました"},
+	{"明日は", "晴れるでしょう"},
+	{"私の好きな果物は", "マンゴーです"},
+	{"駅まで歩いて", "電車に乗りました"},
+	{"猫が", "テーブルに乗りました"},
+	{"来週", "山に行きます"},
+	{"私の名前は", "さくらです"},
+	{"図書館は", "九時に開きます"},
+	{"牛乳と卵を", "買いに行きます"},
+	{"新しい", "本を買いました"},
+	{"お医者さんが", "毎日歩きなさいと言いました"},
+	{"隣の人が", "子犬を飼いました"},
+	{"先週", "おばさんに会いました"},
+	{"電話は", "台所にあります"},
+	{"とても", "楽しかったです"},
+	{"昨日見た映画は", "悲しかったです"},
+}
+
+// BenchmarkFalseCutOffsJapanese speaks pauseSetJA (Open JTalk, at three
+// speeds and pitches) into an ear whose speech to text is an oracle: a
+// Wyoming 1.7 server that streams what was said up to each moment, the
+// words 100 ms after they were said (no Japanese recogniser runs offline
+// here; the VAD's cuts and the words' pauses are real). It counts the
+// sentences cut off with the hangover alone and with the words' pauses
+// (runtime/endofturn's Japanese), and with eager end of turn the
+// tentative reports per sentence and those taken back (each a model call
+// that was thrown away). Run:
+//
+//	CHORUS_REQUIRE_STT=1 go test -run XXX -bench FalseCutOffsJapanese -benchtime 1x ./device/ear/
+func BenchmarkFalseCutOffsJapanese(b *testing.B) {
+	mictest.Need(b, "open_jtalk")
+	const rate, gap, lag = 16000, 2000 * time.Millisecond, 100 * time.Millisecond
+	type span struct{ start, firstEnd, end time.Duration }
+	audioIn := make([]int16, rate/2)
+	spans := make([]span, len(pauseSetJA))
+	at := func() time.Duration { return time.Duration(len(audioIn)) * time.Second / rate }
+	voices := []openjtalk.Engine{{}, {Speed: 1.15, Pitch: 3}, {Speed: 0.9, Pitch: -3}}
+	say := func(v openjtalk.Engine, text string) []int16 {
+		p, err := v.Synthesize(context.Background(), text, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return trimmed(audio.Resample(p, rate).Samples)
+	}
+	for i, s := range pauseSetJA {
+		v := voices[i%len(voices)]
+		pause := time.Duration(300+150*(i%5)) * time.Millisecond
+		spans[i].start = at()
+		audioIn = append(audioIn, say(v, s.first)...)
+		spans[i].firstEnd = at()
+		audioIn = append(audioIn, make([]int16, int(pause.Seconds()*rate))...)
+		audioIn = append(audioIn, say(v, s.second)...)
+		spans[i].end = at()
+		audioIn = append(audioIn, make([]int16, int(gap.Seconds()*rate))...)
+	}
+	// The oracle: what was said by now, of the sentence the session began in.
+	var started atomic.Int64 // the rig's start, UnixNano
+	said := func(samples, rate int, final bool) string {
+		now := time.Duration(time.Now().UnixNano() - started.Load())
+		from := now - time.Duration(samples)*time.Second/time.Duration(rate)
+		for i, s := range spans {
+			if from < s.start-700*time.Millisecond || from > s.end {
+				continue
+			}
+			inFirst := from < s.firstEnd
+			switch {
+			case !inFirst && (final || now >= s.end+lag):
+				return pauseSetJA[i].second
+			case !inFirst:
+				return ""
+			case now >= s.end+lag || final && now >= s.end:
+				return pauseSetJA[i].first + pauseSetJA[i].second
+			case now >= s.firstEnd+lag || final:
+				return pauseSetJA[i].first
+			}
+			return ""
+		}
+		return ""
+	}
+	srv := &wyomingtest.Server{Delay: 200 * time.Millisecond,
+		Partial: func(samples, rate int) string { return said(samples, rate, false) },
+		Text:    func(samples, rate int) string { return said(samples, rate, true) }}
+	addr, err := srv.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	words := endofturn.Waits{Plain: vad.DefaultHangover, Unfinished: DefaultHangoverUnfinished, Complete: DefaultHangoverComplete}
+	for _, mode := range []struct {
+		name  string
+		judge Judge
+		eager time.Duration
+	}{
+		{"hangover-0.5s-alone", nil, 0},
+		{"hangover-0.5s+words", words, 0},
+		{"hangover-0.5s+words+eager", words, DefaultEager},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				r := newEarRig(b)
+				r.stt, r.judge, r.eager = &wyoming.Engine{Addr: addr, Language: "ja"}, mode.judge, mode.eager
+				r.onStart = func(t time.Time) { started.Store(t.UnixNano()) }
+				r.run(audioIn, 3*time.Second, nil)
+				reports, _ := r.got()
+				r.mu.Lock()
+				states := r.states
+				r.mu.Unlock()
+				of := func(t time.Time) int {
+					from := t.Sub(r.started)
+					for i, s := range spans {
+						if from >= s.start-500*time.Millisecond && from <= s.end+500*time.Millisecond {
+							return i
+						}
+					}
+					return -1
+				}
+				perSentence := make([]int, len(pauseSetJA))
+				for _, h := range reports {
+					if i := of(h.Start); i >= 0 {
+						perSentence[i]++
+					}
+				}
+				tentative, resumed := 0, 0
+				for _, h := range states {
+					switch h.State {
+					case protocol.HeardTentative:
+						tentative++
+					case protocol.HeardResumed:
+						resumed++
+					}
+				}
+				cut, lost := 0, 0
+				for i, n := range perSentence {
+					switch {
+					case n > 1:
+						cut++
+						b.Logf("cut off (%d utterances): %q … %q", n, pauseSetJA[i].first, pauseSetJA[i].second)
+					case n == 0:
+						lost++
+					}
+				}
+				n := float64(len(pauseSetJA))
+				b.ReportMetric(float64(cut)/n*100, "%cut-off")
+				b.ReportMetric(float64(lost), "unheard")
+				b.ReportMetric(float64(tentative)/n, "tentative/sentence")
+				b.ReportMetric(float64(resumed)/n, "withdrawn/sentence")
+				b.Logf("%s: %d of %d sentences cut off, %d not heard; %d tentative reports, %d taken back; transcripts %s",
+					mode.name, cut, len(pauseSetJA), lost, tentative, resumed, strings.Join(texts(reports), " | "))
+			}
+		})
+	}
+}
+
+func texts(hs []protocol.Heard) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Text
+	}
+	return out
+}
