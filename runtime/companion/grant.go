@@ -70,8 +70,15 @@ func (c *Companion) onGrant(ctx context.Context, g protocol.TurnGrant) {
 	tf, ok := c.thoughts[g.MessageID]
 	switch {
 	case !ok:
-		c.log.Warn("granted a turn for a message it did not vote on", "message", g.MessageID)
+		// Restarted since it voted (or its vote was another process's):
+		// it has nothing to say. Its listen takes the vote back, and the
+		// floor decides again without it rather than granting it again
+		// for a minute.
+		c.log.Warn("granted a turn for a message it did not vote on; it votes listen", "message", g.MessageID)
 		c.ignore("not_voted", g)
+		c.remember(g.MessageID)
+		c.answered[g.MessageID].done = true // given up: a repeated grant is not voted on again
+		c.listen(ctx, g.MessageID)
 		return
 	case tf.seq <= c.spoke:
 		c.log.Info("granted a turn older than the one it last took; ignored", "message", g.MessageID)

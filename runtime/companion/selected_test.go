@@ -42,3 +42,19 @@ func TestSelectedByTheRules(t *testing.T) {
 		})
 	}
 }
+
+// A companion granted a turn for a message it did not vote on (it was
+// restarted since) votes listen on it, so that the floor decides again
+// without it (its retraction) instead of granting it again for a minute.
+func TestGrantedWithoutAVoteVotesListen(t *testing.T) {
+	b := speaker("Hello.")
+	close(b.Gate)
+	r := newStreamRig(t, b, nil)
+	r.grant("before-the-restart")
+	s := r.state()
+	if s.Params.MessageID != "before-the-restart" || s.Params.State != protocol.Listen {
+		t.Fatalf("State %+v, want listen on the granted message", s.Params)
+	}
+	r.grant("before-the-restart") // the floor's repeat: no second State
+	r.noState("a repeated grant")
+}
