@@ -137,22 +137,29 @@ func BenchmarkFalseCutOffs(b *testing.B) {
 						}
 					}
 				}
-				cut, lost := 0, 0
-				for i, n := range perSentence {
-					switch {
-					case n > 1:
-						cut++
-						b.Logf("cut off (%d utterances): %q … %q", n, pauseSet[i].first, pauseSet[i].second)
-					case n == 0:
-						lost++
-					}
-				}
+				cut, lost := cutOffs(b, pauseSet, perSentence)
 				b.ReportMetric(float64(cut)/float64(len(pauseSet))*100, "%cut-off")
 				b.ReportMetric(float64(lost), "unheard")
 				b.Logf("%s: %d of %d sentences cut off, %d not heard, %d transcripts", mode.name, cut, len(pauseSet), lost, len(reports))
 			}
 		})
 	}
+}
+
+// cutOffs counts the sentences of set heard as more than one utterance
+// (logging each) and those not heard at all, from the utterances heard
+// of each.
+func cutOffs(b *testing.B, set []pauseSentence, perSentence []int) (cut, lost int) {
+	for i, n := range perSentence {
+		switch {
+		case n > 1:
+			cut++
+			b.Logf("cut off (%d utterances): %q … %q", n, set[i].first, set[i].second)
+		case n == 0:
+			lost++
+		}
+	}
+	return cut, lost
 }
 
 // trimmed is pcm without the silence espeak-ng puts before and after the

@@ -160,16 +160,7 @@ func BenchmarkFalseCutOffsJapanese(b *testing.B) {
 						resumed++
 					}
 				}
-				cut, lost := 0, 0
-				for i, n := range perSentence {
-					switch {
-					case n > 1:
-						cut++
-						b.Logf("cut off (%d utterances): %q … %q", n, pauseSetJA[i].first, pauseSetJA[i].second)
-					case n == 0:
-						lost++
-					}
-				}
+				cut, lost := cutOffs(b, pauseSetJA, perSentence)
 				n := float64(len(pauseSetJA))
 				b.ReportMetric(float64(cut)/n*100, "%cut-off")
 				b.ReportMetric(float64(lost), "unheard")
