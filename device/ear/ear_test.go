@@ -39,10 +39,10 @@ type earRig struct {
 	s       topic.Scheme
 	m       *metrics.Metrics
 	engine  *stttest.Engine
-	stt     stt.Engine    // instead of engine
-	judge   Judge         // EndOfTurn
-	pause   time.Duration // the segmenter's hangover; 0 for its default
-	eager   time.Duration // Config.Eager
+	stt     stt.Engine      // instead of engine
+	judge   Judge           // EndOfTurn
+	pause   time.Duration   // the segmenter's hangover; 0 for its default
+	eager   time.Duration   // Config.Eager
 	onStart func(time.Time) // told when the audio starts playing
 	wake    wake.Detector
 	started time.Time
