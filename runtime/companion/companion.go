@@ -377,7 +377,14 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		c.m.Duplicates.WithLabelValues("companion", "message").Inc()
 		return // seen already (at-least-once delivery, or an answer published again)
 	}
-	ex, exCancel := c.takeEager(ctx, m) // a think on the words so far that m says
+	listens := c.cfg.Muted() || wakeWord(m)
+	var ex *eagerThink // a think on the words so far that m says
+	var exCancel context.CancelFunc
+	if listens {
+		c.voidEager(ctx, "muted, or a wake word")
+	} else {
+		ex, exCancel = c.takeEager(ctx, m)
+	}
 	order := c.follow(m)
 	arrived := c.cfg.Clock.Now()
 	before := c.keep(m)
@@ -386,11 +393,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		return // nobody votes on their own words
 	}
 	in := c.input(m, before)
-	if c.cfg.Muted() || wakeWord(m) {
-		if ex != nil { // void after all
-			c.eager, c.thinks[ex.id] = ex, exCancel
-			c.voidEager(ctx, "muted")
-		}
+	if listens {
 		c.listen(ctx, m.Params.ID)
 		return
 	}
