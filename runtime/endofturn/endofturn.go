@@ -100,6 +100,18 @@ var unfinishedJA = []string{
 	"から", "ので", "のに", "ながら", "たり", "とか", "って", "し", "て", "で", "と", "が", "は", "を", "に", "も",
 }
 
+// Japanese words that come before the predicate they belong to: time
+// words (「来週…山に行きます」) and adverbs of degree and manner
+// (「とても…楽しかった」). Japanese puts the verb last, so a sentence
+// ending on one is still under way — or a one-word answer ("when?"
+// 「来週」), which then waits the longer pause.
+var beforePredicateJA = []string{
+	"今日", "明日", "昨日", "明後日", "一昨日", "今朝", "今夜", "今晩", "毎朝", "毎晩", "毎日",
+	"今週", "来週", "先週", "週末", "今月", "来月", "先月", "今年", "来年", "去年", "今度", "最近", "午前", "午後",
+	"きょう", "あした", "きのう", "こんど",
+	"とても", "すごく", "ちょっと", "たぶん", "いつも", "もっと", "ずっと", "少し", "よく",
+}
+
 // Japanese endings of a question.
 var questionJA = []string{"ですか", "ますか", "でしょうか", "かな", "かしら", "か"}
 
@@ -235,6 +247,11 @@ func ofJapanese(t string) Kind {
 		}
 	}
 	for _, e := range unfinishedJA {
+		if strings.HasSuffix(t, e) {
+			return Unfinished
+		}
+	}
+	for _, e := range beforePredicateJA {
 		if strings.HasSuffix(t, e) {
 			return Unfinished
 		}

@@ -61,6 +61,11 @@ func TestOf(t *testing.T) {
 		{"雨が降ったので", Unfinished},
 		{"妹が来るんですけど、", Unfinished},
 		{"私は", Unfinished},
+		{"来週", Unfinished}, // a time word comes before its predicate
+		{"それで、あした", Unfinished},
+		{"とても", Unfinished},
+		{"新しい", Plain}, // an adjective ends a sentence as often as it begins a noun
+		{"来週行きます", Plain},
 		{"今何時ですか", Complete},
 		{"明日は晴れるかな", Complete},
 		{"元気？", Complete},

@@ -26,6 +26,22 @@ func Ends(r, next rune) bool {
 	return false
 }
 
+// Clause reports whether r ends a clause when next follows it: a comma
+// before a space or the end of the text (not one inside a number,
+// "1,000"), 、 and ，. The first words of an answer written as it is
+// spoken go to the voice at their first clause ("Oh," "Well,"), the rest
+// sentence by sentence (issue 40); next = 0 asks before next is known, as
+// Ends.
+func Clause(r, next rune) bool {
+	switch r {
+	case '、', '，':
+		return true
+	case ',':
+		return next < 0 || next == ' ' || next == '\n'
+	}
+	return false
+}
+
 // endsAt reports whether runes[i] ends a sentence (Ends).
 func endsAt(runes []rune, i int) bool {
 	next := rune(-1)

@@ -153,7 +153,8 @@ func (p *Partial) spoil() {
 }
 
 // Said returns the draft's message so far: decoded from its JSON string,
-// complete sentences only (runtime/sentence decides what ends a sentence;
+// its first clause, then complete sentences only (runtime/sentence decides
+// what ends a clause and a sentence;
 // the text after the last complete sentence is held back until the
 // sentence ends or the message string closes), the draft's emotion once
 // it is written and valid (else ""), and whether the message string is
@@ -450,14 +451,16 @@ func (p *Partial) voting() {
 	}
 }
 
-// sentences moves said to the last sentence end in the message so far,
+// sentences moves said to the last sentence end in the message so far
+// (the first clause's end, before any: sentence.Clause),
 // looking at each character once, and keeps where its words start and
 // end (so that Said trims in constant time).
 func (p *Partial) sentences() {
 	m := p.msg.String()
 	for p.checked < len(m) {
 		r, n := utf8.DecodeRuneInString(m[p.checked:])
-		ends := sentence.Ends(r, 0)
+		first := p.said == 0 && p.from >= 0 // the first words go at their first clause
+		ends := sentence.Ends(r, 0) || first && sentence.Clause(r, 0)
 		if !ends {
 			next := rune(-1)
 			if p.checked+n < len(m) {
@@ -465,7 +468,7 @@ func (p *Partial) sentences() {
 			} else if !p.closed {
 				break // what follows decides
 			}
-			ends = sentence.Ends(r, next)
+			ends = sentence.Ends(r, next) || first && sentence.Clause(r, next)
 		}
 		if !unicode.IsSpace(r) {
 			if p.from < 0 {

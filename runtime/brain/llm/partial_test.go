@@ -207,10 +207,11 @@ func TestPartialSaysSentences(t *testing.T) {
 		{`py","to":[],"message":"Hello there.`, ""}, // a period ends a sentence before a space
 		{` How are`, "Hello there."},
 		{` you?`, "Hello there. How are you?"},
-		{` 3.5 apples`, "Hello there. How are you?"},
-		{`\nこんにちは。元気`, "Hello there. How are you? 3.5 apples\nこんにちは。"},
-		{`？うん`, "Hello there. How are you? 3.5 apples\nこんにちは。元気？"},
-		{`"`, "Hello there. How are you? 3.5 apples\nこんにちは。元気？うん"},
+		{` 3.5 apples, 1,000`, "Hello there. How are you?"}, // a comma after the first sentence does not end one
+		{` pears`, "Hello there. How are you?"},
+		{`\nこんにちは。元気`, "Hello there. How are you? 3.5 apples, 1,000 pears\nこんにちは。"},
+		{`？うん`, "Hello there. How are you? 3.5 apples, 1,000 pears\nこんにちは。元気？"},
+		{`"`, "Hello there. How are you? 3.5 apples, 1,000 pears\nこんにちは。元気？うん"},
 	}
 	p := NewPartial(true)
 	for i, s := range steps {
@@ -222,6 +223,33 @@ func TestPartialSaysSentences(t *testing.T) {
 		if i > 0 && e != protocol.EmotionHappy {
 			t.Fatalf("emotion %q", e)
 		}
+	}
+}
+
+// The first words go to the voice at their first clause ("Oh," "Well,"
+// 「はい、」), the rest sentence by sentence; a comma inside a number, or
+// before anything was said, ends nothing.
+func TestPartialSaysTheFirstClause(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		steps [][2]string // what is added, what is said then
+	}{
+		{"english", [][2]string{{`Oh,`, ""}, {` that is lovely, really.`, "Oh,"}, {` Yes, it`, "Oh, that is lovely, really."}, {`"`, "Oh, that is lovely, really. Yes, it"}}},
+		{"japanese", [][2]string{{`はい、そう`, "はい、"}, {`ですね、本当に。`, "はい、そうですね、本当に。"}}},
+		{"a number", [][2]string{{`It costs 1,0`, ""}, {`00 yen`, ""}, {`, more or less.`, "It costs 1,000 yen,"}}},
+		{"a comma first", [][2]string{{` , well`, ""}, {`, hm`, " , well,"}}},
+		{"no comma", [][2]string{{`I was wondering about that`, ""}, {` too.`, ""}, {` Yes,`, "I was wondering about that too."}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := NewPartial(true)
+			p.Add(`{"state":"speak","importance":5,"closing":"none","draft":{"emotion":"happy","message":"`)
+			for _, s := range c.steps {
+				p.Add(s[0])
+				if text, _, _ := p.Said(); text != strings.TrimSpace(s[1]) {
+					t.Fatalf("after %q: said %q, want %q", s[0], text, strings.TrimSpace(s[1]))
+				}
+			}
+		})
 	}
 }
 

@@ -69,7 +69,8 @@ func card() brain.Input {
 }
 
 // The vote is heard as soon as its fields are written, before any of the
-// draft; the draft's sentences one by one as each ends; the Thought is
+// draft; the draft's first clause, then its sentences one by one as each
+// ends; the Thought is
 // Think's (issue 28, item 2).
 func TestThinkStreamHearsTheVoteFirst(t *testing.T) {
 	s := newServer(t, llmtest.Events(t, whole(streamedState)...))
@@ -78,7 +79,7 @@ func TestThinkStreamHearsTheVoteFirst(t *testing.T) {
 	if err != nil || got.State != protocol.Speak || got.Importance != 7 || got.Draft != "Good morning, everyone. The garden is lovely today!" || got.Cut {
 		t.Fatalf("thought %+v, err %v", got, err)
 	}
-	want := []string{"vote speak", "said happy Good morning, everyone.", "said happy Good morning, everyone. The garden is lovely today!"}
+	want := []string{"vote speak", "said happy Good morning,", "said happy Good morning, everyone.", "said happy Good morning, everyone. The garden is lovely today!"}
 	if strings.Join(h.list(), "|") != strings.Join(want, "|") {
 		t.Fatalf("heard %q, want %q", h.list(), want)
 	}
