@@ -88,6 +88,7 @@ func (e *events) Synthesize(ctx context.Context, text, emotion string) (audio.PC
 	e.texts = append(e.texts, text)
 	e.mu.Unlock()
 	e.add("synth " + text)
+	e.add("tone " + text + " " + emotion)
 	p := audio.PCM{Rate: 16000, Samples: make([]int16, 160)}
 	p.Samples[0] = int16(i)
 	return p, nil
@@ -229,6 +230,49 @@ func TestMoreSaysEveryAppendOnceInOrder(t *testing.T) {
 	r2 := waitSaid(t, sayAsync(s, protocol.SpeakRequest{Message: "Alone.", MessageID: "m2"}))
 	if r2.err != nil || r2.res.Sentences != 1 {
 		t.Fatalf("a speak without more: %+v", r2)
+	}
+}
+
+// A model writes the emotion after its words (issue 40): the speak starts
+// with none, and an append's emotion shows on the body from there on — at
+// once, even on the end mark with no words — and the sentences after it
+// are synthesized with it.
+func TestMoreEmotionKnownLate(t *testing.T) {
+	e := newEvents()
+	s := &Speaker{TTS: e, Out: e}
+	s.OnVoice = func(id string, em protocol.Emotion, speaking bool) {
+		e.add(fmt.Sprintf("voice %s %s %v", id, em, speaking))
+	}
+	send := func(m protocol.SpeakMore) {
+		t.Helper()
+		b, _ := json.Marshal(m)
+		if got, err := s.HandleMore(context.Background(), "kyoko", b); err != nil || !got.(protocol.SpeakMoreResult).Appended {
+			t.Fatalf("append %+v: %v %v", m, got, err)
+		}
+	}
+	done := sayAsync(s, protocol.SpeakRequest{Message: "Oh,", MessageID: "m1", More: true})
+	e.waitFor(t, "play Oh,")
+	send(protocol.SpeakMore{MessageID: "m1", Seq: 1, Message: "that is sad. Very.", More: true, Emotion: protocol.EmotionSad})
+	e.waitFor(t, "play Very.")
+	send(protocol.SpeakMore{MessageID: "m1", Seq: 2, Emotion: protocol.EmotionHappy})
+	if r := waitSaid(t, done); r.err != nil || r.res.Sentences != 3 {
+		t.Fatalf("said %+v", r)
+	}
+	var voice, tones []string
+	for _, ev := range e.events() {
+		switch {
+		case strings.HasPrefix(ev, "voice "), strings.HasPrefix(ev, "play "):
+			voice = append(voice, ev)
+		case strings.HasPrefix(ev, "tone "):
+			tones = append(tones, ev)
+		}
+	}
+	want := []string{"voice m1  true", "play Oh,", "voice m1 sad true", "play that is sad.", "play Very.", "voice m1 happy true", "voice m1 happy false"}
+	if !slices.Equal(voice, want) {
+		t.Fatalf("the face and the audio: %q, want %q", voice, want)
+	}
+	if want := []string{"tone Oh, ", "tone that is sad. sad", "tone Very. sad"}; !slices.Equal(tones, want) {
+		t.Fatalf("synthesized %q, want %q", tones, want)
 	}
 }
 

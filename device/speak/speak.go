@@ -19,7 +19,10 @@
 // or when a speak.stop or a newer speak ends the utterance; from then on
 // appends to it are refused. Appends that come before their speak, or
 // ahead of a gap in seq, are kept (at most 16 speaks, 64 appends each, for
-// MaxHold) and applied in order once the gap fills.
+// MaxHold) and applied in order once the gap fills. An append's emotion
+// (a model writes it after its words) is the utterance's from there on: it
+// shows when the audio before it has been handed out, and the sentences
+// after it are synthesized with it.
 package speak
 
 import (
@@ -62,8 +65,9 @@ type Speaker struct {
 	MaxHold time.Duration
 	// OnVoice, if set, is told when an utterance's audio starts (just
 	// before its first samples go to the audio output) and when it ends
-	// (drained, stopped or failed): the body's actions and face follow
-	// the words. It must not block.
+	// (drained, stopped or failed), and again, speaking, when an append
+	// brings the emotion (SpeakMore.Emotion): the body's actions and face
+	// follow the words. It must not block.
 	OnVoice func(messageID string, e protocol.Emotion, speaking bool)
 	// MoreWait bounds how long a speak with More waits for its next append
 	// once it has said everything it was given (default DefaultMoreWait):
@@ -112,6 +116,8 @@ type source struct {
 	sentences int                        // sentences taken
 	last      time.Time                  // when the speak or its last append came
 	wake      chan struct{}              // signalled when something is taken or it is over
+	emotion   protocol.Emotion           // the newest emotion, the speak's or an append's
+	given     protocol.Emotion           // the emotion handed to synthesis
 }
 
 // earlyAppends are the appends kept for a speak not yet arrived.
@@ -311,6 +317,9 @@ func (s *Speaker) appendLocked(src *source, m protocol.SpeakMore) (bool, error) 
 func (s *Speaker) applyLocked(src *source, m protocol.SpeakMore) {
 	src.next = m.Seq + 1
 	src.last = time.Now()
+	if m.Emotion != "" {
+		src.emotion = m.Emotion // known after the first words: from here on
+	}
 	s.takeLocked(src, m.Message)
 	if !m.More {
 		s.endLocked(src)
@@ -366,7 +375,7 @@ func (src *source) signal() {
 // openSource opens the speak r (with More) to appends, with the appends
 // that came before it; s.mu is not held.
 func (s *Speaker) openSource(r protocol.SpeakRequest) *source {
-	src := &source{id: r.MessageID, next: 1, last: time.Now(), wake: make(chan struct{}, 1)}
+	src := &source{id: r.MessageID, next: 1, last: time.Now(), wake: make(chan struct{}, 1), emotion: r.Emotion, given: r.Emotion}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.takeLocked(src, r.Message)
@@ -397,21 +406,28 @@ func (s *Speaker) openSource(r protocol.SpeakRequest) *source {
 	return src
 }
 
-// nextSentence is the next sentence of src for synthesis: it waits for
-// an append while src is open, at most MoreWait since the last one came,
-// then ends src. ok is false when src has nothing more to say.
-func (s *Speaker) nextSentence(ctx context.Context, src *source) (text string, ok bool) {
+// nextSentence is the next sentence of src for synthesis and its
+// emotion: it waits for an append while src is open, at most MoreWait
+// since the last one came, then ends src. An emotion an append changed is
+// handed over first with no text. ok is false when src has nothing more
+// to say.
+func (s *Speaker) nextSentence(ctx context.Context, src *source) (text string, e protocol.Emotion, ok bool) {
 	for {
 		s.mu.Lock()
+		if src.emotion != src.given {
+			src.given = src.emotion
+			s.mu.Unlock()
+			return "", src.given, true
+		}
 		if len(src.queue) > 0 {
 			text = src.queue[0]
 			src.queue = src.queue[1:]
 			s.mu.Unlock()
-			return text, true
+			return text, src.given, true
 		}
 		if src.over {
 			s.mu.Unlock()
-			return "", false
+			return "", "", false
 		}
 		wait := s.moreWait() - time.Since(src.last)
 		if wait <= 0 {
@@ -420,7 +436,7 @@ func (s *Speaker) nextSentence(ctx context.Context, src *source) (text string, o
 			if s.Log != nil {
 				s.Log.Info("speak: no append came; it ends with what it had", "messageId", src.id, "moreWait", s.moreWait())
 			}
-			return "", false
+			return "", "", false
 		}
 		s.mu.Unlock()
 		t := time.NewTimer(wait)
@@ -429,7 +445,7 @@ func (s *Speaker) nextSentence(ctx context.Context, src *source) (text string, o
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return "", false
+			return "", "", false
 		}
 		t.Stop()
 	}
@@ -512,7 +528,7 @@ func (s *Speaker) Say(ctx context.Context, text, emotion string) (protocol.Speak
 // plays only once Start(token) comes, and cuts off what is playing only
 // then.
 func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (protocol.SpeakResult, error) {
-	text, emotion, hold := r.Message, string(r.Emotion), r.Hold
+	text, hold := r.Message, r.Hold
 	name := r.MessageID
 	if name == "" {
 		name = firstWords(text)
@@ -524,7 +540,7 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 	start := time.Now()
 	res := protocol.SpeakResult{Engine: s.TTS.Name()}
 	synthCtx, stop := context.WithCancel(ctx)
-	var next func() (string, bool)
+	var next func() (string, protocol.Emotion, bool)
 	if r.More && r.MessageID != "" {
 		// A speak still being written: its sentences come as appends do.
 		me.src = s.openSource(r)
@@ -533,20 +549,20 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 			s.endLocked(me.src)
 			s.mu.Unlock()
 		}()
-		next = func() (string, bool) { return s.nextSentence(synthCtx, me.src) }
+		next = func() (string, protocol.Emotion, bool) { return s.nextSentence(synthCtx, me.src) }
 	} else {
 		sentences := sentence.Split(text)
 		if s.WholeText {
 			sentences = []string{strings.Join(sentences, " ")}
 		}
 		res.Sentences = len(sentences)
-		next = func() (string, bool) {
+		next = func() (string, protocol.Emotion, bool) {
 			if len(sentences) == 0 {
-				return "", false
+				return "", "", false
 			}
 			t := sentences[0]
 			sentences = sentences[1:]
-			return t, true
+			return t, r.Emotion, true
 		}
 	}
 	// Synthesize ahead on one goroutine; play on this one.
@@ -557,16 +573,24 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 		defer wg.Done()
 		defer close(pcm)
 		for {
-			sentence, ok := next()
+			sentence, e, ok := next()
 			if !ok {
 				return
 			}
-			p, err := s.TTS.Synthesize(synthCtx, sentence, emotion)
+			if sentence == "" { // the emotion, known late (speak.more)
+				select {
+				case pcm <- chunk{emotion: e, mark: true}:
+					continue
+				case <-synthCtx.Done():
+					return
+				}
+			}
+			p, err := s.TTS.Synthesize(synthCtx, sentence, string(e))
 			if errors.Is(err, tts.ErrEmpty) {
 				continue
 			}
 			select {
-			case pcm <- chunk{p, err}:
+			case pcm <- chunk{pcm: p, err: err, emotion: e}:
 			case <-synthCtx.Done():
 				return
 			}
@@ -650,9 +674,13 @@ func (s *Speaker) wait(ctx context.Context, token string) error {
 	}
 }
 
+// chunk is a sentence's audio and the emotion it was synthesized with,
+// or (mark) only an emotion that became known as the speak went on.
 type chunk struct {
-	pcm audio.PCM
-	err error
+	pcm     audio.PCM
+	err     error
+	emotion protocol.Emotion
+	mark    bool
 }
 
 func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, start time.Time, res protocol.SpeakResult, name string, r protocol.SpeakRequest) (protocol.SpeakResult, error) {
@@ -671,7 +699,7 @@ func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, sta
 		case <-feed.Done():
 		}
 	}()
-	first := true
+	first, shown := true, r.Emotion
 	for c := range pcm {
 		if c.err != nil {
 			st.Abort()
@@ -681,9 +709,18 @@ func (s *Speaker) play(ctx context.Context, me *utterance, pcm <-chan chunk, sta
 			res.Stopped = true
 			break
 		}
+		if c.emotion != "" && c.emotion != shown { // an append's emotion shows from here on
+			shown = c.emotion
+			if !first && s.OnVoice != nil {
+				s.OnVoice(r.MessageID, shown, true)
+			}
+		}
+		if c.mark {
+			continue
+		}
 		if first && s.OnVoice != nil {
-			s.OnVoice(r.MessageID, r.Emotion, true)
-			defer s.OnVoice(r.MessageID, r.Emotion, false)
+			s.OnVoice(r.MessageID, shown, true)
+			defer func() { s.OnVoice(r.MessageID, shown, false) }()
 		}
 		if err := st.Write(feed, c.pcm); err != nil {
 			if ctx.Err() == nil && feed.Err() != nil {

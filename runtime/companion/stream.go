@@ -119,6 +119,9 @@ func utteranceOf(t brain.Thought) brain.Utterance {
 // true); done hears the whole utterance once it is complete (what was
 // handed, when the device stopped taking more), before the speak's
 // result. A body without speak.more gets the whole words in one speak.
+// The model writes the emotion after the words (issue 40): the first
+// speak goes with neutral, and the first append after the emotion is
+// written carries it (the end mark at the latest).
 func (t *turn) speakWords(ctx context.Context, w *words, hold string, timeout time.Duration,
 	first func(u brain.Utterance, whole bool), done func(brain.Utterance)) (protocol.SpeakResult, error) {
 	msgID := t.msgID
@@ -183,7 +186,11 @@ func (t *turn) speakWords(ctx context.Context, w *words, hold string, timeout ti
 			break
 		}
 		seq++
-		if !t.appendWords(ctx, protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}) {
+		m := protocol.SpeakMore{MessageID: msgID, Seq: seq, Message: rest, More: !s.done}
+		if known := emotionSoFar(s); known != "" && known != e { // written after the words
+			m.Emotion, e = known, known
+		}
+		if !t.appendWords(ctx, m) {
 			s.done = false
 			break
 		}
@@ -221,6 +228,15 @@ func (t *turn) appendWords(ctx context.Context, m protocol.SpeakMore) bool {
 	}
 	t.log.Warn("speak.more failed; the device says what it has and no more", "body", t.cfg.Device, "seq", m.Seq, "err", err)
 	return false
+}
+
+// emotionSoFar is the words' emotion once the model has written it, else
+// "".
+func emotionSoFar(s soFar) protocol.Emotion {
+	if s.done {
+		return withEmotion(s.u).Emotion
+	}
+	return s.emotion
 }
 
 func withEmotion(u brain.Utterance) brain.Utterance {

@@ -285,8 +285,8 @@ func TestSpeechStartsOnTheFirstSentence(t *testing.T) {
 				r.heard("speak")
 			}
 			speaks, _ := r.body.requests()
-			if len(speaks) != 1 || speaks[0].Message != "Good morning." || !speaks[0].More || speaks[0].Emotion != protocol.EmotionHappy {
-				t.Fatalf("first speak %+v, want the first sentence with more", speaks)
+			if len(speaks) != 1 || speaks[0].Message != "Good morning." || !speaks[0].More || speaks[0].Emotion != protocol.EmotionNeutral {
+				t.Fatalf("first speak %+v, want the first sentence with more, neutral until the emotion is written", speaks)
 			}
 			r.noMessage("the draft is not complete")
 			b.Gate <- struct{}{} // the second sentence
@@ -308,6 +308,11 @@ func TestSpeechStartsOnTheFirstSentence(t *testing.T) {
 			if len(speaks) != 1 || len(appends) != 2 || appends[0].Seq != 1 || !appends[0].More || appends[1].Seq != 2 || appends[1].More ||
 				!slices.Equal(more, []string{"The garden is lovely today.", ""}) {
 				t.Fatalf("speaks %+v, appends %+v", speaks, appends)
+			}
+			// The model writes the emotion after its words: the end mark
+			// carries it, and the Message has it.
+			if appends[0].Emotion != "" || appends[1].Emotion != protocol.EmotionHappy || m.Params.Emotion() != protocol.EmotionHappy {
+				t.Fatalf("emotions: appends %q %q, Message %q; want the end mark and the Message happy", appends[0].Emotion, appends[1].Emotion, m.Params.Emotion())
 			}
 			r.noMessage("one Message per utterance")
 		})

@@ -235,11 +235,17 @@ const MaxSpeakMoreSeq = 10000
 // 10 s by default), once what it had has played: it takes no more.
 // Appends to a speak that has ended (stopped, cut off by a newer speak,
 // past its end mark or its MoreWait) are refused: Appended is false.
+//
+// Emotion, when set, is the utterance's emotion from this append on: a
+// model writes it after its words (issue 40), so the speak's first words
+// go with neutral and the body shows the emotion, and synthesizes the
+// sentences still to come with it, once it is known.
 type SpeakMore struct {
-	MessageID string `json:"messageId"`
-	Seq       int    `json:"seq"`
-	Message   string `json:"message,omitempty"`
-	More      bool   `json:"more,omitempty"`
+	MessageID string  `json:"messageId"`
+	Seq       int     `json:"seq"`
+	Message   string  `json:"message,omitempty"`
+	More      bool    `json:"more,omitempty"`
+	Emotion   Emotion `json:"emotion,omitempty"`
 }
 
 // Validate checks a SpeakMore as DecodeSpeakMore does. How many characters
@@ -259,6 +265,9 @@ func (m SpeakMore) Validate() error {
 		c.fail("message", KindInvalid, "must be valid UTF-8")
 	case m.More && strings.TrimSpace(m.Message) == "":
 		c.fail("message", KindMissing, "required with more, the words to append (only the end mark may be empty)")
+	}
+	if m.Emotion != "" && !m.Emotion.Valid() {
+		c.fail("emotion", KindInvalid, "must be one of neutral, happy, sad, angry, got %q", m.Emotion)
 	}
 	return c.done()
 }

@@ -150,6 +150,8 @@ func TestSpeakMore(t *testing.T) {
 		{"empty with more", SpeakMore{MessageID: "m1", Seq: 1, More: true}, "message", KindMissing},
 		{"blank with more", SpeakMore{MessageID: "m1", Seq: 1, Message: " \n", More: true}, "message", KindMissing},
 		{"not UTF-8", SpeakMore{MessageID: "m1", Seq: 1, Message: "\xff\xfe"}, "message", KindInvalid},
+		{"the emotion, known late", SpeakMore{MessageID: "m1", Seq: 2, Emotion: EmotionSad}, "", ""},
+		{"an emotion not known", SpeakMore{MessageID: "m1", Seq: 2, Emotion: "gloomy"}, "emotion", KindInvalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.in.Validate()
@@ -169,7 +171,9 @@ func TestSpeakMore(t *testing.T) {
 		{`{"messageId":"m1","seq":1,"message":"Two.","more":true}`, ""},
 		{`{"messageId":"m1","seq":2}`, ""},
 		{`{"messageId":"m1","seq":1.5,"message":"Two."}`, "protocol: speak-more: seq: must be a number, got JSON number"},
-		{`{"messageId":"m1","seq":1,"message":"Two.","emotion":"sad"}`, "protocol: speak-more: emotion: unknown field"},
+		{`{"messageId":"m1","seq":1,"message":"Two.","emotion":"sad"}`, ""},
+		{`{"messageId":"m1","seq":1,"message":"Two.","emotion":7}`, "protocol: speak-more: emotion: must be a string, got JSON number"},
+		{`{"messageId":"m1","seq":1,"message":"Two.","hold":"t1"}`, "protocol: speak-more: hold: unknown field"},
 		{`{"messageId":"m1","seq":1} {}`, "protocol: speak-more: trailing data after the JSON value"},
 		{`[]`, "protocol: speak-more: must be a JSON object"},
 	} {

@@ -44,7 +44,8 @@ func (f *Func) Calls() (thinks, utters int) {
 }
 
 // Stream is a brain.Streamer that writes its Thought as a model streams
-// one: the vote, then the draft's Sentences one by one, then the end.
+// one: the vote, then the draft's Sentences one by one, then the end —
+// the emotion with it, as a model writes it after the words (issue 40).
 // Before each sentence after the first, and before the end, it waits for
 // a value on Gate (nil: it never waits), so a test sees what a companion
 // does while the draft is still being written. Think, the path of a
@@ -104,7 +105,7 @@ func (s *Stream) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard)
 		}
 		said = strings.TrimSpace(said + " " + sentence)
 		if h.Said != nil {
-			h.Said(said, t.Emotion)
+			h.Said(said, "") // the emotion is written after the words
 		}
 	}
 	if err := s.wait(ctx); err != nil {

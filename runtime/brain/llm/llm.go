@@ -193,18 +193,20 @@ func (p Properties) Get(name string) map[string]any {
 	return nil
 }
 
-// utteranceSchema is the draft and the speak tool's arguments: the
-// emotion first (the first speak carries it), then the words, then the
-// addressees (only the Message needs them, once the words are complete).
+// utteranceSchema is the draft and the speak tool's arguments: the words
+// first — everything before the first sentence is on the way to the first
+// audio (issue 40) — then the emotion (the body shows it once written:
+// protocol.SpeakMore.Emotion), then the addressees (only the Message needs
+// them, once the words are complete).
 func utteranceSchema(lang string) map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": Properties{
-			{"emotion", map[string]any{"type": "string", "enum": emotionEnum}},
 			{"message", map[string]any{"type": "string", "description": "what you say, in character"}},
+			{"emotion", map[string]any{"type": "string", "enum": emotionEnum}},
 			{"to", map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": prompts.TextsFor(lang).SpeakTo}},
 		},
-		"required":             []any{"emotion", "message", "to"},
+		"required":             []any{"message", "emotion", "to"},
 		"additionalProperties": false,
 	}
 }

@@ -253,6 +253,20 @@ func TestPartialSaysTheFirstClause(t *testing.T) {
 	}
 }
 
+// The draft as the schema asks for it since issue 40: the words first,
+// the emotion after them; Said has no emotion until it is written.
+func TestPartialEmotionAfterTheWords(t *testing.T) {
+	p := NewPartial(true)
+	p.Add(`{"state":"speak","importance":5,"closing":"none","draft":{"message":"Oh, what a day. Truly."`)
+	if text, e, complete := p.Said(); text != "Oh, what a day. Truly." || e != "" || !complete {
+		t.Fatalf("before the emotion: %q %q %v", text, e, complete)
+	}
+	p.Add(`,"emotion":"sad","to":[]}}`)
+	if _, e, _ := p.Said(); e != protocol.EmotionSad {
+		t.Fatalf("after the emotion: %q", e)
+	}
+}
+
 // Reading costs time in proportion to the answer: a message ten times as
 // long, given a byte at a time and asked for after each, takes about ten
 // times as long, not a hundred — words, sentence ends and white space

@@ -23,11 +23,11 @@ func inOrder(s string, names ...string) bool {
 }
 
 // The state answer's schema reaches the API with the vote's fields before
-// the draft and the draft's emotion before its message, as the model is to
+// the draft and the draft's message before its emotion (issue 40), as the model is to
 // write them (issue 28): in the schema of json_schema mode, in the system
 // prompt of JSON mode, and in the speak tool's parameters.
 func TestSchemaOrderOnTheWire(t *testing.T) {
-	vote := []string{`"state"`, `"importance"`, `"closing"`, `"draft"`, `"emotion"`, `"message"`, `"to"`}
+	vote := []string{`"state":`, `"importance":`, `"closing":`, `"draft":`, `"message":`, `"emotion":`, `"to":`}
 	r := llm.Request{Turns: []llm.Turn{{Role: llm.User, Text: "hi"}}, Schema: llm.StateSchema(true, "en"), SchemaName: "companion_state",
 		Tools: []llm.ToolDef{llm.SpeakTool("en")}}
 	for _, jsonMode := range []bool{false, true} {
@@ -51,7 +51,7 @@ func TestSchemaOrderOnTheWire(t *testing.T) {
 			t.Errorf("json mode %v: the schema is not in the vote's order: %s", jsonMode, schema)
 		}
 		tools := wire[strings.Index(wire, `"tools"`):]
-		if !inOrder(tools, `"emotion"`, `"message"`, `"to"`) {
+		if !inOrder(tools, `"message":`, `"emotion":`, `"to":`) {
 			t.Errorf("json mode %v: the speak tool's parameters are not in order: %s", jsonMode, tools)
 		}
 	}

@@ -394,9 +394,9 @@ func plainEvents(schema map[string]any) map[string]any {
 	return out
 }
 
-type draft struct {
-	Emotion string   `json:"emotion"`
+type draft struct { // in the schema's order: the words first (issue 40)
 	Message string   `json:"message"`
+	Emotion string   `json:"emotion"`
 	To      []string `json:"to"`
 }
 
