@@ -354,6 +354,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 			f := notify("heard.report")
 			return r.OnHeard(ctx, func(h protocol.Heard) { f(h) })
 		},
+		func() error { // what a person is saying as they say it (the floor's captions)
+			f := notify("heard.caption")
+			return r.OnCaption(ctx, func(h protocol.Heard) { f(h) })
+		},
 	}
 	for id := range r.Members { // the floor's answers to realtime posts
 		f := notify("post.ack")

@@ -51,7 +51,7 @@ type rig struct {
 // with the ACL on.
 func newRig(t *testing.T, tune func(*Config)) *rig {
 	t.Helper()
-	scheme := topic.New("").WithRoster("lab", []string{"bot"})
+	scheme := topic.New("").WithRoster("lab", []string{"bot"}).WithVoice("lab", "guest")
 	br := bustest.StartEmbedded(t, bustest.Options{ACL: true, Scheme: scheme})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -208,6 +208,28 @@ func TestViewerReceivesTheRoom(t *testing.T) {
 	grant := next(t, c, "the grant", func(f map[string]any) bool { return f["method"] == "turn.grant" })
 	if p := grant["params"].(map[string]any); p["speaker"] != "bot" || p["messageId"] != m.Params.ID {
 		t.Fatalf("grant frame %v", grant)
+	}
+}
+
+// What a person is saying as they say it: the floor's caption (a partial
+// report under the room's person) reaches a viewer as heard.caption; a
+// robot's own partial report is a heard.report, never a caption.
+func TestViewerSeesCaptions(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.dial(viewerToken)
+	now := time.Now().UTC()
+	own := protocol.Heard{From: "bot", ID: "h1", Device: "bot", Start: now, End: now, Text: "what is", Confidence: -1, Level: -120, Utterance: "u1", State: protocol.HeardPartial}
+	r.publishAs("bot", r.scheme.Heard("lab", "bot"), own)
+	rep := next(t, c, "the robot's report", func(f map[string]any) bool { return f["method"] == "heard.report" || f["method"] == "heard.caption" })
+	if rep["method"] != "heard.report" {
+		t.Fatalf("a robot's partial report came as %v", rep)
+	}
+	fwd := own
+	fwd.From, fwd.ID, fwd.Text, fwd.Utterance = "guest", "c1", "what is the weather", "voice-bot-u1"
+	r.publishAs(topic.DefaultFloorID, r.scheme.Heard("lab", "guest"), fwd)
+	got := next(t, c, "the caption", func(f map[string]any) bool { return f["method"] == "heard.caption" })
+	if p := got["params"].(map[string]any); p["text"] != "what is the weather" || p["from"] != "guest" || p["state"] != protocol.HeardPartial {
+		t.Fatalf("caption frame %v", got)
 	}
 }
 

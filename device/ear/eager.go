@@ -46,6 +46,26 @@ func (e *Ear) eager() {
 	}
 }
 
+// captionEvery is how often at most the ear tells the room the words so
+// far of an utterance under way (a partial report: captions); the newest
+// goes out when the time has passed.
+const captionEvery = 250 * time.Millisecond
+
+// caption tells the room the newest hypothesis of the utterance under
+// way, in a report of state partial, at most one every captionEvery and
+// only when the words changed: the room's floor forwards it, and the
+// console shows what the person says as they say it. Nobody thinks on
+// it.
+func (e *Ear) caption() {
+	if e.sess == nil || e.utt == "" || strings.TrimSpace(e.said) == "" || e.said == e.shown || e.now.Sub(e.shownAt) < captionEvery {
+		return
+	}
+	e.shown, e.shownAt = e.said, e.now
+	e.report(protocol.Heard{Start: e.uttFrom, End: e.now, Level: protocol.MinLevel, Utterance: e.utt, State: protocol.HeardPartial,
+		Text: clip(e.said, protocol.MaxHeardText)})
+	e.m.Hearing.WithLabelValues("partial").Inc()
+}
+
 // complete reports whether words may end what the person says: they are
 // more than a greeting (endofturn.Opening), and the Judge would not wait
 // longer than the usual pause after them.

@@ -85,6 +85,7 @@ func TestEagerEndOfTurn(t *testing.T) {
 			states := r.states
 			r.mu.Unlock()
 			var got []string
+			var captions []protocol.Heard
 			for i, h := range states {
 				if h.Utterance != reports[0].Utterance {
 					t.Errorf("report %d (%s) is of utterance %q, the transcript of %q", i, h.State, h.Utterance, reports[0].Utterance)
@@ -101,12 +102,27 @@ func TestEagerEndOfTurn(t *testing.T) {
 					if lead := reports[0].End.Sub(h.End); lead < -100*time.Millisecond || lead > 100*time.Millisecond && i == len(states)-1 {
 						t.Errorf("the tentative report says the speech stopped %v before the transcript's end", lead)
 					}
+				case protocol.HeardPartial:
+					captions = append(captions, h)
 				default:
 					got = append(got, h.State)
 				}
 			}
 			if s := strings.Join(got, " "); s != tc.states {
 				t.Errorf("reports between open and the transcript: %q, want %q", s, tc.states)
+			}
+			// The words so far also go out as they grow (captions), eager or
+			// not: each new, at most one every captionEvery.
+			if len(captions) == 0 {
+				t.Errorf("no partial report of the words so far")
+			}
+			for i, h := range captions {
+				if i > 0 && (h.Text == captions[i-1].Text || h.End.Sub(captions[i-1].End) < captionEvery) {
+					t.Errorf("partial %d %q at %v after %q at %v: repeated or sooner than %v", i, h.Text, h.End, captions[i-1].Text, captions[i-1].End, captionEvery)
+				}
+				if !strings.HasPrefix(tc.final, h.Text) {
+					t.Errorf("partial %q is not the words so far of %q", h.Text, tc.final)
+				}
 			}
 			if tc.states != "" && !strings.Contains(fmt.Sprint(handled), "reported") {
 				t.Errorf("handled %v", handled)

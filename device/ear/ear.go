@@ -96,10 +96,12 @@ type Ear struct {
 	sess    stt.Session
 	utt     string             // the utterance under way's id, once its session started (its open report went out)
 	uttFrom time.Time          // when the utterance under way began
-	hyps    <-chan stt.Partial // the session's hypotheses, with EndOfTurn or Eager
+	hyps    <-chan stt.Partial // the session's hypotheses, from an engine that gives them
 	said    string             // the newest hypothesis of the utterance under way
 	saidAt  time.Time          // when it came (capture time)
 	told    string             // the words of the tentative report standing, if any
+	shown   string             // the words of the last partial report (caption)
+	shownAt time.Time          // when it went out
 	pause   time.Duration      // the segmenter's own hangover, between utterances
 	rate    int
 	inUtt   bool        // an utterance is under way
@@ -215,6 +217,7 @@ func (e *Ear) Run(ctx context.Context) error {
 			e.handle(ctx, ev)
 		}
 		e.onset()
+		e.caption()
 		e.eager()
 	}
 }
@@ -314,7 +317,7 @@ func (e *Ear) start(ctx context.Context) {
 	if e.utt == "" { // not told at its onset (a wake word came during it)
 		e.open()
 	}
-	if p, ok := sess.(stt.Partials); ok && (e.cfg.EndOfTurn != nil || e.cfg.Eager > 0) {
+	if p, ok := sess.(stt.Partials); ok {
 		e.endOfTurn(p.Partials())
 	}
 	e.listening(true)
@@ -405,7 +408,7 @@ func (e *Ear) dropped(utt string, start, end time.Time) {
 // endOfTurn follows the hypotheses of a new utterance's session (nil: no
 // more), with the segmenter's own hangover until the first.
 func (e *Ear) endOfTurn(hyps <-chan stt.Partial) {
-	e.hyps, e.said, e.told = hyps, "", ""
+	e.hyps, e.said, e.told, e.shown = hyps, "", "", ""
 	e.cfg.Segmenter.Hangover = e.pause
 }
 

@@ -45,8 +45,8 @@ type personUtterance struct {
 
 // onHeard follows a heard report's utterance: opened, or ended.
 func (c *Companion) onHeard(ctx context.Context, h protocol.Heard) {
-	if h.Utterance == "" || h.Wake {
-		return // an older sender's, or a wake word: no utterance to follow
+	if h.Utterance == "" || h.Wake || h.State == protocol.HeardPartial {
+		return // an older sender's, a wake word: no utterance to follow; a caption: nothing to do
 	}
 	if h.State != protocol.HeardOpen {
 		c.onEagerHeard(ctx, h)

@@ -101,14 +101,16 @@ type Arbiter struct {
 	out    *bus.Outbox
 
 	// owned by Run
-	hearers map[string]bool // present companions whose bodies hear
-	open    []*utterance
-	decided []decidedSpan
-	reports *seen.Set
+	hearers  map[string]bool // present companions whose bodies hear
+	open     []*utterance
+	decided  []decidedSpan
+	reports  *seen.Set
+	captions []*caption // the utterances under way whose words are forwarded (caption.go)
 }
 
 type event struct {
 	heard    *protocol.Heard
+	partial  *protocol.Heard
 	presence *room.PresenceEvent
 	due      *utterance
 	ping     chan struct{}
@@ -126,6 +128,7 @@ type utterance struct {
 type decidedSpan struct {
 	start, end time.Time
 	by         map[string]bool
+	utts       map[string]bool // the reports' utterances, from + "\x00" + utterance
 	at         time.Time
 }
 
@@ -190,9 +193,12 @@ func (a *Arbiter) Run(ctx context.Context) error {
 		return fmt.Errorf("hearing: subscribe: %w", err)
 	}
 	if err := r.OnHeard(ctx, func(h protocol.Heard) {
-		if h.State == "" { // an open or dropped report is no transcript: the companions follow those
+		switch h.State {
+		case "":
 			a.events.Push(event{heard: &h}, "heard")
-		}
+		case protocol.HeardPartial: // the words so far: forwarded as the room's caption
+			a.events.Push(event{partial: &h}, "partial")
+		} // the other states are no transcript: the companions follow those
 	}); err != nil {
 		return fmt.Errorf("hearing: subscribe: %w", err)
 	}
@@ -213,6 +219,8 @@ func (a *Arbiter) Run(ctx context.Context) error {
 				a.onPresence(*e.presence)
 			case e.heard != nil:
 				a.onHeard(*e.heard)
+			case e.partial != nil:
+				a.onPartial(*e.partial)
 			case e.due != nil:
 				a.close(e.due, "window")
 			}
@@ -315,18 +323,22 @@ func (a *Arbiter) close(u *utterance, why string) {
 	}
 	a.open = slices.DeleteFunc(a.open, func(o *utterance) bool { return o == u })
 	best := Best(u.reports)
-	by := map[string]bool{}
+	by, utts := map[string]bool{}, map[string]bool{}
 	names := make([]string, 0, len(u.reports))
 	for _, r := range u.reports {
 		by[r.From] = true
 		names = append(names, r.From)
+		if r.Utterance != "" {
+			utts[r.From+"\x00"+r.Utterance] = true
+		}
 	}
+	a.captionsDecided(u.reports)
 	sort.Strings(names)
 	now := a.cfg.Clock.Now()
 	if len(a.decided) >= maxDecided {
 		a.decided = a.decided[1:]
 	}
-	a.decided = append(a.decided, decidedSpan{start: u.start, end: u.end, by: by, at: now})
+	a.decided = append(a.decided, decidedSpan{start: u.start, end: u.end, by: by, utts: utts, at: now})
 	a.m.Heard.WithLabelValues("same").Add(float64(len(u.reports) - 1))
 	published := false
 	if !a.cfg.Active() {

@@ -2,6 +2,8 @@ package hearing
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -281,5 +283,71 @@ func TestNewRefusesACompanionAsThePerson(t *testing.T) {
 	r.SetMembers(roster)
 	if _, err := New(Config{Room: r, User: "kyoko"}); err == nil {
 		t.Fatal("a companion's identity was accepted as the person's")
+	}
+}
+
+// The ears' words so far (partial reports) reach the room once, as the
+// room's person: the newest words of the first robot that heard the
+// utterance, only when they changed, never older ones delivered late,
+// nothing once the utterance is decided, nothing from a standby floor; a
+// robot's next utterance is followed at once.
+func TestCaptionsForwardTheNewestWords(t *testing.T) {
+	h := newHarness(t)
+	for _, id := range roster {
+		h.hears(id, true)
+	}
+	var mu sync.Mutex
+	var got []protocol.Heard
+	obs := room.New(h.mem.NamedConn("console", nil, nil), h.s, "lr", nil, nil)
+	if err := obs.OnCaption(context.Background(), func(c protocol.Heard) {
+		mu.Lock()
+		got = append(got, c)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	send := func(from, id, utt, state string, start, end float64, text string) {
+		t.Helper()
+		r := room.New(h.mem.NamedConn(from+"-"+id, nil, nil), h.s, "lr", nil, nil)
+		if err := r.SendHeard(context.Background(), protocol.Heard{From: from, ID: id, Device: from, Start: at(start), End: at(end), Text: text,
+			Confidence: protocol.NoConfidence, Level: -30, Utterance: utt, State: state}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+	}
+	partial := protocol.HeardPartial
+	send("kyoko", "p1", "ku1", partial, 1.0, 1.5, "what is")
+	send("hana", "p2", "hu1", partial, 1.05, 1.6, "what's the") // another robot of the same utterance
+	send("kyoko", "p3", "ku1", partial, 1.0, 1.6, "what is")    // unchanged
+	send("kyoko", "p4", "ku1", partial, 1.0, 2.0, "what is the weather")
+	send("kyoko", "p5", "ku1", partial, 1.0, 1.8, "what is the") // older, delivered late
+	send("kyoko", "p4", "ku1", partial, 1.0, 2.0, "what is the weather")
+	for _, id := range roster {
+		send(id, "f-"+id, id[:1]+"u1", "", 1.0, 2.4, "what is the weather like")
+	}
+	if n := len(h.messages()); n != 1 {
+		t.Fatalf("%d Messages, want 1", n)
+	}
+	send("kyoko", "p6", "ku1", partial, 1.0, 2.5, "what is the weather like") // after its Message
+	send("kyoko", "p7", "ku2", partial, 2.6, 3.0, "thanks")                   // the next sentence, at once
+	h.active.Store(false)
+	send("aya", "p8", "au2", partial, 5.0, 5.5, "standby")
+	mu.Lock()
+	defer mu.Unlock()
+	var texts []string
+	for _, c := range got {
+		texts = append(texts, c.Text)
+		if c.From != "guest" || c.State != partial || c.Device != "kyoko" || !strings.HasPrefix(c.Utterance, "voice-kyoko-ku") {
+			t.Errorf("caption %+v: want one from the room's person of kyoko's utterance", c)
+		}
+	}
+	if want := []string{"what is", "what is the weather", "thanks"}; !slices.Equal(texts, want) {
+		t.Errorf("captions %q, want %q", texts, want)
+	}
+	if n := testutil.ToFloat64(h.m.Heard.WithLabelValues("caption")); n != 3 {
+		t.Errorf("counted %v captions, want 3", n)
 	}
 }

@@ -41,7 +41,11 @@ type Heard struct {
 	// the recogniser's hypothesis; End is where the speech stopped) may be
 	// the sentence: the room may think on them, never answer them;
 	// HeardResumed the person went on after a tentative report (no Text):
-	// the thinks on it are void. While a person's utterance is open (until
+	// the thinks on it are void; HeardPartial the recogniser's newest
+	// hypothesis while the person speaks (Text, growing; End is when it
+	// came): captions only — nobody thinks on them, and the room's floor
+	// forwards the newest of the utterance under way on the person's own
+	// heard topic (docs/hearing.md). While a person's utterance is open (until
 	// its transcript or drop), no robot starts speaking, and one that has
 	// just started yields (docs/hearing.md).
 	State string `json:"state,omitempty"`
@@ -53,7 +57,14 @@ const (
 	HeardDropped   = "dropped"
 	HeardTentative = "tentative"
 	HeardResumed   = "resumed"
+	HeardPartial   = "partial"
 )
+
+// heardWithText reports whether a report of state carries words: a
+// transcript, a tentative or a partial report.
+func heardWithText(state string) bool {
+	return state == "" || state == HeardTentative || state == HeardPartial
+}
 
 // Bounds of a Heard report.
 const (
@@ -111,19 +122,19 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 		if w.Utterance != "" {
 			c.id("utterance", w.Utterance)
 		}
-	case HeardOpen, HeardDropped, HeardResumed, HeardTentative:
+	case HeardOpen, HeardDropped, HeardResumed, HeardTentative, HeardPartial:
 		c.id("utterance", w.Utterance)
-		if w.State != HeardTentative && w.Text != nil && *w.Text != "" {
+		if !heardWithText(w.State) && w.Text != nil && *w.Text != "" {
 			c.fail("text", KindInvalid, "must be empty in a report of state %q (a transcript has none)", w.State)
 		}
 		if w.Wake {
 			c.fail("wake", KindInvalid, "a wake word's report has no state")
 		}
 	default:
-		c.fail("state", KindInvalid, "must be %q, %q, %q, %q or absent (a transcript), got %q", HeardOpen, HeardTentative, HeardResumed, HeardDropped, w.State)
+		c.fail("state", KindInvalid, "must be %q, %q, %q, %q, %q or absent (a transcript), got %q", HeardOpen, HeardPartial, HeardTentative, HeardResumed, HeardDropped, w.State)
 	}
 	switch {
-	case w.State != "" && w.State != HeardTentative:
+	case !heardWithText(w.State):
 	case w.Text == nil:
 		c.fail("text", KindMissing, "required, a string")
 	case *w.Text == "":

@@ -341,10 +341,28 @@ func (r *Room) SendHeard(ctx context.Context, h protocol.Heard) error {
 	return r.publish(ctx, r.Scheme.Heard(r.Name, h.From), h, false)
 }
 
-// QueueHeard queues a member's heard report on o.
+// QueueHeard queues a member's heard report on o, or the floor's caption
+// (OnCaption: From is the room's person).
 func (r *Room) QueueHeard(o *bus.Outbox, h protocol.Heard) error {
 	h.Start, h.End = h.Start.UTC(), h.End.UTC()
 	return r.queue(o, r.Scheme.Heard(r.Name, h.From), h, false)
+}
+
+// OnCaption calls fn for the words so far of a person's utterance under
+// way, as the room's floor forwards them (heard reports of state partial
+// under the room's person, hearing.user: runtime/hearing). A room that
+// hears nobody (no voice in its Scheme) has none.
+func (r *Room) OnCaption(ctx context.Context, fn func(protocol.Heard)) error {
+	user := r.Scheme.Voices[r.Name]
+	if user == "" {
+		return nil
+	}
+	return subscribe(ctx, r, r.Scheme.Heard(r.Name, user), topic.KindHeard, protocol.DecodeHeard,
+		func(h protocol.Heard) string { return h.From }, func(h protocol.Heard) {
+			if h.State == protocol.HeardPartial {
+				fn(h)
+			}
+		})
 }
 
 // OnForgot calls fn for every valid report of what a member forgot about

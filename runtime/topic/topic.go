@@ -440,7 +440,12 @@ func (s Scheme) MayPublish(user, t string) bool {
 		// its user typed there under that user's name.
 		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room]) ||
 			(s.HA != nil && s.HA.Rooms[r.Room] && r.Identity == s.HA.User && s.IsMember(r.Room, user))
-	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindHeard, KindForgot, KindFacts, KindForgets:
+	case KindHeard:
+		// A member reports what its body heard; a floor forwards the words
+		// so far of the utterance under way under the person's name
+		// (captions, runtime/hearing).
+		return r.Identity == user && s.IsMember(r.Room, user) || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room])
+	case KindState, KindPresence, KindFloorIn, KindHold, KindSpeaking, KindForgot, KindFacts, KindForgets:
 		return r.Identity == user && s.IsMember(r.Room, user)
 	case KindResult, KindProbe:
 		return r.Identity == user
@@ -676,7 +681,7 @@ func (s Scheme) ACL() ACL {
 		sort.Strings(voiced)
 		for _, room := range voiced {
 			if u := s.Voices[room]; u != "" {
-				a.add(f, true, s.Message(room, u))
+				a.add(f, true, s.Message(room, u), s.Heard(room, u))
 			}
 		}
 	}

@@ -151,6 +151,12 @@ func TestMayPublishHeardVoice(t *testing.T) {
 		{"floor", s.Message("kitchen", "guest"), false},
 		{"kyoko", s.Message("lr", "guest"), false},
 		{"guest", s.Message("lr", "guest"), true},
+		// The words so far of the utterance under way (captions).
+		{"floor", s.Heard("lr", "guest"), true},
+		{"floor", s.Heard("lr", "kyoko"), false},
+		{"floor", s.Heard("kitchen", "guest"), false},
+		{"kyoko", s.Heard("lr", "guest"), false},
+		{"kyoko", s.Heard("lr", "kyoko"), true},
 	})
 	acl := aclHas(t, s,
 		"user kyoko\n",
@@ -161,7 +167,7 @@ func TestMayPublishHeardVoice(t *testing.T) {
 	if !strings.Contains(floor, "topic read chorus/rooms/+/heard/+\n") {
 		t.Errorf("the floor cannot read what the robots heard:\n%s", floor)
 	}
-	if !strings.Contains(floor, "topic write chorus/rooms/lr/messages/guest\n") {
+	if !strings.Contains(floor, "topic write chorus/rooms/lr/messages/guest\n") || !strings.Contains(floor, "topic write chorus/rooms/lr/heard/guest\n") {
 		t.Errorf("the floor's block lacks the room's voice:\n%s", floor)
 	}
 }

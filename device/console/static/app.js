@@ -89,6 +89,7 @@ function handle(f) {
     case 'speaking.update': addSpeaking(f.params); break;
     case 'phase.event': phase = f.params; drawPhase(); break;
     case 'heard.report': addHeard(f.params); break;
+    case 'heard.caption': showCaption(f.params); break;
     case 'post.ack':
       if (!f.params.ack.accepted) { refusals.unshift(refusal(f.params.to, f.params.ack.reason)); refusals.length = Math.min(refusals.length, 5); drawPhase(); }
       break;
@@ -112,6 +113,7 @@ function addMessage(p, replayed) {
   const meta = [];
   if (p.to && p.to.length) meta.push('to ' + p.to.join(', '));
   if (md.source === 'voice') {
+    hideCaption();
     const all = md.heardByAll || [];
     meta.push(`spoken, heard by ${md.heardBy}${all.length > 1 ? ` (of ${all.join(', ')})` : ''}`);
     for (const h of heard) if (h.from === md.heardBy && h.text === p.message) h.taken = true;
@@ -152,6 +154,25 @@ function addGrant(g) {
     ? `→ ${g.speaker} speaks (${g.reason}, ${g.decidedBy}, decided ${ms} ms after the message)`
     : `→ the room rests (${g.reason}, ${g.decidedBy})`);
   m.li.append(t, grant);
+}
+
+// showCaption shows what a person is saying as they say it (the room's
+// floor forwards the newest words so far); their Message replaces it, and
+// words nobody updates for five seconds go.
+let captionTimer = 0;
+function showCaption(h) {
+  if (!h || typeof h.text !== 'string' || !h.text) return;
+  const c = $('caption');
+  c.textContent = `${h.from} is saying: ${h.text}…`;
+  c.hidden = false;
+  clearTimeout(captionTimer);
+  captionTimer = setTimeout(hideCaption, 5000);
+}
+
+function hideCaption() {
+  clearTimeout(captionTimer);
+  $('caption').hidden = true;
+  $('caption').textContent = '';
 }
 
 // addHeard keeps a robot's report of what its microphone heard; the
