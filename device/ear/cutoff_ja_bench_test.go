@@ -48,39 +48,57 @@ var pauseSetJA = []pauseSentence{
 }
 
 // BenchmarkFalseCutOffsJapanese speaks pauseSetJA (Open JTalk, at three
-// speeds and pitches) into an ear whose speech to text is an oracle: a
-// Wyoming 1.7 server that streams what was said up to each moment, the
-// words 100 ms after they were said (no Japanese recogniser runs offline
-// here; the VAD's cuts and the words' pauses are real). It counts the
-// sentences cut off with the hangover alone and with the words' pauses
-// (runtime/endofturn's Japanese), and with eager end of turn the
-// tentative reports per sentence and those taken back (each a model call
-// that was thrown away). Run:
+// speeds and pitches) into an ear whose speech to text is an oracle
+// (oracleCutOffs): no Japanese recogniser runs offline here; the VAD's
+// cuts and the words' pauses are real. Run:
 //
 //	CHORUS_REQUIRE_STT=1 go test -run XXX -bench FalseCutOffsJapanese -benchtime 1x ./device/ear/
 func BenchmarkFalseCutOffsJapanese(b *testing.B) {
 	mictest.Need(b, "open_jtalk")
-	const rate, gap, lag = 16000, 2000 * time.Millisecond, 100 * time.Millisecond
-	type span struct{ start, firstEnd, end time.Duration }
-	audioIn := make([]int16, rate/2)
-	spans := make([]span, len(pauseSetJA))
-	at := func() time.Duration { return time.Duration(len(audioIn)) * time.Second / rate }
 	voices := []openjtalk.Engine{{}, {Speed: 1.15, Pitch: 3}, {Speed: 0.9, Pitch: -3}}
-	say := func(v openjtalk.Engine, text string) []int16 {
-		p, err := v.Synthesize(context.Background(), text, "")
+	oracleCutOffs(b, pauseSetJA, "ja", "", func(i int, text string) []int16 {
+		p, err := voices[i%len(voices)].Synthesize(context.Background(), text, "")
 		if err != nil {
 			b.Fatal(err)
 		}
-		return trimmed(audio.Resample(p, rate).Samples)
-	}
-	for i, s := range pauseSetJA {
-		v := voices[i%len(voices)]
+		return trimmed(audio.Resample(p, 16000).Samples)
+	})
+}
+
+// BenchmarkFalseCutOffsStreaming is BenchmarkFalseCutOffs's English
+// sentences (espeak-ng, four voices) through an oracle recogniser that
+// streams its hypotheses as a Wyoming 1.7 server does (oracleCutOffs), at
+// the default 0.5 s hangover: where the words are meant to pay off, which
+// pocketsphinx's late hypotheses cannot show. Run:
+//
+//	CHORUS_REQUIRE_STT=1 go test -run XXX -bench FalseCutOffsStreaming -benchtime 1x ./device/ear/
+func BenchmarkFalseCutOffsStreaming(b *testing.B) {
+	mictest.Need(b, "espeak-ng")
+	oracleCutOffs(b, pauseSet, "en", " ", func(i int, text string) []int16 {
+		return trimmed(mictest.Speech(b, pauseVoices[i%len(pauseVoices)], text))
+	})
+}
+
+// oracleCutOffs speaks set (say: sentence i's half, at 16 kHz) into an ear
+// whose speech to text is an oracle: a Wyoming 1.7 server that streams
+// what was said up to each moment, each word 100 ms after it was said
+// (the halves joined by join). It counts the sentences cut off with the
+// hangover alone and with the words' pauses (runtime/endofturn), and with
+// eager end of turn the tentative reports per sentence and those taken
+// back (each a model call that was thrown away).
+func oracleCutOffs(b *testing.B, set []pauseSentence, lang, join string, say func(i int, text string) []int16) {
+	const rate, gap, lag = 16000, 2000 * time.Millisecond, 100 * time.Millisecond
+	type span struct{ start, firstEnd, end time.Duration }
+	audioIn := make([]int16, rate/2)
+	spans := make([]span, len(set))
+	at := func() time.Duration { return time.Duration(len(audioIn)) * time.Second / rate }
+	for i, s := range set {
 		pause := time.Duration(300+150*(i%5)) * time.Millisecond
 		spans[i].start = at()
-		audioIn = append(audioIn, say(v, s.first)...)
+		audioIn = append(audioIn, say(i, s.first)...)
 		spans[i].firstEnd = at()
 		audioIn = append(audioIn, make([]int16, int(pause.Seconds()*rate))...)
-		audioIn = append(audioIn, say(v, s.second)...)
+		audioIn = append(audioIn, say(i, s.second)...)
 		spans[i].end = at()
 		audioIn = append(audioIn, make([]int16, int(gap.Seconds()*rate))...)
 	}
@@ -96,13 +114,13 @@ func BenchmarkFalseCutOffsJapanese(b *testing.B) {
 			inFirst := from < s.firstEnd
 			switch {
 			case !inFirst && (final || now >= s.end+lag):
-				return pauseSetJA[i].second
+				return set[i].second
 			case !inFirst:
 				return ""
 			case now >= s.end+lag || final && now >= s.end:
-				return pauseSetJA[i].first + pauseSetJA[i].second
+				return set[i].first + join + set[i].second
 			case now >= s.firstEnd+lag || final:
-				return pauseSetJA[i].first
+				return set[i].first
 			}
 			return ""
 		}
@@ -129,7 +147,7 @@ func BenchmarkFalseCutOffsJapanese(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				r := newEarRig(b)
-				r.stt, r.judge, r.eager = &wyoming.Engine{Addr: addr, Language: "ja"}, mode.judge, mode.eager
+				r.stt, r.judge, r.eager = &wyoming.Engine{Addr: addr, Language: lang}, mode.judge, mode.eager
 				r.onStart = func(t time.Time) { started.Store(t.UnixNano()) }
 				r.run(audioIn, 3*time.Second, nil)
 				reports, _ := r.got()
@@ -145,7 +163,7 @@ func BenchmarkFalseCutOffsJapanese(b *testing.B) {
 					}
 					return -1
 				}
-				perSentence := make([]int, len(pauseSetJA))
+				perSentence := make([]int, len(set))
 				for _, h := range reports {
 					if i := of(h.Start); i >= 0 {
 						perSentence[i]++
@@ -160,14 +178,14 @@ func BenchmarkFalseCutOffsJapanese(b *testing.B) {
 						resumed++
 					}
 				}
-				cut, lost := cutOffs(b, pauseSetJA, perSentence)
-				n := float64(len(pauseSetJA))
+				cut, lost := cutOffs(b, set, perSentence)
+				n := float64(len(set))
 				b.ReportMetric(float64(cut)/n*100, "%cut-off")
 				b.ReportMetric(float64(lost), "unheard")
 				b.ReportMetric(float64(tentative)/n, "tentative/sentence")
 				b.ReportMetric(float64(resumed)/n, "withdrawn/sentence")
 				b.Logf("%s: %d of %d sentences cut off, %d not heard; %d tentative reports, %d taken back; transcripts %s",
-					mode.name, cut, len(pauseSetJA), lost, tentative, resumed, strings.Join(texts(reports), " | "))
+					mode.name, cut, len(set), lost, tentative, resumed, strings.Join(texts(reports), " | "))
 			}
 		})
 	}

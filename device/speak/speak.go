@@ -610,12 +610,17 @@ func (s *Speaker) SayRequest(ctx context.Context, r protocol.SpeakRequest) (prot
 	s.mu.Lock()
 	prev := s.current
 	s.current = me
-	if prev != nil && prev.src != nil {
-		s.endLocked(prev.src) // cut off: it takes no more appends
+	if prev != nil {
+		// Cancelled first, then closed to appends: an old speak whose
+		// appends ended before its cancel would finish as if said whole,
+		// not cut off (ErrCutOff).
+		prev.cancel()
+		if prev.src != nil {
+			s.endLocked(prev.src) // cut off: it takes no more appends
+		}
 	}
 	s.mu.Unlock()
 	if prev != nil {
-		prev.cancel()
 		<-prev.done // the old stream is aborted before the new one starts
 	}
 	defer func() {

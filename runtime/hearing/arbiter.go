@@ -332,7 +332,7 @@ func (a *Arbiter) close(u *utterance, why string) {
 			utts[r.From+"\x00"+r.Utterance] = true
 		}
 	}
-	a.captionsDecided(u.reports)
+	a.captionsDecided(u)
 	sort.Strings(names)
 	now := a.cfg.Clock.Now()
 	if len(a.decided) >= maxDecided {

@@ -333,21 +333,40 @@ func TestCaptionsForwardTheNewestWords(t *testing.T) {
 	}
 	send("kyoko", "p6", "ku1", partial, 1.0, 2.5, "what is the weather like") // after its Message
 	send("kyoko", "p7", "ku2", partial, 2.6, 3.0, "thanks")                   // the next sentence, at once
+	// A robot still hearing an utterance the others' transcripts decided
+	// (it waits longer after "and um"): its words are not forwarded after
+	// the Message.
+	send("kyoko", "p9", "ku3", partial, 6.0, 6.5, "hello")
+	send("kyoko", "f-k3", "ku3", "", 6.0, 7.0, "hello there")
+	send("hana", "f-h3", "hu3", "", 6.05, 7.0, "hello there")
+	h.clk.Advance(DefaultWindow)
+	h.settle()
+	send("aya", "p10", "au3", partial, 6.0, 7.2, "hello there and um")
+	// The robot followed falls silent (gone, its utterance dropped):
+	// another robot's words take over after captionStale.
+	send("kyoko", "p11", "ku4", partial, 10.0, 10.5, "good")
+	send("hana", "p12", "hu4", partial, 10.05, 10.6, "good night") // kyoko is followed
+	h.clk.Advance(captionStale + time.Millisecond)
+	send("hana", "p13", "hu4", partial, 10.05, 11.0, "good night robots")
 	h.active.Store(false)
-	send("aya", "p8", "au2", partial, 5.0, 5.5, "standby")
+	send("aya", "p8", "au5", partial, 15.0, 15.5, "standby")
 	mu.Lock()
 	defer mu.Unlock()
 	var texts []string
 	for _, c := range got {
 		texts = append(texts, c.Text)
-		if c.From != "guest" || c.State != partial || c.Device != "kyoko" || !strings.HasPrefix(c.Utterance, "voice-kyoko-ku") {
-			t.Errorf("caption %+v: want one from the room's person of kyoko's utterance", c)
+		if c.From != "guest" || c.State != partial || !strings.HasPrefix(c.Utterance, "voice-"+c.Device+"-") {
+			t.Errorf("caption %+v: want one from the room's person, of the utterance of the robot that heard it", c)
 		}
 	}
-	if want := []string{"what is", "what is the weather", "thanks"}; !slices.Equal(texts, want) {
+	if want := []string{"what is", "what is the weather", "thanks", "hello", "good", "good night robots"}; !slices.Equal(texts, want) {
 		t.Errorf("captions %q, want %q", texts, want)
 	}
-	if n := testutil.ToFloat64(h.m.Heard.WithLabelValues("caption")); n != 3 {
-		t.Errorf("counted %v captions, want 3", n)
+	if n := testutil.ToFloat64(h.m.Heard.WithLabelValues("caption")); n != 6 {
+		t.Errorf("counted %v captions, want 6", n)
+	}
+	// The floor hears its own captions on heard/+: not bad input.
+	if n := testutil.ToFloat64(h.m.BadInput.WithLabelValues("heard", "not_member")); n != 0 {
+		t.Errorf("captions counted as %v reports from a non-member", n)
 	}
 }

@@ -12,14 +12,21 @@ import (
 // arbiter forwards the newest words of the utterance under way, once, as
 // the room's person on heard/{user}, so that a console shows what is
 // being said as it is said without one line per robot. It follows the
-// first robot that reported the utterance to its end (switching robots
-// mid-sentence would make the words jump), forwards only words that
-// changed, and nothing of an utterance already decided: its Message has
-// the final words. Nobody thinks on a caption (companions follow the
-// ears' open and tentative reports).
+// first robot that reported the utterance (switching robots mid-sentence
+// would make the words jump) until that robot falls silent on it for
+// captionStale (it went offline, its utterance was dropped): then another
+// robot's words of the utterance take over. It forwards only words that
+// changed, and nothing of an utterance already decided — no robot's, once
+// the spans overlap: its Message has the final words. Nobody thinks on a
+// caption (companions follow the ears' open and tentative reports).
 
 // maxCaptions bounds the utterances followed at once.
 const maxCaptions = 16
+
+// captionStale is how long the robot followed may send no newer words
+// before another robot's words of the same utterance take over (an ear
+// sends them at most every 250 ms while they change).
+const captionStale = time.Second
 
 // caption is the utterance under way whose words are forwarded.
 type caption struct {
@@ -39,7 +46,7 @@ func (a *Arbiter) onPartial(h protocol.Heard) {
 	now := a.cfg.Clock.Now()
 	a.captions = slices.DeleteFunc(a.captions, func(c *caption) bool { return now.Sub(c.at) > DefaultRemember })
 	for _, d := range a.decided {
-		if d.utts[h.From+"\x00"+h.Utterance] {
+		if d.utts[h.From+"\x00"+h.Utterance] || !d.by[h.From] && a.overlaps(h.Start, h.End, d.start, d.end) {
 			return // decided: its Message has the words
 		}
 	}
@@ -49,7 +56,11 @@ func (a *Arbiter) onPartial(h protocol.Heard) {
 		case o.from == h.From && o.utt == h.Utterance:
 			c = o
 		case o.from != h.From && a.overlaps(h.Start, h.End, o.start, o.end):
-			return // another robot's hearing of the utterance followed
+			if now.Sub(o.at) < captionStale {
+				return // another robot's hearing of the utterance followed
+			}
+			o.from, o.utt, o.end = h.From, h.Utterance, time.Time{} // that robot fell silent: this one takes over
+			c = o
 		}
 	}
 	if c == nil {
@@ -79,9 +90,11 @@ func (a *Arbiter) onPartial(h protocol.Heard) {
 	a.m.Heard.WithLabelValues("caption").Inc()
 }
 
-// captionsDecided stops following the utterances of reports: decided.
-func (a *Arbiter) captionsDecided(reports []protocol.Heard) {
+// captionsDecided stops following u's utterance: decided, by any robot
+// that heard it.
+func (a *Arbiter) captionsDecided(u *utterance) {
 	a.captions = slices.DeleteFunc(a.captions, func(c *caption) bool {
-		return slices.ContainsFunc(reports, func(r protocol.Heard) bool { return r.From == c.from && r.Utterance == c.utt })
+		return a.overlaps(c.start, c.end, u.start, u.end) ||
+			slices.ContainsFunc(u.reports, func(r protocol.Heard) bool { return r.From == c.from && r.Utterance == c.utt })
 	})
 }

@@ -325,10 +325,15 @@ func (r *Room) QueueSpeaking(o *bus.Outbox, id string, s protocol.Speaking) erro
 
 // OnHeard calls fn for every valid report of what a member's body heard
 // (docs/hearing.md); a report from someone off the roster is dropped
-// and counted.
+// and counted. The floor's captions, under the room's person, are
+// OnCaption's.
 func (r *Room) OnHeard(ctx context.Context, fn func(protocol.Heard)) error {
+	voice := r.Scheme.Voices[r.Name]
 	return subscribe(ctx, r, r.Scheme.Heards(r.Name), topic.KindHeard, protocol.DecodeHeard,
 		func(h protocol.Heard) string { return h.From }, func(h protocol.Heard) {
+			if voice != "" && h.From == voice {
+				return // a caption (OnCaption), not a robot's report
+			}
 			if r.member(topic.KindHeard, h.From) {
 				fn(h)
 			}

@@ -221,11 +221,13 @@ func peopleList(flag string) ([]string, error) {
 }
 
 // roomsScheme is the topic scheme of the configs' rooms: one prefix, every
-// floor identity, and each room's roster (its configs must agree on it).
+// floor identity, each room's roster and the person it hears (its configs
+// must agree on both).
 func roomsScheme(cfgs []*robot.Config) (topic.Scheme, error) {
 	s := topic.Scheme{Prefix: cfgs[0].MQTT.Prefix}
 	floors := map[string]bool{}
 	rosters := map[string]*robot.Config{}
+	voices := map[string]*robot.Config{} // room -> the config that named its person
 	var ha *robot.Config // the house's Home Assistant: one discovery prefix and identity
 	nodes := map[string]*robot.Config{}
 	for _, c := range cfgs {
@@ -251,6 +253,15 @@ func roomsScheme(cfgs []*robot.Config) (topic.Scheme, error) {
 				floors[f] = true
 				s.FloorIDs = append(s.FloorIDs, f)
 			}
+		}
+		// The person the room hears (hearing.user), as robot.Config.Scheme
+		// names it: its floor publishes what the room heard under it.
+		if u := c.Hearing.User; u != "" {
+			if first, ok := voices[c.Room.Name]; ok && first.Hearing.User != u {
+				return s, fmt.Errorf("%s and %s name different people for room %s's voice (hearing.user %s/%s): the floor publishes what the room heard under one", first.Path(), c.Path(), c.Room.Name, first.Hearing.User, u)
+			}
+			voices[c.Room.Name] = c
+			s = s.WithVoice(c.Room.Name, u)
 		}
 		if first, ok := rosters[c.Room.Name]; ok {
 			if strings.Join(first.Room.Members, ",") != strings.Join(c.Room.Members, ",") {

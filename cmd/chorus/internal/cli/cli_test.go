@@ -134,7 +134,11 @@ func TestACLForTheLivingRoom(t *testing.T) {
 	}
 	acl, _ := os.ReadFile(aclFile)
 	for _, want := range []string{"user kyoko\ntopic write chorus/rooms/livingroom/presence/kyoko", "topic write chorus/rooms/livingroom/states/aya",
-		"user floor\ntopic write chorus/rooms/+/turns", "pattern write chorus/rooms/+/messages/%u", "topic read chorus/devices/+/results"} {
+		"user floor\ntopic write chorus/rooms/+/turns", "pattern write chorus/rooms/+/messages/%u", "topic read chorus/devices/+/results",
+		// The floor publishes what the room heard under its person
+		// (hearing.user, "user" by default): the Message, and the words so
+		// far (captions).
+		"topic write chorus/rooms/livingroom/messages/user\ntopic write chorus/rooms/livingroom/heard/user\n"} {
 		if !strings.Contains(string(acl), want) {
 			t.Errorf("ACL lacks %q:\n%s", want, acl)
 		}
@@ -179,7 +183,8 @@ func TestACLForNATS(t *testing.T) {
 		t.Fatalf("acl -format nats: %d %s", code, errOut)
 	}
 	text, _ := os.ReadFile(users)
-	for _, want := range []string{`user: "kyoko"`, `password: "pw-kyoko"`, `user: "alice"`, `"chorus.rooms.livingroom.states.kyoko"`, `"chorus.rooms.*.messages.alice"`} {
+	for _, want := range []string{`user: "kyoko"`, `password: "pw-kyoko"`, `user: "alice"`, `"chorus.rooms.livingroom.states.kyoko"`, `"chorus.rooms.*.messages.alice"`,
+		`"chorus.rooms.livingroom.messages.user"`, `"chorus.rooms.livingroom.heard.user"`} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the NATS users lack %s:\n%s", want, text)
 		}
