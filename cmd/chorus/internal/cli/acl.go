@@ -228,7 +228,7 @@ func roomsScheme(cfgs []*robot.Config) (topic.Scheme, error) {
 	floors := map[string]bool{}
 	rosters := map[string]*robot.Config{}
 	voices := map[string]*robot.Config{} // room -> the config that named its person
-	var ha *robot.Config // the house's Home Assistant: one discovery prefix and identity
+	var ha *robot.Config                 // the house's Home Assistant: one discovery prefix and identity
 	nodes := map[string]*robot.Config{}
 	for _, c := range cfgs {
 		if h := c.HomeAssistant; h.Enabled || h.Configured() {
