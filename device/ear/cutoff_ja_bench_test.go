@@ -134,20 +134,25 @@ func oracleCutOffs(b *testing.B, set []pauseSentence, lang, join string, say fun
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	words := endofturn.Waits{Plain: vad.DefaultHangover, Unfinished: DefaultHangoverUnfinished, Complete: DefaultHangoverComplete}
+	words := func(plain time.Duration) Judge {
+		return endofturn.Waits{Plain: plain, Unfinished: DefaultHangoverUnfinished, Complete: DefaultHangoverComplete}
+	}
 	for _, mode := range []struct {
-		name  string
-		judge Judge
-		eager time.Duration
+		name     string
+		hangover time.Duration
+		judge    Judge
+		eager    time.Duration
 	}{
-		{"hangover-0.5s-alone", nil, 0},
-		{"hangover-0.5s+words", words, 0},
-		{"hangover-0.5s+words+eager", words, DefaultEager},
+		{"hangover-0.5s-alone", vad.DefaultHangover, nil, 0},
+		{"hangover-0.5s+words", vad.DefaultHangover, words(vad.DefaultHangover), 0},
+		{"hangover-0.5s+words+eager", vad.DefaultHangover, words(vad.DefaultHangover), DefaultEager},
+		// The defaults with eager on: plain words end on hangover_plain.
+		{"hangover-0.5s+words+eager+plain-0.9s", vad.DefaultHangover, words(DefaultHangoverPlainEager), DefaultEager},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				r := newEarRig(b)
-				r.stt, r.judge, r.eager = &wyoming.Engine{Addr: addr, Language: lang}, mode.judge, mode.eager
+				r.stt, r.judge, r.eager, r.pause = &wyoming.Engine{Addr: addr, Language: lang}, mode.judge, mode.eager, mode.hangover
 				r.onStart = func(t time.Time) { started.Store(t.UnixNano()) }
 				r.run(audioIn, 3*time.Second, nil)
 				reports, _ := r.got()

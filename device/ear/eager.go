@@ -68,7 +68,11 @@ func (e *Ear) caption() {
 
 // complete reports whether words may end what the person says: they are
 // more than a greeting (endofturn.Opening), and the Judge would not wait
-// longer than the usual pause after them.
+// longer after them than after words that say nothing (its plain pause:
+// its pause after no words).
 func (e *Ear) complete(words string) bool {
-	return !endofturn.Opening(words) && (e.cfg.EndOfTurn == nil || e.cfg.EndOfTurn.Pause(words) <= e.pause)
+	if endofturn.Opening(words) {
+		return false
+	}
+	return e.cfg.EndOfTurn == nil || e.cfg.EndOfTurn.Pause(words) <= max(e.pause, e.cfg.EndOfTurn.Pause(""))
 }

@@ -32,6 +32,13 @@ const (
 	// (VAD.HangoverUnfinished, VAD.HangoverComplete).
 	DefaultHangoverUnfinished = 1500 * time.Millisecond
 	DefaultHangoverComplete   = 300 * time.Millisecond
+	// DefaultHangoverPlainEager is the silence that ends words that
+	// neither promise more nor ask a question in full, with eager end of
+	// turn on (VAD.HangoverPlain): the robots already think at the eager
+	// pause, so a longer wait before the Message costs no thinking time,
+	// and a person who pauses mid-sentence up to about 0.9 s is not cut
+	// off (BENCHMARKS.md, "False cut-offs").
+	DefaultHangoverPlainEager = 900 * time.Millisecond
 	// DefaultEager is the pause after which the words so far are told
 	// the room (VAD.Eager): eager end of turn.
 	DefaultEager = 200 * time.Millisecond
@@ -106,6 +113,10 @@ type VAD struct {
 	// Equal to hangover, the words change nothing.
 	HangoverUnfinished time.Duration `yaml:"hangover_unfinished"`
 	HangoverComplete   time.Duration `yaml:"hangover_complete"`
+	// HangoverPlain is the silence that ends an utterance whose words so
+	// far say neither (from hangover to hangover_unfinished): by default
+	// DefaultHangoverPlainEager with eager end of turn on, else hangover.
+	HangoverPlain time.Duration `yaml:"hangover_plain"`
 	// Eager is the pause after which the ear tells the room the words so
 	// far, for its companions to think on while the rest of the hangover
 	// passes (eager end of turn, docs/hearing.md): a duration below the
@@ -156,7 +167,7 @@ func (e Eager) Pause() time.Duration {
 // EndOfTurn is the pauses that end an utterance by what its words say
 // (the settings' defaults filled).
 func (v VAD) EndOfTurn() endofturn.Waits {
-	return endofturn.Waits{Plain: v.Hangover, Unfinished: v.HangoverUnfinished, Complete: v.HangoverComplete}
+	return endofturn.Waits{Plain: v.HangoverPlain, Unfinished: v.HangoverUnfinished, Complete: v.HangoverComplete}
 }
 
 // Segmenter is the segmenter these settings make for a microphone of
@@ -207,6 +218,12 @@ func (s *Settings) SetDefaults() {
 	if v.Eager.After == 0 && !v.Eager.Off {
 		v.Eager.After = min(DefaultEager, v.HangoverComplete-vad.MinHangover/2)
 	}
+	if v.HangoverPlain == 0 {
+		v.HangoverPlain = v.Hangover
+		if !v.Eager.Off {
+			v.HangoverPlain = min(max(DefaultHangoverPlainEager, v.Hangover), v.HangoverUnfinished)
+		}
+	}
 }
 
 // Check reports the fields that are bad to p (the hearing section's
@@ -253,6 +270,8 @@ func (s Settings) Check(p *settings.Problems) {
 func (v VAD) checkWords(p *settings.Problems) {
 	if v.HangoverUnfinished < v.Hangover || v.HangoverUnfinished > vad.MaxHangover {
 		p.Add("vad.hangover_unfinished", "must be from vad.hangover (%v) to %v, got %v", v.Hangover, vad.MaxHangover, v.HangoverUnfinished)
+	} else if v.HangoverPlain < v.Hangover || v.HangoverPlain > v.HangoverUnfinished {
+		p.Add("vad.hangover_plain", "must be from vad.hangover (%v) to vad.hangover_unfinished (%v), got %v", v.Hangover, v.HangoverUnfinished, v.HangoverPlain)
 	}
 	if v.HangoverComplete < vad.MinHangover || v.HangoverComplete > v.Hangover {
 		p.Add("vad.hangover_complete", "must be from %v to vad.hangover (%v), got %v", vad.MinHangover, v.Hangover, v.HangoverComplete)

@@ -30,6 +30,7 @@ func TestSettingsDefaults(t *testing.T) {
 		{"vad.hangover", v.Hangover, vad.DefaultHangover},
 		{"vad.hangover_unfinished", v.HangoverUnfinished, DefaultHangoverUnfinished},
 		{"vad.hangover_complete", v.HangoverComplete, DefaultHangoverComplete},
+		{"vad.hangover_plain", v.HangoverPlain, DefaultHangoverPlainEager},
 		{"vad.eager", v.Eager, Eager{After: DefaultEager}},
 		{"vad.min_utterance", v.MinUtterance, vad.DefaultMinLength},
 		{"vad.max_utterance", v.MaxUtterance, vad.DefaultMaxLength},
@@ -41,7 +42,7 @@ func TestSettingsDefaults(t *testing.T) {
 	zero := 0
 	set := Settings{Tail: time.Second, STT: STT{Timeout: time.Minute}, Wake: Wake{Kind: "wyoming", ListenFor: 3 * time.Second},
 		VAD: VAD{Aggressiveness: &zero, PreRoll: time.Second, Hangover: 700 * time.Millisecond, HangoverUnfinished: 2 * time.Second,
-			HangoverComplete: 200 * time.Millisecond, Eager: Eager{After: 150 * time.Millisecond}, MinUtterance: time.Second, MaxUtterance: time.Minute}}
+			HangoverComplete: 200 * time.Millisecond, HangoverPlain: 800 * time.Millisecond, Eager: Eager{After: 150 * time.Millisecond}, MinUtterance: time.Second, MaxUtterance: time.Minute}}
 	got := set
 	got.SetDefaults()
 	if got.Tail != set.Tail || got.STT != set.STT || got.Wake.Kind != set.Wake.Kind || got.Wake.ListenFor != set.Wake.ListenFor || got.VAD != set.VAD {
@@ -51,9 +52,16 @@ func TestSettingsDefaults(t *testing.T) {
 	for _, h := range []time.Duration{vad.MinHangover, vad.MaxHangover} {
 		s := Settings{VAD: VAD{Hangover: h}}
 		s.SetDefaults()
-		if v := s.VAD; v.HangoverComplete > h || v.HangoverUnfinished < h || v.Eager.After >= v.HangoverComplete {
-			t.Errorf("hangover %v: complete %v, unfinished %v, eager %v", h, v.HangoverComplete, v.HangoverUnfinished, v.Eager.After)
+		if v := s.VAD; v.HangoverComplete > h || v.HangoverUnfinished < h || v.Eager.After >= v.HangoverComplete || v.HangoverPlain < h || v.HangoverPlain > v.HangoverUnfinished {
+			t.Errorf("hangover %v: complete %v, unfinished %v, plain %v, eager %v", h, v.HangoverComplete, v.HangoverUnfinished, v.HangoverPlain, v.Eager.After)
 		}
+	}
+	// Without eager end of turn, plain words end on the hangover: the
+	// robots think only on the Message, and a longer wait would be theirs.
+	off := Settings{VAD: VAD{Eager: Eager{Off: true}}}
+	off.SetDefaults()
+	if off.VAD.HangoverPlain != vad.DefaultHangover {
+		t.Errorf("eager off: hangover_plain %v, want the hangover %v", off.VAD.HangoverPlain, vad.DefaultHangover)
 	}
 }
 
@@ -76,6 +84,10 @@ func TestSettingsCheck(t *testing.T) {
 		{"words' pauses at their bounds", func(s *Settings) { s.VAD.HangoverComplete, s.VAD.HangoverUnfinished = vad.MinHangover, vad.MaxHangover }, nil},
 		{"unfinished below the hangover", func(s *Settings) { s.VAD.HangoverUnfinished = 400 * time.Millisecond },
 			[]string{"vad.hangover_unfinished: must be from vad.hangover (500ms) to 5s, got 400ms"}},
+		{"plain below the hangover", func(s *Settings) { s.VAD.HangoverPlain = 400 * time.Millisecond },
+			[]string{"vad.hangover_plain: must be from vad.hangover (500ms) to vad.hangover_unfinished (1.5s), got 400ms"}},
+		{"plain above unfinished", func(s *Settings) { s.VAD.HangoverPlain = 2 * time.Second },
+			[]string{"vad.hangover_plain: must be from vad.hangover (500ms) to vad.hangover_unfinished (1.5s), got 2s"}},
 		{"complete above the hangover", func(s *Settings) { s.VAD.HangoverComplete = 600 * time.Millisecond },
 			[]string{"vad.hangover_complete: must be from 100ms to vad.hangover (500ms), got 600ms"}},
 		{"eager off", func(s *Settings) { s.VAD.Eager = Eager{Off: true} }, nil},

@@ -59,6 +59,7 @@ type turn struct {
 	msgID     string // the Message these words are
 	token     string // the device's hold token
 	after     time.Time
+	heard     bool   // the answered message is a person's, heard: its voice ended a hangover before it came
 	fromVoice string // the answered message's author, when its words were being spoken
 	noHold    bool   // the body ignores the speak hold (learnt by this turn: told at its end)
 	u         *brain.Utterance
@@ -84,7 +85,16 @@ func (t *turn) begin(ctx context.Context, tf thoughtFor) {
 	}
 	t.after, t.cancel = t.cfg.Clock.Now(), func() {}
 	id := t.grant
-	t.timer = t.cfg.Clock.AfterFunc(t.cfg.Pause, func() { t.host.deliver(ctx, event{kind: evSpeak, id: id}) })
+	pause := t.cfg.Pause
+	if t.personHeard(tf.in.Message) {
+		pause = 0 // a person's voice ended a hangover before their Message came (startTime)
+	}
+	t.timer = t.cfg.Clock.AfterFunc(pause, func() { t.host.deliver(ctx, event{kind: evSpeak, id: id}) })
+}
+
+// personHeard reports whether m is a person's words heard by a microphone.
+func (t *turn) personHeard(m protocol.Message) bool {
+	return m.Params.Metadata[protocol.MetaSource] == protocol.SourceVoice && !t.cfg.Room.IsMember(m.Params.From)
 }
 
 // prepare readies the granted turn: the words, and the device's held speak.
@@ -95,6 +105,7 @@ func (t *turn) prepare(ctx context.Context, tf thoughtFor) {
 	if sp, _ := m.Params.Metadata[protocol.MetaSpeaking].(bool); sp && t.cfg.Room.IsMember(m.Params.From) {
 		t.fromVoice = m.Params.From
 	}
+	t.heard = t.personHeard(m)
 	t.host.status(Speaking)
 	held := t.cfg.Device != "" && !t.noHold // the device prepares its speak now
 	id, msgID, token := t.grant, t.msgID, t.token
@@ -276,10 +287,16 @@ func (t *turn) maybeStart(ctx context.Context) {
 }
 
 // startTime is when t may start: the pause after the latest end of any
-// voice (or after the answered message, if no voice came since), later
-// while someone is still speaking — at most until that voice's bound.
+// voice (or after the answered message, if no voice came since — not
+// after a person's heard one: their voice ended a hangover, at least
+// hangover_complete, before it came, and that silence is the pause),
+// later while someone is still speaking — at most until that voice's
+// bound.
 func (t *turn) startTime(now time.Time) time.Time {
 	last := t.after
+	if t.heard {
+		last = time.Time{}
+	}
 	var busy time.Time
 	voices := t.host.voices()
 	for id, v := range voices {

@@ -322,6 +322,46 @@ func TestNextSpeakerStartsThePauseAfterTheVoiceItAnswers(t *testing.T) {
 	})
 }
 
+// A person's heard Message is answered without the pause after its
+// arrival: the pause is the silence after a voice, and the person's voice
+// ended a hangover before their Message came (issue 40: with hangover_plain
+// at 900 ms, a statement's answer waited 200 ms more for nothing). A typed
+// Message still waits the pause.
+func TestAnswerToAHeardMessageWaitsNoPause(t *testing.T) {
+	for _, heard := range []bool{false, true} {
+		t.Run(map[bool]string{false: "typed", true: "heard"}[heard], func(t *testing.T) {
+			r := newVoiceRig(t, protocol.BargeInSentence)
+			id := protocol.NewID()
+			m := protocol.NewMessage(id, "user", nil, "Hello Hana, my sister is coming tomorrow.", "")
+			if heard {
+				m.Params.Metadata[protocol.MetaSource] = protocol.SourceVoice
+			}
+			if err := r.kyoko.SendMessage(r.ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			timeout := time.After(5 * time.Second)
+			for voted := false; !voted; {
+				select {
+				case v := <-r.voted:
+					voted = v == id
+				case <-timeout:
+					t.Fatal("hana never voted on the person's message")
+				}
+			}
+			r.grant(id)
+			r.prepared()
+			if r.started() != heard {
+				t.Fatalf("started at once: %v, want %v", r.started(), heard)
+			}
+			if !heard {
+				r.advance(pause)
+				waitFor(t, r.started)
+			}
+			r.dev.end()
+		})
+	}
+}
+
 // A body that does not know the speak hold (aikyo's clients behind the
 // bridge) is sent nothing while the voice it answers plays: its one speak,
 // without a hold, comes the pause after that voice ended, and the

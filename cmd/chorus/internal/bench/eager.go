@@ -18,6 +18,8 @@ type EagerOptions struct {
 	N    int           // person turns per mode
 	// Speak, when set, are the model's words (a test's short ones).
 	Speak func(me, lang string, turn int) (float64, string)
+	// Say is what the person says (default VoiceQuestion).
+	Say string
 }
 
 // eagerModes are the paths measured side by side: before issue 40 (the
@@ -26,10 +28,12 @@ type EagerOptions struct {
 var eagerModes = []struct {
 	name              string
 	hypotheses, eager bool
+	plain             time.Duration // hearing.vad.hangover_plain; 0: the default
 }{
-	{"final only", false, false},
-	{"hypotheses", true, false},
-	{"eager", true, true},
+	{"final only", false, false, 0},
+	{"hypotheses", true, false, 0},
+	{"eager", true, true, 0},
+	{"eager 0.5s", true, true, vad.DefaultHangover}, // the plain pause before it was longer with eager on
 }
 
 // Eager measures voice to voice — the person's end of speech to the first
@@ -48,12 +52,12 @@ func Eager(ctx context.Context, w io.Writer, o EagerOptions) error {
 	fmt.Fprintf(w, "eager end of turn: 3 robots with the OpenAI-compatible brain, a fake model at %v to the first token and %g tokens/s; "+
 		"1 microphone, espeak-ng's %q into the shared air, the fixed Wyoming recogniser (%v after the audio; hypotheses %v after each word), "+
 		"hangover %v; %d person turns per path, alternating in rooms of up to %d; embedded broker\n",
-		o.TTFT, o.TPS, VoiceQuestion, STTDelay, HypothesisLag, vad.DefaultHangover, o.N, streamChunk)
+		o.TTFT, o.TPS, VoiceCase{Say: o.Say}.said(), STTDelay, HypothesisLag, vad.DefaultHangover, o.N, streamChunk)
 	res := make([]VoiceResult, len(eagerModes))
 	for done := 0; done < o.N; done += streamChunk {
 		k := min(streamChunk, o.N-done)
 		for i, m := range eagerModes {
-			r, err := Voice(ctx, VoiceCase{STT: "fixed", Mics: 1, Model: o.TTFT, Rounds: k, Hypotheses: m.hypotheses, Eager: m.eager,
+			r, err := Voice(ctx, VoiceCase{STT: "fixed", Mics: 1, Model: o.TTFT, Rounds: k, Hypotheses: m.hypotheses, Eager: m.eager, Say: o.Say, HangoverPlain: m.plain,
 				Paced: Paced{TPS: o.TPS, Speak: o.Speak}})
 			if err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)

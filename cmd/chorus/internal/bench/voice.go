@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/chorus-robotics/chorus/cmd/chorus/internal/localroom"
 	"github.com/chorus-robotics/chorus/drivers/air"
@@ -34,6 +35,27 @@ type VoiceCase struct {
 	// said; Eager: the robots think on the words so far at a pause
 	// (hearing.vad.eager, its default; else off).
 	Hypotheses, Eager bool
+	// Say is what the person says (default VoiceQuestion); with the
+	// fixed recogniser only (pocketsphinx's grammar is the question's).
+	Say string
+	// HangoverPlain, when set, is hearing.vad.hangover_plain.
+	HangoverPlain time.Duration
+}
+
+// said is what the person says in c.
+func (c VoiceCase) said() string {
+	if c.Say == "" {
+		return VoiceQuestion
+	}
+	return c.Say
+}
+
+// heardAs is what a recogniser makes of what a person says: lower case
+// words without punctuation.
+func heardAs(say string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(say), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != '\''
+	}), " ")
 }
 
 // HypothesisLag is how long after a word is said the streaming fixed
@@ -77,7 +99,7 @@ drivers:
   audio: {kind: air, air: "%[3]s"}
   tts: {kind: espeak-ng}
   mic: {kind: air, air: "%[3]s"}
-hearing: {enabled: %[4]t, stt: %[5]s, vad: {eager: %[7]s}}
+hearing: {enabled: %[4]t, stt: %[5]s, vad: {eager: %[7]s%[8]s}}
 http: {listen: "off"}
 `
 
@@ -112,16 +134,20 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	if err := os.WriteFile(gram, []byte(voiceGrammar), 0o644); err != nil {
 		return res, err
 	}
-	pcm, err := question(ctx)
+	if c.Say != "" && c.STT != "fixed" {
+		return res, errors.New("voice: what the person says is the question with pocketsphinx (its grammar)")
+	}
+	pcm, err := question(ctx, c.said())
 	if err != nil {
 		return res, err
 	}
 	sttConf := "{kind: pocketsphinx, grammar: " + gram + "}"
 	var fixed *wyomingtest.Server
 	if c.STT == "fixed" {
-		fixed = &wyomingtest.Server{Delay: STTDelay, Text: func(int, int) string { return voiceText }}
+		text := heardAs(c.said())
+		fixed = &wyomingtest.Server{Delay: STTDelay, Text: func(int, int) string { return text }}
 		if c.Hypotheses {
-			fixed.Partial = hypotheses(pcm)
+			fixed.Partial = hypotheses(pcm, text)
 		}
 		addr, err := fixed.Start()
 		if err != nil {
@@ -134,7 +160,11 @@ func Voice(ctx context.Context, c VoiceCase) (VoiceResult, error) {
 	}
 	hears := map[string]bool{"ann": c.Mics >= 1, "ben": c.Mics >= 2, "cat": c.Mics >= 3}
 	r, err := startRoom(ctx, "voice", func(id string) string {
-		return fmt.Sprintf(voiceCompanion, id, fake.BaseURL(), srv.Addr(), hears[id], sttConf, !c.Whole, map[bool]string{true: "200ms", false: "off"}[c.Eager])
+		plain := ""
+		if c.HangoverPlain > 0 {
+			plain = fmt.Sprintf(", hangover_plain: %v", c.HangoverPlain)
+		}
+		return fmt.Sprintf(voiceCompanion, id, fake.BaseURL(), srv.Addr(), hears[id], sttConf, !c.Whole, map[bool]string{true: "200ms", false: "off"}[c.Eager], plain)
 	})
 	if err != nil {
 		return res, err
@@ -345,16 +375,13 @@ func (w *voiceWatch) quiet(ctx context.Context, within time.Duration) error {
 	return fmt.Errorf("voice: a robot still speaks after %v", within)
 }
 
-// voiceText is what the recogniser makes of VoiceQuestion.
-const voiceText = "hello robots what is the weather like today"
-
-// hypotheses is a streaming recogniser's hypothesis of pcm (the question)
+// hypotheses is a streaming recogniser's hypothesis of pcm (text spoken)
 // by the samples it has heard: the ear's session begins with its pre-roll
 // (the VAD's default), and each word is heard HypothesisLag after it was
 // said, the words evenly spread over the speech.
-func hypotheses(pcm audio.PCM) func(samples, rate int) string {
+func hypotheses(pcm audio.PCM, text string) func(samples, rate int) string {
 	speech := time.Duration(len(pcm.Samples))*time.Second/time.Duration(pcm.Rate) - trailingSilence(pcm) - leadingSilence(pcm)
-	words := strings.Fields(voiceText)
+	words := strings.Fields(text)
 	return func(samples, rate int) string {
 		heard := time.Duration(samples)*time.Second/time.Duration(rate) - vad.DefaultPreRoll - HypothesisLag
 		n := min(len(words), int(float64(len(words))*float64(heard)/float64(speech)))
@@ -374,9 +401,9 @@ func leadingSilence(p audio.PCM) time.Duration {
 	return time.Duration(i) * time.Second / time.Duration(p.Rate)
 }
 
-// question is VoiceQuestion spoken by espeak-ng at 16 kHz.
-func question(ctx context.Context) (audio.PCM, error) {
-	p, err := (&espeak.Engine{}).Synthesize(ctx, VoiceQuestion, "")
+// question is say spoken by espeak-ng at 16 kHz.
+func question(ctx context.Context, say string) (audio.PCM, error) {
+	p, err := (&espeak.Engine{}).Synthesize(ctx, say, "")
 	if err != nil {
 		return audio.PCM{}, fmt.Errorf("voice: espeak-ng: %w", err)
 	}

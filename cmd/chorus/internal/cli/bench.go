@@ -62,6 +62,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	turns := fs.Int("turns", 10000, "memory: user turns written for the disk figure; building: person turns per room and step (default 4)")
 	messages := fs.Int("messages", 1000, "memory: messages whose prompt is rendered and whose recall is timed")
 	modes := fs.String("stream", "both", "stream: brain.stream to measure: both (alternating), on or off")
+	say := fs.String("say", "", "eager: what the person says (default: "+strconv.Quote(bench.VoiceQuestion)+")")
 	rooms := fs.String("rooms", "1,5,20", "building: room counts, one step each")
 	companions := fs.Int("companions", 5, "building: companions in each room")
 	duration := fs.Duration("duration", 0, "building: person turns for this long per room and step, instead of -turns")
@@ -91,7 +92,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return bench.Stream(ctx, stdout, o)
 	}
 	if what == "eager" {
-		o := bench.EagerOptions{TTFT: *ttft, TPS: *tps, N: 10}
+		o := bench.EagerOptions{TTFT: *ttft, TPS: *tps, N: 10, Say: *say}
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "n" {
 				o.N, _ = strconv.Atoi(*ns)
