@@ -31,7 +31,7 @@ func Addressed(card Card, m protocol.MessageParams) bool {
 // the room heard (metadata source "voice") is a question when its words,
 // the name aside, ask one in full ("kyoko what time is it").
 func heardQuestion(card Card, m protocol.MessageParams, s string) bool {
-	if m.Metadata[protocol.MetaSource] != protocol.SourceVoice {
+	if !m.Heard() {
 		return false
 	}
 	for _, n := range []string{card.ID, card.Name} {

@@ -94,7 +94,7 @@ func (t *turn) begin(ctx context.Context, tf thoughtFor) {
 
 // personHeard reports whether m is a person's words heard by a microphone.
 func (t *turn) personHeard(m protocol.Message) bool {
-	return m.Params.Metadata[protocol.MetaSource] == protocol.SourceVoice && !t.cfg.Room.IsMember(m.Params.From)
+	return m.Params.Heard() && !t.cfg.Room.IsMember(m.Params.From)
 }
 
 // prepare readies the granted turn: the words, and the device's held speak.

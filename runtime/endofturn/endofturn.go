@@ -246,14 +246,11 @@ func ofJapanese(t string) Kind {
 			return Complete
 		}
 	}
-	for _, e := range unfinishedJA {
-		if strings.HasSuffix(t, e) {
-			return Unfinished
-		}
-	}
-	for _, e := range beforePredicateJA {
-		if strings.HasSuffix(t, e) {
-			return Unfinished
+	for _, endings := range [][]string{unfinishedJA, beforePredicateJA} {
+		for _, e := range endings {
+			if strings.HasSuffix(t, e) {
+				return Unfinished
+			}
 		}
 	}
 	return Plain

@@ -67,6 +67,10 @@ func (p MessageParams) Emotion() Emotion {
 	return EmotionNeutral
 }
 
+// Heard reports whether the message is words a microphone heard
+// (metadata source "voice": the room's hearing arbiter published it).
+func (p MessageParams) Heard() bool { return p.Metadata[MetaSource] == SourceVoice }
+
 // Emotion is the tone of an utterance (aikyo's speak tool).
 type Emotion string
 

@@ -109,7 +109,7 @@ func (b *Brain) stage(in brain.Input) protocol.Closing {
 // after a greeting ("hello robots what is the weather like today").
 // Typed and robots' lines keep their punctuation and are not read so.
 func heardQuestion(m protocol.MessageParams) bool {
-	if m.Metadata[protocol.MetaSource] != protocol.SourceVoice {
+	if !m.Heard() {
 		return false
 	}
 	for _, w := range strings.Fields(strings.ToLower(m.Message)) {

@@ -315,7 +315,7 @@ func newVoiceWatch() *voiceWatch {
 }
 
 func (w *voiceWatch) message(m protocol.Message) {
-	if m.Params.Metadata[protocol.MetaSource] == protocol.SourceVoice {
+	if m.Params.Heard() {
 		w.mu.Lock()
 		if w.msg == "" {
 			w.msg = m.Params.ID
