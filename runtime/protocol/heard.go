@@ -49,7 +49,51 @@ type Heard struct {
 	// its transcript or drop), no robot starts speaking, and one that has
 	// just started yields (docs/hearing.md).
 	State string `json:"state,omitempty"`
+	// Voice is whose voice the utterance is, by this robot's voiceprints
+	// (docs/hearing.md, "Who is speaking"): only in a transcript, and
+	// only from a robot that identifies voices; nil otherwise.
+	Voice *VoiceMatch `json:"voice,omitempty"`
 }
+
+// VoiceMatch is a robot's reading of who spoke an utterance.
+type VoiceMatch struct {
+	// Person is the enrolled person whose voiceprint is nearest, within
+	// the robot's threshold; "" an unknown voice (or none could be
+	// computed: Distance is then -1).
+	Person string `json:"person,omitempty"`
+	// Distance is the cosine distance (0 to 2) from the utterance's
+	// embedding to the nearest voiceprint; -1 when there was no embedding
+	// (the service down or late) or no voiceprint.
+	Distance float64 `json:"distance"`
+	// Sure says Distance is within the robot's stricter threshold: only
+	// then is the person answered with what the robot remembers of them.
+	Sure bool `json:"sure,omitempty"`
+	// Enrol, when the utterance is part of a person's enrolment by voice
+	// ("remember my voice, I'm Alice"), says how far it is.
+	Enrol *Enrolment `json:"enrol,omitempty"`
+}
+
+// Enrolment is the state of an enrolment by voice after an utterance.
+type Enrolment struct {
+	// Name is the name the person gave, as heard.
+	Name string `json:"name"`
+	// Person is the identity that name is in the room's hearing.people;
+	// "" when it is nobody's there: the enrolment is refused.
+	Person string `json:"person,omitempty"`
+	// Got is how many utterances of the voice the robot has; Need how
+	// many make its voiceprint. Got == Need: enrolled.
+	Got  int `json:"got"`
+	Need int `json:"need"`
+}
+
+// NoDistance is a VoiceMatch's Distance when there was nothing to compare.
+const NoDistance = -1.0
+
+// Bounds of a VoiceMatch.
+const (
+	MaxEnrolName = 64 // characters
+	MaxEnrolNeed = 20 // utterances
+)
 
 // States of a Heard report besides a transcript's.
 const (
@@ -80,6 +124,21 @@ const (
 	// MetaWake marks a heard Message that is a wake word: it opens the
 	// room's ears and barges in on a robot that speaks; nobody answers it.
 	MetaWake = "wake"
+	// MetaVoice is a heard Message's reading of whose voice it is, when
+	// the room's robots identify voices: VoiceSure (the Message is from
+	// the person, who is answered with what the robots remember of
+	// them), VoiceUnsure (from the person, answered without their
+	// facts) or VoiceUnknown (from the hearing user: nobody's facts).
+	MetaVoice = "voice"
+	// MetaVoiceDistance is the cosine distance of the match (a number)
+	// with MetaVoice sure or unsure.
+	MetaVoiceDistance = "voiceDistance"
+	// MetaVoiceEnrol is the enrolment by voice the Message is part of:
+	// an object {name, person, got, need} (Enrolment).
+	MetaVoiceEnrol = "voiceEnrol"
+	VoiceSure      = "sure"
+	VoiceUnsure    = "unsure"
+	VoiceUnknown   = "unknown"
 )
 
 // Duration is how long the utterance lasted.
@@ -99,6 +158,17 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 		Wake       bool     `json:"wake"`
 		Utterance  string   `json:"utterance"`
 		State      string   `json:"state"`
+		Voice      *struct {
+			Person   string   `json:"person"`
+			Distance *float64 `json:"distance"`
+			Sure     bool     `json:"sure"`
+			Enrol    *struct {
+				Name   string `json:"name"`
+				Person string `json:"person"`
+				Got    int    `json:"got"`
+				Need   int    `json:"need"`
+			} `json:"enrol"`
+		} `json:"voice"`
 	}
 	if err := decodeStrict("heard", b, max, &w); err != nil {
 		return Heard{}, err
@@ -156,11 +226,49 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 	case math.IsNaN(*w.Level) || *w.Level < MinLevel || *w.Level > 0:
 		c.fail("level", KindInvalid, "must be dBFS from -120 to 0, got %v", *w.Level)
 	}
+	var voice *VoiceMatch
+	if v := w.Voice; v != nil {
+		voice = &VoiceMatch{Person: v.Person, Sure: v.Sure}
+		if w.State != "" || w.Wake {
+			c.fail("voice", KindInvalid, "only a transcript says whose voice it is")
+		}
+		if v.Person != "" {
+			c.identity("voice.person", v.Person)
+		}
+		switch {
+		case v.Distance == nil:
+			c.fail("voice.distance", KindMissing, "required: the cosine distance from 0 to 2, or -1")
+		case math.IsNaN(*v.Distance) || (*v.Distance != NoDistance && (*v.Distance < 0 || *v.Distance > 2)):
+			c.fail("voice.distance", KindInvalid, "must be from 0 to 2, or -1 for none, got %v", *v.Distance)
+		default:
+			voice.Distance = *v.Distance
+			if v.Person != "" && *v.Distance == NoDistance {
+				c.fail("voice.distance", KindInvalid, "a matched voice has a distance")
+			}
+		}
+		if v.Sure && v.Person == "" {
+			c.fail("voice.sure", KindInvalid, "an unknown voice is never sure")
+		}
+		if e := v.Enrol; e != nil {
+			switch {
+			case e.Name == "" || !utf8.ValidString(e.Name) || utf8.RuneCountInString(e.Name) > MaxEnrolName:
+				c.fail("voice.enrol.name", KindInvalid, "must be 1 to %d characters of UTF-8", MaxEnrolName)
+			case e.Need < 1 || e.Need > MaxEnrolNeed:
+				c.fail("voice.enrol.need", KindInvalid, "must be from 1 to %d, got %d", MaxEnrolNeed, e.Need)
+			case e.Got < 0 || e.Got > e.Need:
+				c.fail("voice.enrol.got", KindInvalid, "must be from 0 to need (%d), got %d", e.Need, e.Got)
+			}
+			if e.Person != "" {
+				c.identity("voice.enrol.person", e.Person)
+			}
+			voice.Enrol = &Enrolment{Name: e.Name, Person: e.Person, Got: e.Got, Need: e.Need}
+		}
+	}
 	if err := c.done(); err != nil {
 		return Heard{}, err
 	}
 	h := Heard{From: w.From, ID: w.ID, Device: w.Device, Start: start, End: end,
-		Confidence: *w.Confidence, Level: *w.Level, Wake: w.Wake, Utterance: w.Utterance, State: w.State}
+		Confidence: *w.Confidence, Level: *w.Level, Wake: w.Wake, Utterance: w.Utterance, State: w.State, Voice: voice}
 	if w.Text != nil {
 		h.Text = *w.Text
 	}
