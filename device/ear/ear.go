@@ -69,6 +69,8 @@ type Config struct {
 	// over, heard or not (false): Home Assistant's "listening". It must
 	// not block.
 	OnListening func(bool)
+	// Voice, if set, says whose voice each utterance is (voice.go).
+	Voice *Voice
 }
 
 // Judge says how long a pause after a person's words so far ends what
@@ -104,6 +106,7 @@ type Ear struct {
 	shownAt time.Time          // when it went out
 	pause   time.Duration      // the segmenter's own hangover, between utterances
 	rate    int
+	audio   []int16     // the utterance's audio, for its speaker embedding (Voice): bounded by maxVoiceAudio
 	inUtt   bool        // an utterance is under way
 	pending []mic.Frame // its audio while the room is not listening (wake mode): bounded by the VAD's maximum
 	now     time.Time   // the capture time of the newest frame
@@ -145,6 +148,12 @@ func New(cfg Config) (*Ear, error) {
 	}
 	if cfg.ListenFor <= 0 {
 		cfg.ListenFor = DefaultListenFor
+	}
+	if v := cfg.Voice; v != nil {
+		if v.Embedder == nil || v.Prints == nil {
+			return nil, errors.New("hearing: a voice identifier needs its embedding service and the voiceprints")
+		}
+		v.defaults()
 	}
 	if cfg.Segmenter.Hangover <= 0 {
 		cfg.Segmenter.Hangover = vad.DefaultHangover // as the segmenter reads it: the words' pauses are weighed against it
@@ -242,7 +251,7 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		if len(ev.Frames) > 0 {
 			e.rate = ev.Frames[0].Rate
 		}
-		e.inUtt, e.pending, e.uttFrom = true, append(e.pending[:0], ev.Frames...), ev.Start
+		e.inUtt, e.pending, e.uttFrom, e.audio = true, append(e.pending[:0], ev.Frames...), ev.Start, nil
 		e.start(ctx)
 	case vad.Audio:
 		if e.sess != nil {
@@ -258,8 +267,8 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		if e.inUtt && e.sess == nil {
 			e.start(ctx) // a wake word in the last words of the utterance
 		}
-		sess, was, utt := e.sess, e.inUtt, e.utt
-		e.sess, e.inUtt, e.pending, e.utt = nil, false, e.pending[:0], ""
+		sess, was, utt, pcm, rate := e.sess, e.inUtt, e.utt, e.audio, e.rate
+		e.sess, e.inUtt, e.pending, e.utt, e.audio = nil, false, e.pending[:0], "", nil
 		e.endOfTurn(nil)
 		if sess != nil {
 			e.listening(false)
@@ -286,7 +295,7 @@ func (e *Ear) handle(ctx context.Context, ev vad.Event) {
 		go func() {
 			defer e.wg.Done()
 			defer func() { <-e.slots }()
-			e.finish(ctx, sess, ev, utt)
+			e.finish(ctx, sess, ev, utt, pcm, rate)
 		}()
 	case vad.Discard:
 		e.m.Hearing.WithLabelValues("too_short").Inc()
@@ -330,6 +339,9 @@ func (e *Ear) write(frames []mic.Frame) {
 		return
 	}
 	for _, f := range frames {
+		if e.cfg.Voice != nil && len(e.audio) < int(maxVoiceAudio.Seconds())*f.Rate {
+			e.audio = append(e.audio, f.Samples...)
+		}
 		if err := e.sess.Write(f.Samples); err != nil {
 			// The rest of this utterance is dropped with it: a new session
 			// would hear only its tail and report that as the sentence.
@@ -348,7 +360,7 @@ func (e *Ear) write(frames []mic.Frame) {
 // abort drops the utterance under way, if any.
 func (e *Ear) abort(why string) bool {
 	was := e.inUtt
-	e.inUtt, e.pending = false, e.pending[:0]
+	e.inUtt, e.pending, e.audio = false, e.pending[:0], nil
 	if e.sess == nil {
 		e.dropped(e.utt, e.uttFrom, e.now) // a burst told at its onset
 		e.utt = ""
@@ -521,10 +533,15 @@ func level(pcm []int16) float64 {
 }
 
 // finish waits for the transcript of utterance utt and reports it, or
-// that it was dropped.
-func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event, utt string) {
+// that it was dropped; with a Voice, the embedding of its audio pcm is
+// asked for beside it, and the report says whose voice it is.
+func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event, utt string, pcm []int16, rate int) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
+	var voice <-chan embedding
+	if e.cfg.Voice != nil && len(pcm) > 0 {
+		voice = e.embed(ctx, pcm, rate)
+	}
 	h := protocol.Heard{From: e.cfg.ID, ID: protocol.NewID(), Device: e.cfg.Device, Start: ev.Start, End: ev.End,
 		Level: max(protocol.MinLevel, min(0, ev.RMSDBFS)), Utterance: utt}
 	if math.IsNaN(h.Level) {
@@ -549,13 +566,16 @@ func (e *Ear) finish(ctx context.Context, sess stt.Session, ev vad.Event, utt st
 		if h.Confidence != protocol.NoConfidence && (h.Confidence < 0 || h.Confidence > 1 || math.IsNaN(h.Confidence)) {
 			h.Confidence = protocol.NoConfidence
 		}
+		if e.cfg.Voice != nil {
+			h.Voice = e.whose(voice, h.Text, ev.End)
+		}
 		if err := e.cfg.Room.QueueHeard(e.out, h); err != nil {
 			outcome = "publish_failed"
 			e.log.Warn("heard report not queued", "err", err)
 		} else {
 			e.m.HearingDelay.Observe(time.Since(ev.End).Seconds())
 			e.log.Info("heard", "text", h.Text, "confidence", h.Confidence, "level", fmt.Sprintf("%.1f", h.Level),
-				"took", time.Since(ev.End).Round(time.Millisecond))
+				"voice", voiceOf(h.Voice), "took", time.Since(ev.End).Round(time.Millisecond))
 		}
 	}
 	e.m.Hearing.WithLabelValues(outcome).Inc()

@@ -45,10 +45,12 @@ type earRig struct {
 	eager   time.Duration   // Config.Eager
 	onStart func(time.Time) // told when the audio starts playing
 	wake    wake.Detector
+	voice   *Voice
 	started time.Time
 
 	mu        sync.Mutex
 	reports   []protocol.Heard // transcripts and wake words
+	reportsAt []time.Time      // when each came
 	states    []protocol.Heard // open and dropped reports
 	statesAt  []time.Time      // when each came
 	handled   []string
@@ -74,6 +76,7 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 			r.statesAt = append(r.statesAt, time.Now())
 		} else {
 			r.reports = append(r.reports, h)
+			r.reportsAt = append(r.reportsAt, time.Now())
 		}
 		r.mu.Unlock()
 	}); err != nil {
@@ -88,7 +91,7 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 		engine = r.stt
 	}
 	ear, err := New(Config{Room: rm, ID: "kyoko", Device: "kyoko-body", Frames: capture, Segmenter: seg, STT: engine, EndOfTurn: r.judge, Eager: r.eager,
-		Gate: &Gate{Self: "kyoko", Tail: 300 * time.Millisecond}, Wake: r.wake,
+		Gate: &Gate{Self: "kyoko", Tail: 300 * time.Millisecond}, Wake: r.wake, Voice: r.voice,
 		OnHeard: func(h protocol.Heard, outcome string) {
 			r.mu.Lock()
 			r.handled = append(r.handled, outcome)
