@@ -40,6 +40,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/button"
 	"github.com/chorus-robotics/chorus/device/console"
 	"github.com/chorus-robotics/chorus/device/ear"
+	"github.com/chorus-robotics/chorus/drivers/voiceid"
 	"github.com/chorus-robotics/chorus/device/homeassistant"
 	"github.com/chorus-robotics/chorus/device/led"
 	"github.com/chorus-robotics/chorus/device/panel"
@@ -94,6 +95,7 @@ type Daemon struct {
 	fl      *floor.Floor                 // the room's turn-mode floor, when it runs here
 	ha      *homeassistant.Robot         // the robot as a Home Assistant device, when enabled
 	mem     atomic.Pointer[memory.Store] // the companion's memory, when on
+	voices  *memory.Voices               // the voiceprints, when the robot identifies voices (voiceprints)
 	version string
 	pan     atomic.Pointer[panel.Panel] // the front panel, for led actions on the status LED
 	mu      sync.Mutex
@@ -503,7 +505,7 @@ func (d *Daemon) floor(ctx context.Context, g *errgroup.Group, l *link) error {
 // every robot that heard one sentence become one Message from the person
 // (runtime/hearing). It publishes only while active says this floor leads.
 func (d *Daemon) arbiter(ctx context.Context, g *errgroup.Group, fr *room.Room, active func() bool) error {
-	a, err := hearing.New(hearing.Config{Room: fr, User: d.cfg.Hearing.User, Window: d.cfg.Hearing.Window, Active: active})
+	a, err := hearing.New(hearing.Config{Room: fr, User: d.cfg.Hearing.User, People: d.cfg.Hearing.PeopleIDs(), Window: d.cfg.Hearing.Window, Active: active})
 	if err != nil {
 		return err
 	}
@@ -544,16 +546,53 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 			}
 		}
 	}
-	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg, OnListening: listening,
+	voice, err := d.voiceID()
+	if err != nil {
+		return err
+	}
+	e, err := ear.New(ear.Config{Room: l.room, ID: cfg.Identity(), Device: cfg.Device.ID, Frames: capture, Segmenter: seg, OnListening: listening, Voice: voice,
 		STT: engine, Gate: gate, Timeout: cfg.Hearing.Ear.STT.Timeout, Wake: detector, ListenFor: cfg.Hearing.Ear.Wake.ListenFor,
 		EndOfTurn: cfg.Hearing.Ear.VAD.EndOfTurn(), Eager: cfg.Hearing.Ear.VAD.Eager.Pause()})
 	if err != nil {
 		return err
 	}
-	d.log.Info("hearing", "mic", cfg.Drivers.Mic.Kind, "stt", engine.Name(), "wake", cfg.Hearing.Ear.Wake.Kind, "echo_cancelled", cfg.Drivers.Mic.EchoCancelled)
+	d.log.Info("hearing", "mic", cfg.Drivers.Mic.Kind, "stt", engine.Name(), "wake", cfg.Hearing.Ear.Wake.Kind, "echo_cancelled", cfg.Drivers.Mic.EchoCancelled,
+		"voice", cfg.Hearing.Ear.Voice.Kind)
 	g.Go(func() error { return capture.Run(ctx) })
 	g.Go(func() error { return e.Run(ctx) })
 	return nil
+}
+
+// voiceprints opens the robot's voiceprints, in the memory's folder,
+// when it identifies voices (hearing.voice); nil when it does not.
+func (d *Daemon) voiceprints() (*memory.Voices, error) {
+	cfg := d.cfg
+	if d.voices != nil || !cfg.Hearing.Ear.Voice.On() || cfg.Memory == nil {
+		return d.voices, nil
+	}
+	v, err := memory.OpenVoices(cfg.Memory.Dir, cfg.Identity(), memory.VoiceLimits{}, d.log)
+	if err != nil {
+		return nil, fmt.Errorf("hearing.voice: %w", err)
+	}
+	d.onClose(func() { v.Close() })
+	d.voices = v
+	d.log.Info("who is speaking: voiceprints", "file", v.Path(), "people", len(v.List()), "repaired", v.Repaired())
+	return v, nil
+}
+
+// voiceID is the ear's voice identifier (hearing.voice), nil when off.
+func (d *Daemon) voiceID() (*ear.Voice, error) {
+	s := d.cfg.Hearing.Ear.Voice
+	prints, err := d.voiceprints()
+	if err != nil || prints == nil {
+		return nil, err
+	}
+	key, err := s.APIKey()
+	if err != nil {
+		return nil, err
+	}
+	return &ear.Voice{Embedder: &voiceid.LocalAI{URL: s.URL, Name: s.Model, APIKey: key, Log: d.log}, Prints: prints,
+		Threshold: s.Threshold, Sure: s.Sure, Wait: s.Wait, Enrol: s.Enrol, People: d.cfg.Hearing.People}, nil
 }
 
 // realtimeFloors runs the realtime floor of the room and of each of its
@@ -738,10 +777,14 @@ func (d *Daemon) memory(ctx context.Context, g *errgroup.Group, l *link, b brain
 			d.log.Warn("memory: the room was not told what was forgotten", "person", person, "err", err)
 		}
 	}
-	srv := &control.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Store: st,
+	voices, err := d.voiceprints()
+	if err != nil {
+		return nil, err
+	}
+	srv := &control.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Store: st, Voices: voices,
 		IsOperator: mc.IsOperator, Forgot: func(p string, n int) { report(p, "", n) }, Log: d.log, Metrics: d.m}
 	g.Go(func() error { return srv.Run(ctx) })
-	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report, Share: mc.Share}
+	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report, Share: mc.Share, Voices: voices}
 	if m.Embedder, err = mc.Embedder(); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}

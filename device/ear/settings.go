@@ -8,12 +8,14 @@ package ear
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/vad"
 	"github.com/chorus-robotics/chorus/runtime/endofturn"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 	"go.yaml.in/yaml/v3"
 )
@@ -55,6 +57,35 @@ type Settings struct {
 	STT  STT           `yaml:"stt"`
 	VAD  VAD           `yaml:"vad"`
 	Wake Wake          `yaml:"wake"`
+	// Voice tells people apart by their voices (docs/hearing.md, "Who is
+	// speaking"): off unless a kind is named.
+	Voice VoiceID `yaml:"voice"`
+}
+
+// VoiceID is hearing.voice: the speaker-embedding service and how its
+// embeddings are matched against the voiceprints in the memory's folder.
+type VoiceID struct {
+	Kind      string `yaml:"kind"`  // none (default), localai
+	URL       string `yaml:"url"`   // the service's base URL, http://localai:8080
+	Model     string `yaml:"model"` // its model's name (LocalAI's config name)
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Threshold is the cosine distance within which the nearest
+	// voiceprint's person is taken; Sure the stricter one within which
+	// they are answered with what the robots remember of them.
+	Threshold float64 `yaml:"threshold"`
+	Sure      float64 `yaml:"sure"`
+	// Wait is how long after the transcript the embedding is waited for.
+	Wait time.Duration `yaml:"wait"`
+	// Enrol is how many utterances make a voiceprint by voice.
+	Enrol int `yaml:"enrol"`
+}
+
+// On reports whether the robot identifies voices.
+func (v VoiceID) On() bool { return v.Kind != "" && v.Kind != "none" }
+
+// APIKey is the service's key, from the environment variable named.
+func (v VoiceID) APIKey() (string, error) {
+	return settings.Secret("hearing.voice.api_key_env", v.APIKeyEnv, "")
 }
 
 // Wake is when the room listens: always ("none", the default: whenever no
@@ -192,6 +223,21 @@ func (s *Settings) SetDefaults() {
 	if s.STT.Timeout == 0 {
 		s.STT.Timeout = DefaultTimeout
 	}
+	if s.Voice.Kind == "" {
+		s.Voice.Kind = "none"
+	}
+	if s.Voice.Threshold == 0 {
+		s.Voice.Threshold = DefaultVoiceThreshold
+	}
+	if s.Voice.Sure == 0 {
+		s.Voice.Sure = min(DefaultVoiceSure, s.Voice.Threshold)
+	}
+	if s.Voice.Wait == 0 {
+		s.Voice.Wait = DefaultVoiceWait
+	}
+	if s.Voice.Enrol == 0 {
+		s.Voice.Enrol = DefaultEnrolUtterances
+	}
 	v := &s.VAD
 	if v.Aggressiveness == nil {
 		a := int(vad.Aggressive)
@@ -258,10 +304,40 @@ func (s Settings) Check(p *settings.Problems) {
 	if s.Wake.ListenFor < time.Second || s.Wake.ListenFor > 5*time.Minute {
 		p.Add("wake.listen_for", "must be from 1s to 5m, got %v", s.Wake.ListenFor)
 	}
+	s.Voice.check(p)
 	for i, n := range s.Wake.Names {
 		if n == "" || len(n) > 64 || strings.ContainsAny(n, "\x00\n") {
 			p.Add(fmt.Sprintf("wake.names[%d]", i), "must be a wake word's name of 1 to 64 bytes, got %q", n)
 		}
+	}
+}
+
+func (v VoiceID) check(p *settings.Problems) {
+	switch v.Kind {
+	case "none":
+		return
+	case "localai":
+	default:
+		p.Add("voice.kind", "must be none or localai, got %q", v.Kind)
+		return
+	}
+	if u, err := url.Parse(v.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.Add("voice.url", "must be the service's http(s) base URL (http://localai:8080), got %q", v.URL)
+	}
+	if v.Model == "" || len(v.Model) > 200 {
+		p.Add("voice.model", "name the service's speaker-embedding model (1 to 200 bytes)")
+	}
+	if v.Threshold <= 0 || v.Threshold > 1 {
+		p.Add("voice.threshold", "must be a cosine distance above 0 and at most 1, got %v", v.Threshold)
+	}
+	if v.Sure <= 0 || v.Sure > v.Threshold {
+		p.Add("voice.sure", "must be above 0 and at most voice.threshold (%v), got %v", v.Threshold, v.Sure)
+	}
+	if v.Wait < 10*time.Millisecond || v.Wait > 2*time.Second {
+		p.Add("voice.wait", "must be from 10ms to 2s, got %v", v.Wait)
+	}
+	if v.Enrol < 1 || v.Enrol > protocol.MaxEnrolNeed {
+		p.Add("voice.enrol", "must be from 1 to %d utterances, got %d", protocol.MaxEnrolNeed, v.Enrol)
 	}
 }
 

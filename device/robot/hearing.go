@@ -36,6 +36,19 @@ func (c *Config) validateHearing(p *settings.Problems) {
 	if c.SpeaksAsRoom(h.User) {
 		p.Add("hearing.user", "%q is a companion or the floor of room %s: the person heard needs an identity of their own", h.User, c.Room.Name)
 	}
+	for _, id := range h.PeopleIDs() {
+		if c.SpeaksAsRoom(id) {
+			p.Add("hearing.people."+id, "is a companion or the floor of room %s: a person needs an identity of their own", c.Room.Name)
+		}
+	}
+	if h.Ear.Voice.On() {
+		if c.Memory == nil {
+			p.Add("hearing.voice", "needs the memory section: the voiceprints are kept in memory.dir")
+		}
+		if len(h.People) == 0 {
+			p.Add("hearing.people", "hearing.voice is on: name the people the robots may know by voice")
+		}
+	}
 	if !h.Enabled {
 		return
 	}

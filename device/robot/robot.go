@@ -95,6 +95,9 @@ func (c *Config) Scheme() topic.Scheme {
 	if c.Hearing.User != "" {
 		s = s.WithVoice(c.Room.Name, c.Hearing.User)
 	}
+	if len(c.Hearing.People) > 0 {
+		s = s.WithPeople(c.Room.Name, c.Hearing.PeopleIDs())
+	}
 	if h := c.HomeAssistant; h.Enabled || h.Configured() {
 		s = s.WithHomeAssistant(c.Room.Name, h.DiscoveryPrefix, h.User, h.NodeID, c.Identity())
 	}

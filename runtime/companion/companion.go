@@ -399,7 +399,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 	}
 	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}
 	if ex != nil {
-		if c.mem != nil {
+		if c.mem != nil && personal(m) {
 			defer c.mem.Journal(heard(m)) // after the vote: its fsync is not on the turn's way
 			c.mem.Heard(ctx, heard(m))
 		}
@@ -411,8 +411,10 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		if c.control(ctx, m, e) {
 			return // a memory command: the rules answer it
 		}
-		defer c.mem.Journal(heard(m)) // once the think has started: its fsync is not on the turn's way
-		in, people = c.recall(ctx, m, in)
+		if personal(m) {
+			defer c.mem.Journal(heard(m)) // once the think has started: its fsync is not on the turn's way
+			in, people = c.recall(ctx, m, in)
+		}
 	}
 	in.Knowledge = c.knowledge(m, in.Actions)
 	if c.thinking >= maxThinking {

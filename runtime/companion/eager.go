@@ -140,8 +140,8 @@ func (c *Companion) takeEager(ctx context.Context, m protocol.Message) (*eagerTh
 	if ex == nil {
 		return nil, nil
 	}
-	if m.Params.From != c.cfg.HeardAs || !endofturn.SameWords(ex.words, m.Params.Message) ||
-		(c.mem != nil && memory.Control(m.Params.Message) != memory.None) {
+	if !c.adoptable(m) || !endofturn.SameWords(ex.words, m.Params.Message) ||
+		(c.mem != nil && memory.Control(m.Params.Message) != memory.None) || enrolled(m) {
 		if m.Params.From == c.cfg.HeardAs {
 			c.m.Eager.WithLabelValues("differed").Inc()
 		}
@@ -153,6 +153,25 @@ func (c *Companion) takeEager(ctx context.Context, m protocol.Message) (*eagerTh
 	delete(c.thinks, ex.id) // the Message's now: follow must not stop it
 	return ex, cancel
 }
+
+// adoptable reports whether a think on words so far (thought as the
+// hearing user, with no one's facts) may be m's: the hearing user's
+// Message, or a voice the robots knew for whom the robot remembers
+// nothing it could have used (docs/hearing.md: an identified person with
+// facts is thought for again, with them).
+func (c *Companion) adoptable(m protocol.Message) bool {
+	switch {
+	case m.Params.From == c.cfg.HeardAs:
+		return true
+	case m.Params.Metadata[protocol.MetaSource] != protocol.SourceVoice:
+		return false
+	case c.mem == nil || !personal(m):
+		return true
+	}
+	return len(c.mem.Recall(m.Params.From, m.Params.Message, nil)) == 0
+}
+
+func enrolled(m protocol.Message) bool { _, ok := enrolment(m); return ok }
 
 // adopt makes ex the think on m: its cancel is m's, its vote and thought
 // are m's, those that came already at once.

@@ -65,6 +65,9 @@ type Memory struct {
 	// "forget that" erased (for the room: the companion's report); nil
 	// tells nobody. It must not block.
 	Forgot func(person, messageID string, n int)
+	// Voices are the robot's voiceprints, when it identifies voices:
+	// "forget me" erases the person's with their facts.
+	Voices *memory.Voices
 }
 
 const (
@@ -86,7 +89,7 @@ func (c *Companion) newKeeper() *memory.Keeper {
 	return memory.NewKeeper(memory.KeeperConfig{Store: mc.Store, Me: c.me(), Recall: mc.Recall, RestAfter: mc.RestAfter,
 		Extractor: x, PerHour: mc.PerHour, Embedder: mc.Embedder, EmbedWait: mc.EmbedWait, Share: mc.Share,
 		Room: keeperRoom{c}, Quiet: func(ctx context.Context) { c.deliver(ctx, event{kind: evRest}) },
-		Forgot: mc.Forgot, Clock: c.cfg.Clock, Log: c.log, Metrics: c.m})
+		Forgot: mc.Forgot, Voices: mc.Voices, Clock: c.cfg.Clock, Log: c.log, Metrics: c.m})
 }
 
 // extractor is the companion's model as the keeper's extractor: the
@@ -136,13 +139,57 @@ func heard(m protocol.Message) memory.Heard {
 	return memory.Heard{Person: m.Params.From, MessageID: m.Params.ID, Text: m.Params.Message}
 }
 
-// control answers a person's memory command by the rules (the keeper's
-// Answer), with a vote the floor counts as any other; it reports false
-// when m is none.
+// personal reports whether m's author is answered with, and remembered
+// for, what the robots know of them: a typed person always; a heard one
+// when the room's robots were sure of the voice, or identify no voices
+// (the hearing user, as ever). An unknown voice, or one the robots were
+// not sure of, gets nobody's facts and leaves none (docs/hearing.md,
+// "Who is speaking").
+func personal(m protocol.Message) bool {
+	if m.Params.Metadata[protocol.MetaSource] != protocol.SourceVoice {
+		return true
+	}
+	r, identified := m.Params.Metadata[protocol.MetaVoice].(string)
+	return !identified || r == protocol.VoiceSure
+}
+
+// enrolment is the enrolment by voice m is part of, if any.
+func enrolment(m protocol.Message) (protocol.Enrolment, bool) {
+	o, ok := m.Params.Metadata[protocol.MetaVoiceEnrol].(map[string]any)
+	if !ok || m.Params.Metadata[protocol.MetaSource] != protocol.SourceVoice {
+		return protocol.Enrolment{}, false
+	}
+	num := func(k string) int {
+		f, _ := o[k].(float64) // decoded JSON
+		if i, ok := o[k].(int); ok {
+			return i
+		}
+		return int(f)
+	}
+	e := protocol.Enrolment{Got: num("got"), Need: num("need")}
+	e.Name, _ = o["name"].(string)
+	e.Person, _ = o["person"].(string)
+	return e, e.Need > 0 && e.Name != ""
+}
+
+// control answers a person's memory command, or their enrolment by
+// voice, by the rules (the keeper's Answer, memory.EnrolReply), with a
+// vote the floor counts as any other; it reports false when m is none.
+// A voice the robots are not sure of is never told nor made to forget
+// anyone's facts.
 func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bool {
 	p := m.Params.From
-	cmd, text := c.mem.Answer(p, m.Params.ID, m.Params.Message, c.cfg.Card.Language)
-	if cmd == memory.None {
+	lang := c.cfg.Card.Language
+	var cmd memory.Command
+	var text string
+	if en, ok := enrolment(m); ok {
+		text = memory.EnrolReply(lang, en.Name, en.Got, en.Need, en.Person == "")
+	} else if !personal(m) {
+		if memory.Control(m.Params.Message) == memory.None {
+			return false
+		}
+		text = memory.UnsureReply(lang)
+	} else if cmd, text = c.mem.Answer(p, m.Params.ID, m.Params.Message, lang); cmd == memory.None {
 		return false
 	}
 	if cmd == memory.ForgetMe {

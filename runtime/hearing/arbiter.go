@@ -80,7 +80,11 @@ type Config struct {
 	// User is the person's identity the Message is published as;
 	// default protocol.DefaultHeardUser. The broker's ACL must let the
 	// floor publish under it (topic.Scheme.WithVoice).
-	User   string
+	User string
+	// People are the identities the floor may publish a Message under
+	// when a robot knows the voice (hearing.people; the broker's ACL lets
+	// it: topic.Scheme.WithPeople).
+	People []string
 	Window time.Duration // default DefaultWindow
 	Slack  time.Duration // default DefaultSlack
 	// Active reports whether this host's floor leads the room; only then
@@ -343,25 +347,39 @@ func (a *Arbiter) close(u *utterance, why string) {
 	published := false
 	if !a.cfg.Active() {
 		a.m.Heard.WithLabelValues("standby").Inc()
-	} else if err := a.cfg.Room.QueueMessage(a.out, a.Message(best, names)); err != nil {
+	} else if err := a.cfg.Room.QueueMessage(a.out, a.Message(best, names, a.speaker(u.reports, best))); err != nil {
 		a.log.Warn("heard utterance not published", "text", best.Text, "err", err)
 	} else {
 		published = true
 		a.m.Heard.WithLabelValues("taken").Inc()
-		a.log.Info("heard", "text", best.Text, "by", best.From, "reports", len(u.reports), "closed", why)
+		a.log.Info("heard", "text", best.Text, "by", best.From, "reports", len(u.reports), "closed", why, "voice", voiceReading(u.reports))
 	}
 	if a.cfg.OnDecide != nil {
 		a.cfg.OnDecide(best, slices.Clone(u.reports), published)
 	}
 }
 
-// Message is the person's Message for the report taken.
-func (a *Arbiter) Message(taken protocol.Heard, heardBy []string) protocol.Message {
+// Message is the person's Message for the report taken, from who spoke
+// it.
+func (a *Arbiter) Message(taken protocol.Heard, heardBy []string, who speaker) protocol.Message {
 	id := "voice-" + taken.From + "-" + taken.ID
 	if len(id) > protocol.MaxIDLen {
 		id = id[:protocol.MaxIDLen]
 	}
-	m := protocol.NewMessage(id, a.cfg.User, nil, taken.Text, "")
+	from := a.cfg.User
+	if who.person != "" {
+		from = who.person
+	}
+	m := protocol.NewMessage(id, from, nil, taken.Text, "")
+	if who.identified {
+		m.Params.Metadata[protocol.MetaVoice] = who.reading
+		if who.person != "" {
+			m.Params.Metadata[protocol.MetaVoiceDistance] = who.distance
+		}
+		if e := who.enrol; e != nil {
+			m.Params.Metadata[protocol.MetaVoiceEnrol] = map[string]any{"name": e.Name, "person": e.Person, "got": e.Got, "need": e.Need}
+		}
+	}
 	m.Params.Metadata[protocol.MetaSource] = protocol.SourceVoice
 	m.Params.Metadata[protocol.MetaHeardBy] = taken.From
 	all := make([]any, len(heardBy))

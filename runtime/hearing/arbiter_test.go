@@ -39,6 +39,12 @@ type harness struct {
 
 func newHarness(t *testing.T, opts ...bustest.MemoryOptions) *harness {
 	t.Helper()
+	return newHarnessOf(t, nil, opts...)
+}
+
+// newHarnessOf is a harness whose room's robots may know people by voice.
+func newHarnessOf(t *testing.T, people []string, opts ...bustest.MemoryOptions) *harness {
+	t.Helper()
 	h := &harness{t: t, mem: bustest.NewMemory(t, opts...), s: topic.New("").WithVoice("lr", "guest"),
 		clk: clock.NewFake(time.Unix(1_800_000_000, 0)), m: metrics.New()}
 	h.active.Store(true)
@@ -52,7 +58,7 @@ func newHarness(t *testing.T, opts ...bustest.MemoryOptions) *harness {
 	}
 	r := room.New(h.mem.NamedConn("floor", nil, nil), h.s, "lr", nil, h.m)
 	r.SetMembers(roster)
-	a, err := New(Config{Room: r, User: "guest", Clock: h.clk, Active: h.active.Load})
+	a, err := New(Config{Room: r, User: "guest", People: people, Clock: h.clk, Active: h.active.Load})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +105,16 @@ func (h *harness) hears(id string, on bool) {
 // after the harness's epoch).
 func (h *harness) report(from, id string, start, end float64, text string, conf, level float64) {
 	h.t.Helper()
+	h.reportVoice(from, id, start, end, text, conf, level, nil)
+}
+
+// reportVoice is report with what the robot says of the voice.
+func (h *harness) reportVoice(from, id string, start, end float64, text string, conf, level float64, v *protocol.VoiceMatch) {
+	h.t.Helper()
 	r := room.New(h.mem.NamedConn(from+"-"+id, nil, nil), h.s, "lr", nil, nil)
 	t0 := time.Unix(1_800_000_000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	heard := protocol.Heard{From: from, ID: id, Device: from, Start: at(start), End: at(end), Text: text, Confidence: conf, Level: level}
+	heard := protocol.Heard{From: from, ID: id, Device: from, Start: at(start), End: at(end), Text: text, Confidence: conf, Level: level, Voice: v}
 	if err := r.SendHeard(context.Background(), heard); err != nil {
 		h.t.Fatal(err)
 	}

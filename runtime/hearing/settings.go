@@ -7,7 +7,9 @@
 package hearing
 
 import (
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/settings"
@@ -25,7 +27,27 @@ type Settings struct {
 	// companion's.
 	User   string        `yaml:"user"`
 	Window time.Duration `yaml:"window"`
+	// People are the people the room's robots may know by voice
+	// (hearing.voice on their bodies), each identity with the names they
+	// may give when they enrol by voice ("remember my voice, I'm Sam";
+	// the identity always counts): the floor publishes what a known voice
+	// says under its identity, and the ACL lets it (docs/hearing.md, "Who
+	// is speaking").
+	People map[string][]string `yaml:"people"`
 }
+
+// PeopleIDs are People's identities, sorted.
+func (s Settings) PeopleIDs() []string {
+	out := make([]string, 0, len(s.People))
+	for id := range s.People {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// maxPeople bounds hearing.people.
+const maxPeople = 64
 
 // SetDefaults fills the room's fields.
 func (s *Settings) SetDefaults() {
@@ -41,6 +63,20 @@ func (s *Settings) SetDefaults() {
 // view).
 func (s Settings) Check(p *settings.Problems) {
 	p.Identity("user", s.User)
+	if len(s.People) > maxPeople {
+		p.Add("people", "at most %d people, got %d", maxPeople, len(s.People))
+	}
+	for _, id := range s.PeopleIDs() {
+		p.Identity("people."+id, id)
+		if id == s.User {
+			p.Add("people."+id, "is hearing.user, the identity of a voice nobody knows")
+		}
+		for _, n := range s.People[id] {
+			if n == "" || utf8.RuneCountInString(n) > protocol.MaxEnrolName {
+				p.Add("people."+id, "a name must be 1 to %d characters, got %q", protocol.MaxEnrolName, n)
+			}
+		}
+	}
 	if s.Window < 0 || s.Window > 2*time.Second {
 		p.Add("window", "must be from 0 to 2s, got %v", s.Window)
 	}

@@ -80,7 +80,11 @@ type KeeperConfig struct {
 	Quiet func(ctx context.Context)
 	// Forgot is told, on the keeper's goroutine, what a "forget me" or a
 	// "forget that" erased; nil tells nobody. It must not block.
-	Forgot  func(person, messageID string, n int)
+	Forgot func(person, messageID string, n int)
+	// Voices are the robot's voiceprints, when it identifies voices: a
+	// "forget me", this companion's or the room's, erases the person's
+	// voiceprint made before it with their facts.
+	Voices  *Voices
 	Clock   clock.Clock
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
@@ -479,8 +483,12 @@ func (k *Keeper) Answer(person, messageID, message, lang string) (cmd Command, a
 			log.Error("memory: \"forget me\" did not reach the journal now; the forget job tries again", "person", person, "err", err)
 		}
 		answer = Acknowledge(lang, cmd, 0)
-		k.logForget(protocol.ForgetEntry{Person: person, At: k.cfg.Clock.Now(), MessageID: messageID})
-		k.job("forget", func(context.Context) { k.forget(person, messageID, 0) })
+		at := k.cfg.Clock.Now()
+		k.logForget(protocol.ForgetEntry{Person: person, At: at, MessageID: messageID})
+		k.job("forget", func(context.Context) {
+			k.forgetVoice(person, at)
+			k.forget(person, messageID, 0)
+		})
 	case ForgetThat:
 		answer = Acknowledge(lang, cmd, 1)
 		if i := lastBy(k.pending, person); i >= 0 {
@@ -549,6 +557,23 @@ func (k *Keeper) forget(p, messageID string, attempt int, ids ...string) {
 	}
 }
 
+// forgetVoice erases p's voiceprint made before at, if the robot has
+// one. Runs on the keeper's goroutine.
+func (k *Keeper) forgetVoice(p string, at time.Time) {
+	if k.cfg.Voices == nil {
+		return
+	}
+	n, err := k.cfg.Voices.Forget(p, at)
+	if err != nil {
+		k.cfg.Metrics.BrainFailures.WithLabelValues("forget").Inc()
+		k.cfg.Log.Error("memory: the voiceprint was not erased", "person", p, "err", err)
+		return
+	}
+	if n > 0 {
+		k.cfg.Log.Info("memory: voiceprint erased", "person", p, "embeddings", n)
+	}
+}
+
 // logForget adds e to this companion's forget log and publishes it
 // (retained): a companion of the room that was away reads it when it
 // comes back.
@@ -596,6 +621,7 @@ func (k *Keeper) Forget(l protocol.ForgetLog) {
 			continue
 		}
 		k.job("forget", func(context.Context) {
+			k.forgetVoice(e.Person, e.At)
 			var ids []string
 			facts := st.Facts(e.Person)
 			for _, f := range facts {

@@ -96,3 +96,11 @@ func itoa(n int) string {
 	}
 	return string(rune('0'+n/10)) + string(rune('0'+n%10))
 }
+
+// UnsureReply answers a memory command ("what do you remember about me",
+// "forget me") from a voice the robots do not know, or not surely: they
+// neither tell nor erase anyone's facts on its word.
+func UnsureReply(lang string) string {
+	return pick(japanese(lang), "I'm not sure who you are by your voice, so I can't tell or forget anything about you. Ask me to remember your voice first.",
+		"声だけでは誰だか分からないので、覚えていることを話したり忘れたりはできません。まず「声を覚えて」と言ってね。")
+}

@@ -47,7 +47,29 @@ const (
 	MemoryExport = "export" // the facts with everything kept about them
 	MemoryForget = "forget" // erase one fact (Fact) or everything about Person
 	MemoryWipe   = "wipe"   // erase everything (operators only)
+	// The voiceprints (docs/hearing.md, "Who is speaking"): list them,
+	// erase a person's, or enrol a person from embeddings of their voice
+	// (Model, Embeddings: `chorus voice enroll` computes them with the
+	// robot's service). Forget and wipe erase voiceprints with the facts.
+	MemoryVoices      = "voices"
+	MemoryForgetVoice = "forget-voice"
+	MemoryEnrolVoice  = "enroll-voice"
 )
+
+// Bounds of an enrolment by command.
+const (
+	MaxEnrolEmbeddings = 16
+	MaxEmbeddingDims   = 4096
+)
+
+// VoicePrint is a person's voiceprint as a MemoryAnswer lists it.
+type VoicePrint struct {
+	Person  string    `json:"person"`
+	Samples int       `json:"samples"` // embeddings kept
+	Dims    int       `json:"dims"`
+	Model   string    `json:"model,omitempty"`
+	Updated time.Time `json:"updated"`
+}
 
 // MemoryRequest asks a device about its companion's memory.
 type MemoryRequest struct {
@@ -55,6 +77,10 @@ type MemoryRequest struct {
 	Op     string `json:"op"`
 	Person string `json:"person,omitempty"` // whose facts; "" with list/export: everyone's for an operator, the asker's own for anyone else
 	Fact   string `json:"fact,omitempty"`   // forget: this fact only (its id says whose it is: Person may be "")
+	// Model and Embeddings (enroll-voice only): the embeddings of the
+	// person's voice and the model that made them.
+	Model      string      `json:"model,omitempty"`
+	Embeddings [][]float32 `json:"embeddings,omitempty"`
 }
 
 // DecodeMemoryRequest decodes and validates a MemoryRequest.
@@ -66,11 +92,31 @@ func DecodeMemoryRequest(b []byte, max int) (MemoryRequest, error) {
 	c := checker{typ: "memory"}
 	c.id("id", r.ID)
 	switch r.Op {
-	case MemoryList, MemoryExport, MemoryForget, MemoryWipe:
+	case MemoryList, MemoryExport, MemoryForget, MemoryWipe, MemoryVoices:
+	case MemoryForgetVoice, MemoryEnrolVoice:
+		if r.Person == "" {
+			c.fail("person", KindMissing, "%s needs the person", r.Op)
+		}
 	case "":
-		c.fail("op", KindMissing, "required: list, export, forget or wipe")
+		c.fail("op", KindMissing, "required: list, export, forget, wipe, voices, forget-voice or enroll-voice")
 	default:
-		c.fail("op", KindInvalid, "must be list, export, forget or wipe, got %q", r.Op)
+		c.fail("op", KindInvalid, "must be list, export, forget, wipe, voices, forget-voice or enroll-voice, got %q", r.Op)
+	}
+	if r.Op == MemoryEnrolVoice {
+		switch {
+		case r.Model == "" || len(r.Model) > 200:
+			c.fail("model", KindInvalid, "enroll-voice names the embeddings' model (1 to 200 bytes)")
+		case len(r.Embeddings) == 0 || len(r.Embeddings) > MaxEnrolEmbeddings:
+			c.fail("embeddings", KindInvalid, "enroll-voice takes 1 to %d embeddings, got %d", MaxEnrolEmbeddings, len(r.Embeddings))
+		}
+		for _, e := range r.Embeddings {
+			if len(e) == 0 || len(e) > MaxEmbeddingDims || len(e) != len(r.Embeddings[0]) {
+				c.fail("embeddings", KindInvalid, "each embedding has the same 1 to %d dimensions", MaxEmbeddingDims)
+				break
+			}
+		}
+	} else if r.Model != "" || r.Embeddings != nil {
+		c.fail("embeddings", KindInvalid, "only enroll-voice takes a model and embeddings")
 	}
 	if r.Person != "" {
 		c.identity("person", r.Person)
@@ -106,6 +152,7 @@ type MemoryAnswer struct {
 	Error     string       `json:"error,omitempty"`
 	Facts     []MemoryFact `json:"facts,omitempty"`
 	Forgotten int          `json:"forgotten,omitempty"`
+	Voices    []VoicePrint `json:"voices,omitempty"` // voices: the voiceprints
 }
 
 // MaxMemoryFacts bounds the facts one answer lists.

@@ -47,6 +47,10 @@ type Scheme struct {
 	// the floor publishes the Message of a heard utterance under it
 	// (docs/protocol.md, "Heard reports": one sentence, one Message).
 	Voices map[string]string // room -> the person's identity
+	// People holds, per room, the people its robots may know by voice
+	// (hearing.people): the floor publishes the Message of an utterance
+	// whose voice a robot knew under that person's identity.
+	People map[string][]string // room -> identities
 	// HA is Home Assistant's topics and identity (homeassistant.go); nil
 	// when no robot is in Home Assistant.
 	HA *HA
@@ -62,6 +66,24 @@ func (s Scheme) WithVoice(room, user string) Scheme {
 	v[room] = user
 	s.Voices = v
 	return s
+}
+
+// WithPeople returns a copy of s in which room's floor may publish what
+// the room heard under each of people (voices its robots know).
+func (s Scheme) WithPeople(room string, people []string) Scheme {
+	v := make(map[string][]string, len(s.People)+1)
+	for k, p := range s.People {
+		v[k] = p
+	}
+	v[room] = slices.Clone(people)
+	s.People = v
+	return s
+}
+
+// voiced reports whether room's floor publishes what the room heard under
+// identity: the hearing user's, or a person known by voice.
+func (s Scheme) voiced(room, identity string) bool {
+	return s.Voices[room] != "" && identity == s.Voices[room] || slices.Contains(s.People[room], identity)
 }
 
 // WithWhisper returns a copy of s that knows room's whisper channel and its
@@ -438,7 +460,7 @@ func (s Scheme) MayPublish(user, t string) bool {
 		// name, and publish what the room heard under the person's.
 		// A member of a room whose robots are in Home Assistant sends what
 		// its user typed there under that user's name.
-		return r.Identity == user || (s.IsFloor(user) && s.Voices[r.Room] != "" && r.Identity == s.Voices[r.Room]) ||
+		return r.Identity == user || (s.IsFloor(user) && s.voiced(r.Room, r.Identity)) ||
 			(s.HA != nil && s.HA.Rooms[r.Room] && r.Identity == s.HA.User && s.IsMember(r.Room, user))
 	case KindHeard:
 		// A member reports what its body heard; a floor forwards the words
@@ -682,6 +704,16 @@ func (s Scheme) ACL() ACL {
 		for _, room := range voiced {
 			if u := s.Voices[room]; u != "" {
 				a.add(f, true, s.Message(room, u), s.Heard(room, u))
+			}
+		}
+		rooms := make([]string, 0, len(s.People))
+		for room := range s.People {
+			rooms = append(rooms, room)
+		}
+		sort.Strings(rooms)
+		for _, room := range rooms {
+			for _, p := range s.People[room] {
+				a.add(f, true, s.Message(room, p))
 			}
 		}
 	}

@@ -45,6 +45,9 @@ type Server struct {
 	Scheme topic.Scheme
 	Device string
 	Store  *memory.Store
+	// Voices are the device's voiceprints, nil when it identifies no
+	// voices: forget and wipe erase them with the facts.
+	Voices *memory.Voices
 	// IsOperator says whether an identity may read and forget everyone's.
 	IsOperator func(id string) bool
 	// Forgot is told what a forget erased (the companion's report to its
@@ -139,7 +142,7 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 		// as for a request that named the person.
 		req.Person = s.owner(req.Fact)
 	}
-	if !op && req.Person == "" && (req.Op == protocol.MemoryList || req.Op == protocol.MemoryExport) {
+	if !op && req.Person == "" && (req.Op == protocol.MemoryList || req.Op == protocol.MemoryExport || req.Op == protocol.MemoryVoices) {
 		req.Person = r.from // a person's list without a name is their own
 	}
 	if err := allowed(r.from, op, req); err != nil {
@@ -171,6 +174,11 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 		if err != nil {
 			return protocol.MemoryAnswer{Error: err.Error()}
 		}
+		if req.Fact == "" && s.Voices != nil { // everything about them: their voice too
+			if _, err := s.Voices.Forget(req.Person, time.Time{}); err != nil {
+				return protocol.MemoryAnswer{Error: err.Error()}
+			}
+		}
 		if s.Forgot != nil && n > 0 { // nothing erased: nothing to tell the room
 			s.Forgot(req.Person, n)
 		}
@@ -180,9 +188,51 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 		if err != nil {
 			return protocol.MemoryAnswer{Error: err.Error()}
 		}
+		if s.Voices != nil {
+			if err := s.Voices.Wipe(); err != nil {
+				return protocol.MemoryAnswer{Error: err.Error()}
+			}
+		}
 		return protocol.MemoryAnswer{Forgotten: n}
+	case protocol.MemoryVoices, protocol.MemoryForgetVoice, protocol.MemoryEnrolVoice:
+		return s.voices(req)
 	}
 	return protocol.MemoryAnswer{Error: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// voices answers the voiceprints' requests.
+func (s *Server) voices(req protocol.MemoryRequest) protocol.MemoryAnswer {
+	if s.Voices == nil {
+		return protocol.MemoryAnswer{Error: "this device identifies no voices (hearing.voice is off)"}
+	}
+	switch req.Op {
+	case protocol.MemoryForgetVoice:
+		n, err := s.Voices.Forget(req.Person, time.Time{})
+		if err != nil {
+			return protocol.MemoryAnswer{Error: err.Error()}
+		}
+		return protocol.MemoryAnswer{Forgotten: n}
+	case protocol.MemoryEnrolVoice:
+		for _, v := range s.Voices.List() {
+			if v.Person != req.Person && v.Model != "" && v.Model != req.Model {
+				return protocol.MemoryAnswer{Error: fmt.Sprintf("the embeddings are of model %q; this device's voiceprints are of %q", req.Model, v.Model)}
+			}
+		}
+		if _, err := s.Voices.Forget(req.Person, time.Time{}); err != nil {
+			return protocol.MemoryAnswer{Error: err.Error()}
+		}
+		if err := s.Voices.Add(req.Person, req.Model, time.Now(), req.Embeddings...); err != nil {
+			return protocol.MemoryAnswer{Error: err.Error()}
+		}
+		s.Log.Info("memory control: voice enrolled", "person", req.Person, "embeddings", len(req.Embeddings))
+	}
+	out := []protocol.VoicePrint{}
+	for _, v := range s.Voices.List() {
+		if req.Person == "" || v.Person == req.Person {
+			out = append(out, protocol.VoicePrint{Person: v.Person, Samples: v.Samples, Dims: v.Dims, Model: v.Model, Updated: v.Updated.UTC()})
+		}
+	}
+	return protocol.MemoryAnswer{Voices: out}
 }
 
 // owner is the person fact id is about, "" when no fact has that id.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -262,6 +263,17 @@ func roomsScheme(cfgs []*robot.Config) (topic.Scheme, error) {
 			}
 			voices[c.Room.Name] = c
 			s = s.WithVoice(c.Room.Name, u)
+		}
+		// The people the room's robots may know by voice (hearing.people):
+		// every config of the room adds its own.
+		if ids := c.Hearing.PeopleIDs(); len(ids) > 0 {
+			for _, p := range s.People[c.Room.Name] {
+				if !slices.Contains(ids, p) {
+					ids = append(ids, p)
+				}
+			}
+			slices.Sort(ids)
+			s = s.WithPeople(c.Room.Name, ids)
 		}
 		if first, ok := rosters[c.Room.Name]; ok {
 			if strings.Join(first.Room.Members, ",") != strings.Join(c.Room.Members, ",") {
