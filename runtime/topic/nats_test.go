@@ -56,7 +56,7 @@ func natsCovers(allow, subj []string) bool {
 // rules are the same on both brokers.
 func TestNATSUsersPublishAsMayPublish(t *testing.T) {
 	s := New("chorus").WithRoster("lab", []string{"kyoko", "hana"}).WithRoster("hall", []string{"aya"}).
-		WithWhisper("lab", "wolves", []string{"kyoko"}).WithVoice("lab", "guest").
+		WithWhisper("lab", "wolves", []string{"kyoko"}).WithVoice("lab", "guest").WithPeople("lab", []string{"alice", "dr.who"}).
 		WithHomeAssistant("lab", "homeassistant", "ha", "kyoko_node", "kyoko")
 	people := []string{"alice", "guest", "dev-kyoko", "dr.who"}
 	users, err := s.NATSUsers(people)

@@ -172,6 +172,30 @@ func TestMayPublishHeardVoice(t *testing.T) {
 	}
 }
 
+// The floor publishes what a room heard under the people its robots know
+// by voice (hearing.people), in that room only; captions stay the
+// hearing user's.
+func TestMayPublishKnownVoices(t *testing.T) {
+	s := New("chorus").WithRoster("lr", []string{"kyoko", "hana"}).WithVoice("lr", "guest").WithPeople("lr", []string{"alice", "sam"})
+	checkPublish(t, s, []access{
+		{"floor", s.Message("lr", "alice"), true},
+		{"floor", s.Message("lr", "sam"), true},
+		{"floor", s.Message("lr", "guest"), true},
+		{"floor", s.Message("lr", "bob"), false},
+		{"floor", s.Message("kitchen", "alice"), false},
+		{"floor", s.Heard("lr", "alice"), false},
+		{"kyoko", s.Message("lr", "alice"), false},
+		{"alice", s.Message("lr", "alice"), true},
+	})
+	acl := aclHas(t, s, "user floor\n")
+	floor := acl[strings.Index(acl, "user floor\n"):]
+	for _, p := range []string{"alice", "sam"} {
+		if !strings.Contains(floor, "topic write chorus/rooms/lr/messages/"+p+"\n") {
+			t.Errorf("the floor's block lacks %s:\n%s", p, floor)
+		}
+	}
+}
+
 // A device's results (camera frames) are readable by the rooms' members and
 // the device itself only; everything else under the prefix by anyone
 // logged in.

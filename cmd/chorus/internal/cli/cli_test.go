@@ -391,3 +391,34 @@ func lastWord(s string) string {
 	}
 	return f[len(f)-1]
 }
+
+// The people the room's robots may know by voice (hearing.people, in
+// any of the room's configs) are identities the floor may publish the
+// room's Messages under; Mosquitto and NATS alike.
+func TestACLForPeopleKnownByVoice(t *testing.T) {
+	dir := t.TempDir()
+	cfgs, _ := filepath.Glob("../../../../firmware-configs/livingroom/*.yaml")
+	for i, c := range cfgs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		people := []string{"\nhearing: {people: {sam: [Samuel, サム]}}\n", "\nhearing: {people: {mia: []}}\n", ""}[i%3]
+		cfgs[i] = filepath.Join(dir, filepath.Base(c))
+		if err := os.WriteFile(cfgs[i], append(b, people...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aclFile, pw := filepath.Join(dir, "chorus.acl"), filepath.Join(dir, "chorus.passwd")
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), append([]string{"acl", "-acl", aclFile, "-passwd", pw}, cfgs...), &out, &errOut); code != 0 {
+		t.Fatalf("acl: %d %s", code, errOut.String())
+	}
+	acl, _ := os.ReadFile(aclFile)
+	floor := string(acl)[strings.Index(string(acl), "user floor\n"):]
+	for _, p := range []string{"sam", "mia", "user"} {
+		if !strings.Contains(floor, "topic write chorus/rooms/livingroom/messages/"+p+"\n") {
+			t.Errorf("the floor may not publish what the room heard from %s:\n%s", p, floor)
+		}
+	}
+}
