@@ -46,39 +46,8 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if op == protocol.MemoryForget && *person == "" && *fact == "" {
 		return errors.New("forget needs -person (yourself, or anyone as an operator) or -fact (an id from list); wipe erases everyone")
 	}
-	room := rf.room
-	if rf.room == "" {
-		rf.room = "_"
-	}
-	r, b, err := rf.connect(ctx, "memory")
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if *devices == "" {
-		found, err := onlineDevices(ctx, b, r.Scheme, room)
-		if err != nil {
-			return err
-		}
-		if len(found) == 0 {
-			return fmt.Errorf("no robot is online on %s%s: name one with -device", rf.broker, map[bool]string{true: "", false: " in room " + room}[room == ""])
-		}
-		fmt.Fprintf(stderr, "asking %s\n", strings.Join(found, ", "))
-		*devices = strings.Join(found, ",")
-	}
-	asker := control.NewAsker(b, r.Scheme, rf.user)
-	var failed []string
-	for _, dev := range strings.Split(*devices, ",") {
-		if why := protocol.ValidIdentity(dev); why != "" {
-			return fmt.Errorf("-device %q: %s", dev, why)
-		}
-		req := protocol.MemoryRequest{ID: protocol.NewID(), Op: op, Person: *person, Fact: *fact}
-		a, err := asker.Ask(ctx, dev, req, *timeout)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", dev, err)
-			failed = append(failed, dev)
-			continue
-		}
+	req := protocol.MemoryRequest{Op: op, Person: *person, Fact: *fact}
+	return askDevices(ctx, rf, *devices, *timeout, stderr, req, func(dev string, a protocol.MemoryAnswer) error {
 		switch op {
 		case protocol.MemoryList:
 			if len(a.Facts) == 0 {
@@ -96,6 +65,52 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		default:
 			fmt.Fprintf(stdout, "%s: forgot %d facts\n", dev, a.Forgotten)
+		}
+		return nil
+	})
+}
+
+// askDevices sends req (under a new id each) to the memory of each of
+// devices (comma-separated; "" every robot online in rf's room, or on the
+// broker) as rf's identity, and shows each answer; a device that does
+// not answer, or refuses, is named in the error.
+func askDevices(ctx context.Context, rf *roomFlags, devices string, timeout time.Duration, stderr io.Writer,
+	req protocol.MemoryRequest, show func(dev string, a protocol.MemoryAnswer) error) error {
+	room := rf.room
+	if rf.room == "" {
+		rf.room = "_"
+	}
+	r, b, err := rf.connect(ctx, "memory")
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if devices == "" {
+		found, err := onlineDevices(ctx, b, r.Scheme, room)
+		if err != nil {
+			return err
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("no robot is online on %s%s: name one with -device", rf.broker, map[bool]string{true: "", false: " in room " + room}[room == ""])
+		}
+		fmt.Fprintf(stderr, "asking %s\n", strings.Join(found, ", "))
+		devices = strings.Join(found, ",")
+	}
+	asker := control.NewAsker(b, r.Scheme, rf.user)
+	var failed []string
+	for _, dev := range strings.Split(devices, ",") {
+		if why := protocol.ValidIdentity(dev); why != "" {
+			return fmt.Errorf("-device %q: %s", dev, why)
+		}
+		req.ID = protocol.NewID()
+		a, err := asker.Ask(ctx, dev, req, timeout)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", dev, err)
+			failed = append(failed, dev)
+			continue
+		}
+		if err := show(dev, a); err != nil {
+			return err
 		}
 	}
 	if len(failed) > 0 {
