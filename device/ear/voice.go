@@ -248,6 +248,8 @@ func voiceOf(m *protocol.VoiceMatch) string {
 	switch {
 	case m == nil:
 		return ""
+	case m.Person == "" && m.Distance >= 0:
+		return fmt.Sprintf("unknown (nearest %.2f)", m.Distance)
 	case m.Person == "":
 		return "unknown"
 	case m.Sure:

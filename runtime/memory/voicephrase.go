@@ -53,6 +53,9 @@ func EnrolName(text string) (name string, ok bool) {
 // itself, never its model).
 func EnrolReply(lang, name string, got, need int, refused bool) string {
 	ja := strings.HasPrefix(lang, "ja")
+	if r, n := utf8.DecodeRuneInString(name); r >= 'a' && r <= 'z' { // a recogniser's lower case
+		name = string(r-'a'+'A') + name[n:]
+	}
 	switch {
 	case refused && name == "":
 		if ja {

@@ -50,6 +50,7 @@ type outside struct {
 	members         []string // the room's roster, ann, ben and cat by default
 	roomExtra       string   // more room settings, YAML flow-map entries (", mode: realtime")
 	floorLog        string   // the floor's log level, info by default
+	floorMore       string   // more sections of the floor's config, YAML
 	port            int      // the broker port mosquitto_pub and mosquitto_sub use
 	subQoS          string   // mosquitto_sub's QoS, "1" by default
 	// mqttFor gives a process (a companion id or a floor device) its own
@@ -157,7 +158,7 @@ func (o *outside) floor(dev string) *proc {
 	if level == "" {
 		level = "info"
 	}
-	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.brokerOf(dev), strings.Join(o.members, ", "), port, o.roomExtra, level)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(outsideFloorYAML, dev, o.brokerOf(dev), strings.Join(o.members, ", "), port, o.roomExtra, level)+o.floorMore), 0o644)
 	return startEnv(o.t, o.chorusd, cfg, dev, "CHORUS_MQTT_PASSWORD="+password(dev), "CHORUS_FLOOR_PASSWORD="+password("floor"))
 }
 

@@ -96,7 +96,7 @@ func Spectral(pcm []int16, rate int) []float32 {
 	icept := (sy - slope*sx) / bands
 	out := make([]float32, 0, bands+bins)
 	for j, x := range mean {
-		out = append(out, float32((x-icept-slope*float64(j))/3))
+		out = append(out, float32((x-icept-slope*float64(j))/5))
 	}
 	p := 0.0
 	if len(pitches) > 0 {
@@ -107,7 +107,7 @@ func Spectral(pcm []int16, rate int) []float32 {
 		c := math.Log(60) + (math.Log(400)-math.Log(60))*float64(i)/(bins-1)
 		v := 0.0
 		if p > 0 {
-			d := (math.Log(p) - c) / 0.1
+			d := (math.Log(p) - c) / 0.25
 			v = 1.5 * math.Exp(-d*d/2)
 		}
 		out = append(out, float32(v))
