@@ -30,6 +30,9 @@ const (
 	DefaultListenFor = 8 * time.Second
 	DefaultTail      = 300 * time.Millisecond
 	DefaultWake      = "none"
+	// DefaultVoiceKind is hearing.voice.kind unless one is named: voices
+	// are not told apart.
+	DefaultVoiceKind = "none"
 	// The silence that ends an utterance by what its words say
 	// (VAD.HangoverUnfinished, VAD.HangoverComplete).
 	DefaultHangoverUnfinished = 1500 * time.Millisecond
@@ -81,7 +84,7 @@ type VoiceID struct {
 }
 
 // On reports whether the robot identifies voices.
-func (v VoiceID) On() bool { return v.Kind != "" && v.Kind != "none" }
+func (v VoiceID) On() bool { return v.Kind != "" && v.Kind != DefaultVoiceKind }
 
 // APIKey is the service's key, from the environment variable named.
 func (v VoiceID) APIKey() (string, error) {
@@ -224,7 +227,7 @@ func (s *Settings) SetDefaults() {
 		s.STT.Timeout = DefaultTimeout
 	}
 	if s.Voice.Kind == "" {
-		s.Voice.Kind = "none"
+		s.Voice.Kind = DefaultVoiceKind
 	}
 	if s.Voice.Threshold == 0 {
 		s.Voice.Threshold = DefaultVoiceThreshold
@@ -314,7 +317,7 @@ func (s Settings) Check(p *settings.Problems) {
 
 func (v VoiceID) check(p *settings.Problems) {
 	switch v.Kind {
-	case "none":
+	case DefaultVoiceKind:
 		return
 	case "localai":
 	default:

@@ -15,7 +15,7 @@ import (
 
 // voiceRig is an ear rig whose robot knows mia's voice (three of her
 // sentences) through the fake embedding service.
-func voiceRig(t *testing.T) (*Voice, *voiceidtest.Server, *memory.Voices) {
+func voiceRig(t testing.TB) (*Voice, *voiceidtest.Server, *memory.Voices) {
 	srv := voiceidtest.New(t)
 	prints, err := memory.OpenVoices(t.TempDir(), "kyoko", memory.VoiceLimits{}, nil)
 	if err != nil {
