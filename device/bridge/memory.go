@@ -13,7 +13,8 @@ import (
 // remembers about a person (issue 29). The bridge asks the device under
 // the client's own identity (its bus connection), so the device decides
 // by that name: a person may see and forget their own facts, an operator
-// anyone's. Export and wipe are for `chorus memory`.
+// anyone's; and the voices it knows people by (voices, forget-voice).
+// Export, wipe and enrolment are for `chorus memory` and `chorus voice`.
 
 // MethodMemory is the method of a client's memory request.
 const MethodMemory = "memory"
@@ -32,7 +33,7 @@ var memoryParams = map[string]bool{"device": true, "op": true, "person": true, "
 // It returns the device and the request, or the refusal's reason and
 // message.
 func parseMemory(data []byte) (device string, req protocol.MemoryRequest, reason, why string) {
-	const shape = `memory needs params {"device": a device id, "op": "list" or "forget", "person": an identity, "fact": a fact id (forget only)}`
+	const shape = `memory needs params {"device": a device id, "op": "list", "forget", "voices" or "forget-voice", "person": an identity, "fact": a fact id (forget only)}`
 	var f struct {
 		Params json.RawMessage `json:"params"`
 	}
@@ -56,11 +57,11 @@ func parseMemory(data []byte) (device string, req protocol.MemoryRequest, reason
 		return "", req, "invalid", "params.device: " + w
 	}
 	switch p["op"] {
-	case protocol.MemoryList, protocol.MemoryForget:
-	case protocol.MemoryExport, protocol.MemoryWipe:
-		return "", req, "forbidden", fmt.Sprintf("op %s is for chorus memory; a client of the bridge may list and forget", p["op"])
+	case protocol.MemoryList, protocol.MemoryForget, protocol.MemoryVoices, protocol.MemoryForgetVoice:
+	case protocol.MemoryExport, protocol.MemoryWipe, protocol.MemoryEnrolVoice:
+		return "", req, "forbidden", fmt.Sprintf("op %s is for chorus memory and chorus voice; a client of the bridge may list and forget", p["op"])
 	default:
-		return "", req, "invalid", fmt.Sprintf("params.op must be list or forget, got %.32q", p["op"])
+		return "", req, "invalid", fmt.Sprintf("params.op must be list, forget, voices or forget-voice, got %.32q", p["op"])
 	}
 	if w := protocol.ValidIdentity(p["person"]); p["person"] != "" && w != "" {
 		return "", req, "invalid", "params.person: " + w
@@ -99,8 +100,12 @@ func (b *Bridge) memory(ctx context.Context, c *client, id *identity, rid json.R
 	if facts == nil {
 		facts = []protocol.MemoryFact{}
 	}
+	voices := a.Voices
+	if voices == nil {
+		voices = []protocol.VoicePrint{}
+	}
 	f := mustJSON(map[string]any{"jsonrpc": protocol.JSONRPC, "id": answerID(rid),
-		"result": map[string]any{"device": dev, "facts": facts, "forgotten": a.Forgotten}})
+		"result": map[string]any{"device": dev, "facts": facts, "forgotten": a.Forgotten, "voices": voices}})
 	if int64(len(f)) > c.max/2 { // it would crowd the client's queue, or drop it
 		b.send(c, errorFrame(rid, "memory", fmt.Sprintf("memory of %s: %d facts are %d bytes, more than a client of the bridge is sent at once; chorus memory lists them", dev, len(facts), len(f))))
 		return

@@ -47,7 +47,14 @@ func memoryRig(t *testing.T) *rig {
 			memory.Fact{ID: "fb1", Person: "bob", Key: "job", Text: "works as a pilot", MessageID: "m1"}); err != nil {
 			t.Fatal(err)
 		}
-		srv := &control.Server{Bus: dev, Scheme: c.Room.Scheme, Device: "kiosk", Store: st,
+		voices, err := memory.OpenVoices(t.TempDir(), "kiosk", memory.VoiceLimits{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := voices.Add("alice", "ecapa", time.Now(), []float32{1, 0.2}, []float32{1, 0.1}); err != nil {
+			t.Fatal(err)
+		}
+		srv := &control.Server{Bus: dev, Scheme: c.Room.Scheme, Device: "kiosk", Store: st, Voices: voices,
 			IsOperator: func(id string) bool { return id == "root" }, Log: c.Log}
 		served := make(chan error, 1)
 		go func() { served <- srv.Run(ctx) }()
@@ -57,6 +64,7 @@ func memoryRig(t *testing.T) *rig {
 				t.Errorf("the control server: %v", err)
 			}
 			st.Close()
+			voices.Close()
 			dev.Close()
 		})
 	})
@@ -135,6 +143,24 @@ func TestMemoryThroughTheBridge(t *testing.T) {
 	if facts, _ = answered(t, ask(t, alice, "m3b", `{"device":"kiosk","op":"list","person":"alice"}`), "kiosk"); len(facts) != 1 {
 		t.Fatalf("after forgetting one of two: %v", facts)
 	}
+	// The voices the device knows people by: alice sees hers, not bob's;
+	// forgetting her voice leaves her facts' answer as it was.
+	res := ask(t, alice, "v1", `{"device":"kiosk","op":"voices","person":"alice"}`)["result"].(map[string]any)
+	if vs := fmt.Sprint(res["voices"]); !strings.Contains(vs, "person:alice") || !strings.Contains(vs, "samples:2") {
+		t.Fatalf("alice's voice: %v", res)
+	}
+	refusedWith(t, ask(t, alice, "v2", `{"device":"kiosk","op":"forget-voice","person":"bob"}`), -32006, "alice may not see or forget")
+	if _, n = answered(t, ask(t, alice, "v3", `{"device":"kiosk","op":"forget-voice","person":"alice"}`), "kiosk"); n != 2 {
+		t.Fatalf("forgetting alice's voice: forgotten %v", n)
+	}
+	res = ask(t, root, "v4", `{"device":"kiosk","op":"voices"}`)["result"].(map[string]any)
+	if vs, ok := res["voices"].([]any); !ok || len(vs) != 0 {
+		t.Fatalf("after alice's voice is forgotten, the voices: %v", res)
+	}
+	if facts, _ = answered(t, ask(t, alice, "v5", `{"device":"kiosk","op":"list","person":"alice"}`), "kiosk"); len(facts) != 1 {
+		t.Fatalf("forgetting her voice took her facts: %v", facts)
+	}
+
 	if _, n = answered(t, ask(t, alice, "m2", `{"device":"kiosk","op":"forget","person":"alice"}`), "kiosk"); n != 1 {
 		t.Fatalf("forgetting everything about alice: forgotten %v", n)
 	}
@@ -190,7 +216,9 @@ func TestMemoryRefused(t *testing.T) {
 	for _, tc := range []struct{ params, code, want string }{
 		{`{"device":"kiosk","op":"export","person":"alice"}`, "-32001", "op export is for chorus memory"},
 		{`{"device":"kiosk","op":"wipe"}`, "-32001", "op wipe is for chorus memory"},
-		{`{"device":"kiosk","op":"remember","person":"alice"}`, "-32600", "params.op must be list or forget"},
+		{`{"device":"kiosk","op":"forget-voice"}`, "-32600", "forget-voice needs the person"},
+		{`{"device":"kiosk","op":"remember","person":"alice"}`, "-32600", "params.op must be list, forget, voices or forget-voice"},
+		{`{"device":"kiosk","op":"enroll-voice","person":"alice"}`, "-32001", "op enroll-voice is for chorus memory and chorus voice"},
 		{`{"device":"../kiosk","op":"list","person":"alice"}`, "-32600", "params.device"},
 		{`{"device":"kiosk","op":"list","person":"alice/#"}`, "-32600", "params.person"},
 		{`{"device":"kiosk","op":"forget"}`, "-32600", "forget needs the person"},

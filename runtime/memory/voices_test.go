@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 func openVoices(t *testing.T, dir string) *Voices {
@@ -146,4 +148,30 @@ func FuzzVoiceLine(f *testing.F) {
 			t.Fatalf("accepted %q: %+v", b, r)
 		}
 	})
+}
+
+// "Forget me" erases the person's voiceprint with their facts: the
+// person's own (at once), and a room's forget log (what was made before
+// it was asked; a voiceprint made since stays), also on a robot that
+// never met the person (it heard their enrolment, answered nothing).
+func TestKeeperForgetsTheVoice(t *testing.T) {
+	prints, err := OpenVoices(t.TempDir(), "kyoko", VoiceLimits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prints.Close() })
+	r := newKeeperRig(t, KeeperConfig{Voices: prints})
+	now := r.clk.Now()
+	for _, p := range []string{"sam", "mia", "kim"} {
+		if err := prints.Add(p, "m", now.Add(-time.Minute), []float32{1, 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.k.Answer("sam", "f1", "Please forget me.", "en")
+	r.k.Forget(protocol.ForgetLog{From: "hana", Forgets: []protocol.ForgetEntry{{Person: "mia", At: now, MessageID: "f2"}}})
+	r.k.Forget(protocol.ForgetLog{From: "hana", Forgets: []protocol.ForgetEntry{{Person: "kim", At: now.Add(-time.Hour), MessageID: "f3"}}})
+	r.settle(t)
+	if prints.Knows("sam") || prints.Knows("mia") || !prints.Knows("kim") {
+		t.Fatalf("after forget me of sam, of mia (now) and of kim (before his voiceprint): %+v", prints.List())
+	}
 }

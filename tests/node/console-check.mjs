@@ -154,6 +154,27 @@ try {
   if (memDevice && process.env.MEMORY_ON === '1') {
     memory = await said(new RegExp(`remembers (nothing|\\d+ facts?) about ${person}`));
     step('memory list');
+    // The voice the device knows the person by: this device identifies
+    // none (it says so); a known voice (handed to the page as the bridge
+    // would answer) is shown, and its Forget voice asks first, then the device.
+    const voiceSaid = async (re) => {
+      try {
+        await page.waitForFunction((src) => new RegExp(src).test(document.getElementById('mem-voice-text').textContent), re.source, { timeout: 20000 });
+      } catch (e) {
+        throw new Error(`the voice line says ${JSON.stringify(await page.locator('#mem-voice-text').textContent())}, want ${re}: ${e}`);
+      }
+    };
+    await voiceSaid(/identifies no voices/);
+    await page.evaluate(([device, person]) => memAnswer({ op: 'voices', device, person },
+      { result: { device, facts: [], forgotten: 0, voices: [{ person, samples: 3, dims: 192, model: 'ecapa', updated: new Date().toISOString() }] } }), [memDevice, person]);
+    await voiceSaid(new RegExp(`knows ${person}'s voice \\(3 samples`));
+    if (!(await page.locator('#mem-forget-voice').isVisible())) throw new Error('no Forget voice for a known voice');
+    let askedVoice = '';
+    page.once('dialog', (d) => { askedVoice = d.message(); d.accept(); });
+    await page.click('#mem-forget-voice');
+    await voiceSaid(/identifies no voices/);
+    if (!askedVoice.includes(person)) throw new Error('forget voice did not ask first: ' + askedVoice);
+    step('memory voice');
     await page.fill('#mem-person', 'someone-else');
     await page.click('#mem-list');
     const refused = await said(/may not see/);

@@ -75,6 +75,8 @@ func TestHearingWhoIsSpeaking(t *testing.T) {
 	}
 
 	seed := uint64(1)
+	type heardAs struct{ who, from string }
+	var attributions []heardAs // every sentence after the enrolments
 	say := func(v voiceidtest.Voice, text string) protocol.Message {
 		t.Helper()
 		seed++
@@ -99,6 +101,9 @@ func TestHearingWhoIsSpeaking(t *testing.T) {
 		}
 		w.quiet(t, 20*time.Second)
 		time.Sleep(600 * time.Millisecond) // the room's tail
+		if m.Params.Metadata[protocol.MetaVoiceEnrol] == nil {
+			attributions = append(attributions, heardAs{v.Name, m.Params.From})
+		}
 		return m
 	}
 	answer := func(after protocol.Message) string {
@@ -207,6 +212,24 @@ func TestHearingWhoIsSpeaking(t *testing.T) {
 	}
 	if r := srv.Refused(); len(r) > 0 {
 		t.Fatalf("the embedding service refused: %v", r)
+	}
+	right, wrongs := 0, 0
+	for _, a := range attributions {
+		want := a.who
+		if a.who == voiceidtest.Kid.Name {
+			want = "user"
+		}
+		switch {
+		case a.from == want:
+			right++
+		case a.from != "user":
+			wrongs++
+		}
+	}
+	t.Logf("every sentence after the enrolments: %d of %d attributed right (the unknown voice as the hearing user), %d to a wrong person",
+		right, len(attributions), wrongs)
+	if wrongs > 0 || right < len(attributions)*95/100 {
+		t.Fatalf("attribution: %d right, %d wrong of %d", right, wrongs, len(attributions))
 	}
 }
 

@@ -321,7 +321,40 @@ function memAsk(op, device, person, fact, note) {
   memSay('muted', op === 'list' ? `asking ${device}…` : `asking ${device} to forget…`);
 }
 
+// The voice the device knows a person by (who is speaking): listed after
+// their facts, and forgotten on its own.
+function voiceAsk(op, device, person) {
+  const id = newID();
+  if (!send({ jsonrpc: '2.0', method: 'memory', id, params: { device, op, person } })) return;
+  memAsked.set(id, { op, device, person });
+}
+
+function voiceAnswer(q, f) {
+  const box = $('mem-voice');
+  const b = $('mem-forget-voice');
+  box.hidden = false;
+  b.hidden = true;
+  if (f.error) { $('mem-voice-text').textContent = `Voice: ${f.error.message}`; return; }
+  const r = f.result || {};
+  if (q.op === 'forget-voice') { voiceAsk('voices', q.device, q.person); return; }
+  const v = (Array.isArray(r.voices) ? r.voices : []).find((x) => x.person === q.person);
+  if (!v) { $('mem-voice-text').textContent = `${q.device} does not know ${q.person}'s voice.`; return; }
+  const when = Date.parse(v.updated);
+  $('mem-voice-text').textContent = `${q.device} knows ${q.person}'s voice (${Number(v.samples) || 0} samples${Number.isNaN(when) ? '' : ', ' + new Date(when).toLocaleString()}).`;
+  b.hidden = false;
+  b.dataset.device = q.device;
+  b.dataset.person = q.person;
+}
+
+$('mem-forget-voice').onclick = () => {
+  const { device, person } = $('mem-forget-voice').dataset;
+  if (!device || !person) return;
+  if (!confirm(`Forget ${person}'s voice on ${device}? The robot will not know them by voice until they enrol again.`)) return;
+  voiceAsk('forget-voice', device, person);
+};
+
 function memAnswer(q, f) {
+  if (q.op === 'voices' || q.op === 'forget-voice') { voiceAnswer(q, f); return; }
   memBusy(false);
   if (f.error) { memSay('refused', f.error.message); return; }
   const r = f.result || {};
@@ -346,6 +379,8 @@ function memAnswer(q, f) {
   }
   const whose = q.person ? `about ${q.person}` : 'about anyone';
   memSay('muted', (q.note || '') + (facts.length ? `${q.device} remembers ${facts.length} fact${facts.length === 1 ? '' : 's'} ${whose}` : `${q.device} remembers nothing ${whose}`));
+  $('mem-voice').hidden = true;
+  if (q.person) voiceAsk('voices', q.device, q.person);
   const all = $('mem-forget-all');
   all.hidden = !q.person;
   all.dataset.device = q.device;

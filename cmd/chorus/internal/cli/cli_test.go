@@ -422,3 +422,29 @@ func TestACLForPeopleKnownByVoice(t *testing.T) {
 		}
 	}
 }
+
+// chorus voice refuses what it cannot do, naming what is wrong, before it
+// connects anywhere.
+func TestVoiceCommandRefuses(t *testing.T) {
+	dir := t.TempDir()
+	off := filepath.Join(dir, "off.yaml")
+	b, _ := os.ReadFile("../../../../firmware-configs/livingroom/pi5-robot.yaml")
+	os.WriteFile(off, b, 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"voice"}, "want an operation"},
+		{[]string{"voice", "learn"}, `unknown operation "learn"`},
+		{[]string{"voice", "forget"}, "forget needs -person"},
+		{[]string{"voice", "enroll", "-person", "sam"}, "enroll needs -config"},
+		{[]string{"voice", "enroll", "-person", "sam", "-config", off}, "enroll takes 1 to 16 WAV files"},
+		{[]string{"voice", "enroll", "-person", "sam", "-config", off, "a.wav"}, "hearing.voice is off"},
+		{[]string{"voice", "list", "extra.wav"}, "list takes no files"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Main(context.Background(), tc.args, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want %q", tc.args, code, errOut.String(), tc.want)
+		}
+	}
+}
