@@ -22,6 +22,7 @@
 package topic
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -696,22 +697,12 @@ func (s Scheme) ACL() ACL {
 			a.add(f, true, p+"/rooms/+/"+t)
 		}
 		a.add(f, false, p+"/rooms/+/whisper/#")
-		voiced := make([]string, 0, len(s.Voices))
-		for room := range s.Voices {
-			voiced = append(voiced, room)
-		}
-		sort.Strings(voiced)
-		for _, room := range voiced {
+		for _, room := range slices.Sorted(maps.Keys(s.Voices)) {
 			if u := s.Voices[room]; u != "" {
 				a.add(f, true, s.Message(room, u), s.Heard(room, u))
 			}
 		}
-		rooms := make([]string, 0, len(s.People))
-		for room := range s.People {
-			rooms = append(rooms, room)
-		}
-		sort.Strings(rooms)
-		for _, room := range rooms {
+		for _, room := range slices.Sorted(maps.Keys(s.People)) {
 			for _, p := range s.People[room] {
 				a.add(f, true, s.Message(room, p))
 			}
