@@ -89,13 +89,13 @@ type Daemon struct {
 	m   *metrics.Metrics
 
 	ready   atomic.Bool
-	br      *bridge.Bridge               // the WebSocket bridge, when enabled
-	asks    atomic.Pointer[query.Client] // the companion's queries, told when a bridge body goes
-	acts    *parts.Body                  // the body's actions and the parts they move
-	fl      *floor.Floor                 // the room's turn-mode floor, when it runs here
-	ha      *homeassistant.Robot         // the robot as a Home Assistant device, when enabled
-	mem     atomic.Pointer[memory.Store] // the companion's memory, when on
-	voices  *memory.Voices               // the voiceprints, when the robot identifies voices (voiceprints)
+	br      *bridge.Bridge                // the WebSocket bridge, when enabled
+	asks    atomic.Pointer[query.Client]  // the companion's queries, told when a bridge body goes
+	acts    *parts.Body                   // the body's actions and the parts they move
+	fl      *floor.Floor                  // the room's turn-mode floor, when it runs here
+	ha      *homeassistant.Robot          // the robot as a Home Assistant device, when enabled
+	mem     atomic.Pointer[memory.Store]  // the companion's memory, when on
+	voices  atomic.Pointer[memory.Voices] // the voiceprints, when the robot identifies voices (voiceprints)
 	version string
 	pan     atomic.Pointer[panel.Panel] // the front panel, for led actions on the status LED
 	mu      sync.Mutex
@@ -567,15 +567,15 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 // when it identifies voices (hearing.voice); nil when it does not.
 func (d *Daemon) voiceprints() (*memory.Voices, error) {
 	cfg := d.cfg
-	if d.voices != nil || !cfg.Hearing.Ear.Voice.On() || cfg.Memory == nil {
-		return d.voices, nil
+	if v := d.voices.Load(); v != nil || !cfg.Hearing.Ear.Voice.On() || cfg.Memory == nil {
+		return v, nil
 	}
 	v, err := memory.OpenVoices(cfg.Memory.Dir, cfg.Identity(), memory.VoiceLimits{}, d.log)
 	if err != nil {
 		return nil, fmt.Errorf("hearing.voice: %w", err)
 	}
 	d.onClose(func() { v.Close() })
-	d.voices = v
+	d.voices.Store(v)
 	d.log.Info("who is speaking: voiceprints", "file", v.Path(), "people", len(v.List()), "repaired", v.Repaired())
 	return v, nil
 }

@@ -57,12 +57,17 @@ func (d *Daemon) homeAssistant(ctx context.Context, g *errgroup.Group, l *link, 
 		}
 	}
 	if cfg.Memory != nil {
-		// Home Assistant is the household's: its button wipes the memory
-		// (each person can forget themselves by saying so).
+		// Home Assistant is the household's: its button wipes the memory,
+		// voiceprints too (each person can forget themselves by saying so).
 		r.Forget = func(context.Context) (int, error) {
 			st := d.mem.Load()
 			if st == nil {
 				return 0, errors.New("the memory is not open yet")
+			}
+			if v := d.voices.Load(); v != nil { // the voices it knows people by go too
+				if err := v.Wipe(); err != nil {
+					return 0, err
+				}
 			}
 			return st.Wipe()
 		}
