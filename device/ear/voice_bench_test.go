@@ -48,6 +48,7 @@ func whoIsSpeaking(b *testing.B, delay time.Duration) {
 	}
 	delays := func(voice bool) ([]time.Duration, []protocol.Heard) {
 		v, srv, prints := voiceRig(b)
+		v.Wait = DefaultVoiceWait
 		srv.Delay(delay)
 		for i, s := range voiceidtest.Sentences[3:] {
 			prints.Add("sam", voiceidtest.Model, time.Now(), voiceidtest.Spectral(voiceidtest.Say(b, voiceidtest.Sam, s, uint64(50+i)), 16000))

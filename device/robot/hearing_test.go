@@ -38,6 +38,20 @@ func TestHearingConfig(t *testing.T) {
 		{"drivers: {mic: {sample_rate: 4000}}\n", "drivers.mic.sample_rate:"},
 		{"drivers: {mic: {kind: file, command: [arecord]}}\n", "drivers.mic.command:"},
 		{"hearing: {surprise: 1}\n", "surprise"},
+		// Who is speaking.
+		{"hearing: {people: {sam: [Samuel, サム]}, voice: {kind: localai, url: \"http://127.0.0.1:8080\", model: ecapa}}\nmemory: {dir: /tmp/m}\n", ""},
+		{"hearing: {people: {sam: []}, voice: {kind: localai, url: \"http://127.0.0.1:8080\", model: ecapa}}\n", "hearing.voice: needs the memory section"},
+		{"hearing: {voice: {kind: localai, url: \"http://127.0.0.1:8080\", model: ecapa}}\nmemory: {dir: /tmp/m}\n", "hearing.people: hearing.voice is on"},
+		{"hearing: {people: {sam: []}, voice: {kind: resemblyzer}}\nmemory: {dir: /tmp/m}\n", "hearing.voice.kind:"},
+		{"hearing: {people: {sam: []}, voice: {kind: localai, url: \"ftp://x\", model: ecapa}}\nmemory: {dir: /tmp/m}\n", "hearing.voice.url:"},
+		{"hearing: {people: {sam: []}, voice: {kind: localai, url: \"http://x\"}}\nmemory: {dir: /tmp/m}\n", "hearing.voice.model:"},
+		{"hearing: {people: {sam: []}, voice: {kind: localai, url: \"http://x\", model: m, threshold: 0.2, sure: 0.3}}\nmemory: {dir: /tmp/m}\n", "hearing.voice.sure:"},
+		{"hearing: {people: {sam: []}, voice: {kind: localai, url: \"http://x\", model: m, wait: 5s}}\nmemory: {dir: /tmp/m}\n", "hearing.voice.wait:"},
+		{"hearing: {people: {sam: []}, voice: {kind: localai, url: \"http://x\", model: m, enrol: 50}}\nmemory: {dir: /tmp/m}\n", "hearing.voice.enrol:"},
+		{"hearing: {people: {k: []}}\n", "hearing.people.k:"},
+		{"hearing: {people: {user: []}}\n", "hearing.people.user:"},
+		{"hearing: {people: {\"a b\": []}}\n", "hearing.people.a b:"},
+		{"hearing: {people: {sam: [\"\"]}}\n", "hearing.people.sam:"},
 	} {
 		wantDecode(t, tt.yaml, base+tt.yaml, tt.field)
 	}

@@ -56,7 +56,9 @@ func TestHearingWhoIsSpeaking(t *testing.T) {
 	o.companionWith("ann", false, part{
 		brain:   "{provider: rule, closing_after: 2}",
 		drivers: `{audio: {kind: air, air: "` + airAddr + `"}, tts: {kind: espeak-ng}, mic: {kind: air, air: "` + airAddr + `"}}`,
-		more: fmt.Sprintf("hearing: {enabled: true, stt: {kind: pocketsphinx, grammar: %s}, %s, voice: {kind: localai, url: %q, model: %s}}\n", gram, people, srv.URL, voiceidtest.Model) +
+		// wait: 2s — the fake service computes its embeddings in the test
+		// process, slowly under -race on a loaded machine.
+		more: fmt.Sprintf("hearing: {enabled: true, stt: {kind: pocketsphinx, grammar: %s}, %s, voice: {kind: localai, url: %q, model: %s, wait: 2s}}\n", gram, people, srv.URL, voiceidtest.Model) +
 			fmt.Sprintf("memory: {dir: %q, rest_after: 1s, operators: [root]}\n", memDir),
 	})
 	w.waitOnline(t, "ann")
