@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -567,8 +568,13 @@ func (d *Daemon) hear(ctx context.Context, g *errgroup.Group, l *link, p *panel.
 // when it identifies voices (hearing.voice); nil when it does not.
 func (d *Daemon) voiceprints() (*memory.Voices, error) {
 	cfg := d.cfg
-	if v := d.voices.Load(); v != nil || !cfg.Hearing.Ear.Voice.On() || cfg.Memory == nil {
+	if v := d.voices.Load(); v != nil || cfg.Memory == nil {
 		return v, nil
+	}
+	if !cfg.Hearing.Ear.Voice.On() { // off, with voiceprints of when it was on: still forgotten and wiped
+		if _, err := os.Stat(filepath.Join(cfg.Memory.Dir, cfg.Identity()+".voices")); err != nil {
+			return nil, nil
+		}
 	}
 	v, err := memory.OpenVoices(cfg.Memory.Dir, cfg.Identity(), memory.VoiceLimits{}, d.log)
 	if err != nil {
@@ -583,6 +589,9 @@ func (d *Daemon) voiceprints() (*memory.Voices, error) {
 // voiceID is the ear's voice identifier (hearing.voice), nil when off.
 func (d *Daemon) voiceID() (*ear.Voice, error) {
 	s := d.cfg.Hearing.Ear.Voice
+	if !s.On() {
+		return nil, nil
+	}
 	prints, err := d.voiceprints()
 	if err != nil || prints == nil {
 		return nil, err
@@ -781,7 +790,9 @@ func (d *Daemon) memory(ctx context.Context, g *errgroup.Group, l *link, b brain
 	if err != nil {
 		return nil, err
 	}
+	people := cfg.Hearing.PeopleIDs()
 	srv := &control.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Store: st, Voices: voices,
+		Person:     func(id string) bool { return slices.Contains(people, id) },
 		IsOperator: mc.IsOperator, Forgot: func(p string, n int) { report(p, "", n) }, Log: d.log, Metrics: d.m}
 	g.Go(func() error { return srv.Run(ctx) })
 	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report, Share: mc.Share, Voices: voices}

@@ -330,10 +330,10 @@ func (v VoiceID) check(p *settings.Problems) {
 	if v.Model == "" || len(v.Model) > 200 {
 		p.Add("voice.model", "name the service's speaker-embedding model (1 to 200 bytes)")
 	}
-	if v.Threshold <= 0 || v.Threshold > 1 {
+	if !(v.Threshold > 0 && v.Threshold <= 1) { // NaN too
 		p.Add("voice.threshold", "must be a cosine distance above 0 and at most 1, got %v", v.Threshold)
 	}
-	if v.Sure <= 0 || v.Sure > v.Threshold {
+	if !(v.Sure > 0 && v.Sure <= v.Threshold) {
 		p.Add("voice.sure", "must be above 0 and at most voice.threshold (%v), got %v", v.Threshold, v.Sure)
 	}
 	if v.Wait < 10*time.Millisecond || v.Wait > 2*time.Second {

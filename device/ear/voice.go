@@ -68,10 +68,10 @@ type enrolment struct {
 }
 
 func (v *Voice) defaults() {
-	if v.Threshold <= 0 {
+	if !(v.Threshold > 0 && v.Threshold <= 2) {
 		v.Threshold = DefaultVoiceThreshold
 	}
-	if v.Sure <= 0 || v.Sure > v.Threshold {
+	if !(v.Sure > 0 && v.Sure <= v.Threshold) {
 		v.Sure = min(DefaultVoiceSure, v.Threshold)
 	}
 	if v.Wait <= 0 {
@@ -173,6 +173,11 @@ func (v *Voice) enrolled(text string, vec []float32, at time.Time, m *protocol.V
 		case vec == nil:
 			v.pending = nil
 			m.Enrol = &protocol.Enrolment{Name: name, Person: person, Need: v.Enrol}
+		case v.Prints.Knows(person) && (m.Person != person || !m.Sure):
+			// Once enrolled, a voice is theirs: another may not take it over
+			// by saying their name.
+			v.pending = nil
+			m.Enrol = &protocol.Enrolment{Name: name, Person: person, Need: v.Enrol, Taken: true}
 		default:
 			v.pending = &enrolment{name: name, person: person, vecs: [][]float32{vec}, last: at}
 			m.Enrol = &protocol.Enrolment{Name: name, Person: person, Got: 1, Need: v.Enrol}

@@ -130,6 +130,9 @@ func TestEarEnrolsByVoice(t *testing.T) {
 		{voiceidtest.Sam, "I have a cat called Momo.", "sam/3", "sam"},
 		{voiceidtest.Sam, "What do you remember about me?", "", "sam"},
 		{voiceidtest.Kid, "Remember my voice, I'm Carol.", "/0", ""},
+		// Another voice may not take sam's over by saying his name.
+		{voiceidtest.Kid, "Remember my voice, I'm Sam.", "sam/0 taken", ""},
+		{voiceidtest.Kid, "The weather is nice today, isn't it?", "", ""},
 	}
 	for i, s := range steps {
 		h, _ := say(t, voice, s.who, s.text, uint64(10+i))
@@ -137,6 +140,9 @@ func TestEarEnrolsByVoice(t *testing.T) {
 		got := ""
 		if v.Enrol != nil {
 			got = v.Enrol.Person + "/" + string(rune('0'+v.Enrol.Got))
+			if v.Enrol.Taken {
+				got += " taken"
+			}
 			if v.Enrol.Need != 3 {
 				t.Errorf("step %d: need %d", i, v.Enrol.Need)
 			}
@@ -147,5 +153,9 @@ func TestEarEnrolsByVoice(t *testing.T) {
 	}
 	if l := prints.List(); len(l) != 2 || l[1].Person != "sam" || l[1].Samples != 3 {
 		t.Fatalf("voiceprints: %+v", l)
+	}
+	h, _ := say(t, voice, voiceidtest.Sam, "I like green tea in the morning.", 40)
+	if h.Voice.Person != "sam" || !h.Voice.Sure {
+		t.Fatalf("sam's voice after another tried to take it: %+v", h.Voice)
 	}
 }

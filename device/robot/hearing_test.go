@@ -52,6 +52,9 @@ func TestHearingConfig(t *testing.T) {
 		{"hearing: {people: {user: []}}\n", "hearing.people.user:"},
 		{"hearing: {people: {\"a b\": []}}\n", "hearing.people.a b:"},
 		{"hearing: {people: {sam: [\"\"]}}\n", "hearing.people.sam:"},
+		{"hearing: {people: {alice: [Al], bob: [al]}}\n", "hearing.people.bob: the name \"al\" is alice's too"},
+		{"hearing: {people: {alice: [bob], bob: []}}\n", "hearing.people.bob: the name \"bob\" is alice's too"},
+		{"hearing: {people: {sam: []}, voice: {kind: localai, url: \"http://x\", model: m, threshold: .nan}}\nmemory: {dir: /tmp/m}\n", "hearing.voice.threshold:"},
 	} {
 		wantDecode(t, tt.yaml, base+tt.yaml, tt.field)
 	}

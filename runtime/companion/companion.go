@@ -70,6 +70,10 @@ type Companion struct {
 	closer   closer                        // how far this companion has closed the conversation
 	eager    *eagerThink                   // the think on a person's words so far (eager.go)
 	eagerN   int                           // thinks on words so far started, for their ids
+	// identifies is set once a heard Message said whose voice it was: the
+	// room's robots tell voices apart, and a think on words so far (whose
+	// voice is not known yet) recalls nobody's facts.
+	identifies bool
 	eagerIDs *seen.Set                     // their ids (their events are not a Message's)
 	adopted  map[string]adoption           // thinks on words so far that became a Message's, by their ids
 }

@@ -37,6 +37,7 @@ type eagerThink struct {
 	words     string    // the words, as told
 	end       time.Time // where the speech stopped when they were told
 	held      []event
+	recalled  bool // thought with what the memory holds of the hearing user
 }
 
 // adoption is an eager think that became a Message's: its events are
@@ -104,12 +105,14 @@ func (c *Companion) startEager(ctx context.Context, h protocol.Heard) {
 	// turn, and nobody asked to close it.
 	in.Turn, in.ClosingInstruction = 0, ""
 	var people []string
-	if c.mem != nil {
+	recalled := false
+	if c.mem != nil && !c.identifies {
 		people = c.people(m)
 		in.Remembered = c.mem.Recall(m.Params.From, m.Params.Message, people)
+		recalled = len(in.Remembered) > 0 || c.mem.Knows(m.Params.From)
 	}
 	in.Knowledge = c.knowledge(m, in.Actions)
-	c.eager = &eagerThink{from: h.From, utt: h.Utterance, id: id, words: h.Text, end: h.End}
+	c.eager = &eagerThink{from: h.From, utt: h.Utterance, id: id, words: h.Text, end: h.End, recalled: recalled}
 	c.eagerIDs.Add(id)
 	c.m.Eager.WithLabelValues("started").Inc()
 	c.startThinking(ctx, event{kind: evThought, id: id, in: in, arrived: c.cfg.Clock.Now()}, people)
@@ -136,11 +139,14 @@ func (c *Companion) voidEager(ctx context.Context, why string) {
 // takeEager is the think on words so far that Message m adopts (nil: none;
 // any other is void: the conversation moved on).
 func (c *Companion) takeEager(ctx context.Context, m protocol.Message) (*eagerThink, context.CancelFunc) {
+	if _, ok := m.Params.Metadata[protocol.MetaVoice]; ok {
+		c.identifies = true
+	}
 	ex := c.eager
 	if ex == nil {
 		return nil, nil
 	}
-	if !c.adoptable(m) || !endofturn.SameWords(ex.words, m.Params.Message) ||
+	if !c.adoptable(m, ex) || !endofturn.SameWords(ex.words, m.Params.Message) ||
 		(c.mem != nil && memory.Control(m.Params.Message) != memory.None) || enrolled(m) {
 		if m.Params.From == c.cfg.HeardAs {
 			c.m.Eager.WithLabelValues("differed").Inc()
@@ -154,21 +160,25 @@ func (c *Companion) takeEager(ctx context.Context, m protocol.Message) (*eagerTh
 	return ex, cancel
 }
 
-// adoptable reports whether a think on words so far (thought as the
-// hearing user, with no one's facts) may be m's: the hearing user's
-// Message, or a voice the robots knew for whom the robot remembers
-// nothing it could have used (docs/hearing.md: an identified person with
-// facts is thought for again, with them).
-func (c *Companion) adoptable(m protocol.Message) bool {
+// adoptable reports whether think ex on words so far (thought as the
+// hearing user) may be m's. Where the robots identify no voices, the
+// hearing user's Message adopts it. Where they do, a think that used the
+// hearing user's facts is never another voice's (nor an unknown one's:
+// they are nobody's); one that used none is adopted by the hearing user,
+// an unsure voice, or a person of whom the robot remembers nothing — a
+// person it remembers is thought for again, with their facts
+// (docs/hearing.md).
+func (c *Companion) adoptable(m protocol.Message, ex *eagerThink) bool {
+	_, identified := m.Params.Metadata[protocol.MetaVoice]
 	switch {
-	case m.Params.From == c.cfg.HeardAs:
-		return true
-	case m.Params.Metadata[protocol.MetaSource] != protocol.SourceVoice:
+	case !identified:
+		return m.Params.From == c.cfg.HeardAs
+	case ex.recalled:
 		return false
-	case c.mem == nil || !personal(m):
+	case m.Params.From == c.cfg.HeardAs || !personal(m) || c.mem == nil:
 		return true
 	}
-	return len(c.mem.Recall(m.Params.From, m.Params.Message, nil)) == 0
+	return !c.mem.Knows(m.Params.From)
 }
 
 func enrolled(m protocol.Message) bool { _, ok := enrolment(m); return ok }
@@ -199,6 +209,13 @@ func (c *Companion) eagerEvent(e *event) bool {
 		}
 		e.id, e.arrived, e.order = a.msg.Params.ID, a.arrived, a.order
 		e.in.Message = a.msg
+		if from := a.msg.Params.From; e.kind == evThought && from != c.cfg.HeardAs { // thought as the hearing user: said to who spoke
+			for i, to := range e.thought.To {
+				if to == c.cfg.HeardAs {
+					e.thought.To[i] = from
+				}
+			}
+		}
 		return true
 	}
 	if !c.eagerIDs.Has(e.id) {

@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
 	"github.com/chorus-robotics/chorus/runtime/companion"
+	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -21,12 +22,14 @@ type heardBrain struct {
 	hold      chan struct{}
 	mu        sync.Mutex
 	words     []string
+	recalled  []int // facts each think was given
 	cancelled int
 }
 
 func (b *heardBrain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) (brain.Thought, error) {
 	b.mu.Lock()
 	b.words = append(b.words, in.Message.Params.Message)
+	b.recalled = append(b.recalled, len(in.Remembered))
 	b.mu.Unlock()
 	if b.hold != nil {
 		select {
@@ -70,8 +73,18 @@ func (r *streamRig) hanaHeard(utt, state, text string) {
 // hearing arbiter does.
 func (r *streamRig) personSays(id, text string) {
 	r.t.Helper()
-	m := protocol.NewMessage(id, protocol.DefaultHeardUser, nil, text, "")
+	r.voiceSays(id, protocol.DefaultHeardUser, text, "")
+}
+
+// voiceSays is personSays from `from`, with the robots' reading of the
+// voice ("" when they identify none).
+func (r *streamRig) voiceSays(id, from, text, reading string) {
+	r.t.Helper()
+	m := protocol.NewMessage(id, from, nil, text, "")
 	m.Params.Metadata[protocol.MetaSource] = protocol.SourceVoice
+	if reading != "" {
+		m.Params.Metadata[protocol.MetaVoice] = reading
+	}
 	if err := r.obs.SendMessage(r.ctx, m); err != nil {
 		r.t.Fatal(err)
 	}
@@ -259,4 +272,48 @@ func TestNoEagerThinksOnTheMessageOnly(t *testing.T) {
 		t.Fatalf("State %+v", s.Params)
 	}
 	waitThinks(t, b, "What time is it")
+}
+
+// Where the robots identify voices, a think on words so far that used the
+// hearing user's facts is not the Message's when the voice is unknown:
+// the Message is thought on anew, with nobody's facts. Once the room is
+// known to identify voices, a think on words so far recalls nothing.
+func TestEagerThinkOfAnUnknownVoiceHasNoFacts(t *testing.T) {
+	st, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Add(memory.Fact{Person: protocol.DefaultHeardUser, MessageID: "m0", Key: "like:red wine", Text: "likes red wine"}); err != nil {
+		t.Fatal(err)
+	}
+	b := &heardBrain{Stream: speaker("Let me think.")}
+	close(b.Gate)
+	r := newStreamRig(t, b, func(c *companion.Config) { c.Memory = &companion.Memory{Store: st} })
+	utt := protocol.NewID()
+	r.hanaHeard(utt, protocol.HeardOpen, "")
+	r.hanaHeard(utt, protocol.HeardTentative, "what do i like")
+	waitThinks(t, b, "what do i like")
+	r.hanaHeard(utt, "", "")
+	r.voiceSays("voice-1", protocol.DefaultHeardUser, "what do i like", protocol.VoiceUnknown)
+	waitThinks(t, b, "what do i like", "what do i like")
+	b.mu.Lock()
+	recalled := slices.Clone(b.recalled)
+	b.mu.Unlock()
+	if recalled[0] == 0 || recalled[1] != 0 {
+		t.Fatalf("facts given: %v; want the think on words so far the hearing user's, the unknown voice's none", recalled)
+	}
+	r.grant("voice-1")
+	r.heard("speak")
+	r.message()
+	// The room identifies voices: the next words so far recall nothing.
+	utt = protocol.NewID()
+	r.hanaHeard(utt, protocol.HeardOpen, "")
+	r.hanaHeard(utt, protocol.HeardTentative, "what else do i like")
+	waitThinks(t, b, "what do i like", "what do i like", "what else do i like")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.recalled[2] != 0 {
+		t.Fatalf("a think on words so far in a room that identifies voices was given %d facts", b.recalled[2])
+	}
 }

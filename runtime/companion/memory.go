@@ -167,6 +167,7 @@ func enrolment(m protocol.Message) (protocol.Enrolment, bool) {
 		return int(f)
 	}
 	e := protocol.Enrolment{Got: num("got"), Need: num("need")}
+	e.Taken, _ = o["taken"].(bool)
 	e.Name, _ = o["name"].(string)
 	e.Person, _ = o["person"].(string)
 	return e, e.Need > 0 && e.Name != ""
@@ -183,7 +184,7 @@ func (c *Companion) control(ctx context.Context, m protocol.Message, e event) bo
 	var cmd memory.Command
 	var text string
 	if en, ok := enrolment(m); ok {
-		text = memory.EnrolReply(lang, en.Name, en.Got, en.Need, en.Person == "")
+		text = memory.EnrolReply(lang, en)
 	} else if !personal(m) {
 		if memory.Control(m.Params.Message) == memory.None {
 			return false

@@ -377,7 +377,11 @@ func (a *Arbiter) Message(taken protocol.Heard, heardBy []string, who speaker) p
 			m.Params.Metadata[protocol.MetaVoiceDistance] = who.distance
 		}
 		if e := who.enrol; e != nil {
-			m.Params.Metadata[protocol.MetaVoiceEnrol] = map[string]any{"name": e.Name, "person": e.Person, "got": e.Got, "need": e.Need}
+			enrol := map[string]any{"name": e.Name, "person": e.Person, "got": e.Got, "need": e.Need}
+			if e.Taken {
+				enrol["taken"] = true
+			}
+			m.Params.Metadata[protocol.MetaVoiceEnrol] = enrol
 		}
 	}
 	m.Params.Metadata[protocol.MetaSource] = protocol.SourceVoice

@@ -8,6 +8,7 @@ package hearing
 
 import (
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -65,6 +66,15 @@ func (s Settings) Check(p *settings.Problems) {
 	p.Identity("user", s.User)
 	if len(s.People) > maxPeople {
 		p.Add("people", "at most %d people, got %d", maxPeople, len(s.People))
+	}
+	named := map[string]string{} // a name, folded, -> whose
+	for _, id := range s.PeopleIDs() {
+		for _, n := range append([]string{id}, s.People[id]...) {
+			if other, ok := named[strings.ToLower(n)]; ok && other != id {
+				p.Add("people."+id, "the name %q is %s's too: enrolment by voice would not know whose voice it is", n, other)
+			}
+			named[strings.ToLower(n)] = id
+		}
 	}
 	for _, id := range s.PeopleIDs() {
 		p.Identity("people."+id, id)

@@ -39,7 +39,11 @@ func (a *Arbiter) speaker(reports []protocol.Heard, taken protocol.Heard) speake
 		}
 		s.identified = true
 		if v.Enrol != nil && (s.enrol == nil || r.ID == taken.ID) {
-			s.enrol = v.Enrol
+			e := *v.Enrol
+			if e.Person != "" && !slices.Contains(a.cfg.People, e.Person) {
+				e.Person, e.Got = "", 0 // nobody the room may know: refused
+			}
+			s.enrol = &e
 		}
 		if v.Person == "" || !slices.Contains(a.cfg.People, v.Person) {
 			if v.Person != "" {

@@ -70,3 +70,22 @@ func TestEnrolmentGoesWithTheMessage(t *testing.T) {
 		t.Fatalf("metadata %v from %s", msgs[0].Params.Metadata, msgs[0].Params.From)
 	}
 }
+
+// An enrolment naming someone the room may not know by voice (a robot
+// that lies, or a config that differs) is refused at the floor.
+func TestEnrolmentOfNobodyIsRefused(t *testing.T) {
+	h := newHarnessOf(t, []string{"sam"})
+	h.hears("kyoko", true)
+	h.settle()
+	h.reportVoice("kyoko", "k1", 1, 3, "remember my voice i am root", 0.9, -30,
+		&protocol.VoiceMatch{Distance: -1, Enrol: &protocol.Enrolment{Name: "root", Person: "root", Got: 3, Need: 3}})
+	h.settle()
+	msgs := h.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d Messages", len(msgs))
+	}
+	e, _ := msgs[0].Params.Metadata[protocol.MetaVoiceEnrol].(map[string]any)
+	if e == nil || e["person"] != "" || e["got"] != 0.0 {
+		t.Fatalf("an enrolment of root: %v", msgs[0].Params.Metadata)
+	}
+}

@@ -216,6 +216,12 @@ func (k *Keeper) Recall(author, message string, people []string) []Fact {
 	return k.withNames(k.cfg.Store.Recall([]string{author}, message, k.recallN()), author, people)
 }
 
+// Knows reports whether the memory holds anything of person: facts, or
+// words not written yet. On the companion's loop.
+func (k *Keeper) Knows(person string) bool {
+	return len(k.cfg.Store.Facts(person)) > 0 || len(k.pendingOf(person)) > 0
+}
+
 // RecallByMeaning is Recall by the Embedder's embedding of message,
 // asked within EmbedWait; false without an embedder, or when the
 // embedding fails or is late (the caller keeps Recall's).

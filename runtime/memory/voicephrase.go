@@ -2,6 +2,8 @@ package memory
 
 import (
 	"regexp"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"strings"
 	"unicode/utf8"
 )
@@ -51,13 +53,19 @@ func EnrolName(text string) (name string, ok bool) {
 
 // Enrolment's replies, by the rules (the companion answers an enrolment
 // itself, never its model).
-func EnrolReply(lang, name string, got, need int, refused bool) string {
+func EnrolReply(lang string, e protocol.Enrolment) string {
+	name, got, need, refused := e.Name, e.Got, e.Need, e.Person == ""
 	ja := strings.HasPrefix(lang, "ja")
 	if r, n := utf8.DecodeRuneInString(name); r >= 'a' && r <= 'z' { // a recogniser's lower case
 		name = string(r-'a'+'A') + name[n:]
 	}
 	switch {
-	case refused && name == "":
+	case e.Taken:
+		if ja {
+			return name + "さんの声はもう覚えています。あなたの声は" + name + "さんの声と違うようです。本人か管理者に頼んでください。"
+		}
+		return "I already know " + name + "'s voice, and yours does not sound like it. " + name + " can ask me again, or whoever set me up."
+	case refused && (name == "" || name == "?"):
 		if ja {
 			return "お名前も教えてください。「声を覚えて、私は〇〇です」と言ってね。"
 		}

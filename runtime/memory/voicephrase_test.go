@@ -1,6 +1,10 @@
 package memory
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
 
 func TestEnrolName(t *testing.T) {
 	for _, tc := range []struct {
@@ -29,19 +33,20 @@ func TestEnrolName(t *testing.T) {
 
 func TestEnrolReply(t *testing.T) {
 	for _, tc := range []struct {
-		lang, name string
-		got, need  int
-		refused    bool
-		want       string
+		lang string
+		e    protocol.Enrolment
+		want string
 	}{
-		{"en", "Sam", 1, 3, false, "All right, Sam. Say 2 more sentences, anything, so I learn your voice."},
-		{"en", "Sam", 2, 3, false, "1 more, please."},
-		{"en", "Sam", 3, 3, false, "Thank you, Sam. I know your voice now."},
-		{"en", "Carol", 0, 3, true, "I don't know a Carol in this house. Ask whoever set me up to add you."},
-		{"ja", "ミア", 3, 3, false, "ミアさん、声を覚えました。"},
+		{"en", protocol.Enrolment{Name: "Sam", Person: "sam", Got: 1, Need: 3}, "All right, Sam. Say 2 more sentences, anything, so I learn your voice."},
+		{"en", protocol.Enrolment{Name: "sam", Person: "sam", Got: 2, Need: 3}, "1 more, please."},
+		{"en", protocol.Enrolment{Name: "Sam", Person: "sam", Got: 3, Need: 3}, "Thank you, Sam. I know your voice now."},
+		{"en", protocol.Enrolment{Name: "Carol", Need: 3}, "I don't know a Carol in this house. Ask whoever set me up to add you."},
+		{"en", protocol.Enrolment{Name: "?", Need: 3}, "Tell me your name too: say \"remember my voice, I'm\" and your name."},
+		{"en", protocol.Enrolment{Name: "sam", Person: "sam", Need: 3, Taken: true}, "I already know Sam's voice, and yours does not sound like it. Sam can ask me again, or whoever set me up."},
+		{"ja", protocol.Enrolment{Name: "ミア", Person: "mia", Got: 3, Need: 3}, "ミアさん、声を覚えました。"},
 	} {
-		if got := EnrolReply(tc.lang, tc.name, tc.got, tc.need, tc.refused); got != tc.want {
-			t.Errorf("%+v: %q", tc, got)
+		if got := EnrolReply(tc.lang, tc.e); got != tc.want {
+			t.Errorf("%+v: %q", tc.e, got)
 		}
 	}
 }

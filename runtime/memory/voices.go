@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -70,6 +69,10 @@ type voiceRecord struct {
 
 const opVoice = "voice"
 
+// maxVoiceLine bounds a record's line: an embedding of MaxDims, base64,
+// and its fields.
+const maxVoiceLine = 4*MaxDims*4/3 + 1024
+
 // VoicePerson is what Voices holds of one person (List).
 type VoicePerson struct {
 	Person  string    `json:"person"`
@@ -109,10 +112,16 @@ func OpenVoices(dir, companion string, lim VoiceLimits, log *slog.Logger) (*Voic
 		return nil, fmt.Errorf("memory: voices: %w", err)
 	}
 	torn := !bytes.HasSuffix(data, []byte("\n")) && len(data) > 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		r, err := decodeVoiceLine(sc.Bytes())
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if len(line) == 0 {
+			continue
+		}
+		if len(line) > maxVoiceLine { // no record is this long: only this line goes
+			v.repaired++
+			continue
+		}
+		r, err := decodeVoiceLine(line)
 		if errors.Is(err, errEndLine) {
 			continue // a rewrite's end: the lines after it were appended since
 		}
@@ -121,9 +130,6 @@ func OpenVoices(dir, companion string, lim VoiceLimits, log *slog.Logger) (*Voic
 			continue
 		}
 		v.add(r)
-	}
-	if sc.Err() != nil {
-		v.repaired++
 	}
 	if torn || v.repaired > 0 {
 		v.log.Warn("memory: voices: bad or torn lines dropped; the file is rewritten without them", "file", path, "lines", max(v.repaired, 1))

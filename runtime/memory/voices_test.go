@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +174,25 @@ func TestKeeperForgetsTheVoice(t *testing.T) {
 	r.settle(t)
 	if prints.Knows("sam") || prints.Knows("mia") || !prints.Knows("kim") {
 		t.Fatalf("after forget me of sam, of mia (now) and of kim (before his voiceprint): %+v", prints.List())
+	}
+}
+
+// A line far longer than any record drops alone: the good lines after it
+// stay.
+func TestVoicesLongLineDropsAlone(t *testing.T) {
+	dir := t.TempDir()
+	v := openVoices(t, dir)
+	if err := v.Add("alice", "m", t0, []float32{1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	v.Close()
+	path := filepath.Join(dir, "kyoko.voices")
+	data, _ := os.ReadFile(path)
+	long := []byte(`{"op":"voice","person":"zed","vec":"` + strings.Repeat("A", 2<<20) + "\"}\n")
+	bob := bytes.ReplaceAll(data, []byte("alice"), []byte("bob"))
+	os.WriteFile(path, append(append(data, long...), bob...), 0o600)
+	v = openVoices(t, dir)
+	if v.Repaired() != 1 || !v.Knows("alice") || !v.Knows("bob") {
+		t.Fatalf("a long line: repaired %d, %+v", v.Repaired(), v.List())
 	}
 }

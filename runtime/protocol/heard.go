@@ -84,6 +84,10 @@ type Enrolment struct {
 	// many make its voiceprint. Got == Need: enrolled.
 	Got  int `json:"got"`
 	Need int `json:"need"`
+	// Taken says Person has a voiceprint already and this voice is not
+	// surely theirs: refused (they re-enrol by their own voice, or an
+	// operator does).
+	Taken bool `json:"taken,omitempty"`
 }
 
 // NoDistance is a VoiceMatch's Distance when there was nothing to compare.
@@ -167,6 +171,7 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 				Person string `json:"person"`
 				Got    int    `json:"got"`
 				Need   int    `json:"need"`
+				Taken  bool   `json:"taken"`
 			} `json:"enrol"`
 		} `json:"voice"`
 	}
@@ -261,7 +266,10 @@ func DecodeHeard(b []byte, max int) (Heard, error) {
 			if e.Person != "" {
 				c.identity("voice.enrol.person", e.Person)
 			}
-			voice.Enrol = &Enrolment{Name: e.Name, Person: e.Person, Got: e.Got, Need: e.Need}
+			if e.Taken && (e.Person == "" || e.Got != 0) {
+				c.fail("voice.enrol.taken", KindInvalid, "a refusal names the person and has got 0")
+			}
+			voice.Enrol = &Enrolment{Name: e.Name, Person: e.Person, Got: e.Got, Need: e.Need, Taken: e.Taken}
 		}
 	}
 	if err := c.done(); err != nil {

@@ -164,7 +164,7 @@ try {
         throw new Error(`the voice line says ${JSON.stringify(await page.locator('#mem-voice-text').textContent())}, want ${re}: ${e}`);
       }
     };
-    await voiceSaid(/identifies no voices/);
+    await voiceSaid(/keeps no voiceprints/);
     await page.evaluate(([device, person]) => memAnswer({ op: 'voices', device, person },
       { result: { device, facts: [], forgotten: 0, voices: [{ person, samples: 3, dims: 192, model: 'ecapa', updated: new Date().toISOString() }] } }), [memDevice, person]);
     await voiceSaid(new RegExp(`knows ${person}'s voice \\(3 samples`));
@@ -172,7 +172,7 @@ try {
     let askedVoice = '';
     page.once('dialog', (d) => { askedVoice = d.message(); d.accept(); });
     await page.click('#mem-forget-voice');
-    await voiceSaid(/identifies no voices/);
+    await voiceSaid(/keeps no voiceprints/);
     if (!askedVoice.includes(person)) throw new Error('forget voice did not ask first: ' + askedVoice);
     step('memory voice');
     await page.fill('#mem-person', 'someone-else');

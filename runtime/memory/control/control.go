@@ -45,9 +45,12 @@ type Server struct {
 	Scheme topic.Scheme
 	Device string
 	Store  *memory.Store
-	// Voices are the device's voiceprints, nil when it identifies no
-	// voices: forget and wipe erase them with the facts.
+	// Voices are the device's voiceprints, nil when it keeps none: forget
+	// and wipe erase them with the facts.
 	Voices *memory.Voices
+	// Person says whether an identity is one of the people the robots may
+	// know by voice (hearing.people): only they are enrolled. Nil: nobody.
+	Person func(id string) bool
 	// IsOperator says whether an identity may read and forget everyone's.
 	IsOperator func(id string) bool
 	// Forgot is told what a forget erased (the companion's report to its
@@ -203,7 +206,7 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 // voices answers the voiceprints' requests.
 func (s *Server) voices(req protocol.MemoryRequest) protocol.MemoryAnswer {
 	if s.Voices == nil {
-		return protocol.MemoryAnswer{Error: "this device identifies no voices (hearing.voice is off)"}
+		return protocol.MemoryAnswer{Error: "this device keeps no voiceprints (hearing.voice is off)"}
 	}
 	switch req.Op {
 	case protocol.MemoryForgetVoice:
@@ -213,6 +216,9 @@ func (s *Server) voices(req protocol.MemoryRequest) protocol.MemoryAnswer {
 		}
 		return protocol.MemoryAnswer{Forgotten: n}
 	case protocol.MemoryEnrolVoice:
+		if s.Person == nil || !s.Person(req.Person) {
+			return protocol.MemoryAnswer{Error: fmt.Sprintf("%s is not one of the people this room may know by voice (hearing.people)", req.Person)}
+		}
 		for _, v := range s.Voices.List() {
 			if v.Person != req.Person && v.Model != "" && v.Model != req.Model {
 				return protocol.MemoryAnswer{Error: fmt.Sprintf("the embeddings are of model %q; this device's voiceprints are of %q", req.Model, v.Model)}
@@ -246,13 +252,17 @@ func (s *Server) owner(id string) string {
 }
 
 // allowed is the rule: an operator may do anything; anyone else only
-// list, export and forget their own facts.
+// list, export and forget their own facts and voiceprint. Enrolling a
+// voice by command is an operator's: whose recordings they are, the
+// robot cannot tell (a person enrols themselves by voice).
 func allowed(from string, operator bool, req protocol.MemoryRequest) error {
 	switch {
 	case operator:
 		return nil
 	case req.Op == protocol.MemoryWipe:
 		return fmt.Errorf("%w: only an operator (memory.operators) may wipe the memory; %s is not one", errRefused, from)
+	case req.Op == protocol.MemoryEnrolVoice:
+		return fmt.Errorf("%w: only an operator (memory.operators) may enrol a voice by command; %s can say \"remember my voice\" to a robot", errRefused, from)
 	case req.Person == "":
 		return fmt.Errorf("%w: only an operator may see everyone's facts; %s may ask about %s", errRefused, from, from)
 	case req.Person != from:

@@ -52,7 +52,13 @@ func memoryControl(t *testing.T, url string) {
 	}
 	var mu sync.Mutex
 	var forgot []string
-	srv := &control.Server{Bus: dial("dev"), Scheme: s, Device: "dev", Store: st,
+	voices, err := memory.OpenVoices(t.TempDir(), "kyoko", memory.VoiceLimits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer voices.Close()
+	srv := &control.Server{Bus: dial("dev"), Scheme: s, Device: "dev", Store: st, Voices: voices,
+		Person:     func(id string) bool { return id == "alice" || id == "bob" },
 		IsOperator: func(id string) bool { return id == "root" },
 		Forgot:     func(p string, n int) { mu.Lock(); forgot = append(forgot, p); mu.Unlock() }}
 	done := make(chan struct{})
@@ -86,6 +92,12 @@ func memoryControl(t *testing.T, url string) {
 		{"an operator lists everyone's", "root", protocol.MemoryRequest{Op: protocol.MemoryList}, "", 2},
 		{"nobody but an operator wipes", "alice", protocol.MemoryRequest{Op: protocol.MemoryWipe}, "only an operator", 0},
 		{"a person forgets another", "bob", protocol.MemoryRequest{Op: protocol.MemoryForget, Person: "alice"}, "may not", 0},
+		// Voices: enrolment by command is an operator's, for the room's people.
+		{"a person enrols by command", "bob", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "bob", Model: "m", Embeddings: [][]float32{{1, 0}}}, "only an operator", 0},
+		{"an operator enrols nobody of the room", "root", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "zed", Model: "m", Embeddings: [][]float32{{1, 0}}}, "not one of the people", 0},
+		{"an operator enrols bob", "root", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "bob", Model: "m", Embeddings: [][]float32{{1, 0}}}, "", 0},
+		{"another model is refused", "root", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "alice", Model: "other", Embeddings: [][]float32{{1, 0}}}, "of model", 0},
+		{"alice may not forget bob's voice", "alice", protocol.MemoryRequest{Op: protocol.MemoryForgetVoice, Person: "bob"}, "may not", 0},
 	}
 	for _, c := range cases {
 		a, err := ask(c.as, c.req)
@@ -121,8 +133,17 @@ func memoryControl(t *testing.T, url string) {
 	if len(st.Facts("alice")) != 0 || len(st.Facts("bob")) != 1 {
 		t.Fatalf("after forget: alice %v, bob %v", st.Facts("alice"), st.Facts("bob"))
 	}
+	if a, err := ask("bob", protocol.MemoryRequest{Op: protocol.MemoryVoices}); err != nil || len(a.Voices) != 1 || a.Voices[0].Person != "bob" {
+		t.Fatalf("bob's voice: %+v, %v", a, err)
+	}
 	if a, err := ask("bob", protocol.MemoryRequest{Op: protocol.MemoryForget, Fact: bobs}); err != nil || a.Forgotten != 1 || len(st.Facts("bob")) != 0 {
 		t.Fatalf("bob forgets his fact by its id: %+v %v, left %v", a, err, st.Facts("bob"))
+	}
+	if !voices.Knows("bob") {
+		t.Fatal("forgetting one fact took the voice")
+	}
+	if _, err := ask("root", protocol.MemoryRequest{Op: protocol.MemoryWipe}); err != nil || voices.Knows("bob") {
+		t.Fatalf("wipe: %v; bob's voice known %v", err, voices.Knows("bob"))
 	}
 	// eve's own answer reaches her subscription: it reads, just not others'.
 	if _, err := control.Ask(ctx, eve, s, "eve", "dev", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "eve"}, 5*time.Second); err != nil {
