@@ -74,8 +74,8 @@ type Companion struct {
 	// room's robots tell voices apart, and a think on words so far (whose
 	// voice is not known yet) recalls nobody's facts.
 	identifies bool
-	eagerIDs *seen.Set                     // their ids (their events are not a Message's)
-	adopted  map[string]adoption           // thinks on words so far that became a Message's, by their ids
+	eagerIDs   *seen.Set           // their ids (their events are not a Message's)
+	adopted    map[string]adoption // thinks on words so far that became a Message's, by their ids
 }
 
 // vote is a State sent and not yet seen decided.
