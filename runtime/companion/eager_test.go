@@ -24,6 +24,7 @@ type heardBrain struct {
 	words     []string
 	recalled  []int // facts each think was given
 	cancelled int
+	toAuthor  bool // the thought is addressed to its Message's author
 }
 
 func (b *heardBrain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) (brain.Thought, error) {
@@ -41,7 +42,11 @@ func (b *heardBrain) ThinkStream(ctx context.Context, in brain.Input, h brain.He
 			return brain.Thought{}, ctx.Err()
 		}
 	}
-	return b.Stream.ThinkStream(ctx, in, h)
+	t, err := b.Stream.ThinkStream(ctx, in, h)
+	if b.toAuthor {
+		t.To = []string{in.Message.Params.From}
+	}
+	return t, err
 }
 
 func (b *heardBrain) wasCancelled() int {
@@ -279,17 +284,8 @@ func TestNoEagerThinksOnTheMessageOnly(t *testing.T) {
 // the Message is thought on anew, with nobody's facts. Once the room is
 // known to identify voices, a think on words so far recalls nothing.
 func TestEagerThinkOfAnUnknownVoiceHasNoFacts(t *testing.T) {
-	st, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Add(memory.Fact{Person: protocol.DefaultHeardUser, MessageID: "m0", Key: "like:red wine", Text: "likes red wine"}); err != nil {
-		t.Fatal(err)
-	}
 	b := &heardBrain{Stream: speaker("Let me think.")}
-	close(b.Gate)
-	r := newStreamRig(t, b, func(c *companion.Config) { c.Memory = &companion.Memory{Store: st} })
+	r := eagerMemRig(t, b, memory.Fact{Person: protocol.DefaultHeardUser, MessageID: "m0", Key: "like:red wine", Text: "likes red wine"})
 	utt := protocol.NewID()
 	r.hanaHeard(utt, protocol.HeardOpen, "")
 	r.hanaHeard(utt, protocol.HeardTentative, "what do i like")
@@ -316,4 +312,49 @@ func TestEagerThinkOfAnUnknownVoiceHasNoFacts(t *testing.T) {
 	if b.recalled[2] != 0 {
 		t.Fatalf("a think on words so far in a room that identifies voices was given %d facts", b.recalled[2])
 	}
+}
+
+// A person the robots know by voice, of whom this robot remembers
+// nothing, keeps the think on words so far (one model call), and the
+// answer is said to them, not to the hearing user it was thought for.
+func TestEagerThinkBecomesAKnownVoicesMessage(t *testing.T) {
+	b := &heardBrain{Stream: speaker("It is noon."), toAuthor: true}
+	r := eagerMemRig(t, b)
+	utt := protocol.NewID()
+	r.hanaHeard(utt, protocol.HeardOpen, "")
+	r.hanaHeard(utt, protocol.HeardTentative, "what time is it")
+	waitThinks(t, b, "what time is it")
+	r.hanaHeard(utt, "", "")
+	r.voiceSays("voice-1", "sam", "what time is it", protocol.VoiceSure)
+	s := r.state()
+	if s.Params.MessageID != "voice-1" {
+		t.Fatalf("State %+v, want the Message's", s.Params)
+	}
+	r.grant("voice-1")
+	r.heard("speak")
+	m := r.message()
+	if got := b.thinks(); len(got) != 1 {
+		t.Fatalf("the brain thought %d times (%q); want once", len(got), got)
+	}
+	if !slices.Equal(m.Params.To, []string{"sam"}) {
+		t.Fatalf("said to %v, want sam", m.Params.To)
+	}
+}
+
+// eagerMemRig is a stream rig whose companion remembers facts; b's gate
+// is open.
+func eagerMemRig(t *testing.T, b *heardBrain, facts ...memory.Fact) *streamRig {
+	t.Helper()
+	st, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if len(facts) > 0 {
+		if _, err := st.Add(facts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(b.Gate)
+	return newStreamRig(t, b, func(c *companion.Config) { c.Memory = &companion.Memory{Store: st} })
 }

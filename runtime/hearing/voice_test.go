@@ -53,39 +53,35 @@ func TestMessageIsFromWhoseVoice(t *testing.T) {
 	}
 }
 
-// An enrolment's state goes with the Message, for the robots' answer.
-func TestEnrolmentGoesWithTheMessage(t *testing.T) {
-	h := newHarnessOf(t, []string{"sam"})
+// heardOnce is the one Message of an utterance kyoko alone heard and
+// said v of, in a room whose robots may know people by voice.
+func heardOnce(t *testing.T, people []string, text string, v *protocol.VoiceMatch) protocol.Message {
+	t.Helper()
+	h := newHarnessOf(t, people)
 	h.hears("kyoko", true)
 	h.settle()
-	h.reportVoice("kyoko", "k1", 1, 3, "remember my voice i am sam", 0.9, -30,
-		&protocol.VoiceMatch{Distance: -1, Enrol: &protocol.Enrolment{Name: "sam", Person: "sam", Got: 1, Need: 3}})
+	h.reportVoice("kyoko", "k1", 1, 3, text, 0.9, -30, v)
 	h.settle()
 	msgs := h.messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d Messages", len(msgs))
 	}
-	e, ok := msgs[0].Params.Metadata[protocol.MetaVoiceEnrol].(map[string]any)
-	if !ok || e["person"] != "sam" || e["got"] != 1.0 || e["need"] != 3.0 || msgs[0].Params.From != "guest" {
-		t.Fatalf("metadata %v from %s", msgs[0].Params.Metadata, msgs[0].Params.From)
-	}
+	return msgs[0]
 }
 
-// An enrolment naming someone the room may not know by voice (a robot
-// that lies, or a config that differs) is refused at the floor.
-func TestEnrolmentOfNobodyIsRefused(t *testing.T) {
-	h := newHarnessOf(t, []string{"sam"})
-	h.hears("kyoko", true)
-	h.settle()
-	h.reportVoice("kyoko", "k1", 1, 3, "remember my voice i am root", 0.9, -30,
-		&protocol.VoiceMatch{Distance: -1, Enrol: &protocol.Enrolment{Name: "root", Person: "root", Got: 3, Need: 3}})
-	h.settle()
-	msgs := h.messages()
-	if len(msgs) != 1 {
-		t.Fatalf("%d Messages", len(msgs))
+// An enrolment's state goes with the Message, for the robots' answer; one
+// naming someone the room may not know by voice (a robot that lies, or
+// a config that differs) is refused at the floor.
+func TestEnrolmentGoesWithTheMessage(t *testing.T) {
+	m := heardOnce(t, []string{"sam"}, "remember my voice i am sam",
+		&protocol.VoiceMatch{Distance: -1, Enrol: &protocol.Enrolment{Name: "sam", Person: "sam", Got: 1, Need: 3}})
+	e, ok := m.Params.Metadata[protocol.MetaVoiceEnrol].(map[string]any)
+	if !ok || e["person"] != "sam" || e["got"] != 1.0 || e["need"] != 3.0 || m.Params.From != "guest" {
+		t.Fatalf("metadata %v from %s", m.Params.Metadata, m.Params.From)
 	}
-	e, _ := msgs[0].Params.Metadata[protocol.MetaVoiceEnrol].(map[string]any)
-	if e == nil || e["person"] != "" || e["got"] != 0.0 {
-		t.Fatalf("an enrolment of root: %v", msgs[0].Params.Metadata)
+	m = heardOnce(t, []string{"sam"}, "remember my voice i am root",
+		&protocol.VoiceMatch{Distance: -1, Enrol: &protocol.Enrolment{Name: "root", Person: "root", Got: 3, Need: 3}})
+	if e, _ := m.Params.Metadata[protocol.MetaVoiceEnrol].(map[string]any); e == nil || e["person"] != "" || e["got"] != 0.0 {
+		t.Fatalf("an enrolment of root: %v", m.Params.Metadata)
 	}
 }
