@@ -45,6 +45,24 @@ func badResult(device, typ string, err error) error {
 	return fmt.Errorf("%w: %s from %s: %w", ErrBadResult, typ, device, err)
 }
 
+// Call asks device the query typ with body and decodes its result with
+// decode (the protocol's decoder of typ's result): the one typed call
+// every query type's goes through. A result that does not decode returns
+// the zero R and an error wrapping ErrBadResult.
+func Call[R any](ctx context.Context, a Asker, device, typ string, body any, timeout time.Duration,
+	decode func([]byte, int) (R, error), opts ...CallOption) (R, error) {
+	var zero R
+	raw, err := a.Ask(ctx, device, typ, body, timeout, opts...)
+	if err != nil {
+		return zero, err
+	}
+	res, err := decode(raw, 0)
+	if err != nil {
+		return zero, badResult(device, typ, err)
+	}
+	return res, nil
+}
+
 // Speak asks device to say r and waits for the end of its audio. A speak
 // given up (timeout, or ctx ended) is cancelled on the device. A result that
 // does not decode returns the zero SpeakResult and an error wrapping
@@ -53,29 +71,14 @@ func Speak(ctx context.Context, a Asker, device string, r protocol.SpeakRequest,
 	if err := r.Validate(); err != nil {
 		return protocol.SpeakResult{}, fmt.Errorf("query: speak to %s: %w", device, err)
 	}
-	raw, err := a.Ask(ctx, device, protocol.TypeSpeak, r, timeout, CancelOnGiveUp())
-	if err != nil {
-		return protocol.SpeakResult{}, err
-	}
-	res, err := protocol.DecodeSpeakResult(raw, 0)
-	if err != nil {
-		return protocol.SpeakResult{}, badResult(device, protocol.TypeSpeak, err)
-	}
-	return res, nil
+	return Call(ctx, a, device, protocol.TypeSpeak, r, timeout, protocol.DecodeSpeakResult, CancelOnGiveUp())
 }
 
 // SpeakStart starts the speak held on device with token; it reports
 // whether one was waiting there.
 func SpeakStart(ctx context.Context, a Asker, device, token string, timeout time.Duration) (bool, error) {
-	raw, err := a.Ask(ctx, device, protocol.TypeSpeakStart, protocol.SpeakStart{Hold: token}, timeout)
-	if err != nil {
-		return false, err
-	}
-	res, err := protocol.DecodeSpeakStartResult(raw, 0)
-	if err != nil {
-		return false, badResult(device, protocol.TypeSpeakStart, err)
-	}
-	return res.Started, nil
+	res, err := Call(ctx, a, device, protocol.TypeSpeakStart, protocol.SpeakStart{Hold: token}, timeout, protocol.DecodeSpeakStartResult)
+	return res.Started, err
 }
 
 // SpeakMore appends r's words to the speak with r.MessageID that device
@@ -86,30 +89,15 @@ func SpeakMore(ctx context.Context, a Asker, device string, r protocol.SpeakMore
 	if err := r.Validate(); err != nil {
 		return protocol.SpeakMoreResult{}, fmt.Errorf("query: speak.more to %s: %w", device, err)
 	}
-	raw, err := a.Ask(ctx, device, protocol.TypeSpeakMore, r, timeout)
-	if err != nil {
-		return protocol.SpeakMoreResult{}, err
-	}
-	res, err := protocol.DecodeSpeakMoreResult(raw, 0)
-	if err != nil {
-		return protocol.SpeakMoreResult{}, badResult(device, protocol.TypeSpeakMore, err)
-	}
-	return res, nil
+	return Call(ctx, a, device, protocol.TypeSpeakMore, r, timeout, protocol.DecodeSpeakMoreResult)
 }
 
 // SpeakStop stops what device is saying, after the current sentence
 // (protocol.BargeInSentence) or at once (protocol.BargeInImmediate); it
 // reports whether something was playing.
 func SpeakStop(ctx context.Context, a Asker, device string, at protocol.BargeIn, timeout time.Duration) (bool, error) {
-	raw, err := a.Ask(ctx, device, protocol.TypeSpeakStop, protocol.SpeakStop{At: at}, timeout)
-	if err != nil {
-		return false, err
-	}
-	res, err := protocol.DecodeSpeakStopResult(raw, 0)
-	if err != nil {
-		return false, badResult(device, protocol.TypeSpeakStop, err)
-	}
-	return res.Stopped, nil
+	res, err := Call(ctx, a, device, protocol.TypeSpeakStop, protocol.SpeakStop{At: at}, timeout, protocol.DecodeSpeakStopResult)
+	return res.Stopped, err
 }
 
 // Look asks device for the newest frame of its camera; timeout 0 means
@@ -118,30 +106,14 @@ func Look(ctx context.Context, a Asker, device string, timeout time.Duration) (p
 	if timeout <= 0 {
 		timeout = LookTimeout
 	}
-	raw, err := a.Ask(ctx, device, protocol.TypeVision, nil, timeout)
-	if err != nil {
-		return protocol.VisionResult{}, err
-	}
-	v, err := protocol.DecodeVisionResult(raw, 0)
-	if err != nil {
-		return protocol.VisionResult{}, badResult(device, protocol.TypeVision, err)
-	}
-	return v, nil
+	return Call(ctx, a, device, protocol.TypeVision, nil, timeout, protocol.DecodeVisionResult)
 }
 
 // Phase asks the floor running on device to open or end a realtime phase
 // (of the room, or of cmd.Channel's whisper channel); it returns what the
 // floor did.
 func Phase(ctx context.Context, a Asker, device string, cmd protocol.PhaseCommand, timeout time.Duration) (protocol.PhaseCommand, error) {
-	raw, err := a.Ask(ctx, device, protocol.TypePhase, cmd, timeout)
-	if err != nil {
-		return protocol.PhaseCommand{}, err
-	}
-	done, err := protocol.DecodePhaseCommand(raw, 0)
-	if err != nil {
-		return protocol.PhaseCommand{}, badResult(device, protocol.TypePhase, err)
-	}
-	return done, nil
+	return Call(ctx, a, device, protocol.TypePhase, cmd, timeout, protocol.DecodePhaseCommand)
 }
 
 // ActionTimeout bounds one action (Action's timeout 0): a gesture, a
@@ -158,15 +130,7 @@ func Action(ctx context.Context, a Asker, device string, r protocol.ActionReques
 	if timeout <= 0 {
 		timeout = ActionTimeout
 	}
-	raw, err := a.Ask(ctx, device, protocol.TypeAction, r, timeout, CancelOnGiveUp())
-	if err != nil {
-		return protocol.ActionResult{}, err
-	}
-	res, err := protocol.DecodeActionResult(raw, 0)
-	if err != nil {
-		return protocol.ActionResult{}, badResult(device, protocol.TypeAction, err)
-	}
-	return res, nil
+	return Call(ctx, a, device, protocol.TypeAction, r, timeout, protocol.DecodeActionResult, CancelOnGiveUp())
 }
 
 // Know asks device for the answer of a knowledge tool its body declared
@@ -177,15 +141,7 @@ func Know(ctx context.Context, a Asker, device string, r protocol.KnowledgeReque
 	if err := r.Validate(); err != nil {
 		return protocol.KnowledgeResult{}, fmt.Errorf("query: knowledge to %s: %w", device, err)
 	}
-	raw, err := a.Ask(ctx, device, protocol.TypeKnowledge, r, timeout, CancelOnGiveUp())
-	if err != nil {
-		return protocol.KnowledgeResult{}, err
-	}
-	res, err := protocol.DecodeKnowledgeResult(raw, 0)
-	if err != nil {
-		return protocol.KnowledgeResult{}, badResult(device, protocol.TypeKnowledge, err)
-	}
-	return res, nil
+	return Call(ctx, a, device, protocol.TypeKnowledge, r, timeout, protocol.DecodeKnowledgeResult, CancelOnGiveUp())
 }
 
 // Acts asks device for each of acts, the actions that go with the words
