@@ -17,15 +17,17 @@ demo:
 # (resumes within 5 s, a standby grants within 3 s, a vision answer within 100 ms)
 # with a dozen processes each; on a 2-core machine two such packages at once would
 # measure the machine's overload, not the room.
+# -timeout 30m: the outside tests (tests/system) are one package of about
+# eleven minutes on a 2-core machine, past go test's default of ten.
 test: lint
-	$(GO) test -race -count=1 -p 1 $(PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(PKGS)
 	$(MAKE) test-tagged
 
 # Drivers that need C libraries, built and tested for real. gordonklaus/portaudio
 # passes a stream id to C as an unsafe.Pointer, which -race's checkptr rejects: the
 # check is switched off for that one package, the race detector stays on.
 test-tagged:
-	$(GO) test -race -gcflags='github.com/gordonklaus/portaudio=-d=checkptr=0' -count=1 -tags "gocv portaudio" ./drivers/... ./device/...
+	$(GO) test -race -gcflags='github.com/gordonklaus/portaudio=-d=checkptr=0' -count=1 -timeout 30m -tags "gocv portaudio" ./drivers/... ./device/...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
