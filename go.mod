@@ -6,17 +6,17 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/eclipse/paho.mqtt.golang v1.5.1
+	github.com/google/jsonschema-go v0.4.3
 	github.com/gordonklaus/portaudio v0.0.0-20250206071425-98a94950218b
+	github.com/mark3labs/mcp-go v1.2.1
 	github.com/mochi-mqtt/server/v2 v2.7.9
 	github.com/prometheus/client_golang v1.24.1
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/segmentio/encoding v0.5.4
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	gocv.io/x/gocv v0.31.0
 	golang.org/x/image v0.47.0
 	golang.org/x/sync v0.24.0
-	golang.org/x/text v0.43.0
 	periph.io/x/conn/v3 v3.7.2
 	periph.io/x/devices/v3 v3.7.4
 	periph.io/x/host/v3 v3.8.5
@@ -34,6 +34,8 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rs/xid v1.4.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
@@ -43,3 +45,5 @@ require (
 // retained messages reads a topic's retained path under the lock its
 // writer holds (runtime/broker/third_party/mochi/PATCHED.md).
 replace github.com/mochi-mqtt/server/v2 => ./runtime/broker/third_party/mochi
+
+replace github.com/mark3labs/mcp-go => ./drivers/mcp/third_party/mcp-go

@@ -1,98 +1,147 @@
 // Package schema checks JSON Schemas and the values they describe: the
 // arguments of a body's actions (docs/actions.md). A schema
 // comes from a config file, a body behind the bridge or a model's tool
-// call, so it is untrusted: it may not load anything ($ref to another
-// document fails), and a value is checked only against a schema that
-// compiled.
+// call, so it is untrusted: it may not refer to anything ($ref, to
+// another document or within itself: a schema is written out whole),
+// its types are JSON Schema's seven, it nests at most MaxDepth deep, and
+// a value is checked only against a schema that compiled.
 //
-// It wraps github.com/santhosh-tekuri/jsonschema/v6 (drafts 4 to 2020-12,
-// the metaschema check included) rather than a checker of ours.
+// It wraps github.com/google/jsonschema-go (draft 2020-12), which the
+// MCP client links anyway, behind those checks of ours: on its own it
+// overflows its stack on a schema that refers to itself and takes
+// {"type":"nombre"} (BENCHMARKS.md, "Binary size").
 package schema
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// english prints the checker's messages.
-var english = message.NewPrinter(language.English)
+// MaxDepth bounds how deep a schema nests (objects and arrays).
+const MaxDepth = 32
 
 // Schema is a compiled JSON Schema.
 type Schema struct {
-	s *jsonschema.Schema
+	r *jsonschema.Resolved
 }
 
-// noLoader refuses every document a schema refers to: a schema is
-// checked on its own.
-type noLoader struct{}
+var types = []string{"null", "boolean", "object", "array", "number", "string", "integer"}
 
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("a schema may not refer to another document (%s)", url)
-}
-
-// Compile checks that raw is a valid JSON Schema (draft 2020-12 unless
-// its $schema names another) and compiles it.
+// Compile checks that raw is a valid JSON Schema (draft 2020-12) that
+// refers to nothing, and compiles it.
 func Compile(raw []byte) (*Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	var doc any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("schema: not JSON: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	const loc = "mem:///args.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
+	if d.More() {
+		return nil, errors.New("schema: not JSON: more after the schema")
 	}
-	s, err := c.Compile(loc)
+	if err := check(doc, 0); err != nil {
+		return nil, fmt.Errorf("schema: not a valid JSON Schema: %w", err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("schema: not a valid JSON Schema: %s", oneLine(err))
+	}
+	r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
 	if err != nil {
 		return nil, fmt.Errorf("schema: not a valid JSON Schema: %s", oneLine(err))
 	}
-	return &Schema{s: s}, nil
+	return &Schema{r: r}, nil
+}
+
+// check walks a schema's JSON before the library sees it: no reference,
+// known types, bounded depth.
+func check(v any, depth int) error {
+	if depth > MaxDepth {
+		return fmt.Errorf("nested deeper than %d", MaxDepth)
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, sub := range v {
+			switch k {
+			case "$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor", "$dynamicAnchor", "$schema":
+				return fmt.Errorf("%s: a schema may not refer to another document, nor to a part of itself: write it out whole", k)
+			case "type":
+				if err := checkType(sub); err != nil {
+					return err
+				}
+			}
+			if err := check(sub, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, sub := range v {
+			if err := check(sub, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkType(v any) error {
+	names, ok := v.([]any)
+	if !ok {
+		names = []any{v}
+	}
+	for _, n := range names {
+		s, ok := n.(string)
+		if !ok || !slices.Contains(types, s) {
+			return fmt.Errorf("type: %v is not one of %s", n, strings.Join(types, ", "))
+		}
+	}
+	return nil
 }
 
 // Validate checks the JSON value raw against s; the error names what is
 // wrong and where.
 func (s *Schema) Validate(raw []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if err := d.Decode(&v); err != nil {
 		return fmt.Errorf("not JSON: %w", err)
 	}
-	if err := s.s.Validate(v); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return errors.New(detail(ve))
-		}
-		return err
+	if d.More() {
+		return errors.New("not JSON: more after the value")
+	}
+	if err := s.r.Validate(v); err != nil {
+		return errors.New(detail(err))
 	}
 	return nil
 }
 
-// detail is the deepest causes of a validation error, each with the place
-// in the value it is about, on one line.
-func detail(ve *jsonschema.ValidationError) string {
-	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			at := "/" + strings.Join(e.InstanceLocation, "/")
-			out = append(out, fmt.Sprintf("at %s: %s", at, e.ErrorKind.LocalizedString(english)))
-			return
+// detail is the checker's error on one line, with the place in the value
+// it is about ("at /angle: maximum: 100 exceeds 90"): the checker names
+// the place in the schema ("validating root: validating
+// /properties/angle: …").
+func detail(err error) string {
+	msg, at := oneLine(err), "/"
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			break
 		}
-		for _, c := range e.Causes {
-			walk(c)
+		path, after, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
 		}
+		if path != "root" {
+			at = strings.ReplaceAll(path, "/properties/", "/")
+		}
+		msg = after
 	}
-	walk(ve)
-	if len(out) > 4 {
-		out = append(out[:4], fmt.Sprintf("and %d more", len(out)-4))
-	}
-	return strings.Join(out, "; ")
+	return "at " + at + ": " + msg
 }
 
 func oneLine(err error) string {
