@@ -50,6 +50,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/vision"
 	"github.com/chorus-robotics/chorus/drivers/camera"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/drivers/mcp"
 	"github.com/chorus-robotics/chorus/drivers/mic"
 	"github.com/chorus-robotics/chorus/drivers/voiceid"
 	"github.com/chorus-robotics/chorus/runtime/brain"
@@ -184,6 +185,11 @@ func checkFiles(cfg *robot.Config) []string {
 	if mem := cfg.Memory; mem != nil {
 		if err := mem.CheckDir(); err != nil {
 			out = append(out, fmt.Sprintf("memory.dir: the facts cannot be kept in %s: %v", mem.Dir, err))
+		}
+	}
+	for i := range cfg.Tools.MCP {
+		if _, err := cfg.MCPToken(i); err != nil {
+			out = append(out, err.Error())
 		}
 	}
 	if ws := cfg.HTTP.WebSocket; ws.Enabled {
@@ -740,6 +746,10 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if err != nil {
 		return err
 	}
+	tools, err := d.mcpTools(ctx, g)
+	if err != nil {
+		return err
+	}
 	rep := cfg.Room.Repetition
 	var judge brain.RepetitionJudge
 	if j, ok := b.(brain.RepetitionJudge); ok && rep.Judge == repetition.JudgeModel {
@@ -754,13 +764,44 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
 		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, NoHold: body != cfg.Device.ID, Memory: mem,
-		HeardAs: cfg.Hearing.User, NoEager: cfg.Hearing.Ear.VAD.Eager.Off})
+		HeardAs: cfg.Hearing.User, NoEager: cfg.Hearing.Ear.VAD.Eager.Off, Tools: tools})
 	if err != nil {
 		return err
 	}
 	d.probe("companion", c)
 	g.Go(func() error { return c.Run(ctx) })
 	return nil
+}
+
+// mcpTools connects to the config's MCP servers (tools.mcp), each
+// client run by g until ctx ends: the tools they allow now, as the
+// brain offers them. A server down at start is tried again (mcp.Client).
+func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []brain.Knowledge, error) {
+	var clients []*mcp.Client
+	for i, s := range d.cfg.Tools.MCP {
+		token, err := d.cfg.MCPToken(i)
+		if err != nil {
+			return nil, err
+		}
+		c := mcp.New(s, token, d.log)
+		clients = append(clients, c)
+		g.Go(func() error { c.Run(ctx); return nil })
+	}
+	if len(clients) == 0 {
+		return nil, nil
+	}
+	return func() []brain.Knowledge {
+		var out []brain.Knowledge
+		for _, c := range clients {
+			for _, t := range c.Tools() {
+				remote := t.Remote
+				out = append(out, brain.Knowledge{Name: t.Name, Description: t.Description, Parameters: t.Schema,
+					Acts: !t.ReadOnly, Server: c.Name(), Timeout: c.Timeout(),
+					Call: func(ctx context.Context, args json.RawMessage) (string, error) { return c.Call(ctx, remote, args) }})
+			}
+		}
+		return out
+	}, nil
 }
 
 // memory opens the companion's memory, when the config turns it on, and

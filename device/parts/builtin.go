@@ -203,7 +203,7 @@ func modelBrain(c *robot.Config, env Env, chat llm.Chatter) brain.Brain {
 	if env.Log != nil {
 		env.Log.Info("brain: language model", "provider", b.Provider, "model", b.Model, "base_url", b.BaseURL, "draft", b.UseDraft())
 	}
-	return &llm.Brain{Chat: chat, Look: env.Look, Draft: b.UseDraft(), Whole: !b.UseStream(), Log: env.Log, MaxUtterance: b.MaxUtterance, Metrics: env.Metrics}
+	return &llm.Brain{Chat: chat, Look: env.Look, Draft: b.UseDraft(), Whole: !b.UseStream(), Log: env.Log, MaxUtterance: b.MaxUtterance, Metrics: env.Metrics, ToolBudget: c.Tools.PerTurn}
 }
 
 func language(c *robot.Config) string {

@@ -34,6 +34,8 @@ type Config struct {
 	HomeAssistant HomeAssistant `yaml:"homeassistant"`
 	HTTP          HTTP          `yaml:"http"`
 	Log           Log           `yaml:"log"`
+	// Tools are other programs' tools the model may use (MCP servers).
+	Tools Tools `yaml:"tools"`
 }
 
 // Load reads, decodes strictly, fills defaults and validates path.
@@ -111,6 +113,7 @@ func (c *Config) SetDefaults() {
 	c.hearingDefaults()
 	c.driversDefaults()
 	c.haDefaults()
+	c.toolsDefaults()
 	ws := &c.HTTP.WebSocket
 	defInt(&ws.MaxFrame, bridge.DefaultMaxFrame)
 	defInt(&ws.MaxDeviceFrame, c.Query.MaxResult)
@@ -137,6 +140,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateHA(p.In("homeassistant"))
 	c.validateHTTP(p.In("http"))
+	c.Tools.check(p.In("tools"))
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
 		p.Add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
