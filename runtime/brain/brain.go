@@ -111,6 +111,9 @@ type Input struct {
 	// Instruction is the turn's instruction when Utter writes the words
 	// (the two-call path): the Thought.Instruction its Think chose.
 	Instruction string
+	// Calls are the tools that act its Think asked for (Thought.Deferred),
+	// run by Utter before it writes the words: the turn is granted.
+	Calls []ToolCall
 }
 
 // Thought is a brain's State for a message, and its draft utterance.
@@ -129,6 +132,11 @@ type Thought struct {
 	// boundary, when the model's stream stopped mid-draft (issue 28): the
 	// words say no more than that, and their Message is marked cut.
 	Cut bool
+	// Deferred are the calls of tools that act (Knowledge.Acts) the
+	// model asked for in the call that votes: none was run. A thought
+	// with any has no draft: its words are written when the turn is
+	// granted (Utter, with Input.Calls), from the calls' results.
+	Deferred []ToolCall
 	// Events are the card's event parameters as the model filled them in
 	// (with Input.Events), and Instruction the instruction their
 	// conditions chose for the turn ("" when none holds).

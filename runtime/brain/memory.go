@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/memory"
 )
@@ -46,6 +47,25 @@ type Knowledge struct {
 	// knowledge.declare): card.knowledge allows it by its name or by the
 	// word KnowBody (Card.AllowsKnowledge).
 	FromBody bool
+	// Acts says a call changes the world (an MCP server's tool that is
+	// not read-only: Home Assistant's HassTurnOn). The call that votes
+	// never runs it — every robot of the room votes, on words the person
+	// may not have finished — but asks for it (Thought.Deferred); only
+	// the robot granted the turn runs it, once, and writes its words with
+	// the result (Input.Calls).
+	Acts bool
+	// Server names the MCP server of a tool the robot's config allows
+	// (tools.mcp): that allow list decides, not card.knowledge.
+	Server string
+	// Timeout bounds a call (0: the brain's knowledge timeout).
+	Timeout time.Duration
+}
+
+// ToolCall is a model's call of a tool: its name and its arguments (a
+// JSON object).
+type ToolCall struct {
+	Name string
+	Args json.RawMessage
 }
 
 // KnowBody is the word of card.knowledge that allows every knowledge tool
@@ -56,5 +76,5 @@ const KnowBody = "body"
 // names k, or k is one its body declared (FromBody) and it names
 // KnowBody. An empty list allows none.
 func (c Card) AllowsKnowledge(k Knowledge) bool {
-	return slices.Contains(c.Knowledge, k.Name) || k.FromBody && slices.Contains(c.Knowledge, KnowBody)
+	return k.Server != "" || slices.Contains(c.Knowledge, k.Name) || k.FromBody && slices.Contains(c.Knowledge, KnowBody)
 }

@@ -516,6 +516,7 @@ func (c *Companion) onThought(ctx context.Context, e event) {
 		// was stopped because nobody needs it any more.
 		t := e.thought
 		tf.thought.Draft, tf.thought.Emotion, tf.thought.To, tf.thought.Actions, tf.thought.Cut = t.Draft, t.Emotion, t.To, t.Actions, t.Cut
+		tf.thought.Deferred = t.Deferred
 		if t.State != tf.thought.State && tf.thought.State == protocol.Speak && !stopped {
 			tf.thought.State, tf.thought.Selected, tf.thought.Importance = protocol.Listen, false, 0
 			c.log.Warn("the brain failed after its vote left; the vote is taken back (listen)", "message", e.id)
@@ -545,7 +546,11 @@ func (c *Companion) vote(ctx context.Context, e event, early bool) {
 		t.State, t.Selected = protocol.Listen, false
 	}
 	c.seq++
-	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.seq, arrived: e.arrived, order: e.order, words: e.words, early: early}
+	w := e.words
+	if len(t.Deferred) > 0 {
+		w = nil // its words are written once granted, from its tools' results
+	}
+	c.thoughts[id] = thoughtFor{in: in, thought: t, seq: c.seq, arrived: e.arrived, order: e.order, words: w, early: early}
 	if len(c.thoughts) > maxThoughts {
 		oldest, min := "", int(^uint(0)>>1)
 		for k, v := range c.thoughts {

@@ -132,6 +132,10 @@ type Config struct {
 	// card's knowledge list allows each by its name or by the word "body"
 	// (brain.KnowBody); a call asks the body (Device) a knowledge query.
 	Knowledge func() []protocol.KnowledgeDef
+	// Tools are the MCP servers' tools the robot's config allows
+	// (tools.mcp), as they are now: offered whatever card.knowledge says;
+	// those that act run only in a granted turn (brain.Knowledge.Acts).
+	Tools func() []brain.Knowledge
 	// HeardAs is the identity the room publishes a heard person's
 	// Message under (hearing.user; default protocol.DefaultHeardUser): a
 	// think on their words so far is a think on a Message of theirs

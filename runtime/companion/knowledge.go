@@ -14,7 +14,8 @@ import (
 
 // knowledge are the tools the card allows its model beside actions:
 // the companions present, the date and time, memory search about the
-// message's author, and the tools the body declares (Config.Knowledge).
+// message's author, the tools the body declares (Config.Knowledge), and
+// the MCP servers' tools the robot's config allows (Config.Tools).
 //
 // The rule for a body's tools: one is offered when the card's knowledge
 // list names it or names the word "body" (brain.KnowBody), and never when
@@ -24,11 +25,14 @@ import (
 // the body (Device) a knowledge query, bounded by the brain's context,
 // and answers the result's text.
 func (c *Companion) knowledge(m protocol.Message, acts []protocol.ActionDef) []brain.Knowledge {
+	var out []brain.Knowledge
+	if c.cfg.Tools != nil {
+		out = append(out, c.cfg.Tools()...) // tools.mcp's allow lists decide
+	}
 	allowed := c.cfg.Card.Knowledge
 	if len(allowed) == 0 {
-		return nil
+		return out
 	}
-	var out []brain.Knowledge
 	present := c.presentList()
 	clk := c.cfg.Clock
 	for _, name := range allowed {

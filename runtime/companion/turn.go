@@ -208,11 +208,12 @@ func (t *turn) utterance(ctx context.Context, tf thoughtFor) (brain.Utterance, e
 			t.log.Info("no words; the turn is given up", "message", t.grant, "err", err)
 			return u, err
 		}
-	} else if (t.cfg.TwoCall && !tf.ruled) || u.Text == "" {
+	} else if (t.cfg.TwoCall && !tf.ruled) || u.Text == "" || len(tf.thought.Deferred) > 0 {
 		uctx, cancel := context.WithTimeout(ctx, t.cfg.ThinkTimeout)
 		var err error
 		in := tf.in
 		in.Instruction = tf.thought.Instruction // the instruction the events chose, in the State's call
+		in.Calls = tf.thought.Deferred          // the tools that act its vote asked for: granted, they run now
 		u, err = t.cfg.Brain.Utter(uctx, in)
 		cancel()
 		if err == nil && u.Text == "" {

@@ -65,6 +65,9 @@ func isAction(defs []protocol.ActionDef, name string) bool {
 func (b *Brain) know(ctx context.Context, lang string, k brain.Knowledge, args json.RawMessage) string {
 	say := prompts.TextsFor(lang)
 	timeout := b.KnowledgeTimeout
+	if k.Timeout > 0 {
+		timeout = k.Timeout
+	}
 	if timeout <= 0 {
 		timeout = DefaultKnowledgeTimeout
 	}

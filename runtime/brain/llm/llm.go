@@ -141,6 +141,10 @@ type Brain struct {
 	// KnowledgeTimeout bounds one call of a knowledge tool; default
 	// DefaultKnowledgeTimeout.
 	KnowledgeTimeout time.Duration
+	// ToolBudget bounds the knowledge and tool calls one model call runs
+	// (a model that calls a tool again and again is told no); default
+	// DefaultToolBudget.
+	ToolBudget int
 }
 
 var _ brain.Brain = (*Brain)(nil)
@@ -381,10 +385,12 @@ func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, err
 		req.Tools = append(req.Tools, ks...)
 		req.ForceTool = "" // it may look things up first
 	}
-	resp, acts, err := b.run(ctx, in, req, nil)
+	var r ran
+	resp, err := b.run(ctx, in, req, nil, &r)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
+	acts := r.acts
 	for _, c := range resp.ToolCalls {
 		if c.Name == "speak" {
 			u, err := ParseUtterance(c.Args)
@@ -460,11 +466,16 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, 
 	sys := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
 	user := prompts.Talk(in)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: ActionTools(in.Actions)}
-	req.Tools = append(req.Tools, b.knowledgeTools(in.Card, in.Knowledge, req.Tools)...)
-	resp, acts, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions, Knowledge: in.Knowledge}, req, nil)
+	// Tools that act are not offered: every robot of a realtime room
+	// talks when it likes, and a tool must be run once.
+	ks := slices.DeleteFunc(slices.Clone(in.Knowledge), func(k brain.Knowledge) bool { return k.Acts })
+	req.Tools = append(req.Tools, b.knowledgeTools(in.Card, ks, req.Tools)...)
+	var r ran
+	resp, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions, Knowledge: ks}, req, nil, &r)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
+	acts := r.acts
 	said, err := ParseTalk(resp.Text, in.Card)
 	if err != nil || said == protocol.TalkListen || said == protocol.PostOver {
 		return brain.Utterance{Text: said}, err
@@ -504,7 +515,13 @@ func ParseTalk(text string, card brain.Card) (string, error) {
 // its answer ends the loop; one with actions alone is told they will be
 // done and asked again for its answer. listen, when set, gives each
 // round's text a hearer.
-func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen func() func(string)) (Response, []protocol.ActionRequest, error) {
+//
+// Tools that act (brain.Knowledge.Acts): a call that votes (voting) asks
+// for them without running them (ran.deferred, answered ToolDeferred);
+// otherwise the turn is granted, and the calls its vote asked for
+// (in.Calls) run first, as if the model had just made them. Knowledge
+// and tool calls run in one call are bounded by Brain.ToolBudget.
+func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen func() func(string), out *ran) (Response, error) {
 	rounds := b.Rounds
 	if rounds <= 0 {
 		rounds = 3
@@ -519,7 +536,44 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 			knows[k.Name] = k
 		}
 	}
-	var acts []protocol.ActionRequest
+	if out == nil {
+		out = &ran{}
+	}
+	voting := out.voting
+	budget := b.toolBudget()
+	answer := func(c ToolCall) string {
+		say := prompts.TextsFor(in.Card.Language)
+		k := knows[c.Name]
+		switch {
+		case c.Name == "vision":
+			return b.see(ctx, in)
+		case k.Call == nil:
+			return say.ActionQueued
+		case k.Acts && voting:
+			out.deferred = append(out.deferred, brain.ToolCall{Name: c.Name, Args: c.Args})
+			return say.ToolDeferred
+		case budget == 0:
+			metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("tool_budget").Inc()
+			b.log().Info("a tool call past the turn's budget; not run", "tool", c.Name, "budget", b.toolBudget())
+			return say.ToolBudget
+		}
+		budget--
+		return b.know(ctx, in.Card.Language, k, c.Args)
+	}
+	if !voting { // granted: what the vote asked for runs first
+		var granted []ToolCall
+		for i, c := range in.Calls {
+			if k := knows[c.Name]; k.Call != nil && k.Acts {
+				granted = append(granted, ToolCall{ID: fmt.Sprintf("granted_%d", i), Name: c.Name, Args: c.Args})
+			}
+		}
+		if len(granted) > 0 {
+			req.Turns = append(req.Turns, Turn{Role: Assistant, ToolCalls: granted})
+			for _, c := range granted {
+				req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer(c)})
+			}
+		}
+	}
 	for range rounds {
 		var text func(string)
 		if listen != nil {
@@ -527,13 +581,13 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 		}
 		resp, err := b.ask(ctx, req, text)
 		if err != nil {
-			return Response{}, nil, err
+			return Response{}, err
 		}
 		switch {
 		case resp.Refusal != "":
-			return Response{}, nil, fmt.Errorf("llm: the model refused: %s", clip(resp.Refusal))
+			return Response{}, fmt.Errorf("llm: the model refused: %s", clip(resp.Refusal))
 		case resp.Truncated:
-			return Response{}, nil, errors.New("llm: the answer was cut off at the token limit")
+			return Response{}, errors.New("llm: the answer was cut off at the token limit")
 		}
 		var tools []ToolCall // calls answered with a tool turn
 		spoke := false
@@ -547,29 +601,43 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 				tools = append(tools, c)
 			case offered[c.Name]:
 				tools = append(tools, c)
-				acts = b.action(acts, c)
+				out.acts = b.action(out.acts, c)
 			default:
-				return Response{}, nil, fmt.Errorf("llm: the model called an unknown tool %q", clip(c.Name))
+				return Response{}, fmt.Errorf("llm: the model called an unknown tool %q", clip(c.Name))
 			}
 		}
 		asked := calls(tools, "vision") || slices.ContainsFunc(tools, func(c ToolCall) bool { return knows[c.Name].Call != nil })
 		if spoke || len(tools) == 0 || (strings.TrimSpace(resp.Text) != "" && !asked) {
-			return resp, acts, nil
+			return resp, nil
 		}
 		req.Turns = append(req.Turns, Turn{Role: Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, c := range tools {
-			answer := prompts.TextsFor(in.Card.Language).ActionQueued
-			switch k := knows[c.Name]; {
-			case c.Name == "vision":
-				answer = b.see(ctx, in)
-			case k.Call != nil:
-				answer = b.know(ctx, in.Card.Language, k, c.Args)
-			}
-			req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer})
+			req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer(c)})
 		}
 		req.ForceTool = ""
 	}
-	return Response{}, nil, fmt.Errorf("llm: still calling tools after %d rounds", rounds)
+	return Response{}, fmt.Errorf("llm: still calling tools after %d rounds", rounds)
+}
+
+// ran is how run runs tools (voting: the call votes) and what its tool
+// calls leave for the turn: the body's actions to do with the words, and
+// the calls of tools that act the vote asked for. run fills it in as the
+// rounds go, so a listener of the rounds sees the calls asked for so far.
+type ran struct {
+	voting   bool
+	acts     []protocol.ActionRequest
+	deferred []brain.ToolCall
+}
+
+// DefaultToolBudget bounds the knowledge and tool calls one model call
+// runs (Brain.ToolBudget; tools.per_turn).
+const DefaultToolBudget = 4
+
+func (b *Brain) toolBudget() int {
+	if b.ToolBudget <= 0 {
+		return DefaultToolBudget
+	}
+	return b.ToolBudget
 }
 
 // ask calls the model: streamed when its provider streams (a stall is

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
@@ -38,12 +39,14 @@ var (
 func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) (brain.Thought, error) {
 	sctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	l := &listener{h: h, draft: b.Draft, max: b.maxUtterance(), stop: stop}
+	r := &ran{voting: true}
+	l := &listener{h: h, draft: b.Draft, max: b.maxUtterance(), stop: stop, ran: r}
 	var listen func() func(string)
 	if h.Vote != nil || h.Said != nil {
 		listen = l.round
 	}
-	resp, acts, err := b.run(sctx, in, b.stateRequest(in), listen)
+	resp, err := b.run(sctx, in, b.stateRequest(in), listen, r)
+	acts := r.acts
 	if err == nil {
 		var t brain.Thought
 		var raw json.RawMessage
@@ -57,6 +60,10 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 			if t.State == protocol.Speak {
 				t.Actions = acts
 			}
+			if t.State == protocol.Speak && len(r.deferred) > 0 {
+				// The words come from the tools' results, once granted.
+				t.Deferred, t.Draft, t.Emotion, t.To, t.Actions = r.deferred, "", protocol.EmotionNeutral, nil, nil
+			}
 			return t, nil
 		}
 	}
@@ -64,6 +71,9 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 		return brain.Thought{}, fmt.Errorf("%w: %s (the stream was closed there)", errBroken, l.broken)
 	}
 	t, err := b.heardThought(l, err)
+	if err == nil && t.State == protocol.Speak && len(r.deferred) > 0 {
+		t.Deferred, t.Draft, t.Cut = r.deferred, "", false
+	}
 	if err == nil { // the events were not heard: what is known decides
 		t.Events, t.Instruction = b.events(in, nil)
 	}
@@ -142,6 +152,7 @@ type listener struct {
 	draft bool
 	max   int
 	stop  context.CancelCauseFunc
+	ran   *ran // the tools the rounds so far asked for
 
 	p       *Partial
 	voted   bool
@@ -172,13 +183,14 @@ func (l *listener) piece(s string) {
 			}
 			return
 		}
+		v.Deferred = slices.Clone(l.ran.deferred)
 		l.voted, l.vote = true, v
 		if l.h.Vote != nil {
 			l.h.Vote(v)
 		}
 	}
-	if !l.draft || l.vote.State != protocol.Speak {
-		return
+	if !l.draft || l.vote.State != protocol.Speak || len(l.vote.Deferred) > 0 {
+		return // no draft, or one written before the tools it needs have run
 	}
 	text, e, _ := l.p.Said()
 	if utf8.RuneCountInString(text) > l.max {
