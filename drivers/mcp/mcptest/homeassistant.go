@@ -54,6 +54,7 @@ type HomeAssistant struct {
 	calls    []Call
 	requests int
 	refused  int
+	lists    int
 	stall    time.Duration
 	down     bool
 	answers  map[string]string
@@ -101,6 +102,13 @@ func (h *HomeAssistant) Calls() []Call {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]Call(nil), h.calls...)
+}
+
+// Lists is how many tools/list requests were answered.
+func (h *HomeAssistant) Lists() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lists
 }
 
 // Requests is the number of HTTP requests received, authorized or not.
@@ -289,6 +297,11 @@ func aiohttpError(w http.ResponseWriter, code int, text string) {
 // raises HomeAssistantError('Tool "X" not found').
 func (h *HomeAssistant) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			h.mu.Lock()
+			h.lists++
+			h.mu.Unlock()
+		}
 		if method != "tools/call" {
 			return next(ctx, method, req)
 		}

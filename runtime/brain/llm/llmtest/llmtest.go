@@ -77,6 +77,9 @@ type Server struct {
 	// {}), as a model with a body would.
 	Gesture     string
 	GestureArgs string
+	// Act, when set, is a model that uses a tool that acts (an MCP
+	// server's): see Act.
+	Act *Act
 	// Extract, when set, is the model's answer to an extraction request
 	// (runtime/brain/llm.Brain.Extract): the facts it learns from what the
 	// prompt quotes (ExtractInput rebuilt from the prompt, Card only its
@@ -84,6 +87,7 @@ type Server struct {
 	Extract func(brain.ExtractInput) []memory.Fact
 
 	extracted []brain.ExtractInput
+	acted     int
 
 	judged   [][]string
 	prompts  []string // the user prompts of the companions' calls, in arrival order
@@ -93,6 +97,24 @@ type Server struct {
 	images   []string
 	mu       sync.Mutex
 	problems []string
+}
+
+// Act is a model that uses a tool: when a call offers Tool and the
+// person's words hold When, the model calls Tool with Args (JSON; "{}"
+// when empty) before anything else, unless a tool turn already answers
+// the call; then, in a call that writes the words (the speak tool), its
+// words are Say of what the last tool turn said. In the call that votes
+// it writes its state as usual once answered.
+type Act struct {
+	Tool, When, Args string
+	Say              func(result string) string
+}
+
+// Acted is how many times the model called Act.Tool.
+func (s *Server) Acted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acted
 }
 
 // New starts a server; Close it when done.
@@ -241,12 +263,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var system, user string
 	json.Unmarshal(req.Messages[0].Content, &system)
 	looked := false
+	var toolSaid []string // what the tool turns say, in order
 	for _, m := range req.Messages[1:] {
 		switch m.Role {
 		case "user":
 			json.Unmarshal(m.Content, &user)
 		case "tool":
 			looked = true
+			var text string
+			json.Unmarshal(m.Content, &text)
+			toolSaid = append(toolSaid, text)
 		}
 	}
 	s.mu.Lock()
@@ -297,7 +323,25 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		return false
 	}
+	acts := s.Act != nil && offered(s.Act.Tool) && strings.Contains(user, s.Act.When)
 	switch {
+	case acts && len(toolSaid) == 0: // the tool first, in any call that offers it
+		args := s.Act.Args
+		if args == "" {
+			args = "{}"
+		}
+		msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
+			"function": map[string]any{"name": s.Act.Tool, "arguments": args}}}
+		finish = "tool_calls"
+		s.mu.Lock()
+		s.acted++
+		s.mu.Unlock()
+	case acts && len(req.Tools) > 0 && (req.ResponseFormat == nil || req.ResponseFormat.Type != "json_schema"):
+		line = s.Act.Say(toolSaid[len(toolSaid)-1]) // the words, from what the tool answered
+		args, _ := json.Marshal(map[string]any{"message": line, "to": []string{}, "emotion": "neutral"})
+		msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
+			"function": map[string]any{"name": "speak", "arguments": string(args)}}}
+		finish = "tool_calls"
 	case s.Look && !looked && offered("vision"):
 		msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
 			"function": map[string]any{"name": "vision", "arguments": "{}"}}}

@@ -1,0 +1,93 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-robotics/chorus/drivers/mcp/mcptest"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
+	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+)
+
+// A room of three robots, each with Home Assistant's tools (tools.mcp)
+// and a model that turns on what it is asked to: the person asks for the
+// kitchen light once, every robot's model asks for HassTurnOn in its
+// vote, and Home Assistant receives it exactly once — from the robot the
+// room granted the turn, whose words say what Home Assistant answered.
+func TestAskedForTheKitchenLightTheRoomTurnsItOnOnce(t *testing.T) {
+	const token = "ha-token-for-the-robots"
+	t.Setenv("CHORUS_TEST_HA_TOKEN", token)
+	ha := mcptest.NewHomeAssistant(t, token)
+	model := llmtest.New()
+	defer model.Close()
+	model.ClosingAfter, model.OnlyUsers = 100, true
+	model.Act = &llmtest.Act{Tool: "ha_HassTurnOn", When: "kitchen light", Args: `{"name":"kitchen light"}`,
+		Say: func(result string) string {
+			if strings.Contains(result, `"action_done"`) && strings.Contains(result, "light.kitchen") {
+				return "Done: the kitchen light is on."
+			}
+			return "Sorry, Home Assistant did not turn it on."
+		}}
+	defer func() {
+		if p := model.Problems(); len(p) > 0 {
+			t.Errorf("the model server saw bad requests: %v", p)
+		}
+	}()
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	robots := []string{"kyoko", "ann", "ben"}
+	for i, id := range robots {
+		yaml := fmt.Sprintf(`version: 1
+device: {id: %[1]s}
+room: {name: lab, members: [kyoko, ann, ben], floor: %[2]t, vote_timeout: 3s, pause: 10ms}
+mqtt: {broker: "%[3]s"}
+companion: {id: %[1]s, name: %[1]s, sample_lines: ["Hi."], language: en}
+brain: {provider: openai, base_url: "%[4]s", model: qwen2.5-7b, timeout: 10s}
+drivers:
+  audio: {kind: null}
+  tts: {kind: tone}
+tools:
+  mcp:
+    - {name: ha, url: "%[5]s", token_env: CHORUS_TEST_HA_TOKEN, allow: [HassTurnOn, HassTurnOff]}
+http: {listen: "127.0.0.1:%[6]d"}
+`, id, i == 0, br.URL(), model.BaseURL(), ha.URL(), bustest.FreePort(t))
+		_, stop, _ := start(t, load(t, yaml))
+		defer stop()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ha.Lists() < len(robots); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Home Assistant listed its tools %d times for %d robots", ha.Lists(), len(robots))
+		}
+	}
+	ctx := context.Background()
+	obs, msgs, closeWatch := watchLab(t, br.URL())
+	defer closeWatch()
+	if err := obs.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Please turn on the kitchen light.", "")); err != nil {
+		t.Fatal(err)
+	}
+	var said protocol.Message
+	for said.Params.From == "" || said.Params.From == "user" {
+		select {
+		case said = <-msgs:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no robot answered")
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a second call would have come by now
+	calls := ha.Calls()
+	if len(calls) != 1 || calls[0].Name != "HassTurnOn" || calls[0].Args["name"] != "kitchen light" {
+		t.Fatalf("Home Assistant received %+v, want one HassTurnOn {name: kitchen light}", calls)
+	}
+	if !ha.Light("light.kitchen") {
+		t.Error("the kitchen light is off")
+	}
+	if said.Params.Message != "Done: the kitchen light is on." {
+		t.Errorf("%s said %q, want the words from Home Assistant's answer", said.Params.From, said.Params.Message)
+	}
+	if model.Acted() < len(robots) {
+		t.Errorf("the model asked for the tool %d times, want at least once per robot's vote (%d)", model.Acted(), len(robots))
+	}
+}
