@@ -37,6 +37,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/robot"
 	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/gpio"
+	"github.com/chorus-robotics/chorus/drivers/mcp"
 	"github.com/chorus-robotics/chorus/drivers/mic"
 	"github.com/chorus-robotics/chorus/drivers/stt"
 	"github.com/chorus-robotics/chorus/drivers/wake"
@@ -108,6 +110,7 @@ func Run(ctx context.Context, c *robot.Config, o Options) []Result {
 	d.model(ctx)
 	d.hearing(ctx)
 	d.memory()
+	d.tools(ctx)
 	return d.out
 }
 
@@ -127,6 +130,41 @@ func (d *doctor) memory() {
 		return
 	}
 	d.ok("memory", "%s is writable; nothing remembered yet", m.Dir)
+}
+
+// tools: each MCP server of tools.mcp answers, takes the token, and has
+// the tools the config allows.
+func (d *doctor) tools(ctx context.Context) {
+	for i, s := range d.c.Tools.MCP {
+		name := fmt.Sprintf("MCP server %s (%s)", s.Name, redact(s.URL))
+		if placeholder(s.URL) {
+			d.fail(name, fmt.Sprintf("set tools.mcp[%d].url to the server (this address is an example's stand-in; nothing was sent to it)", i), errPlaceholder)
+			continue
+		}
+		token, err := d.c.MCPToken(i)
+		if err != nil {
+			d.fail(name, "set the token (secrets, above)", err)
+			continue
+		}
+		allowed, missing, has, err := mcp.New(s, token, d.o.Log).Check(ctx)
+		switch {
+		case errors.Is(err, mcp.ErrRefused):
+			d.fail(name, fmt.Sprintf("the server refused the token: make a new one (Home Assistant: your profile → Security → Long-lived access tokens) and set %s", or(s.TokenEnv+s.TokenFile, fmt.Sprintf("tools.mcp[%d].token_env", i))), err)
+		case err != nil:
+			d.fail(name, fmt.Sprintf("start the server or fix tools.mcp[%d].url (Home Assistant: add the Model Context Protocol Server integration; its endpoint is http://<home assistant>:8123/api/mcp)", i), err)
+		case len(missing) > 0:
+			d.fail(name, fmt.Sprintf("fix tools.mcp[%d].allow: the server has %s (Home Assistant: expose the entities to Assist)", i, strings.Join(has, ", ")),
+				fmt.Errorf("allows tools the server does not have: %s", strings.Join(missing, ", ")))
+		default:
+			var names []string
+			for _, a := range s.Allow { // in the config's order
+				if slices.ContainsFunc(allowed, func(t mcp.Tool) bool { return t.Remote == a }) {
+					names = append(names, a)
+				}
+			}
+			d.ok(name, "answered; the model may use %s", strings.Join(names, ", "))
+		}
+	}
 }
 
 // Write prints results, a line each (and the fix under a failure), and
@@ -216,6 +254,10 @@ func (d *doctor) secrets() {
 			err = c.CheckBridgeTokens(ts)
 		}
 		check(ws.TokensEnv+ws.TokensFile, err)
+	}
+	for i, s := range c.Tools.MCP {
+		_, err := c.MCPToken(i)
+		check(s.TokenEnv+s.TokenFile, err)
 	}
 	if len(errs) > 0 {
 		d.fail("secrets", "set the variables in /etc/default/chorusd (mode 0600) and put the files where the config says (chorus install lays down the broker's users and the bridge's tokens)",

@@ -218,6 +218,28 @@ func resultText(res *mcp.CallToolResult) string {
 	return text
 }
 
+// Check connects to the server, lists its tools and disconnects (chorusd
+// --doctor): the allowed tools it has, the allowed names it lacks, and
+// every tool it has, by its own names.
+func (c *Client) Check(ctx context.Context) (allowed []Tool, missing, has []string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, ListTimeout)
+	defer cancel()
+	cl, err := c.dial(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer cl.Close()
+	res, err := cl.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("list the tools: %w", err)
+	}
+	for _, t := range res.Tools {
+		has = append(has, t.Name)
+	}
+	allowed, missing = c.allowed(res.Tools)
+	return allowed, missing, has, nil
+}
+
 // list connects if need be and lists the tools.
 func (c *Client) list(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ListTimeout)
@@ -280,8 +302,20 @@ func (c *Client) allowed(listed []mcp.Tool) ([]Tool, []string) {
 	return out, missing
 }
 
-// connect starts a session with the server (initialize), bounded by ctx.
+// connect starts a session with the server, bounded by ctx, and keeps it.
 func (c *Client) connect(ctx context.Context) (*client.Client, error) {
+	cl, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.c = cl
+	c.mu.Unlock()
+	return cl, nil
+}
+
+// dial starts a session with the server (initialize), bounded by ctx.
+func (c *Client) dial(ctx context.Context) (*client.Client, error) {
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&http.Client{Transport: boundedTransport{http.DefaultTransport}})}
 	if c.token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.token}))
@@ -306,11 +340,11 @@ func (c *Client) connect(ctx context.Context) (*client.Client, error) {
 	init.Params.ClientInfo = mcp.Implementation{Name: "chorus", Version: "1"}
 	if _, err := cl.Initialize(ctx, init); err != nil {
 		cl.Close()
+		if errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrOAuthAuthorizationRequired) {
+			return nil, fmt.Errorf("initialize: %w", ErrRefused)
+		}
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
-	c.mu.Lock()
-	c.c = cl
-	c.mu.Unlock()
 	return cl, nil
 }
 
@@ -339,6 +373,9 @@ type boundedBody struct {
 	io.ReadCloser
 	left int64
 }
+
+// ErrRefused is a server's 401: it did not take the token.
+var ErrRefused = errors.New("the server refused the token (HTTP 401)")
 
 var errTooLong = errors.New("mcp: the server's answer is over 4 MB")
 
