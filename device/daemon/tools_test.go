@@ -91,3 +91,88 @@ http: {listen: "127.0.0.1:%[6]d"}
 		t.Errorf("the model asked for the tool %d times, want at least once per robot's vote (%d)", model.Acted(), len(robots))
 	}
 }
+
+// A card's condition that executes a tool (aikyo's execute): the person
+// says they are cold, the model judges it so, and the robot granted the
+// turn runs the condition's HassTurnOn with the room the model heard,
+// then says what Home Assistant answered. The model itself calls nothing.
+func TestAConditionTurnsOnTheHeater(t *testing.T) {
+	const token = "ha-token-for-the-robot"
+	t.Setenv("CHORUS_TEST_HA_TOKEN", token)
+	ha := mcptest.NewHomeAssistant(t, token)
+	model := llmtest.New()
+	defer model.Close()
+	model.ClosingAfter, model.OnlyUsers = 100, true
+	model.Events = func(prompt string) map[string]any {
+		return map[string]any{"cold": strings.Contains(prompt, "cold"), "area": "Kitchen"}
+	}
+	model.Act = &llmtest.Act{Tool: "ha_HassTurnOn", When: "\x00the model never calls it itself",
+		Say: func(result string) string {
+			if strings.Contains(result, `"action_done"`) {
+				return "I turned on the kitchen lights to warm you up."
+			}
+			return "Home Assistant said no: " + result
+		}}
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	yaml := fmt.Sprintf(`version: 1
+device: {id: kyoko}
+room: {name: lab, members: [kyoko], floor: true, vote_timeout: 3s, pause: 10ms}
+mqtt: {broker: "%s"}
+companion:
+  id: kyoko
+  name: Kyoko
+  language: en
+  events:
+    params:
+      type: object
+      properties:
+        cold: {type: boolean, description: "Does the person say they are cold?"}
+        area: {type: string, description: "Which room is the person in?"}
+    conditions:
+      - expression: cold == true
+        instruction: Tell them you have warmed the room.
+        execute:
+          - {tool: ha_HassTurnOn, args: {area: "${area}", domain: [light]}}
+brain: {provider: openai, base_url: "%s", model: qwen2.5-7b, timeout: 10s}
+drivers:
+  audio: {kind: null}
+  tts: {kind: tone}
+tools:
+  mcp:
+    - {name: ha, url: "%s", token_env: CHORUS_TEST_HA_TOKEN, allow: [HassTurnOn]}
+http: {listen: "127.0.0.1:%d"}
+`, br.URL(), model.BaseURL(), ha.URL(), bustest.FreePort(t))
+	_, stop, _ := start(t, load(t, yaml))
+	defer stop()
+	for deadline := time.Now().Add(10 * time.Second); ha.Lists() < 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the robot never listed Home Assistant's tools")
+		}
+	}
+	obs, msgs, closeWatch := watchLab(t, br.URL())
+	defer closeWatch()
+	if err := obs.SendMessage(context.Background(), protocol.NewMessage(protocol.NewID(), "user", nil, "Brr, I am so cold.", "")); err != nil {
+		t.Fatal(err)
+	}
+	var said protocol.Message
+	for said.Params.From != "kyoko" {
+		select {
+		case said = <-msgs:
+		case <-time.After(20 * time.Second):
+			t.Fatal("kyoko did not answer")
+		}
+	}
+	calls := ha.Calls()
+	if len(calls) != 1 || calls[0].Name != "HassTurnOn" || calls[0].Args["area"] != "Kitchen" {
+		t.Fatalf("Home Assistant received %+v, want one HassTurnOn {area: Kitchen, domain: [light]}", calls)
+	}
+	if !ha.Light("light.kitchen") {
+		t.Error("the kitchen light is off")
+	}
+	if said.Params.Message != "I turned on the kitchen lights to warm you up." {
+		t.Errorf("kyoko said %q", said.Params.Message)
+	}
+	if model.Acted() != 0 {
+		t.Errorf("the model called the tool itself %d times", model.Acted())
+	}
+}

@@ -130,6 +130,7 @@ func (c *Config) Validate() error {
 	c.Config.Check(&p)
 	c.validateHearing(&p)
 	c.Config.CheckCard(&p, &warn, c.bodyTools())
+	c.checkExecute(&p, &warn)
 	if b := c.Brain; b.MaxUtterance < 10 || b.MaxUtterance > c.Drivers.TTS.MaxChars {
 		p.Add("brain.max_utterance", "must be from 10 to drivers.tts.max_chars (%d), the most the body speaks at once, got %d", c.Drivers.TTS.MaxChars, b.MaxUtterance)
 	}
@@ -159,6 +160,7 @@ func (c *Config) Validate() error {
 func (c *Config) Warnings() []string {
 	var p, warn settings.Problems
 	c.Config.CheckCard(&p, &warn, c.bodyTools())
+	c.checkExecute(&p, &warn)
 	return warn.List()
 }
 

@@ -3,10 +3,12 @@ package robot
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/drivers/mcp"
+	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/settings"
 )
 
@@ -90,4 +92,40 @@ func (c *Config) MCPToken(i int) (string, error) {
 		field = fmt.Sprintf("tools.mcp[%d].token_file", i)
 	}
 	return settings.Secret(field, s.TokenEnv, s.TokenFile)
+}
+
+// checkExecute names the tools the card's conditions run that nothing
+// here offers: a body action, a built-in knowledge tool, or an MCP
+// server's allowed tool (<name>_<tool>); with the bridge on, a name may
+// be a tool a body behind it declares (a warning). A brain without a
+// model runs none (a warning).
+func (c *Config) checkExecute(p, warn *settings.Problems) {
+	card := c.Companion
+	if card == nil || !card.Events.Executes() {
+		return
+	}
+	known := slices.Clone(companion.BuiltinKnowledge)
+	for _, a := range c.Body.Actions {
+		known = append(known, a.Name)
+	}
+	for _, s := range c.Tools.MCP {
+		for _, a := range s.Allow {
+			known = append(known, s.Name+"_"+a)
+		}
+	}
+	if c.Brain.Provider == "rule" {
+		warn.Add("companion.events.conditions", "the rule brain runs no tool: a condition's execute needs a model brain (brain.provider)")
+	}
+	for i, cond := range card.Events.Conditions {
+		for j, x := range cond.Execute {
+			f := fmt.Sprintf("companion.events.conditions[%d].execute[%d].tool", i, j)
+			switch {
+			case slices.Contains(known, x.Tool):
+			case c.bodyTools():
+				warn.Add(f, "%q is not an action, a built-in tool or an allowed MCP tool here: it runs only if the body behind the bridge declares it; known: %s", x.Tool, strings.Join(known, ", "))
+			default:
+				p.Add(f, "%q is not an action, a built-in tool or an allowed MCP tool (tools.mcp: <name>_<tool>); known: %s", x.Tool, strings.Join(known, ", "))
+			}
+		}
+	}
 }

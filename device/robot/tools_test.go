@@ -35,3 +35,23 @@ func TestToolsConfig(t *testing.T) {
 		t.Errorf("token %q, %v", tok, err)
 	}
 }
+
+func TestConditionToolsMustExist(t *testing.T) {
+	base := "version: 1\ndevice: {id: dev1}\nroom: {name: lab, members: [k]}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\n" +
+		"brain: {provider: openai, base_url: \"http://127.0.0.1:8080/v1\", model: m}\n" +
+		"tools: {mcp: [{name: ha, url: \"http://h/api/mcp\", allow: [HassTurnOn]}]}\n"
+	card := func(tool string) string {
+		return "companion: {id: k, name: K, language: en, events: {params: {type: object, properties: {cold: {type: boolean, description: \"Is the person cold\"}}}, " +
+			"conditions: [{expression: cold, execute: [{tool: " + tool + "}]}]}}\n"
+	}
+	wantDecode(t, "an allowed MCP tool", base+card("ha_HassTurnOn"), "")
+	wantDecode(t, "a built-in tool", base+card("date_time"), "")
+	wantDecode(t, "an unknown tool", base+card("ha_HassTurnOff"), `companion.events.conditions[0].execute[0].tool: "ha_HassTurnOff" is not an action, a built-in tool or an allowed MCP tool`)
+	c, err := Decode(strings.NewReader(strings.Replace(base, "brain: {provider: openai, base_url: \"http://127.0.0.1:8080/v1\", model: m}\n", "", 1) + card("ha_HassTurnOn")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, "the rule brain runs no tool") {
+		t.Errorf("warnings %q: want the rule brain named", w)
+	}
+}

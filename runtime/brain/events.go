@@ -62,10 +62,66 @@ type Events struct {
 	Conditions []Condition    `yaml:"conditions" json:"conditions,omitempty"`
 }
 
-// Condition picks Instruction for a turn when Expression holds.
+// Condition picks Instruction for a turn when Expression holds, and the
+// tools the turn runs (Execute, aikyo's execute), in order, when this
+// companion is granted it: before its words are written, which read
+// their results (Thought.Deferred). At least one of the two.
 type Condition struct {
-	Expression  string `yaml:"expression" json:"expression"`
-	Instruction string `yaml:"instruction" json:"instruction"`
+	Expression  string    `yaml:"expression" json:"expression"`
+	Instruction string    `yaml:"instruction" json:"instruction,omitempty"`
+	Execute     []Execute `yaml:"execute" json:"execute,omitempty"`
+}
+
+// Execute is one tool a condition runs: a body action, a knowledge tool
+// or an MCP server's (ha_HassTurnOn), by the name the model knows it by.
+// Args is its arguments' object; a string value "${name}" is replaced by
+// the event value name (a param or a known event) when the condition
+// holds, and the argument is left out when that value is not known.
+type Execute struct {
+	Tool string         `yaml:"tool" json:"tool"`
+	Args map[string]any `yaml:"args" json:"args,omitempty"`
+}
+
+// MaxExecute bounds the tools one condition runs.
+const MaxExecute = 8
+
+// Executes reports whether a condition of e runs tools.
+func (e Events) Executes() bool {
+	return slices.ContainsFunc(e.Conditions, func(c Condition) bool { return len(c.Execute) > 0 })
+}
+
+// Calls are the tool calls condition c runs with values: its Execute in
+// order, each "${name}" argument replaced by values[name].
+func (c Condition) Calls(values map[string]any) []ToolCall {
+	var out []ToolCall
+	for _, x := range c.Execute {
+		args := map[string]any{}
+		for k, v := range x.Args {
+			if name, ok := ref(v); ok {
+				known, ok := values[name]
+				if !ok {
+					continue
+				}
+				v = known
+			}
+			args[k] = v
+		}
+		b, err := json.Marshal(args)
+		if err != nil {
+			continue // checked at start (Validate): not with YAML's values
+		}
+		out = append(out, ToolCall{Name: x.Tool, Args: b})
+	}
+	return out
+}
+
+// ref is the event value's name in an argument "${name}".
+func ref(v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok || !strings.HasPrefix(s, "${") || !strings.HasSuffix(s, "}") {
+		return "", false
+	}
+	return s[2 : len(s)-1], true
 }
 
 // Has reports whether the card has events for the model to judge.
@@ -110,13 +166,49 @@ func (e Events) Validate() error {
 			return fmt.Errorf("%s.expression: %s is a %s parameter: it has no fields to read with %s.… (a parameter is a boolean, a number or a string)", f, n, t, n)
 		}
 		switch {
-		case strings.TrimSpace(c.Instruction) == "":
-			return fmt.Errorf("%s.instruction: must not be empty", f)
+		case strings.TrimSpace(c.Instruction) == "" && len(c.Execute) == 0:
+			return fmt.Errorf("%s.instruction: must not be empty (or the condition executes tools)", f)
 		case len([]rune(c.Instruction)) > MaxInstruction:
 			return fmt.Errorf("%s.instruction: longer than %d characters", f, MaxInstruction)
+		case len(c.Execute) > MaxExecute:
+			return fmt.Errorf("%s.execute: at most %d tools, got %d", f, MaxExecute, len(c.Execute))
+		}
+		for j, x := range c.Execute {
+			if err := x.check(fmt.Sprintf("%s.execute[%d]", f, j), props); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// check names what is wrong with x (at f): its tool's name, its arguments
+// (an object JSON can carry, a "${name}" naming an event value).
+func (x Execute) check(f string, props map[string]map[string]any) error {
+	if !validTool(x.Tool) {
+		return fmt.Errorf("%s.tool: a tool's name is 1 to 64 letters, digits, _, . or -, got %q", f, x.Tool)
+	}
+	if _, err := json.Marshal(x.Args); err != nil {
+		return fmt.Errorf("%s.args: not a JSON object: %v", f, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(x.Args)) {
+		if name, ok := ref(x.Args[k]); ok && props[name] == nil && KnownEvents[name] == "" {
+			return fmt.Errorf("%s.args.%s: ${%s} is not a parameter (declare it in events.params)", f, k, name)
+		}
+	}
+	return nil
+}
+
+func validTool(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // params checks the params schema and returns its properties.
@@ -360,7 +452,7 @@ func (e Events) Settle(known map[string]any) (instruction string, settled bool, 
 		if len(open) == 0 {
 			return c.Instruction, true, nil
 		}
-		return "", false, append(open, Condition{Expression: "true", Instruction: c.Instruction})
+		return "", false, append(open, Condition{Expression: "true", Instruction: c.Instruction, Execute: c.Execute})
 	}
 	return "", len(open) == 0, open
 }

@@ -3,6 +3,7 @@ package brain
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -167,7 +168,7 @@ func TestInstructionAndSettle(t *testing.T) {
 	// A known condition that holds after open ones ends the list as "true".
 	e.Conditions = append(e.Conditions[1:], Condition{Expression: "!already_replied", Instruction: "Hello."}, Condition{Expression: "true", Instruction: "never"})
 	_, settled, open = e.Settle(map[string]any{"already_replied": false})
-	if settled || len(open) != 3 || open[2] != (Condition{Expression: "true", Instruction: "Hello."}) {
+	if settled || len(open) != 3 || !reflect.DeepEqual(open[2], Condition{Expression: "true", Instruction: "Hello."}) {
 		t.Errorf("known last: %v %v", settled, open)
 	}
 	e.Conditions = nil
@@ -243,5 +244,37 @@ func TestMerge(t *testing.T) {
 	}
 	if Merge(nil, nil) != nil {
 		t.Error("nothing merged is not nil")
+	}
+}
+
+func TestConditionExecute(t *testing.T) {
+	params := map[string]any{"type": "object", "properties": map[string]any{
+		"room": map[string]any{"type": "string", "description": "Which room?"}}}
+	for _, tc := range []struct {
+		name string
+		c    Condition
+		want string // "" valid, else a part of the error
+	}{
+		{"tools only", Condition{Expression: "room == 'kitchen'", Execute: []Execute{{Tool: "ha_HassTurnOn", Args: map[string]any{"area": "${room}"}}}}, ""},
+		{"a known event", Condition{Expression: "true", Execute: []Execute{{Tool: "nod", Args: map[string]any{"again": "${already_replied}"}}}}, ""},
+		{"neither", Condition{Expression: "true"}, "instruction: must not be empty (or the condition executes tools)"},
+		{"a bad name", Condition{Expression: "true", Execute: []Execute{{Tool: "turn on"}}}, `execute[0].tool: a tool's name is 1 to 64 letters`},
+		{"an unknown value", Condition{Expression: "true", Execute: []Execute{{Tool: "nod", Args: map[string]any{"x": "${mood}"}}}}, "execute[0].args.x: ${mood} is not a parameter"},
+		{"too many", Condition{Expression: "true", Execute: make([]Execute, MaxExecute+1)}, "execute: at most 8 tools"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Events{Params: params, Conditions: []Condition{tc.c}}.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	c := Condition{Execute: []Execute{{Tool: "a", Args: map[string]any{"area": "${room}", "name": "heater", "n": 2}}, {Tool: "b", Args: map[string]any{"x": "${mood}"}}}}
+	calls := c.Calls(map[string]any{"room": "Kitchen"})
+	if len(calls) != 2 || string(calls[0].Args) != `{"area":"Kitchen","n":2,"name":"heater"}` || string(calls[1].Args) != `{}` {
+		t.Errorf("calls %+v", calls)
 	}
 }

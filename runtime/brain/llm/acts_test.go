@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,4 +152,76 @@ func (s streamed) ChatStream(ctx context.Context, r Request, text func(string)) 
 		text(resp.Text)
 	}
 	return resp, err
+}
+
+// A card's condition that executes tools: when it holds, the thought
+// asks for its tools (arguments from the event's values) and keeps no
+// draft; granted, the turn runs them in order before the model writes its
+// words — a body action goes with the words, a failing tool is told to the
+// model, logged and counted, and the turn goes on.
+func TestAConditionExecutesItsTools(t *testing.T) {
+	card := brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en", Events: brain.Events{
+		Params: map[string]any{"type": "object", "properties": map[string]any{
+			"cold": map[string]any{"type": "boolean", "description": "Is the person cold?"},
+			"room": map[string]any{"type": "string", "description": "Which room are they in?"}}},
+		Conditions: []brain.Condition{{Expression: "cold == true", Instruction: "Say you have turned the heater on.",
+			Execute: []brain.Execute{
+				{Tool: "ha_HassTurnOn", Args: map[string]any{"name": "heater", "area": "${room}"}},
+				{Tool: "broken"},
+				{Tool: "nod"},
+			}}},
+	}}
+	var calls atomic.Int32
+	var gotArgs string
+	on := turnOn(&calls, "on")
+	inner := on.Call
+	on.Call = func(ctx context.Context, args json.RawMessage) (string, error) { gotArgs = string(args); return inner(ctx, args) }
+	broken := brain.Knowledge{Name: "broken", Description: "Fails.", Server: "ha",
+		Call: func(context.Context, json.RawMessage) (string, error) { return "", errors.New("no network") }}
+	in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", nil, "Brr, it is cold in the kitchen.", ""), Remaining: -1,
+		Knowledge: []brain.Knowledge{on, broken}, Actions: []protocol.ActionDef{{Name: "nod", Description: "Nod.", Schema: json.RawMessage(`{"type":"object"}`)}}}
+	state := `{"state":"speak","importance":6,"closing":"none","events":{"cold":true,"room":"Kitchen"},"draft":{"message":"Oh no!","emotion":"sad","to":[]}}`
+	s := &script{answers: []Response{{Text: state}}}
+	vote := 0
+	b := &Brain{Chat: streamed{s}, Draft: true}
+	th, err := b.ThinkStream(context.Background(), in, brain.Heard{Vote: func(brain.Thought) { vote++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vote != 0 {
+		t.Error("the vote left before the conditions were known")
+	}
+	if th.Draft != "" || len(th.Deferred) != 3 || th.Instruction != "Say you have turned the heater on." || calls.Load() != 0 {
+		t.Fatalf("thought %+v, %d runs: want no draft, the three tools asked for, nothing run", th, calls.Load())
+	}
+	if a := string(th.Deferred[0].Args); a != `{"area":"Kitchen","name":"heater"}` {
+		t.Errorf("args %s, want the event's room in area", a)
+	}
+
+	speak := Response{ToolCalls: []ToolCall{{ID: "s", Name: "speak", Args: json.RawMessage(`{"message":"The heater is on.","emotion":"happy","to":[]}`)}}}
+	s.answers = []Response{speak}
+	in.Calls, in.Instruction = th.Deferred, th.Instruction
+	u, err := b.Utter(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 || gotArgs != `{"area":"Kitchen","name":"heater"}` || u.Text != "The heater is on." {
+		t.Fatalf("%d runs with %s, words %q", calls.Load(), gotArgs, u.Text)
+	}
+	if len(u.Actions) != 1 || u.Actions[0].Name != "nod" {
+		t.Errorf("actions %+v, want the nod with the words", u.Actions)
+	}
+	turns := s.reqs[len(s.reqs)-1].Turns
+	var results []string
+	for _, tt := range turns {
+		if tt.Role == Tool {
+			results = append(results, tt.ToolName)
+			if tt.ToolName == "broken" && !strings.Contains(tt.Text, "The tool failed: no network") {
+				t.Errorf("broken's turn %q", tt.Text)
+			}
+		}
+	}
+	if strings.Join(results, ",") != "ha_HassTurnOn,broken,nod" {
+		t.Errorf("results in the order %v, want the condition's", results)
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/prompts"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
@@ -75,6 +76,7 @@ func (b *Brain) know(ctx context.Context, lang string, k brain.Knowledge, args j
 	defer cancel()
 	text, err := k.Call(kctx, args)
 	if err != nil {
+		metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("tool_failed").Inc()
 		b.log().Warn("knowledge tool failed; the model is told", "tool", k.Name, "err", err)
 		text = say.KnowledgeFailed + err.Error()
 	}

@@ -560,16 +560,22 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 		budget--
 		return b.know(ctx, in.Card.Language, k, c.Args)
 	}
-	if !voting { // granted: what the vote asked for runs first
+	if !voting { // granted: what the vote asked for, and its card's condition, run first
 		var granted []ToolCall
 		for i, c := range in.Calls {
-			if k := knows[c.Name]; k.Call != nil && k.Acts {
-				granted = append(granted, ToolCall{ID: fmt.Sprintf("granted_%d", i), Name: c.Name, Args: c.Args})
+			if knows[c.Name].Call == nil && !(offered[c.Name] && isAction(in.Actions, c.Name)) {
+				metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("tool_missing").Inc()
+				b.log().Warn("a tool the turn was to run is not offered here; not run", "tool", c.Name)
+				continue
 			}
+			granted = append(granted, ToolCall{ID: fmt.Sprintf("granted_%d", i), Name: c.Name, Args: c.Args})
 		}
 		if len(granted) > 0 {
 			req.Turns = append(req.Turns, Turn{Role: Assistant, ToolCalls: granted})
 			for _, c := range granted {
+				if knows[c.Name].Call == nil {
+					out.acts = b.action(out.acts, c)
+				}
 				req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer(c)})
 			}
 		}

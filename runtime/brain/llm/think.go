@@ -42,7 +42,9 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 	r := &ran{voting: true}
 	l := &listener{h: h, draft: b.Draft, max: b.maxUtterance(), stop: stop, ran: r}
 	var listen func() func(string)
-	if h.Vote != nil || h.Said != nil {
+	if (h.Vote != nil || h.Said != nil) && !in.Card.Events.Executes() {
+		// A card whose conditions run tools is heard whole: which holds,
+		// and so whether the words wait for the tools, is known at the end.
 		listen = l.round
 	}
 	resp, err := b.run(sctx, in, b.stateRequest(in), listen, r)
@@ -51,7 +53,8 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 		var t brain.Thought
 		var raw json.RawMessage
 		if t, raw, err = parseState(resp.Text, b.Draft); err == nil {
-			t.Events, t.Instruction = b.events(in, raw)
+			var calls []brain.ToolCall
+			t.Events, t.Instruction, calls = b.events(in, raw)
 			u := b.bound(brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To}, in)
 			t.Draft, t.To = u.Text, u.To
 			if l.voted { // the vote the room has is the one that stands
@@ -60,9 +63,9 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 			if t.State == protocol.Speak {
 				t.Actions = acts
 			}
-			if t.State == protocol.Speak && len(r.deferred) > 0 {
+			if t.State == protocol.Speak && len(r.deferred)+len(calls) > 0 {
 				// The words come from the tools' results, once granted.
-				t.Deferred, t.Draft, t.Emotion, t.To, t.Actions = r.deferred, "", protocol.EmotionNeutral, nil, nil
+				t.Deferred, t.Draft, t.Emotion, t.To, t.Actions = append(r.deferred, calls...), "", protocol.EmotionNeutral, nil, nil
 			}
 			return t, nil
 		}
@@ -75,7 +78,7 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 		t.Deferred, t.Draft, t.Cut = r.deferred, "", false
 	}
 	if err == nil { // the events were not heard: what is known decides
-		t.Events, t.Instruction = b.events(in, nil)
+		t.Events, t.Instruction, _ = b.events(in, nil)
 	}
 	return t, err
 }
@@ -84,8 +87,9 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 // checked against the card's params — what does not fit is dropped and
 // counted (chorus_brain_failures_total{reason="bad_events"}), never
 // failing the turn — merged with the values the runtime knows (which
-// win), and the instruction their conditions choose (brain.Events).
-func (b *Brain) events(in brain.Input, raw json.RawMessage) (map[string]any, string) {
+// win), and the instruction and the tool calls their conditions choose
+// (brain.Events).
+func (b *Brain) events(in brain.Input, raw json.RawMessage) (map[string]any, string, []brain.ToolCall) {
 	e := in.Card.Events
 	var model map[string]any
 	bad := 0
@@ -105,16 +109,16 @@ func (b *Brain) events(in brain.Input, raw json.RawMessage) (map[string]any, str
 	}
 	values := brain.Merge(model, in.Events)
 	if len(e.Conditions) == 0 {
-		return values, ""
+		return values, "", nil
 	}
 	i := e.Fired(values)
 	if i < 0 {
 		b.log().Debug("card events: no condition holds", "model", model, "known", in.Events)
-		return values, ""
+		return values, "", nil
 	}
 	c := e.Conditions[i]
 	b.log().Debug("card events: a condition holds", "condition", i, "expression", c.Expression, "model", model, "known", in.Events)
-	return values, c.Instruction
+	return values, c.Instruction, c.Calls(values)
 }
 
 // heardThought is the Thought of a stream that failed (err): what was

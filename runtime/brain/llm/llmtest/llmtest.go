@@ -80,6 +80,10 @@ type Server struct {
 	// Act, when set, is a model that uses a tool that acts (an MCP
 	// server's): see Act.
 	Act *Act
+	// Events, when set, are the card's event values the model judges
+	// from the person's words (the user prompt), over a model with no
+	// opinion's (false, "", the minimum).
+	Events func(prompt string) map[string]any
 	// Extract, when set, is the model's answer to an extraction request
 	// (runtime/brain/llm.Brain.Extract): the facts it learns from what the
 	// prompt quotes (ExtractInput rebuilt from the prompt, Card only its
@@ -103,8 +107,9 @@ type Server struct {
 // person's words hold When, the model calls Tool with Args (JSON; "{}"
 // when empty) before anything else, unless a tool turn already answers
 // the call; then, in a call that writes the words (the speak tool), its
-// words are Say of what the last tool turn said. In the call that votes
-// it writes its state as usual once answered.
+// words are Say of what the last tool turn said (also when the runtime
+// ran the tool: a card's condition). In the call that votes it writes its
+// state as usual once answered.
 type Act struct {
 	Tool, When, Args string
 	Say              func(result string) string
@@ -336,7 +341,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.acted++
 		s.mu.Unlock()
-	case acts && len(req.Tools) > 0 && (req.ResponseFormat == nil || req.ResponseFormat.Type != "json_schema"):
+	case s.Act != nil && s.Act.Say != nil && len(toolSaid) > 0 && len(req.Tools) > 0 && (req.ResponseFormat == nil || req.ResponseFormat.Type != "json_schema"):
 		line = s.Act.Say(toolSaid[len(toolSaid)-1]) // the words, from what the tool answered
 		args, _ := json.Marshal(map[string]any{"message": line, "to": []string{}, "emotion": "neutral"})
 		msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
@@ -370,6 +375,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		if ev, ok := props["events"].(map[string]any); ok {
 			st.Events = plainEvents(ev)
+			if s.Events != nil {
+				for k, v := range s.Events(user) {
+					st.Events[k] = v
+				}
+			}
 		}
 		b, _ := json.Marshal(st)
 		msg["content"] = string(b)
