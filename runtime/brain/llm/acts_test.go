@@ -175,7 +175,10 @@ func TestAConditionExecutesItsTools(t *testing.T) {
 	var gotArgs string
 	on := turnOn(&calls, "on")
 	inner := on.Call
-	on.Call = func(ctx context.Context, args json.RawMessage) (string, error) { gotArgs = string(args); return inner(ctx, args) }
+	on.Call = func(ctx context.Context, args json.RawMessage) (string, error) {
+		gotArgs = string(args)
+		return inner(ctx, args)
+	}
 	broken := brain.Knowledge{Name: "broken", Description: "Fails.", Server: "ha",
 		Call: func(context.Context, json.RawMessage) (string, error) { return "", errors.New("no network") }}
 	in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", nil, "Brr, it is cold in the kitchen.", ""), Remaining: -1,
