@@ -397,8 +397,11 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 		return // nobody votes on their own words
 	}
 	in := c.input(m, before)
-	if listens {
+	if asks, forMe := protocol.SayRequest(m, c.me()); listens || asks && !forMe {
 		c.listen(ctx, m.Params.ID)
+		return
+	} else if asks && c.isUser(m.Params.From) {
+		c.say(ctx, m, event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order})
 		return
 	}
 	e := event{kind: evThought, id: m.Params.ID, in: in, arrived: arrived, order: order}

@@ -47,6 +47,22 @@ const MetaSpoken = "spoken"
 // sentence boundary, and the robot said no more.
 const MetaCut = "cut"
 
+// MetaSay marks a person's Message that asks the one companion it is
+// addressed to (its only "to") to say its words aloud, as they are: an
+// agent's "say" over MCP. That companion answers by the rules — no model
+// — when the room gives it the turn; every other companion listens.
+const MetaSay = "say"
+
+// SayRequest reports whether m asks to companion the words it carries
+// (MetaSay true, to companion alone).
+func SayRequest(m Message, companion string) (asks, forMe bool) {
+	say, _ := m.Params.Metadata[MetaSay].(bool)
+	if !say {
+		return false, false
+	}
+	return true, len(m.Params.To) == 1 && m.Params.To[0] == companion
+}
+
 // NewMessage builds a message.send notification.
 func NewMessage(id, from string, to []string, text string, emotion Emotion) Message {
 	if to == nil {
