@@ -187,6 +187,9 @@ func checkFiles(cfg *robot.Config) []string {
 			out = append(out, fmt.Sprintf("memory.dir: the facts cannot be kept in %s: %v", mem.Dir, err))
 		}
 	}
+	if cfg.HTTP.MCP && !mcpServerBuilt {
+		out = append(out, "http.mcp: this chorusd is built without the MCP server: build it with -tags mcpserve (docs/mcp.md; it takes the robot's binary past 16 MB)")
+	}
 	for i := range cfg.Tools.MCP {
 		if _, err := cfg.MCPToken(i); err != nil {
 			out = append(out, err.Error())
@@ -981,6 +984,9 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(d.m.Registry, promhttp.HandlerOpts{}))
+	if path, h := d.mcpHandler(); d.br != nil && d.cfg.HTTP.MCP && h != nil {
+		mux.Handle(path, h)
+	}
 	if d.br != nil {
 		mux.Handle("/ws", d.br)
 		// "/" too, for a WebSocket upgrade: aikyo's clients dial ws://host:port.

@@ -69,6 +69,9 @@ func parseTokens(field, raw string) ([]BridgeToken, error) {
 type HTTP struct {
 	Listen    string    `yaml:"listen"` // default 127.0.0.1:9100; "off" disables
 	WebSocket WebSocket `yaml:"websocket"`
+	// MCP serves the robot's tools over MCP at /mcp (device/mcpserve),
+	// behind the bridge's user tokens: it needs websocket.enabled.
+	MCP bool `yaml:"mcp"`
 }
 
 // WebSocket is the room's WebSocket bridge and console, served at /ws and
@@ -129,6 +132,12 @@ func (c *Config) validateHTTP(p *settings.Problems) {
 		p.HostPort("listen", c.HTTP.Listen) // or off
 	}
 	ws := c.HTTP.WebSocket
+	if c.HTTP.MCP && !ws.Enabled {
+		p.Add("mcp", "serves the robot's tools behind the bridge's tokens: set http.websocket.enabled (and its tokens_file)")
+	}
+	if c.HTTP.MCP && c.Companion == nil {
+		p.Add("mcp", "serves a companion's tools, and this robot has none (companion)")
+	}
 	if !ws.Enabled {
 		return
 	}

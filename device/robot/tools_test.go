@@ -55,3 +55,11 @@ func TestConditionToolsMustExist(t *testing.T) {
 		t.Errorf("warnings %q: want the rule brain named", w)
 	}
 }
+
+func TestHTTPMCPNeedsTheBridge(t *testing.T) {
+	base := "version: 1\ndevice: {id: dev1}\nroom: {name: lab, members: [k]}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\n"
+	card := "companion: {id: k, name: K, language: en}\n"
+	wantDecode(t, "with the bridge", base+card+"http: {websocket: {enabled: true}, mcp: true}\n", "")
+	wantDecode(t, "without the bridge", base+card+"http: {mcp: true}\n", "http.mcp: serves the robot's tools behind the bridge's tokens")
+	wantDecode(t, "without a companion", base+"http: {websocket: {enabled: true}, mcp: true}\n", "http.mcp: serves a companion's tools, and this robot has none")
+}
