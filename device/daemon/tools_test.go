@@ -19,13 +19,25 @@ import (
 // vote, and Home Assistant receives it exactly once — from the robot the
 // room granted the turn, whose words say what Home Assistant answered.
 func TestAskedForTheKitchenLightTheRoomTurnsItOnOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		afterWords bool
+	}{{"the tool first", false}, {"the draft first, then the tool", true}} {
+		t.Run(tc.name, func(t *testing.T) { turnsItOnOnce(t, tc.afterWords) })
+	}
+}
+
+func turnsItOnOnce(t *testing.T, afterWords bool) {
 	const token = "ha-token-for-the-robots"
 	t.Setenv("CHORUS_TEST_HA_TOKEN", token)
 	ha := mcptest.NewHomeAssistant(t, token)
 	model := llmtest.New()
 	defer model.Close()
 	model.ClosingAfter, model.OnlyUsers = 100, true
-	model.Act = &llmtest.Act{Tool: "ha_HassTurnOn", When: "kitchen light", Args: `{"name":"kitchen light"}`,
+	if afterWords { // at a model's pace: the votes leave, and the grant comes, while the draft is written
+		model.TokensPerSecond = 60
+	}
+	model.Act = &llmtest.Act{Tool: "ha_HassTurnOn", When: "kitchen light", Args: `{"name":"kitchen light"}`, AfterWords: afterWords,
 		Say: func(result string) string {
 			if strings.Contains(result, `"action_done"`) && strings.Contains(result, "light.kitchen") {
 				return "Done: the kitchen light is on."

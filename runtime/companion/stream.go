@@ -35,8 +35,9 @@ type words struct {
 	text    string // the complete sentences so far
 	emotion protocol.Emotion
 	done    bool
-	u       brain.Utterance // once done: the whole words (no Text: none)
-	grew    chan struct{}   // closed at every change
+	u       brain.Utterance  // once done: the whole words (no Text: none)
+	calls   []brain.ToolCall // once done: the tools that act the think asked for (no words then)
+	grew    chan struct{}    // closed at every change
 }
 
 // soFar is what a words holds at one moment.
@@ -66,15 +67,23 @@ func (w *words) changed() {
 	w.grew = make(chan struct{})
 }
 
-// finish ends the words with the thought's whole utterance.
-func (w *words) finish(u brain.Utterance) {
+// finish ends the words with the thought's whole utterance, or the tools
+// that act it asked for (t.Deferred: the words are written once granted).
+func (w *words) finish(t brain.Thought) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
 		return
 	}
-	w.done, w.u = true, u
+	w.done, w.u, w.calls = true, utteranceOf(t), t.Deferred
 	w.changed()
+}
+
+// deferred are the tools that act the finished think asked for.
+func (w *words) deferred() []brain.ToolCall {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.calls
 }
 
 // next waits until the words hold more than n bytes of text, or are done.
@@ -113,7 +122,7 @@ func utteranceOf(t brain.Thought) brain.Utterance {
 	return brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To, Actions: t.Actions, Cut: t.Cut}
 }
 
-// speakWords speaks w, the turn's words, through the device as it is written, the first
+// speakWords speaks tf's words through the device as they are written, the first
 // speak with hold (overlapped turns) or without. first hears the first
 // words handed to the device (a part of the utterance unless whole is
 // true); done hears the whole utterance once it is complete (what was
@@ -122,13 +131,18 @@ func utteranceOf(t brain.Thought) brain.Utterance {
 // The model writes the emotion after the words (issue 40): the first
 // speak goes with neutral, and the first append after the emotion is
 // written carries it (the end mark at the latest).
-func (t *turn) speakWords(ctx context.Context, w *words, hold string, timeout time.Duration,
+func (t *turn) speakWords(ctx context.Context, tf thoughtFor, hold string, timeout time.Duration,
 	first func(u brain.Utterance, whole bool), done func(brain.Utterance)) (protocol.SpeakResult, error) {
-	msgID := t.msgID
+	msgID, w := t.msgID, tf.words
 	s, err := w.next(ctx, 0)
 	if err == nil && !t.cfg.SpeakMore {
 		s.u, err = w.whole(ctx)
 		s.done = true
+	}
+	if calls := w.deferred(); err == nil && s.done && s.u.Text == "" && len(calls) > 0 {
+		// The think asked for tools that act after its vote had left: the
+		// words are written now, from their results.
+		s.u, err = t.utter(ctx, tf, calls)
 	}
 	switch {
 	case err != nil:

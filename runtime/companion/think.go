@@ -20,7 +20,7 @@ import (
 // spoken), and e.words is finished whatever happens.
 func (c *Companion) think(ctx context.Context, in brain.Input, e event) (t brain.Thought, took time.Duration) {
 	if e.words != nil {
-		defer func() { e.words.finish(utteranceOf(t)) }()
+		defer func() { e.words.finish(t) }()
 	}
 	var err error
 	voted := false

@@ -113,7 +113,7 @@ func (t *turn) prepare(ctx context.Context, tf thoughtFor) {
 	go func() {
 		defer t.wg.Done()
 		if tf.words != nil && held { // prepared on its first sentence
-			res, err := t.speakWords(tctx, tf.words, token, t.cfg.SpeakTimeout+holdFor,
+			res, err := t.speakWords(tctx, tf, token, t.cfg.SpeakTimeout+holdFor,
 				func(u brain.Utterance, whole bool) {
 					t.host.deliver(ctx, event{kind: evPrepared, id: id, utter: u, whole: whole})
 				},
@@ -158,7 +158,7 @@ func (t *turn) speak(ctx context.Context, tf thoughtFor) {
 		var err error
 		switch {
 		case tf.words != nil && t.cfg.Device != "": // spoken as it is written
-			res, err = t.speakWords(tctx, tf.words, "", t.cfg.SpeakTimeout, nil, func(whole brain.Utterance) {
+			res, err = t.speakWords(tctx, tf, "", t.cfg.SpeakTimeout, nil, func(whole brain.Utterance) {
 				u = whole
 				t.host.deliver(ctx, event{kind: evDrafted, id: id, utter: whole})
 			})
@@ -201,7 +201,11 @@ func (t *turn) utterance(ctx context.Context, tf thoughtFor) (brain.Utterance, e
 	u := brain.Utterance{Text: tf.thought.Draft, Emotion: tf.thought.Emotion, To: tf.thought.To, Actions: tf.thought.Actions, Cut: tf.thought.Cut}
 	if tf.words != nil { // the draft as its model writes it: wait for the whole
 		var err error
-		if u, err = tf.words.whole(ctx); err == nil && u.Text == "" {
+		u, err = tf.words.whole(ctx)
+		if calls := tf.words.deferred(); err == nil && u.Text == "" && len(calls) > 0 {
+			return t.utter(ctx, tf, calls) // the think asked for tools that act once its vote had left
+		}
+		if err == nil && u.Text == "" {
 			err = errNoWords
 		}
 		if err != nil {
@@ -209,21 +213,28 @@ func (t *turn) utterance(ctx context.Context, tf thoughtFor) (brain.Utterance, e
 			return u, err
 		}
 	} else if (t.cfg.TwoCall && !tf.ruled) || u.Text == "" || len(tf.thought.Deferred) > 0 {
-		uctx, cancel := context.WithTimeout(ctx, t.cfg.ThinkTimeout)
-		var err error
-		in := tf.in
-		in.Instruction = tf.thought.Instruction // the instruction the events chose, in the State's call
-		in.Calls = tf.thought.Deferred          // the tools that act its vote asked for: granted, they run now
-		u, err = t.cfg.Brain.Utter(uctx, in)
-		cancel()
-		if err == nil && u.Text == "" {
-			err = errNoWords
-		}
-		if err != nil {
-			t.cfg.Room.Metrics.BrainFailures.WithLabelValues("utterance").Inc()
-			t.log.Error("no utterance; the turn is given up", "message", t.grant, "err", err)
-			return u, err
-		}
+		return t.utter(ctx, tf, tf.thought.Deferred)
+	}
+	return withEmotion(u), nil
+}
+
+// utter is the granted turn's second brain call: calls, the tools that
+// act its think asked for, run first, and the words are written from
+// their results.
+func (t *turn) utter(ctx context.Context, tf thoughtFor, calls []brain.ToolCall) (brain.Utterance, error) {
+	uctx, cancel := context.WithTimeout(ctx, t.cfg.ThinkTimeout)
+	defer cancel()
+	in := tf.in
+	in.Instruction = tf.thought.Instruction // the instruction the events chose, in the State's call
+	in.Calls = calls
+	u, err := t.cfg.Brain.Utter(uctx, in)
+	if err == nil && u.Text == "" {
+		err = errNoWords
+	}
+	if err != nil {
+		t.cfg.Room.Metrics.BrainFailures.WithLabelValues("utterance").Inc()
+		t.log.Error("no utterance; the turn is given up", "message", t.grant, "err", err)
+		return u, err
 	}
 	return withEmotion(u), nil
 }

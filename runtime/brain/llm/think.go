@@ -40,7 +40,11 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 	sctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	r := &ran{voting: true}
-	l := &listener{h: h, draft: b.Draft, max: b.maxUtterance(), stop: stop, ran: r}
+	l := &listener{h: h, draft: b.Draft, max: b.maxUtterance(), stop: stop, ran: r,
+		// A model offered a tool that acts may call it after writing its
+		// draft, in the same answer: none of the draft is said before the
+		// answer is whole (the words may be the tool's to write).
+		hold: slices.ContainsFunc(in.Knowledge, func(k brain.Knowledge) bool { return k.Acts && k.Call != nil })}
 	var listen func() func(string)
 	if (h.Vote != nil || h.Said != nil) && !in.Card.Events.Executes() {
 		// A card whose conditions run tools is heard whole: which holds,
@@ -157,6 +161,7 @@ type listener struct {
 	max   int
 	stop  context.CancelCauseFunc
 	ran   *ran // the tools the rounds so far asked for
+	hold  bool // say no sentence as it is written (tools that act are offered)
 
 	p       *Partial
 	voted   bool
@@ -193,7 +198,7 @@ func (l *listener) piece(s string) {
 			l.h.Vote(v)
 		}
 	}
-	if !l.draft || l.vote.State != protocol.Speak || len(l.vote.Deferred) > 0 {
+	if !l.draft || l.hold || l.vote.State != protocol.Speak || len(l.vote.Deferred) > 0 {
 		return // no draft, or one written before the tools it needs have run
 	}
 	text, e, _ := l.p.Said()

@@ -6,6 +6,7 @@
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,6 +114,10 @@ type Server struct {
 type Act struct {
 	Tool, When, Args string
 	Say              func(result string) string
+	// AfterWords: in the call that votes, the model writes its state and
+	// draft first and calls the tool after them, in the same answer (as
+	// models that write text before a tool_use do).
+	AfterWords bool
 }
 
 // Acted is how many times the model called Act.Tool.
@@ -330,7 +335,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	acts := s.Act != nil && offered(s.Act.Tool) && strings.Contains(user, s.Act.When)
 	switch {
-	case acts && len(toolSaid) == 0: // the tool first, in any call that offers it
+	case acts && len(toolSaid) == 0 && !(s.Act.AfterWords && req.ResponseFormat != nil): // the tool first, in any call that offers it
 		args := s.Act.Args
 		if args == "" {
 			args = "{}"
@@ -385,6 +390,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		msg["content"] = string(b)
 		if s.Wrote != nil {
 			s.Wrote(string(b))
+		}
+		if acts && s.Act.AfterWords && len(toolSaid) == 0 { // the state and its draft, then the tool, in one answer
+			msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", s.calls.Load()), "type": "function",
+				"function": map[string]any{"name": s.Act.Tool, "arguments": cmp.Or(s.Act.Args, "{}")}}}
+			finish = "tool_calls"
+			s.mu.Lock()
+			s.acted++
+			s.mu.Unlock()
 		}
 		if s.Gesture != "" && offered(s.Gesture) && st.State == "speak" {
 			args := s.GestureArgs
