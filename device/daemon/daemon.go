@@ -70,6 +70,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/realtime"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/schema"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 	"github.com/chorus-robotics/chorus/runtime/version"
 )
@@ -776,6 +777,13 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	return nil
 }
 
+// checkSchema is the robot's check of a JSON Schema (runtime/schema), for
+// the MCP servers' tools as for the body's actions.
+func checkSchema(b []byte) error {
+	_, err := schema.Compile(b)
+	return err
+}
+
 // mcpTools connects to the config's MCP servers (tools.mcp), each
 // client run by g until ctx ends: the tools they allow now, as the
 // brain offers them. A server down at start is tried again (mcp.Client).
@@ -787,6 +795,7 @@ func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []brai
 			return nil, err
 		}
 		c := mcp.New(s, token, d.log)
+		c.CheckSchema = checkSchema
 		clients = append(clients, c)
 		g.Go(func() error { c.Run(ctx); return nil })
 	}

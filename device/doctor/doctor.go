@@ -37,6 +37,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -51,6 +52,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/wake"
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/schema"
 )
 
 // Result is one line of the report.
@@ -146,7 +148,10 @@ func (d *doctor) tools(ctx context.Context) {
 			d.fail(name, "set the token (secrets, above)", err)
 			continue
 		}
-		allowed, missing, has, err := mcp.New(s, token, d.o.Log).Check(ctx)
+		client := mcp.New(s, token, d.o.Log)
+		client.CheckSchema = func(b []byte) error { _, err := schema.Compile(b); return err }
+		allowed, missing, has, err := client.Check(ctx)
+		has = printableNames(has)
 		switch {
 		case errors.Is(err, mcp.ErrRefused):
 			d.fail(name, fmt.Sprintf("the server refused the token: make a new one (Home Assistant: your profile → Security → Long-lived access tokens) and set %s", or(s.TokenEnv+s.TokenFile, fmt.Sprintf("tools.mcp[%d].token_env", i))), err)
@@ -166,6 +171,26 @@ func (d *doctor) tools(ctx context.Context) {
 		}
 	}
 }
+
+// printableNames are a server's tool names as the report prints them:
+// those a model could call, at most 20.
+func printableNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if toolName.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) > 20 {
+		out = append(out[:20], fmt.Sprintf("and %d more", len(out)-20))
+	}
+	if skipped := len(names) - len(out); skipped > 0 && len(out) <= 20 {
+		out = append(out, fmt.Sprintf("(%d named otherwise)", skipped))
+	}
+	return out
+}
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // Write prints results, a line each (and the fix under a failure), and
 // returns how many failed.

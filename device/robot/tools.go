@@ -91,7 +91,11 @@ func (c *Config) MCPToken(i int) (string, error) {
 	if s.TokenEnv == "" && s.TokenFile != "" {
 		field = fmt.Sprintf("tools.mcp[%d].token_file", i)
 	}
-	return settings.Secret(field, s.TokenEnv, s.TokenFile)
+	tok, err := settings.Secret(field, s.TokenEnv, s.TokenFile)
+	if err == nil && tok == "" && s.TokenEnv+s.TokenFile != "" {
+		return "", fmt.Errorf("%s: the token is empty", field)
+	}
+	return tok, err
 }
 
 // checkExecute names the tools the card's conditions run that nothing

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -39,6 +40,11 @@ const (
 	maxBody            = 4 << 20          // bytes of one HTTP answer read
 	MaxServers         = 8
 	MaxAllow           = 64
+	MaxDescription     = 1024    // bytes of a tool's description the model is given
+	MaxSchema          = 8 << 10 // bytes of a tool's argument schema: a longer one is not offered
+	maxPages           = 8       // pages of a tools/list read
+	maxListed          = 512     // tools of a tools/list read
+	maxError           = 300     // bytes of a server's error text kept
 )
 
 // Settings is one server of the config's tools.mcp.
@@ -88,6 +94,10 @@ type Client struct {
 	s     Settings
 	token string
 	log   *slog.Logger
+	// CheckSchema, when set, is asked about each tool's argument schema
+	// (the robot's JSON Schema checks): a tool whose schema it refuses is
+	// not offered.
+	CheckSchema func(schema []byte) error
 
 	mu      sync.Mutex
 	c       *client.Client // nil: not connected
@@ -187,13 +197,48 @@ func (c *Client) Call(ctx context.Context, remote string, args json.RawMessage) 
 	req.Params.Name, req.Params.Arguments = remote, a
 	res, err := cl.CallTool(ctx, req)
 	if err != nil {
-		return "", fmt.Errorf("mcp %s %s: %w", c.s.Name, remote, err)
+		if errors.Is(err, transport.ErrSessionTerminated) {
+			c.lost(cl) // a server that restarted forgot the session: start another
+		}
+		return "", fmt.Errorf("mcp %s %s: %s", c.s.Name, remote, c.redact(err.Error()))
 	}
 	text := resultText(res)
 	if res.IsError {
-		return "", fmt.Errorf("mcp %s %s: the tool failed: %s", c.s.Name, remote, text)
+		return "", fmt.Errorf("mcp %s %s: the tool failed: %s", c.s.Name, remote, c.redact(text))
 	}
 	return text, nil
+}
+
+// lost drops the session cl (still the client's) and lists again at once.
+func (c *Client) lost(cl *client.Client) {
+	c.mu.Lock()
+	mine := c.c == cl
+	if mine {
+		c.c = nil
+	}
+	c.mu.Unlock()
+	if !mine {
+		return
+	}
+	cl.Close()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// redact is a server's text as the robot may log it or give it to the
+// model: the token taken out (a server may echo the request's headers),
+// at most maxError bytes, on one line.
+func (c *Client) redact(text string) string {
+	if c.token != "" {
+		text = strings.ReplaceAll(text, c.token, "[token]")
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) > maxError {
+		text = strings.ToValidUTF8(text[:maxError], "") + "…"
+	}
+	return text
 }
 
 // resultText is a call's text content (its structured content when it
@@ -215,7 +260,19 @@ func resultText(res *mcp.CallToolResult) string {
 	if len(text) > MaxResult {
 		text = strings.ToValidUTF8(text[:MaxResult], "") + "…"
 	}
-	return text
+	return strings.Map(printable, text)
+}
+
+// printable drops what a text must not carry to a model or a log: control
+// characters but line breaks and tabs, and the bidirectional overrides.
+func printable(r rune) rune {
+	switch {
+	case r == '\n' || r == '\t':
+		return r
+	case unicode.IsControl(r), r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return -1
+	}
+	return r
 }
 
 // Check connects to the server, lists its tools and disconnects (chorusd
@@ -229,14 +286,14 @@ func (c *Client) Check(ctx context.Context) (allowed []Tool, missing, has []stri
 		return nil, nil, nil, err
 	}
 	defer cl.Close()
-	res, err := cl.ListTools(ctx, mcp.ListToolsRequest{})
+	listed, err := c.listTools(ctx, cl)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list the tools: %w", err)
+		return nil, nil, nil, err
 	}
-	for _, t := range res.Tools {
+	for _, t := range listed {
 		has = append(has, t.Name)
 	}
-	allowed, missing = c.allowed(res.Tools)
+	allowed, missing = c.allowed(listed)
 	return allowed, missing, has, nil
 }
 
@@ -253,11 +310,11 @@ func (c *Client) list(ctx context.Context) error {
 			return err
 		}
 	}
-	res, err := cl.ListTools(ctx, mcp.ListToolsRequest{})
+	listed, err := c.listTools(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("list the tools: %w", err)
+		return err
 	}
-	tools, missing := c.allowed(res.Tools)
+	tools, missing := c.allowed(listed)
 	c.mu.Lock()
 	old := c.tools
 	c.tools, c.missing = tools, missing
@@ -275,6 +332,30 @@ func (c *Client) list(ctx context.Context) error {
 	return nil
 }
 
+// listTools reads the server's tools, page by page, at most maxPages
+// pages and maxListed tools: a server that pages on and on is read no
+// further.
+func (c *Client) listTools(ctx context.Context, cl *client.Client) ([]mcp.Tool, error) {
+	var out []mcp.Tool
+	var req mcp.ListToolsRequest
+	for range maxPages {
+		res, err := cl.ListToolsByPage(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("list the tools: %s", c.redact(err.Error()))
+		}
+		out = append(out, res.Tools...)
+		if len(out) > maxListed {
+			return out[:maxListed], nil
+		}
+		if res.NextCursor == "" || res.NextCursor == req.Params.Cursor {
+			return out, nil
+		}
+		req.Params.Cursor = res.NextCursor
+	}
+	c.log.Warn("MCP server: its tools are read no further than the first pages", "pages", maxPages, "tools", len(out))
+	return out, nil
+}
+
 // allowed are the listed tools the config allows, and the allowed names
 // not listed.
 func (c *Client) allowed(listed []mcp.Tool) ([]Tool, []string) {
@@ -286,12 +367,24 @@ func (c *Client) allowed(listed []mcp.Tool) ([]Tool, []string) {
 		}
 		seen[t.Name] = true
 		schema, err := json.Marshal(t.InputSchema)
-		if err != nil || t.InputSchema.Type != "object" {
-			c.log.Warn("MCP server: a tool's input schema is not a JSON Schema object; not offered", "tool", t.Name)
+		switch {
+		case err != nil || t.InputSchema.Type != "object":
+			err = errors.New("not a JSON Schema object")
+		case len(schema) > MaxSchema:
+			err = fmt.Errorf("over %d bytes", MaxSchema)
+		case c.CheckSchema != nil:
+			err = c.CheckSchema(schema)
+		}
+		if err != nil {
+			c.log.Warn("MCP server: a tool's input schema is refused; the tool is not offered", "tool", t.Name, "err", c.redact(err.Error()))
 			continue
 		}
+		desc := strings.Map(printable, t.Description)
+		if len(desc) > MaxDescription {
+			desc = strings.ToValidUTF8(desc[:MaxDescription], "") + "…"
+		}
 		ro := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
-		out = append(out, Tool{Name: c.s.Name + "_" + t.Name, Remote: t.Name, Description: t.Description, Schema: schema, ReadOnly: ro})
+		out = append(out, Tool{Name: c.s.Name + "_" + t.Name, Remote: t.Name, Description: desc, Schema: schema, ReadOnly: ro})
 	}
 	var missing []string
 	for _, a := range c.s.Allow {
@@ -316,7 +409,8 @@ func (c *Client) connect(ctx context.Context) (*client.Client, error) {
 
 // dial starts a session with the server (initialize), bounded by ctx.
 func (c *Client) dial(ctx context.Context) (*client.Client, error) {
-	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&http.Client{Transport: boundedTransport{http.DefaultTransport}})}
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&http.Client{Transport: boundedTransport{http.DefaultTransport}}),
+		transport.WithHTTPLogger(c.log)}
 	if c.token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.token}))
 	}
@@ -325,7 +419,7 @@ func (c *Client) dial(ctx context.Context) (*client.Client, error) {
 		return nil, fmt.Errorf("mcp %s: %w", c.s.Name, err)
 	}
 	if err := cl.Start(ctx); err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, fmt.Errorf("connect: %s", c.redact(err.Error()))
 	}
 	cl.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == mcp.MethodNotificationToolsListChanged {
@@ -343,7 +437,7 @@ func (c *Client) dial(ctx context.Context) (*client.Client, error) {
 		if errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrOAuthAuthorizationRequired) {
 			return nil, fmt.Errorf("initialize: %w", ErrRefused)
 		}
-		return nil, fmt.Errorf("initialize: %w", err)
+		return nil, fmt.Errorf("initialize: %s", c.redact(err.Error()))
 	}
 	return cl, nil
 }

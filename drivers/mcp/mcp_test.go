@@ -34,13 +34,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+func logTo(b *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+
 // connect runs a client of the fake Home Assistant until the test ends
 // and waits (want: true) for its tools.
 func connect(t *testing.T, ha *mcptest.HomeAssistant, s mcp.Settings, tok string, want bool) (*mcp.Client, *syncBuffer) {
 	t.Helper()
 	log := &syncBuffer{}
 	s.URL = ha.URL()
-	c := mcp.New(s, tok, slog.New(slog.NewTextHandler(log, nil)))
+	c := mcp.New(s, tok, logTo(log))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()

@@ -59,32 +59,55 @@ func Compile(raw []byte) (*Schema, error) {
 	return &Schema{r: r}, nil
 }
 
-// check walks a schema's JSON before the library sees it: no reference,
-// known types, bounded depth.
+// check walks a schema before the library sees it — its subschemas, not
+// the names of its properties nor the values of enum, const, default and
+// examples (data) — refusing references, unknown types, a multipleOf that
+// is not above 0, and nesting deeper than MaxDepth schemas.
 func check(v any, depth int) error {
 	if depth > MaxDepth {
-		return fmt.Errorf("nested deeper than %d", MaxDepth)
+		return fmt.Errorf("nested deeper than %d schemas", MaxDepth)
 	}
-	switch v := v.(type) {
-	case map[string]any:
-		for k, sub := range v {
-			switch k {
-			case "$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor", "$dynamicAnchor", "$schema":
-				return fmt.Errorf("%s: a schema may not refer to another document, nor to a part of itself: write it out whole", k)
-			case "type":
-				if err := checkType(sub); err != nil {
-					return err
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil // true, false: schemas too; anything else the library refuses
+	}
+	for k, sub := range m {
+		var err error
+		switch k {
+		case "$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor", "$dynamicAnchor", "$schema":
+			err = fmt.Errorf("%s: a schema may not refer to another document, nor to a part of itself: write it out whole", k)
+		case "type":
+			err = checkType(sub)
+		case "multipleOf":
+			if n, isNum := sub.(json.Number); isNum {
+				if f, ferr := n.Float64(); ferr != nil || f <= 0 {
+					err = fmt.Errorf("multipleOf: must be above 0, got %s", n)
 				}
 			}
-			if err := check(sub, depth+1); err != nil {
-				return err
+		case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+			if named, isMap := sub.(map[string]any); isMap {
+				for _, s := range named {
+					if err = check(s, depth+1); err != nil {
+						break
+					}
+				}
 			}
+		case "allOf", "anyOf", "oneOf", "prefixItems", "items":
+			if list, isList := sub.([]any); isList {
+				for _, s := range list {
+					if err = check(s, depth+1); err != nil {
+						break
+					}
+				}
+			} else {
+				err = check(sub, depth+1)
+			}
+		case "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+			"propertyNames", "unevaluatedItems", "unevaluatedProperties":
+			err = check(sub, depth+1)
 		}
-	case []any:
-		for _, sub := range v {
-			if err := check(sub, depth+1); err != nil {
-				return err
-			}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

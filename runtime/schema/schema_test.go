@@ -17,6 +17,14 @@ func TestCompile(t *testing.T) {
 		{"remote ref", `{"$ref":"https://example.com/s.json"}`, "not a valid JSON Schema"},
 		{"file ref", `{"$ref":"file:///etc/passwd"}`, "not a valid JSON Schema"},
 		{"bad pattern", `{"type":"string","pattern":"("}`, "not a valid JSON Schema"},
+		{"a property named type", `{"type":"object","properties":{"type":{"enum":["wave","salute"]},"$id":{"type":"string"}}}`, ""},
+		{"data that looks like a schema", `{"enum":[{"type":"big"},{"$ref":"x"}],"const":{"type":1},"default":{"$id":"y"}}`, ""},
+		{"a reference inside", `{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}}}`, "may not refer"},
+		{"an unknown type inside", `{"type":"array","items":{"type":"nombre"}}`, "type: nombre is not one of"},
+		{"multipleOf 0", `{"type":"number","multipleOf":0}`, "multipleOf: must be above 0"},
+		{"multipleOf below 0", `{"type":"number","multipleOf":-2}`, "multipleOf: must be above 0"},
+		{"32 schemas deep", `{"type":"object","properties":{"a":` + strings.Repeat(`{"type":"object","properties":{"a":`, 30) + `{}` + strings.Repeat("}}", 30) + `}}`, ""},
+		{"too deep", strings.Repeat(`{"not":`, 40) + `{}` + strings.Repeat("}", 40), "nested deeper than 32"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -111,9 +111,12 @@ func TestTheGrantedTurnRunsTheToolOnceAndSpeaksItsResult(t *testing.T) {
 // A model that calls a tool again and again is told no past the budget.
 func TestToolCallsPastTheBudgetAreNotRun(t *testing.T) {
 	var calls atomic.Int32
-	again := Response{ToolCalls: []ToolCall{{ID: "a", Name: "ha_HassTurnOn", Args: json.RawMessage(`{}`)}, {ID: "b", Name: "ha_HassTurnOn", Args: json.RawMessage(`{}`)}}}
+	two := func(a, b string) Response {
+		return Response{ToolCalls: []ToolCall{{ID: a, Name: "ha_HassTurnOn", Args: json.RawMessage(`{"name":"` + a + `"}`)},
+			{ID: b, Name: "ha_HassTurnOn", Args: json.RawMessage(`{"name":"` + b + `"}`)}}}
+	}
 	speak := Response{ToolCalls: []ToolCall{{ID: "s", Name: "speak", Args: json.RawMessage(`{"message":"Hm.","emotion":"neutral","to":[]}`)}}}
-	s := &script{answers: []Response{again, again, speak}}
+	s := &script{answers: []Response{two("a", "b"), two("c", "d"), speak}}
 	b := &Brain{Chat: s, ToolBudget: 3}
 	if _, err := b.Utter(context.Background(), lightInput(turnOn(&calls, "on"))); err != nil {
 		t.Fatal(err)
@@ -226,5 +229,22 @@ func TestAConditionExecutesItsTools(t *testing.T) {
 	}
 	if strings.Join(results, ",") != "ha_HassTurnOn,broken,nod" {
 		t.Errorf("results in the order %v, want the condition's", results)
+	}
+}
+
+// A model that calls the same tool that acts with the same arguments
+// again in the granted turn (after its result, as some do) has it run once.
+func TestTheSameCallTwiceInATurnRunsOnce(t *testing.T) {
+	var calls atomic.Int32
+	again := Response{ToolCalls: []ToolCall{{ID: "a", Name: "ha_HassTurnOn", Args: json.RawMessage(`{"name": "kitchen light"}`)}}}
+	speak := Response{ToolCalls: []ToolCall{{ID: "s", Name: "speak", Args: json.RawMessage(`{"message":"On.","emotion":"neutral","to":[]}`)}}}
+	s := &script{answers: []Response{again, speak}}
+	in := lightInput(turnOn(&calls, "on"))
+	in.Calls = []brain.ToolCall{{Name: "ha_HassTurnOn", Args: json.RawMessage(`{"name":"kitchen light"}`)}}
+	if _, err := (&Brain{Chat: s}).Utter(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("run %d times, want once", calls.Load())
 	}
 }

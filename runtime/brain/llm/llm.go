@@ -28,6 +28,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -541,6 +542,7 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 	}
 	voting := out.voting
 	budget := b.toolBudget()
+	ran := map[string]string{} // the answers of the calls of tools that act run so far, by name and arguments
 	answer := func(c ToolCall) string {
 		say := prompts.TextsFor(in.Card.Language)
 		k := knows[c.Name]
@@ -557,8 +559,16 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 			b.log().Info("a tool call past the turn's budget; not run", "tool", c.Name, "budget", b.toolBudget())
 			return say.ToolBudget
 		}
+		key := c.Name + "\x00" + compactJSON(c.Args)
+		if said, ok := ran[key]; ok && k.Acts {
+			return said // the same call again in one turn: done once (its answer stands)
+		}
 		budget--
-		return b.know(ctx, in.Card.Language, k, c.Args)
+		said := b.know(ctx, in.Card.Language, k, c.Args)
+		if k.Acts {
+			ran[key] = said
+		}
+		return said
 	}
 	if !voting { // granted: what the vote asked for, and its card's condition, run first
 		var granted []ToolCall
@@ -623,6 +633,16 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 		req.ForceTool = ""
 	}
 	return Response{}, fmt.Errorf("llm: still calling tools after %d rounds", rounds)
+}
+
+// compactJSON is raw without its insignificant spaces (raw itself when it
+// is not JSON): two calls with the same arguments have the same key.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // ran is how run runs tools (voting: the call votes) and what its tool
