@@ -69,33 +69,16 @@ http: {listen: "127.0.0.1:%[6]d"}
 		_, stop, _ := start(t, load(t, yaml))
 		defer stop()
 	}
-	for deadline := time.Now().Add(10 * time.Second); ha.Lists() < len(robots); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Home Assistant listed its tools %d times for %d robots", ha.Lists(), len(robots))
-		}
-	}
+	waitListed(t, ha, len(robots))
 	ctx := context.Background()
 	obs, msgs, closeWatch := watchLab(t, br.URL())
 	defer closeWatch()
 	if err := obs.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "Please turn on the kitchen light.", "")); err != nil {
 		t.Fatal(err)
 	}
-	var said protocol.Message
-	for said.Params.From == "" || said.Params.From == "user" {
-		select {
-		case said = <-msgs:
-		case <-time.After(20 * time.Second):
-			t.Fatal("no robot answered")
-		}
-	}
+	said := firstAnswer(t, msgs)
 	time.Sleep(500 * time.Millisecond) // a second call would have come by now
-	calls := ha.Calls()
-	if len(calls) != 1 || calls[0].Name != "HassTurnOn" || calls[0].Args["name"] != "kitchen light" {
-		t.Fatalf("Home Assistant received %+v, want one HassTurnOn {name: kitchen light}", calls)
-	}
-	if !ha.Light("light.kitchen") {
-		t.Error("the kitchen light is off")
-	}
+	turnedOnOnce(t, ha, "name", "kitchen light")
 	if said.Params.Message != "Done: the kitchen light is on." {
 		t.Errorf("%s said %q, want the words from Home Assistant's answer", said.Params.From, said.Params.Message)
 	}
@@ -156,35 +139,57 @@ http: {listen: "127.0.0.1:%d"}
 `, br.URL(), model.BaseURL(), ha.URL(), bustest.FreePort(t))
 	_, stop, _ := start(t, load(t, yaml))
 	defer stop()
-	for deadline := time.Now().Add(10 * time.Second); ha.Lists() < 1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the robot never listed Home Assistant's tools")
-		}
-	}
+	waitListed(t, ha, 1)
 	obs, msgs, closeWatch := watchLab(t, br.URL())
 	defer closeWatch()
 	if err := obs.SendMessage(context.Background(), protocol.NewMessage(protocol.NewID(), "user", nil, "Brr, I am so cold.", "")); err != nil {
 		t.Fatal(err)
 	}
-	var said protocol.Message
-	for said.Params.From != "kyoko" {
-		select {
-		case said = <-msgs:
-		case <-time.After(20 * time.Second):
-			t.Fatal("kyoko did not answer")
-		}
-	}
-	calls := ha.Calls()
-	if len(calls) != 1 || calls[0].Name != "HassTurnOn" || calls[0].Args["area"] != "Kitchen" {
-		t.Fatalf("Home Assistant received %+v, want one HassTurnOn {area: Kitchen, domain: [light]}", calls)
-	}
-	if !ha.Light("light.kitchen") {
-		t.Error("the kitchen light is off")
-	}
+	said := firstAnswer(t, msgs)
+	turnedOnOnce(t, ha, "area", "Kitchen")
 	if said.Params.Message != "I turned on the kitchen lights to warm you up." {
 		t.Errorf("kyoko said %q", said.Params.Message)
 	}
 	if model.Acted() != 0 {
 		t.Errorf("the model called the tool itself %d times", model.Acted())
+	}
+}
+
+// waitListed waits until Home Assistant has listed its tools n times (a
+// robot's client lists them at its start).
+func waitListed(t *testing.T, ha *mcptest.HomeAssistant, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ha.Lists() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Home Assistant listed its tools %d times, want %d", ha.Lists(), n)
+		}
+	}
+}
+
+// firstAnswer is the first Message of msgs from a robot (not the user's).
+func firstAnswer(t *testing.T, msgs <-chan protocol.Message) protocol.Message {
+	t.Helper()
+	for {
+		select {
+		case m := <-msgs:
+			if m.Params.From != "user" {
+				return m
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no robot answered")
+		}
+	}
+}
+
+// turnedOnOnce checks Home Assistant received one HassTurnOn whose
+// argument key was value, and the kitchen light is on.
+func turnedOnOnce(t *testing.T, ha *mcptest.HomeAssistant, key, value string) {
+	t.Helper()
+	calls := ha.Calls()
+	if len(calls) != 1 || calls[0].Name != "HassTurnOn" || calls[0].Args[key] != value {
+		t.Fatalf("Home Assistant received %+v, want one HassTurnOn {%s: %s}", calls, key, value)
+	}
+	if !ha.Light("light.kitchen") {
+		t.Error("the kitchen light is off")
 	}
 }

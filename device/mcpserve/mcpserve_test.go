@@ -15,6 +15,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/device/bridge"
 	"github.com/chorus-robotics/chorus/device/mcpserve"
+	"github.com/chorus-robotics/chorus/drivers/mcp/mcptest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 )
@@ -82,17 +83,6 @@ func (b *body) Ask(_ context.Context, device, typ string, payload any, _ time.Du
 	return nil, errors.New("no such query")
 }
 
-type bearer struct {
-	tok  string
-	next http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.tok)
-	return b.next.RoundTrip(r)
-}
-
 func serve(t *testing.T) (*gate, *body, string) {
 	g, b := &gate{}, &body{}
 	s := mcpserve.New(mcpserve.Config{Gate: g, Companion: "kyoko", Device: "kyoko-pi", Body: "kyoko-pi", Asker: b, Timeout: time.Second,
@@ -107,7 +97,7 @@ func serve(t *testing.T) (*gate, *body, string) {
 
 func connect(t *testing.T, url, tok string) (*sdk.ClientSession, error) {
 	c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil)
-	return c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, nil)
+	return c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcptest.Bearer(tok)}}, nil)
 }
 
 func text(res *sdk.CallToolResult) string {

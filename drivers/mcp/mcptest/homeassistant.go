@@ -41,6 +41,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Bearer is an HTTP transport that adds token as a bearer token to every
+// request: an MCP client's, as Home Assistant's users configure theirs.
+func Bearer(token string) http.RoundTripper { return bearer{token, http.DefaultTransport} }
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
 // Path is where Home Assistant serves its MCP server.
 const Path = "/api/mcp"
 

@@ -14,23 +14,11 @@ import (
 
 const token = "llat-test-token"
 
-// bearer adds a long-lived access token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 func connect(ctx context.Context, ha *HomeAssistant, tok string) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "chorus-test", Version: "0"}, nil)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   ha.URL(),
-		HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: Bearer(tok)},
 		MaxRetries: -1,
 	}, nil)
 }
