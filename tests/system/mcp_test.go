@@ -7,39 +7,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 )
 
-var (
-	mcpOnce sync.Once
-	mcpBin  string
-	mcpErr  error
-)
+var mcpBuild build
 
 // buildMCPChorusd builds chorusd with its MCP server (the tag mcpserve).
 func buildMCPChorusd(t *testing.T) string {
-	t.Helper()
-	mcpOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "chorus-mcp-bin-")
-		if err != nil {
-			mcpErr = err
-			return
-		}
-		mcpBin = filepath.Join(dir, "chorusd")
-		cmd := exec.Command("go", "build", "-tags", "mcpserve", "-o", mcpBin, "github.com/chorus-robotics/chorus/cmd/chorusd")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			mcpErr = fmt.Errorf("go build -tags mcpserve: %v\n%s", err, out)
-		}
-	})
-	if mcpErr != nil {
-		t.Fatal(mcpErr)
-	}
-	return mcpBin
+	return mcpBuild.chorusd(t, "chorusd-mcpserve", nil, "-tags", "mcpserve")
 }
 
 const mcpRobotYAML = `version: 1

@@ -33,9 +33,6 @@ func TestMain(m *testing.M) {
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
-	if mcpBin != "" {
-		os.RemoveAll(filepath.Dir(mcpBin))
-	}
 	os.Exit(code)
 }
 

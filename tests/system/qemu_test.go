@@ -94,29 +94,39 @@ func qemuAudio(root, out string) func() (int64, error) {
 	}
 }
 
-var (
-	arm64Once sync.Once
-	arm64Bin  string
-	arm64Err  error
-)
+var arm64Build build
 
 // buildArm64 cross-builds the pure-Go linux/arm64 chorusd as make dist
 // does, once per test run.
 func buildArm64(t *testing.T) string {
+	return arm64Build.chorusd(t, "chorusd-linux-arm64", []string{"GOOS=linux", "GOARCH=arm64"}, "-trimpath", "-ldflags", "-s -w")
+}
+
+// build is one more chorusd the tests build, once per test run, beside
+// the plain one (buildBinaries).
+type build struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// chorusd builds it as name with env and flags added to go build's.
+func (b *build) chorusd(t *testing.T, name string, env []string, flags ...string) string {
 	t.Helper()
-	arm64Once.Do(func() {
-		chorusd, _ := buildBinaries(t)
-		arm64Bin = filepath.Join(filepath.Dir(chorusd), "chorusd-linux-arm64")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", arm64Bin, "github.com/chorus-robotics/chorus/cmd/chorusd")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	b.once.Do(func() {
+		plain, _ := buildBinaries(t)
+		b.bin = filepath.Join(filepath.Dir(plain), name)
+		args := append(append([]string{"build"}, flags...), "-o", b.bin, "github.com/chorus-robotics/chorus/cmd/chorusd")
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			arm64Err = fmt.Errorf("cross-build linux/arm64: %v\n%s", err, out)
+			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	})
-	if arm64Err != nil {
-		t.Fatal(arm64Err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return arm64Bin
+	return b.bin
 }
 
 func qemu(t *testing.T) string {
