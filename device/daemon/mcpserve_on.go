@@ -32,6 +32,15 @@ func (d *Daemon) mcpServer() *mcpserve.Server {
 		Asker: lateAsker{&d.asks}, Timeout: cfg.Query.Timeout, Actions: d.actionsOf(body),
 		Camera: cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID, Memory: cfg.Memory != nil,
 		Version: d.version, Log: d.log,
+		Unable: func() string {
+			if p := d.pan.Load(); p != nil && p.Muted() {
+				return "it is muted"
+			}
+			if d.br.Serves(body) && !d.br.DeviceOnline(body) {
+				return "its body (" + body + ") is offline"
+			}
+			return ""
+		},
 		Refused: func(why string) { d.m.BadInput.WithLabelValues("mcp", why).Inc() }})
 }
 

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -60,8 +61,11 @@ type Config struct {
 	Camera    bool                        // the body has a camera: the look tool
 	Memory    bool                        // the companion remembers people: the memory tools
 	Version   string                      // the server's version, as clients show it
-	Log       *slog.Logger
-	Refused   func(why string) // counts a refused request (no_token, bad_token, role)
+	// Unable, when set, says why the robot would not say anything now
+	// ("" when it would): muted, its body offline. A say is refused then.
+	Unable  func() string
+	Log     *slog.Logger
+	Refused func(why string) // counts a refused request (no_token, bad_token, role)
 }
 
 // Server is the robot's MCP server (an http.Handler).
@@ -92,23 +96,23 @@ func New(cfg Config) *Server {
 	s.mcp.AddTool(mcp.NewTool("say",
 		mcp.WithDescription("Have the robot say these words aloud in its room, word for word, when the room gives it the turn (it waits for whoever is speaking). The words are yours: the room hears them as said for you."),
 		mcp.WithTitleAnnotation("Say something aloud"),
-		mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
 		mcp.WithString("text", mcp.Required(), mcp.MaxLength(MaxSay), mcp.Description("the words, as they are to be said"))), s.say)
 	if cfg.Camera {
 		s.mcp.AddTool(mcp.NewTool("look",
 			mcp.WithDescription("Take a picture with the robot's camera, now; the picture is the answer (JPEG)."),
 			mcp.WithTitleAnnotation("Look through the camera"),
-			mcp.WithReadOnlyHintAnnotation(true)), s.look)
+			mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), s.look)
 	}
 	if cfg.Memory {
 		s.mcp.AddTool(mcp.NewTool("memory_list",
 			mcp.WithDescription("What the robot remembers about you (the person your token names): one fact a line."),
 			mcp.WithTitleAnnotation("What the robot remembers about you"),
-			mcp.WithReadOnlyHintAnnotation(true)), s.memoryList)
+			mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), s.memoryList)
 		s.mcp.AddTool(mcp.NewTool("memory_forget",
 			mcp.WithDescription("Make the robot forget everything it remembers about you (the person your token names), and your voice. It cannot be undone."),
 			mcp.WithTitleAnnotation("Forget me"),
-			mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(true)), s.memoryForget)
+			mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)), s.memoryForget)
 	}
 	s.http = server.NewStreamableHTTPServer(s.mcp, server.WithStateLess(true), server.WithEndpointPath(Path),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
@@ -117,10 +121,20 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// ServeHTTP authenticates r and serves it.
+// ServeHTTP authenticates r and serves it: POST only (the server is
+// stateless: it has no stream of its own to open), the token in the
+// Authorization header only (a URL's ends up in logs).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "the robot's MCP server takes POST only", http.StatusMethodNotAllowed)
+		return
+	}
 	tok, why := s.cfg.Gate.Authenticate(r)
 	switch {
+	case r.URL.Query().Has("token"):
+		s.refuse(w, "token_in_url", http.StatusUnauthorized, "send the token in the Authorization header, not in the URL")
+		return
 	case why != "":
 		s.refuse(w, why, http.StatusUnauthorized, "a token is required: Authorization: Bearer <a user token of the robot's bridge>")
 		return
@@ -169,7 +183,7 @@ func (s *Server) syncActions() {
 			continue // the robot's own tools keep their names
 		}
 		tool := mcp.NewToolWithRawSchema(d.Name, d.Description, d.Schema)
-		tool.Annotations.ReadOnlyHint, tool.Annotations.DestructiveHint = new(false), new(false)
+		tool.Annotations.ReadOnlyHint, tool.Annotations.DestructiveHint, tool.Annotations.OpenWorldHint = new(false), new(false), new(false)
 		name := d.Name
 		s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return s.act(ctx, name, req)
@@ -185,12 +199,17 @@ func caller(ctx context.Context) bridge.Token {
 
 func (s *Server) say(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	text, err := req.RequireString("text")
-	text = strings.TrimSpace(text)
+	text = strings.TrimSpace(strings.Map(speakable, text))
 	switch {
 	case err != nil || text == "":
 		return mcp.NewToolResultError("say needs text: the words to say"), nil
 	case utf8.RuneCountInString(text) > MaxSay:
 		return mcp.NewToolResultError(fmt.Sprintf("text: at most %d characters", MaxSay)), nil
+	}
+	if s.cfg.Unable != nil {
+		if why := s.cfg.Unable(); why != "" {
+			return mcp.NewToolResultError(s.cfg.Companion + " cannot say anything now: " + why), nil
+		}
 	}
 	tok := caller(ctx)
 	m := protocol.NewMessage(protocol.NewID(), tok.Name, []string{s.cfg.Companion}, text, "")
@@ -200,6 +219,19 @@ func (s *Server) say(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 		return mcp.NewToolResultError("not sent to the room: " + err.Error()), nil
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("%s will say it when the room gives it the turn (message %s).", s.cfg.Companion, m.Params.ID)), nil
+}
+
+// speakable keeps what words are made of: a control character (an
+// escape sequence for a terminal) is dropped, a line break or a tab is a
+// space.
+func speakable(r rune) rune {
+	switch {
+	case r == '\n' || r == '\t' || r == '\r':
+		return ' '
+	case unicode.IsControl(r), r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return -1
+	}
+	return r
 }
 
 func (s *Server) look(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -215,6 +247,10 @@ func (s *Server) look(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallTool
 }
 
 func (s *Server) act(ctx context.Context, name string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	raw := req.Params.Arguments
+	if _, isObject := raw.(map[string]any); raw != nil && !isObject {
+		return mcp.NewToolResultError(name + ": the arguments must be a JSON object"), nil
+	}
 	args, err := json.Marshal(req.GetArguments())
 	if err != nil || string(args) == "null" {
 		args = []byte("{}")

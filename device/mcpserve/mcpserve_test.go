@@ -83,10 +83,12 @@ func (b *body) Ask(_ context.Context, device, typ string, payload any, _ time.Du
 	return nil, errors.New("no such query")
 }
 
-func serve(t *testing.T) (*gate, *body, string) {
+func serve(t *testing.T) (*gate, *body, string) { return serveUnable(t, nil) }
+
+func serveUnable(t *testing.T, unable func() string) (*gate, *body, string) {
 	g, b := &gate{}, &body{}
 	s := mcpserve.New(mcpserve.Config{Gate: g, Companion: "kyoko", Device: "kyoko-pi", Body: "kyoko-pi", Asker: b, Timeout: time.Second,
-		Camera: true, Memory: true, Version: "test",
+		Camera: true, Memory: true, Version: "test", Unable: unable,
 		Actions: func() []protocol.ActionDef {
 			return []protocol.ActionDef{{Name: "nod", Description: "Nod your head.", Schema: json.RawMessage(`{"type":"object","properties":{"times":{"type":"integer"}}}`)}}
 		}})
@@ -202,5 +204,80 @@ func TestOnlyAUserTokenIsServed(t *testing.T) {
 	}
 	if _, err := connect(t, url, "viewer-token-012345"); err == nil {
 		t.Error("the SDK connected with a viewer's token")
+	}
+}
+
+// What an agent's requests carry is checked as a stranger's: a say's
+// control characters are dropped (a terminal's escape sequences), an
+// action's arguments must be an object, and a robot that cannot speak
+// (muted, its body offline) refuses a say instead of taking it.
+func TestAnAgentsRequestsAreChecked(t *testing.T) {
+	g, _, url := serve(t)
+	cs, err := connect(t, url, "alice-token-0123456")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args any) *sdk.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	call("say", map[string]any{"text": "bell\x07 esc\x1b[31mred\x1b[0m\nnext \u202eline"})
+	g.mu.Lock()
+	if len(g.sent) != 1 || g.sent[0].Params.Message != "bell esc[31mred[0m next line" {
+		t.Errorf("sent %q", g.sent[0].Params.Message)
+	}
+	g.mu.Unlock()
+	for _, args := range []any{[]any{1, 2}, "left"} {
+		if res := call("nod", args); !res.IsError {
+			t.Errorf("nod with arguments %v: %s", args, text(res))
+		}
+	}
+	lt, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range lt.Tools {
+		a := tl.Annotations
+		if a == nil || a.DestructiveHint == nil || *a.DestructiveHint != (tl.Name == "memory_forget") || a.ReadOnlyHint != (tl.Name == "look" || tl.Name == "memory_list") {
+			t.Errorf("%s: annotations %+v", tl.Name, a)
+		}
+	}
+
+	_, _, muted := serveUnable(t, func() string { return "it is muted" })
+	cs2, err := connect(t, muted, "alice-token-0123456")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	res, err := cs2.CallTool(t.Context(), &sdk.CallToolParams{Name: "say", Arguments: map[string]any{"text": "Hello"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "kyoko cannot say anything now: it is muted") {
+		t.Errorf("say to a muted robot: %v %v", res, err)
+	}
+}
+
+func TestOnlyAPostWithTheTokenInItsHeader(t *testing.T) {
+	_, _, url := serve(t)
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: HTTP %d, want 405 (no stream to open)", res.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"?token=alice-token-0123456", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a token in the URL: HTTP %d, want 401", res.StatusCode)
 	}
 }

@@ -122,6 +122,9 @@ func (c *Config) CheckBridgeTokens(ts []BridgeToken) error {
 		if t.Role == "user" && c.SpeaksAsRoom(t.Name) {
 			return fmt.Errorf("http.websocket tokens: entry %d: user %q is a companion or the floor of room %s", i+1, t.Name, c.Room.Name)
 		}
+		if t.Role == "device" && t.Name == c.Device.ID {
+			return fmt.Errorf("http.websocket tokens: entry %d: device %q is this robot itself (device.id): a body behind the bridge has a name of its own (companion.body)", i+1, t.Name)
+		}
 	}
 	return nil
 }

@@ -99,8 +99,8 @@ func (c *Config) MCPToken(i int) (string, error) {
 }
 
 // checkExecute names the tools the card's conditions run that nothing
-// here offers: a body action, a built-in knowledge tool, or an MCP
-// server's allowed tool (<name>_<tool>); with the bridge on, a name may
+// here offers: a body action, a built-in knowledge tool the card's
+// knowledge names, or an MCP server's allowed tool (<name>_<tool>); with the bridge on, a name may
 // be a tool a body behind it declares (a warning). A brain without a
 // model runs none (a warning).
 func (c *Config) checkExecute(p, warn *settings.Problems) {
@@ -108,7 +108,12 @@ func (c *Config) checkExecute(p, warn *settings.Problems) {
 	if card == nil || !card.Events.Executes() {
 		return
 	}
-	known := slices.Clone(companion.BuiltinKnowledge)
+	var known []string // built-in tools are offered as the card's knowledge names them
+	for _, k := range card.Knowledge {
+		if slices.Contains(companion.BuiltinKnowledge, k) {
+			known = append(known, k)
+		}
+	}
 	for _, a := range c.Body.Actions {
 		known = append(known, a.Name)
 	}
@@ -126,9 +131,9 @@ func (c *Config) checkExecute(p, warn *settings.Problems) {
 			switch {
 			case slices.Contains(known, x.Tool):
 			case c.bodyTools():
-				warn.Add(f, "%q is not an action, a built-in tool or an allowed MCP tool here: it runs only if the body behind the bridge declares it; known: %s", x.Tool, strings.Join(known, ", "))
+				warn.Add(f, "%q is not an action, a built-in tool the card's knowledge names, or an allowed MCP tool here: it runs only if the body behind the bridge declares it; known: %s", x.Tool, strings.Join(known, ", "))
 			default:
-				p.Add(f, "%q is not an action, a built-in tool or an allowed MCP tool (tools.mcp: <name>_<tool>); known: %s", x.Tool, strings.Join(known, ", "))
+				p.Add(f, "%q is not an action, a built-in tool the card's knowledge names, or an allowed MCP tool (tools.mcp: <name>_<tool>); known: %s", x.Tool, strings.Join(known, ", "))
 			}
 		}
 	}

@@ -45,8 +45,9 @@ func TestConditionToolsMustExist(t *testing.T) {
 			"conditions: [{expression: cold, execute: [{tool: " + tool + "}]}]}}\n"
 	}
 	wantDecode(t, "an allowed MCP tool", base+card("ha_HassTurnOn"), "")
-	wantDecode(t, "a built-in tool", base+card("date_time"), "")
-	wantDecode(t, "an unknown tool", base+card("ha_HassTurnOff"), `companion.events.conditions[0].execute[0].tool: "ha_HassTurnOff" is not an action, a built-in tool or an allowed MCP tool`)
+	wantDecode(t, "a built-in tool the card's knowledge names", strings.Replace(base+card("date_time"), "language: en,", "language: en, knowledge: [date_time],", 1), "")
+	wantDecode(t, "a built-in tool the card's knowledge does not name", base+card("date_time"), `"date_time" is not an action, a built-in tool the card's knowledge names, or an allowed MCP tool`)
+	wantDecode(t, "an unknown tool", base+card("ha_HassTurnOff"), `companion.events.conditions[0].execute[0].tool: "ha_HassTurnOff" is not an action, a built-in tool the card's knowledge names, or an allowed MCP tool`)
 	c, err := Decode(strings.NewReader(strings.Replace(base, "brain: {provider: openai, base_url: \"http://127.0.0.1:8080/v1\", model: m}\n", "", 1) + card("ha_HassTurnOn")))
 	if err != nil {
 		t.Fatal(err)
@@ -62,4 +63,15 @@ func TestHTTPMCPNeedsTheBridge(t *testing.T) {
 	wantDecode(t, "with the bridge", base+card+"http: {websocket: {enabled: true}, mcp: true}\n", "")
 	wantDecode(t, "without the bridge", base+card+"http: {mcp: true}\n", "http.mcp: serves the robot's tools behind the bridge's tokens")
 	wantDecode(t, "without a companion", base+"http: {websocket: {enabled: true}, mcp: true}\n", "http.mcp: serves a companion's tools, and this robot has none")
+}
+
+func TestADeviceTokenIsNotTheRobotItself(t *testing.T) {
+	c, err := Decode(strings.NewReader("version: 1\ndevice: {id: box}\nroom: {name: lab, members: [k]}\nmqtt: {broker: \"tcp://127.0.0.1:1883\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.CheckBridgeTokens([]BridgeToken{{Token: "0123456789abcdef", Role: "device", Name: "box"}})
+	if err == nil || !strings.Contains(err.Error(), `device "box" is this robot itself`) {
+		t.Errorf("got %v", err)
+	}
 }

@@ -74,9 +74,10 @@ type Condition struct {
 
 // Execute is one tool a condition runs: a body action, a knowledge tool
 // or an MCP server's (ha_HassTurnOn), by the name the model knows it by.
-// Args is its arguments' object; a string value "${name}" is replaced by
-// the event value name (a param or a known event) when the condition
-// holds, and the argument is left out when that value is not known.
+// Args is its arguments' object; a string "${name}" in it, at any depth,
+// is replaced by the event value name (a param or a known event) when the
+// condition holds, and left out (with its key) when that value is not
+// known.
 type Execute struct {
 	Tool string         `yaml:"tool" json:"tool"`
 	Args map[string]any `yaml:"args" json:"args,omitempty"`
@@ -95,22 +96,67 @@ func (e Events) Executes() bool {
 func (c Condition) Calls(values map[string]any) []ToolCall {
 	var out []ToolCall
 	for _, x := range c.Execute {
-		args := map[string]any{}
-		for k, v := range x.Args {
-			if name, ok := ref(v); ok {
-				known, ok := values[name]
-				if !ok {
-					continue
-				}
-				v = known
-			}
-			args[k] = v
+		args, _ := fill(x.Args, values).(map[string]any)
+		if args == nil {
+			args = map[string]any{}
 		}
 		b, err := json.Marshal(args)
 		if err != nil {
 			continue // checked at start (Validate): not with YAML's values
 		}
 		out = append(out, ToolCall{Name: x.Tool, Args: b})
+	}
+	return out
+}
+
+// fill is v with every "${name}" in it, at any depth, replaced by
+// values[name]; an object's key or a list's element whose value is not
+// known is left out.
+func fill(v any, values map[string]any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			if f, ok := filled(x, values); ok {
+				out[k] = f
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, 0, len(v))
+		for _, x := range v {
+			if f, ok := filled(x, values); ok {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	return v
+}
+
+func filled(v any, values map[string]any) (any, bool) {
+	if name, ok := ref(v); ok {
+		known, ok := values[name]
+		return known, ok
+	}
+	return fill(v, values), true
+}
+
+// refs are the names of the "${name}" in v, at any depth.
+func refs(v any) []string {
+	if name, ok := ref(v); ok {
+		return []string{name}
+	}
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			out = append(out, refs(v[k])...)
+		}
+	case []any:
+		for _, x := range v {
+			out = append(out, refs(x)...)
+		}
 	}
 	return out
 }
@@ -192,8 +238,10 @@ func (x Execute) check(f string, props map[string]map[string]any) error {
 		return fmt.Errorf("%s.args: not a JSON object: %v", f, err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(x.Args)) {
-		if name, ok := ref(x.Args[k]); ok && props[name] == nil && KnownEvents[name] == "" {
-			return fmt.Errorf("%s.args.%s: ${%s} is not a parameter (declare it in events.params)", f, k, name)
+		for _, name := range refs(x.Args[k]) {
+			if props[name] == nil && KnownEvents[name] == "" {
+				return fmt.Errorf("%s.args.%s: ${%s} is not a parameter (declare it in events.params)", f, k, name)
+			}
 		}
 	}
 	return nil

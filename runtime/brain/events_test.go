@@ -260,6 +260,7 @@ func TestConditionExecute(t *testing.T) {
 		{"neither", Condition{Expression: "true"}, "instruction: must not be empty (or the condition executes tools)"},
 		{"a bad name", Condition{Expression: "true", Execute: []Execute{{Tool: "turn on"}}}, `execute[0].tool: a tool's name is 1 to 64 letters`},
 		{"an unknown value", Condition{Expression: "true", Execute: []Execute{{Tool: "nod", Args: map[string]any{"x": "${mood}"}}}}, "execute[0].args.x: ${mood} is not a parameter"},
+		{"an unknown value deep inside", Condition{Expression: "true", Execute: []Execute{{Tool: "nod", Args: map[string]any{"where": map[string]any{"rooms": []any{"${aera}"}}}}}}, "execute[0].args.where: ${aera} is not a parameter"},
 		{"too many", Condition{Expression: "true", Execute: make([]Execute, MaxExecute+1)}, "execute: at most 8 tools"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,9 +273,11 @@ func TestConditionExecute(t *testing.T) {
 			}
 		})
 	}
-	c := Condition{Execute: []Execute{{Tool: "a", Args: map[string]any{"area": "${room}", "name": "heater", "n": 2}}, {Tool: "b", Args: map[string]any{"x": "${mood}"}}}}
+	c := Condition{Execute: []Execute{{Tool: "a", Args: map[string]any{"area": "${room}", "name": "heater", "n": 2}}, {Tool: "b", Args: map[string]any{"x": "${mood}"}},
+		{Tool: "c", Args: map[string]any{"target": map[string]any{"area": []any{"${room}", "${mood}", "hall"}}}}}}
 	calls := c.Calls(map[string]any{"room": "Kitchen"})
-	if len(calls) != 2 || string(calls[0].Args) != `{"area":"Kitchen","n":2,"name":"heater"}` || string(calls[1].Args) != `{}` {
+	if len(calls) != 3 || string(calls[0].Args) != `{"area":"Kitchen","n":2,"name":"heater"}` || string(calls[1].Args) != `{}` ||
+		string(calls[2].Args) != `{"target":{"area":["Kitchen","hall"]}}` {
 		t.Errorf("calls %+v", calls)
 	}
 }

@@ -436,10 +436,12 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 // follow takes m into the conversation and returns its place in the
 // order heard. A user's message restarts a rested or closing
 // conversation, and whoever speaks stops (barge-in); older grants are
-// void.
+// void. A say request (an agent's words for one robot to say) is not a
+// person speaking: it stops nobody and cancels no think, as a robot's
+// words do not.
 func (c *Companion) follow(m protocol.Message) uint64 {
 	c.order++
-	if c.isUser(m.Params.From) {
+	if say, _ := protocol.SayRequest(m, c.me()); c.isUser(m.Params.From) && !say {
 		c.heardMessage()
 		c.turnNo, c.count, c.closer = 0, 0, closer{}
 		c.lastUser = c.order

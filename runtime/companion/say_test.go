@@ -58,3 +58,50 @@ func TestASayRequestIsSaidWordForWord(t *testing.T) {
 		t.Error("a brain was asked about a say request")
 	}
 }
+
+// A say request for one robot stops nobody: another companion's think on
+// the person's words goes on and its answer is said (a person's Message
+// would have cancelled it: barge-in).
+func TestASayRequestInterruptsNobody(t *testing.T) {
+	r := newRig(t)
+	r.startFloor(5 * time.Second)
+	cs := cards()
+	release := make(chan struct{})
+	slow := &braintest.Func{ThinkFn: func(ctx context.Context, in brain.Input) (brain.Thought, error) {
+		if in.Message.Params.From != "user" {
+			return brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone}, nil
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return brain.Thought{}, ctx.Err()
+		}
+		return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "My considered answer."}, nil
+	}}
+	quiet := &braintest.Func{ThinkFn: func(context.Context, brain.Input) (brain.Thought, error) {
+		return brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone}, nil
+	}}
+	r.startCompanion(cs[0], slow, nil)
+	r.startCompanion(cs[1], quiet, nil)
+	waitPresent(t, r, 2)
+	r.userSays("What do you think about the weather?")
+	time.Sleep(200 * time.Millisecond) // kyoko is thinking
+	m := protocol.NewMessage(protocol.NewID(), "user", []string{cs[1].ID}, "Dinner is ready!", "")
+	m.Params.Metadata = map[string]any{protocol.MetaSay: true}
+	if err := r.user.SendMessage(r.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(release)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-r.events:
+			if x, ok := e.(protocol.Message); ok && x.Params.From == cs[0].ID && x.Params.Message == "My considered answer." {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s's answer never came: the say request cancelled its think", cs[0].ID)
+		}
+	}
+}
