@@ -92,6 +92,14 @@ http: {listen: "127.0.0.1:%[6]d"}
 // turn runs the condition's HassTurnOn with the room the model heard,
 // then says what Home Assistant answered. The model itself calls nothing.
 func TestAConditionTurnsOnTheHeater(t *testing.T) {
+	for _, draft := range []bool{true, false} {
+		t.Run(fmt.Sprintf("draft %v", draft), func(t *testing.T) { conditionTurnsOnTheHeater(t, draft) })
+	}
+}
+
+// conditionTurnsOnTheHeater: with the draft in the vote's call, or the
+// words in a second call once granted (brain.draft: false).
+func conditionTurnsOnTheHeater(t *testing.T, draft bool) {
 	const token = "ha-token-for-the-robot"
 	t.Setenv("CHORUS_TEST_HA_TOKEN", token)
 	ha := mcptest.NewHomeAssistant(t, token)
@@ -128,7 +136,7 @@ companion:
         instruction: Tell them you have warmed the room.
         execute:
           - {tool: ha_HassTurnOn, args: {area: "${area}", domain: [light]}}
-brain: {provider: openai, base_url: "%s", model: qwen2.5-7b, timeout: 10s}
+brain: {provider: openai, base_url: "%s", model: qwen2.5-7b, timeout: 10s, draft: %t}
 drivers:
   audio: {kind: null}
   tts: {kind: tone}
@@ -136,7 +144,7 @@ tools:
   mcp:
     - {name: ha, url: "%s", token_env: CHORUS_TEST_HA_TOKEN, allow: [HassTurnOn]}
 http: {listen: "127.0.0.1:%d"}
-`, br.URL(), model.BaseURL(), ha.URL(), bustest.FreePort(t))
+`, br.URL(), model.BaseURL(), draft, ha.URL(), bustest.FreePort(t))
 	_, stop, _ := start(t, load(t, yaml))
 	defer stop()
 	waitListed(t, ha, 1)
