@@ -288,6 +288,18 @@ func (r *Robot) Run(ctx context.Context) error {
 	defer r.acting.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); r.out.Run(ctx) }()
+	online := make(chan struct{}, 1)
+	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
+		// Back on a broker that lost its retained messages (restarted, or
+		// another node of the list): the discovery and states again. Told
+		// before the first announce, so that no reconnect is missed.
+		rc.OnReconnect(func() {
+			select {
+			case online <- struct{}{}:
+			default:
+			}
+		})
+	}
 	var stale []string
 	r.gone, stale = r.previous(ctx)
 	if err := r.announce(); err != nil {
@@ -295,17 +307,6 @@ func (r *Robot) Run(ctx context.Context) error {
 	}
 	for _, t := range stale { // a component taken away leaves no state behind
 		r.out.Send(t, nil, true)
-	}
-	online := make(chan struct{}, 1)
-	if rc, ok := r.Bus.(interface{ OnReconnect(func()) }); ok {
-		// Back on a broker that lost its retained messages (restarted, or
-		// another node of the list): the discovery and states again.
-		rc.OnReconnect(func() {
-			select {
-			case online <- struct{}{}:
-			default:
-			}
-		})
 	}
 	err := r.Bus.Subscribe(ctx, r.Scheme.HAStatus(), func(_ string, b []byte) {
 		if string(bytes.TrimSpace(b)) == "online" {
