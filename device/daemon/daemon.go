@@ -777,13 +777,6 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	return nil
 }
 
-// checkSchema is the robot's check of a JSON Schema (runtime/schema), for
-// the MCP servers' tools as for the body's actions.
-func checkSchema(b []byte) error {
-	_, err := schema.Compile(b)
-	return err
-}
-
 // mcpTools connects to the config's MCP servers (tools.mcp), each
 // client run by g until ctx ends: the tools they allow now, as the
 // brain offers them. A server down at start is tried again (mcp.Client).
@@ -795,7 +788,7 @@ func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []brai
 			return nil, err
 		}
 		c := mcp.New(s, token, d.log)
-		c.CheckSchema = checkSchema
+		c.CheckSchema = schema.Check
 		clients = append(clients, c)
 		g.Go(func() error { c.Run(ctx); return nil })
 	}

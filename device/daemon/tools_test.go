@@ -28,12 +28,7 @@ func TestAskedForTheKitchenLightTheRoomTurnsItOnOnce(t *testing.T) {
 }
 
 func turnsItOnOnce(t *testing.T, afterWords bool) {
-	const token = "ha-token-for-the-robots"
-	t.Setenv("CHORUS_TEST_HA_TOKEN", token)
-	ha := mcptest.NewHomeAssistant(t, token)
-	model := llmtest.New()
-	defer model.Close()
-	model.ClosingAfter, model.OnlyUsers = 100, true
+	ha, model := homeAndModel(t)
 	if afterWords { // at a model's pace: the votes leave, and the grant comes, while the draft is written
 		model.TokensPerSecond = 60
 	}
@@ -100,12 +95,7 @@ func TestAConditionTurnsOnTheHeater(t *testing.T) {
 // conditionTurnsOnTheHeater: with the draft in the vote's call, or the
 // words in a second call once granted (brain.draft: false).
 func conditionTurnsOnTheHeater(t *testing.T, draft bool) {
-	const token = "ha-token-for-the-robot"
-	t.Setenv("CHORUS_TEST_HA_TOKEN", token)
-	ha := mcptest.NewHomeAssistant(t, token)
-	model := llmtest.New()
-	defer model.Close()
-	model.ClosingAfter, model.OnlyUsers = 100, true
+	ha, model := homeAndModel(t)
 	model.Events = func(prompt string) map[string]any {
 		return map[string]any{"cold": strings.Contains(prompt, "cold"), "area": "Kitchen"}
 	}
@@ -200,4 +190,16 @@ func turnedOnOnce(t *testing.T, ha *mcptest.HomeAssistant, key, value string) {
 	if !ha.Light("light.kitchen") {
 		t.Error("the kitchen light is off")
 	}
+}
+
+// homeAndModel are a fake Home Assistant whose token is in
+// CHORUS_TEST_HA_TOKEN and a fake model that answers people only.
+func homeAndModel(t *testing.T) (*mcptest.HomeAssistant, *llmtest.Server) {
+	t.Helper()
+	const token = "ha-token-for-the-robots"
+	t.Setenv("CHORUS_TEST_HA_TOKEN", token)
+	model := llmtest.New()
+	t.Cleanup(model.Close)
+	model.ClosingAfter, model.OnlyUsers = 100, true
+	return mcptest.NewHomeAssistant(t, token), model
 }

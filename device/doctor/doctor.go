@@ -149,7 +149,7 @@ func (d *doctor) tools(ctx context.Context) {
 			continue
 		}
 		client := mcp.New(s, token, d.o.Log)
-		client.CheckSchema = func(b []byte) error { _, err := schema.Compile(b); return err }
+		client.CheckSchema = schema.Check
 		allowed, missing, has, err := client.Check(ctx)
 		has = printableNames(has)
 		switch {

@@ -59,6 +59,13 @@ func Compile(raw []byte) (*Schema, error) {
 	return &Schema{r: r}, nil
 }
 
+// Check reports whether raw is a schema Compile takes (an MCP server's
+// tool's arguments, checked as a body's actions are).
+func Check(raw []byte) error {
+	_, err := Compile(raw)
+	return err
+}
+
 // check walks a schema before the library sees it — its subschemas, not
 // the names of its properties nor the values of enum, const, default and
 // examples (data) — refusing references, unknown types, a multipleOf that
