@@ -29,9 +29,6 @@ func TestAskedForTheKitchenLightTheRoomTurnsItOnOnce(t *testing.T) {
 
 func turnsItOnOnce(t *testing.T, afterWords bool) {
 	ha, model := homeAndModel(t)
-	if afterWords { // at a model's pace: the votes leave, and the grant comes, while the draft is written
-		model.TokensPerSecond = 60
-	}
 	model.Act = &llmtest.Act{Tool: "ha_HassTurnOn", When: "kitchen light", Args: `{"name":"kitchen light"}`, AfterWords: afterWords,
 		Say: func(result string) string {
 			if strings.Contains(result, `"action_done"`) && strings.Contains(result, "light.kitchen") {
@@ -193,7 +190,9 @@ func turnedOnOnce(t *testing.T, ha *mcptest.HomeAssistant, key, value string) {
 }
 
 // homeAndModel are a fake Home Assistant whose token is in
-// CHORUS_TEST_HA_TOKEN and a fake model that answers people only.
+// CHORUS_TEST_HA_TOKEN and a fake model that answers people only, at a
+// real model's pace (0.4 s to the first token, 60 tokens/s: the votes
+// leave, and the grant comes, while the draft is written).
 func homeAndModel(t *testing.T) (*mcptest.HomeAssistant, *llmtest.Server) {
 	t.Helper()
 	const token = "ha-token-for-the-robots"
@@ -201,5 +200,6 @@ func homeAndModel(t *testing.T) (*mcptest.HomeAssistant, *llmtest.Server) {
 	model := llmtest.New()
 	t.Cleanup(model.Close)
 	model.ClosingAfter, model.OnlyUsers = 100, true
+	model.Latency, model.TokensPerSecond = 400*time.Millisecond, 60
 	return mcptest.NewHomeAssistant(t, token), model
 }

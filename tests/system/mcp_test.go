@@ -27,7 +27,7 @@ mqtt: {broker: "tcp://127.0.0.1:%[1]d", embedded: {enabled: true, listen: "127.0
 companion: {id: bot, name: Bot, sample_lines: ["I am a robot."], language: en}
 brain: {provider: rule, closing_after: 2}
 memory: {dir: %[4]s}
-drivers: {camera: {kind: testpattern, width: 160, height: 120}, audio: {kind: null}, tts: {kind: tone}}
+drivers: {camera: {kind: image, path: %[5]s}, audio: {kind: null}, tts: {kind: tone}}
 body:
   actions:
     - {name: wave, description: "Wave your arm.", driver: command, command: ["true"], timeout: 5s,
@@ -73,7 +73,7 @@ func TestAnAgentUsesARobotOverMCP(t *testing.T) {
 	os.WriteFile(tokens, []byte(fmt.Sprintf("- {token: %s, role: user, name: alice}\n- {token: %s, role: viewer}\n", userToken, viewerToken)), 0o600)
 	mqttPort, httpPort := bustest.FreePort(t), bustest.FreePort(t)
 	cfg := filepath.Join(dir, "box.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(mcpRobotYAML, mqttPort, httpPort, tokens, filepath.Join(dir, "memory"))), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(mcpRobotYAML, mqttPort, httpPort, tokens, filepath.Join(dir, "memory"), realFrame(t))), 0o644)
 	p := start(t, chorusd, cfg, "box")
 	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
 	waitHealthy(t, p, base)
@@ -111,8 +111,12 @@ func TestAnAgentUsesARobotOverMCP(t *testing.T) {
 	if res, code := mcpAgent(t, url, userToken, "call", "wave", `{"hand":"third"}`); code != 0 || res["isError"] != true {
 		t.Errorf("wave with a hand the schema refuses: exit %d, %v", code, res)
 	}
-	if res, code := mcpAgent(t, url, userToken, "call", "look"); code != 0 || !strings.Contains(fmt.Sprint(res["content"]), "image/jpeg") {
-		t.Errorf("look: exit %d, %v", code, res)
+	res, code = mcpAgent(t, url, userToken, "call", "look")
+	img, _ := res["content"].([]any)
+	if first, _ := img[0].(map[string]any); code != 0 || len(img) != 1 || first["mimeType"] != "image/jpeg" || first["bytes"].(float64) < 50_000 {
+		t.Errorf("look: exit %d, %v: want the camera's picture of a 720p frame", code, res)
+	} else {
+		t.Logf("look: the picture of a 720p camera frame, %.0f base64 bytes", first["bytes"])
 	}
 	if res, code := mcpAgent(t, url, userToken, "call", "memory_list"); code != 0 || !strings.Contains(fmt.Sprint(res["content"]), "alice") {
 		t.Errorf("memory_list: exit %d, %v", code, res)
