@@ -74,7 +74,8 @@ func TestWordsTheRoomDidNotHearAreSaidOnceMore(t *testing.T) {
 	if n := copies(time.Second); n != 1 {
 		t.Fatalf("hana, who did not hear them, came back: kyoko said her words %d times more; want once", n)
 	}
-	r.userSays("something newer")
+	newer := r.userSays("something newer")
+	states.wait(t, "kyoko", newer) // she has heard them before aya is back
 	back("aya")
 	if n := copies(time.Second); n != 0 {
 		t.Fatalf("after newer words kyoko said the rested ones %d times more", n)
