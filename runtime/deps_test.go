@@ -38,6 +38,22 @@ func TestRuntimeImportsNoHardwareLibraries(t *testing.T) {
 	}
 }
 
+// TestToolRegistryIsALeaf holds the tool registry to what issue 42 asks
+// of it: a leaf that imports no Chorus package but the protocol, so the
+// brain, the query client, the companion and the MCP server may all
+// register and run tools without importing one another.
+func TestToolRegistryIsALeaf(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/runtime/tool").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, module+"/") && dep != module+"/runtime/tool" && dep != module+"/runtime/protocol" {
+			t.Errorf("runtime/tool depends on %s", dep)
+		}
+	}
+}
+
 // TestRobotLinksNoTemplateExecution keeps text/template's executor out of
 // chorusd: its method calls by a name known only at run time (evalField)
 // make the linker keep every exported method of every linked type, 2.2 MB
@@ -122,7 +138,8 @@ var parts = map[string][]string{
 	"Transport": {"runtime/bus/...", "runtime/broker/..."},
 	"Drivers":   {"drivers/..."},
 	"Ground": {"runtime/protocol/...", "runtime/topic/...", "runtime/schema/...", "runtime/seen/...", "runtime/clock/...",
-		"runtime/loop/...", "runtime/sentence/...", "runtime/repetition/...", "runtime/metrics/...", "runtime/version/..."},
+		"runtime/loop/...", "runtime/sentence/...", "runtime/repetition/...", "runtime/metrics/...", "runtime/version/...",
+		"runtime/tool/..."},
 }
 
 // nevers are docs/architecture.md's nevers, one line each as it writes them: no

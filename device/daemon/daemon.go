@@ -71,6 +71,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/schema"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 	"github.com/chorus-robotics/chorus/runtime/version"
 )
@@ -94,6 +95,7 @@ type Daemon struct {
 	ready   atomic.Bool
 	br      *bridge.Bridge                // the WebSocket bridge, when enabled
 	asks    atomic.Pointer[query.Client]  // the companion's queries, told when a bridge body goes
+	tools   atomic.Pointer[tool.Registry] // the companion's tools, for agents (http.mcp)
 	acts    *parts.Body                   // the body's actions and the parts they move
 	fl      *floor.Floor                  // the room's turn-mode floor, when it runs here
 	ha      *homeassistant.Robot          // the robot as a Home Assistant device, when enabled
@@ -772,6 +774,12 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if err != nil {
 		return err
 	}
+	if cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID {
+		if err := c.Tools().Add(query.LookTool(qc, body, cfg.Query.Timeout)); err != nil {
+			return err
+		}
+	}
+	d.tools.Store(c.Tools())
 	d.probe("companion", c)
 	g.Go(func() error { return c.Run(ctx) })
 	return nil
@@ -780,7 +788,7 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 // mcpTools connects to the config's MCP servers (tools.mcp), each
 // client run by g until ctx ends: the tools they allow now, as the
 // brain offers them. A server down at start is tried again (mcp.Client).
-func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []brain.Knowledge, error) {
+func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []tool.Tool, error) {
 	var clients []*mcp.Client
 	for i, s := range d.cfg.Tools.MCP {
 		token, err := d.cfg.MCPToken(i)
@@ -795,14 +803,17 @@ func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []brai
 	if len(clients) == 0 {
 		return nil, nil
 	}
-	return func() []brain.Knowledge {
-		var out []brain.Knowledge
+	return func() []tool.Tool {
+		var out []tool.Tool
 		for _, c := range clients {
 			for _, t := range c.Tools() {
-				remote := t.Remote
-				out = append(out, brain.Knowledge{Name: t.Name, Description: t.Description, Parameters: t.Schema,
-					Acts: !t.ReadOnly, Server: c.Name(), Timeout: c.Timeout(),
-					Call: func(ctx context.Context, args json.RawMessage) (string, error) { return c.Call(ctx, remote, args) }})
+				remote, kind := t.Remote, tool.Acts
+				if t.ReadOnly {
+					kind = tool.Answers
+				}
+				out = append(out, tool.Tool{Name: t.Name, Description: t.Description, Parameters: t.Schema,
+					Kind: kind, ReadOnly: t.ReadOnly, Source: c.Name(), Timeout: c.Timeout(),
+					Call: tool.Text(func(ctx context.Context, args json.RawMessage) (string, error) { return c.Call(ctx, remote, args) })})
 			}
 		}
 		return out

@@ -3,15 +3,10 @@
 package daemon
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"sync/atomic"
-	"time"
 
 	"github.com/chorus-robotics/chorus/device/mcpserve"
-	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // mcpServerBuilt: this chorusd serves the robot's tools over MCP
@@ -23,15 +18,19 @@ const mcpServerBuilt = true
 func (d *Daemon) mcpHandler() (string, http.Handler) { return mcpserve.Path, d.mcpServer() }
 
 // mcpServer is the robot's tools over MCP, behind the bridge's tokens
-// (http.mcp): its body's queries go through the companion's query client
-// once the companion has made it.
+// (http.mcp): the companion's registry's tools for agents, once the
+// companion has made it (the HTTP listener starts first).
 func (d *Daemon) mcpServer() *mcpserve.Server {
 	cfg := d.cfg
 	body := cfg.BodyDevice()
-	return mcpserve.New(mcpserve.Config{Gate: d.br, Companion: cfg.Companion.ID, Device: cfg.Device.ID, Body: body,
-		Asker: lateAsker{&d.asks}, Timeout: cfg.Query.Timeout, Actions: d.actionsOf(body),
-		Camera: cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID, Memory: cfg.Memory != nil,
-		Version: d.version, Log: d.log,
+	return mcpserve.New(mcpserve.Config{Gate: d.br, Companion: cfg.Companion.ID, Device: cfg.Device.ID,
+		Tools: func() []tool.Tool {
+			if r := d.tools.Load(); r != nil { // the companion has started
+				return r.Tools(tool.ForAgents)
+			}
+			return nil
+		},
+		Timeout: cfg.Query.Timeout, Memory: cfg.Memory != nil, Version: d.version, Log: d.log,
 		Unable: func() string {
 			if p := d.pan.Load(); p != nil && p.Muted() {
 				return "it is muted"
@@ -42,16 +41,4 @@ func (d *Daemon) mcpServer() *mcpserve.Server {
 			return ""
 		},
 		Refused: func(why string) { d.m.BadInput.WithLabelValues("mcp", why).Inc() }})
-}
-
-// lateAsker asks through the companion's query client once the companion
-// has made it (the HTTP listener starts first).
-type lateAsker struct{ c *atomic.Pointer[query.Client] }
-
-func (a lateAsker) Ask(ctx context.Context, device, typ string, body any, timeout time.Duration, opts ...query.CallOption) (json.RawMessage, error) {
-	c := a.c.Load()
-	if c == nil {
-		return nil, errors.New("the robot's companion has not started yet")
-	}
-	return c.Ask(ctx, device, typ, body, timeout, opts...)
 }

@@ -4,6 +4,12 @@
 // say something, do one of its body's actions, take a picture, or read
 // and erase what it remembers about the caller (docs/mcp.md).
 //
+// say and the memory tools are the caller's, through the bridge (Gate):
+// words said for the person a token names, that person's facts. Every
+// other tool is the robot's registry's (runtime/tool) that agents may
+// call (tool.ForAgents: the body's actions, its camera), listed again at
+// each request and run by its name.
+//
 // Every request carries one of the bridge's tokens (http.websocket's
 // tokens, as a bearer token); only a user token may call, as the person
 // it names: a say is that person's words for the robot to say, a memory
@@ -29,7 +35,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/device/bridge"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
-	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Path is where the robot serves MCP on its HTTP listener.
@@ -54,13 +60,12 @@ type Config struct {
 	Gate      Gate
 	Companion string // the robot's companion id: whom a say is for
 	Device    string // the robot's device id: its memory control
-	Body      string // the device its body's queries go to (speak, look, actions)
-	Asker     query.Asker
-	Timeout   time.Duration               // a body's query
-	Actions   func() []protocol.ActionDef // the body's actions now; nil: none
-	Camera    bool                        // the body has a camera: the look tool
-	Memory    bool                        // the companion remembers people: the memory tools
-	Version   string                      // the server's version, as clients show it
+	// Tools are the robot's tools agents may call now (its registry's,
+	// tool.ForAgents); nil: none but say and memory.
+	Tools   func() []tool.Tool
+	Timeout time.Duration // a call of one of Tools without its own
+	Memory  bool          // the companion remembers people: the memory tools
+	Version string        // the server's version, as clients show it
 	// Unable, when set, says why the robot would not say anything now
 	// ("" when it would): muted, its body offline. A say is refused then.
 	Unable  func() string
@@ -79,8 +84,8 @@ type Server struct {
 	mcp  *server.MCPServer
 	http *server.StreamableHTTPServer
 
-	mu      sync.Mutex
-	actions []string // the action tools offered now
+	mu    sync.Mutex
+	tools []tool.Tool // the registry's tools offered now
 }
 
 type tokenKey struct{}
@@ -98,12 +103,6 @@ func New(cfg Config) *Server {
 		mcp.WithTitleAnnotation("Say something aloud"),
 		mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
 		mcp.WithString("text", mcp.Required(), mcp.MaxLength(MaxSay), mcp.Description("the words, as they are to be said"))), s.say)
-	if cfg.Camera {
-		s.mcp.AddTool(mcp.NewTool("look",
-			mcp.WithDescription("Take a picture with the robot's camera, now; the picture is the answer (JPEG)."),
-			mcp.WithTitleAnnotation("Look through the camera"),
-			mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), s.look)
-	}
 	if cfg.Memory {
 		s.mcp.AddTool(mcp.NewTool("memory_list",
 			mcp.WithDescription("What the robot remembers about you (the person your token names): one fact a line."),
@@ -143,7 +142,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	s.syncActions()
+	s.syncTools()
 	s.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok)))
 }
 
@@ -159,36 +158,45 @@ func (s *Server) refuse(w http.ResponseWriter, why string, code int, msg string)
 	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32001, "message": msg}})
 }
 
-// syncActions offers the body's actions as they are now.
-func (s *Server) syncActions() {
-	var defs []protocol.ActionDef
-	if s.cfg.Actions != nil {
-		defs = s.cfg.Actions()
-	}
-	names := make([]string, 0, len(defs))
-	for _, d := range defs {
-		names = append(names, d.Name)
+// own are the tools the server serves itself; the registry's with their
+// names are not offered.
+var own = []string{"say", "memory_list", "memory_forget"}
+
+// syncTools offers the registry's tools as they are now.
+func (s *Server) syncTools() {
+	var ts []tool.Tool
+	if s.cfg.Tools != nil {
+		ts = slices.DeleteFunc(s.cfg.Tools(), func(t tool.Tool) bool {
+			return slices.Contains(own, t.Name) || !t.For(tool.ForAgents) || t.Call == nil
+		})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.Equal(names, s.actions) {
+	if slices.EqualFunc(ts, s.tools, func(a, b tool.Tool) bool {
+		return a.Name == b.Name && a.Description == b.Description && string(a.Parameters) == string(b.Parameters)
+	}) {
 		return
 	}
-	if len(s.actions) > 0 {
-		s.mcp.DeleteTools(s.actions...)
-	}
-	s.actions = nil
-	for _, d := range defs {
-		if d.Name == "say" || d.Name == "look" || strings.HasPrefix(d.Name, "memory_") {
-			continue // the robot's own tools keep their names
+	if len(s.tools) > 0 {
+		names := make([]string, len(s.tools))
+		for i, t := range s.tools {
+			names[i] = t.Name
 		}
-		tool := mcp.NewToolWithRawSchema(d.Name, d.Description, d.Schema)
-		tool.Annotations.ReadOnlyHint, tool.Annotations.DestructiveHint, tool.Annotations.OpenWorldHint = new(false), new(false), new(false)
-		name := d.Name
-		s.mcp.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return s.act(ctx, name, req)
+		s.mcp.DeleteTools(names...)
+	}
+	s.tools = ts
+	for _, t := range ts {
+		var m mcp.Tool
+		if len(t.Parameters) > 0 {
+			m = mcp.NewToolWithRawSchema(t.Name, t.Description, t.Parameters)
+		} else {
+			m = mcp.NewTool(t.Name, mcp.WithDescription(t.Description))
+		}
+		m.Annotations.Title = t.Title
+		m.Annotations.ReadOnlyHint, m.Annotations.DestructiveHint, m.Annotations.OpenWorldHint = new(t.ReadOnly), new(false), new(false)
+		s.mcp.AddTool(m, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return s.run(ctx, t, req)
 		})
-		s.actions = append(s.actions, d.Name)
 	}
 }
 
@@ -234,39 +242,24 @@ func speakable(r rune) rune {
 	return r
 }
 
-func (s *Server) look(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, err := query.Look(ctx, s.cfg.Asker, s.cfg.Body, s.cfg.Timeout)
-	if err != nil {
-		return mcp.NewToolResultError("no picture: " + err.Error()), nil
-	}
-	mime := res.MIME
-	if mime == "" {
-		mime = "image/jpeg"
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewImageContent(res.Image, mime)}}, nil
-}
-
-func (s *Server) act(ctx context.Context, name string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// run runs one of the registry's tools for the caller.
+func (s *Server) run(ctx context.Context, t tool.Tool, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	raw := req.Params.Arguments
 	if _, isObject := raw.(map[string]any); raw != nil && !isObject {
-		return mcp.NewToolResultError(name + ": the arguments must be a JSON object"), nil
+		return mcp.NewToolResultError(t.Name + ": the arguments must be a JSON object"), nil
 	}
 	args, err := json.Marshal(req.GetArguments())
 	if err != nil || string(args) == "null" {
 		args = []byte("{}")
 	}
-	r := protocol.ActionRequest{Name: name, Args: args}
-	if err := r.Validate(); err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	res, err := query.Action(ctx, s.cfg.Asker, s.cfg.Body, r, s.cfg.Timeout)
+	res, err := tool.Run(ctx, t, tool.Call{Name: t.Name, Args: args, Caller: caller(ctx).Name}, s.cfg.Timeout)
 	switch {
 	case err != nil:
-		return mcp.NewToolResultError(fmt.Sprintf("%s: %v", name, err)), nil
-	case !res.Done:
-		return mcp.NewToolResultError(fmt.Sprintf("%s was not done: %s", name, res.Detail)), nil
+		return mcp.NewToolResultError(err.Error()), nil
+	case res.Image != "":
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewImageContent(res.Image, res.MIME)}}, nil
 	}
-	return mcp.NewToolResultText(fmt.Sprintf("%s: done in %d ms.", name, res.DurationMs)), nil
+	return mcp.NewToolResultText(res.Text), nil
 }
 
 func (s *Server) memoryList(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/mcp/mcptest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // gate is the bridge as the server sees it: three tokens, and what it
@@ -87,11 +88,22 @@ func serve(t *testing.T) (*gate, *body, string) { return serveUnable(t, nil) }
 
 func serveUnable(t *testing.T, unable func() string) (*gate, *body, string) {
 	g, b := &gate{}, &body{}
-	s := mcpserve.New(mcpserve.Config{Gate: g, Companion: "kyoko", Device: "kyoko-pi", Body: "kyoko-pi", Asker: b, Timeout: time.Second,
-		Camera: true, Memory: true, Version: "test", Unable: unable,
-		Actions: func() []protocol.ActionDef {
-			return []protocol.ActionDef{{Name: "nod", Description: "Nod your head.", Schema: json.RawMessage(`{"type":"object","properties":{"times":{"type":"integer"}}}`)}}
-		}})
+	// The robot's registry as a companion's: the body's camera and its
+	// actions for agents, and a tool for the model only.
+	reg := &tool.Registry{}
+	if err := reg.Add(query.LookTool(b, "kyoko-pi", time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add(tool.Tool{Name: "date_time", Description: "The model's.", Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "noon", nil })}); err != nil {
+		t.Fatal(err)
+	}
+	reg.Source(func() []tool.Tool {
+		return query.ActionTools(b, "kyoko-pi", []protocol.ActionDef{{Name: "nod", Description: "Nod your head.",
+			Schema: json.RawMessage(`{"type":"object","properties":{"times":{"type":"integer"}}}`)}})
+	})
+	s := mcpserve.New(mcpserve.Config{Gate: g, Companion: "kyoko", Device: "kyoko-pi", Timeout: time.Second,
+		Memory: true, Version: "test", Unable: unable,
+		Tools: func() []tool.Tool { return reg.Tools(tool.ForAgents) }})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return g, b, srv.URL + mcpserve.Path

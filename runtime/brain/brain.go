@@ -15,6 +15,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Card is a companion's persona (aikyo's companion card).
@@ -66,7 +67,7 @@ func (c Card) Validate() error {
 		return fmt.Errorf("card.knowledge: more than %d tools", MaxKnowledge)
 	}
 	for i, k := range c.Knowledge {
-		if !validName(k) {
+		if !tool.ValidName(k) {
 			return fmt.Errorf("card.knowledge[%d]: %q is not a tool name (letters, digits, _ and -, up to 64)", i, k)
 		}
 	}
@@ -90,20 +91,19 @@ type Input struct {
 	ClosingInstruction string
 	// Remaining is the realtime mode's remaining post count; -1 in turn mode.
 	Remaining int
-	// Actions are what the companion's body can do (docs/actions.md):
-	// an LLM brain offers them to its model as tools in the
-	// call that drafts the words.
-	Actions []protocol.ActionDef
+	// Tools are what the model may call beside speak, from the robot's
+	// tool registry (runtime/tool): the body's actions (done with the
+	// words), what the companion knows (the companions present, the date
+	// and time, memory search), what a bridge client declares, the MCP
+	// servers' tools the robot's config allows. An LLM brain offers them
+	// in the call that drafts the words and runs a call by its name.
+	Tools []tool.Tool
 	// Remembered is what the companion's memory recalls for this message
 	// (issue 29): the pinned core about its speaker, the speaker's facts
 	// most relevant to the message, and the names of the other people in
 	// the conversation — never another person's other facts. A prompt
 	// quotes them as remembered facts, never as instructions.
 	Remembered []memory.Fact
-	// Knowledge are tools the model may call for what it needs to know
-	// (the companions present, the date and time, memory search, what a
-	// bridge client declares).
-	Knowledge []Knowledge
 	// Events are the card's event parameters the runtime already knows
 	// exactly ("already_replied", for a person's message); the model fills in the
 	// rest in the same call that writes the State.
@@ -113,7 +113,7 @@ type Input struct {
 	Instruction string
 	// Calls are the tools that act its Think asked for (Thought.Deferred),
 	// run by Utter before it writes the words: the turn is granted.
-	Calls []ToolCall
+	Calls []tool.Call
 }
 
 // Thought is a brain's State for a message, and its draft utterance.
@@ -132,11 +132,11 @@ type Thought struct {
 	// boundary, when the model's stream stopped mid-draft (issue 28): the
 	// words say no more than that, and their Message is marked cut.
 	Cut bool
-	// Deferred are the calls of tools that act (Knowledge.Acts) the
+	// Deferred are the calls of tools that act (tool.Acts) the
 	// model asked for in the call that votes: none was run. A thought
 	// with any has no draft: its words are written when the turn is
 	// granted (Utter, with Input.Calls), from the calls' results.
-	Deferred []ToolCall
+	Deferred []tool.Call
 	// Events are the card's event parameters as the model filled them in
 	// (with Input.Events), and Instruction the instruction their
 	// conditions chose for the turn ("" when none holds).
@@ -214,13 +214,10 @@ type TalkInput struct {
 	Members   []string        // who talks in the phase
 	Channel   string          // "" for the room, else the whisper channel
 	Quiet     time.Duration   // how long nobody has been heard
-	// Actions are what the companion's body can do: an LLM brain offers
-	// them as tools in the call that writes the words (none in a whisper
-	// channel, which is never said aloud).
-	Actions []protocol.ActionDef
-	// Knowledge are tools the model may call in the same call, as in
-	// Input.Knowledge.
-	Knowledge []Knowledge
+	// Tools are what the model may call in the call that writes the
+	// words, as in Input.Tools (no actions in a whisper channel, which is
+	// never said aloud).
+	Tools []tool.Tool
 }
 
 // ClosingInstruction returns the seed's repetition instruction

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/expr"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Bounds of a card.
@@ -93,8 +94,8 @@ func (e Events) Executes() bool {
 
 // Calls are the tool calls condition c runs with values: its Execute in
 // order, each "${name}" argument replaced by values[name].
-func (c Condition) Calls(values map[string]any) []ToolCall {
-	var out []ToolCall
+func (c Condition) Calls(values map[string]any) []tool.Call {
+	var out []tool.Call
 	for _, x := range c.Execute {
 		args, _ := fill(x.Args, values).(map[string]any)
 		if args == nil {
@@ -104,7 +105,7 @@ func (c Condition) Calls(values map[string]any) []ToolCall {
 		if err != nil {
 			continue // checked at start (Validate): not with YAML's values
 		}
-		out = append(out, ToolCall{Name: x.Tool, Args: b})
+		out = append(out, tool.Call{Name: x.Tool, Args: b})
 	}
 	return out
 }
@@ -522,20 +523,6 @@ func validIdent(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// validName is a tool's name as both providers take it.
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
 			return false
 		}
 	}

@@ -4,11 +4,10 @@ package brain
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
-	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // ExtractInput is what a brain extracts facts from: what people said
@@ -33,48 +32,15 @@ type Extractor interface {
 	Extract(ctx context.Context, in ExtractInput) ([]memory.Fact, error)
 }
 
-// Knowledge is a tool a brain may offer its model beside the body's
-// actions (aikyo's knowledge): the model calls it by Name with
-// arguments matching Parameters (a JSON Schema object) and reads what
-// Call returns. Call is bounded by ctx and must not block past it; its
-// text is quoted to the model as data, never as instructions.
-type Knowledge struct {
-	Name        string
-	Description string
-	Parameters  json.RawMessage // a JSON Schema object; nil: no arguments
-	Call        func(ctx context.Context, args json.RawMessage) (string, error)
-	// FromBody says the companion's body declared it (a bridge client's
-	// knowledge.declare): card.knowledge allows it by its name or by the
-	// word KnowBody (Card.AllowsKnowledge).
-	FromBody bool
-	// Acts says a call changes the world (an MCP server's tool that is
-	// not read-only: Home Assistant's HassTurnOn). The call that votes
-	// never runs it — every robot of the room votes, on words the person
-	// may not have finished — but asks for it (Thought.Deferred); only
-	// the robot granted the turn runs it, once, and writes its words with
-	// the result (Input.Calls).
-	Acts bool
-	// Server names the MCP server of a tool the robot's config allows
-	// (tools.mcp): that allow list decides, not card.knowledge.
-	Server string
-	// Timeout bounds a call (0: the brain's knowledge timeout).
-	Timeout time.Duration
-}
-
-// ToolCall is a model's call of a tool: its name and its arguments (a
-// JSON object).
-type ToolCall struct {
-	Name string
-	Args json.RawMessage
-}
-
 // KnowBody is the word of card.knowledge that allows every knowledge tool
 // the companion's body declares, whatever its name.
 const KnowBody = "body"
 
-// AllowsKnowledge reports whether the card's knowledge list allows k: it
-// names k, or k is one its body declared (FromBody) and it names
-// KnowBody. An empty list allows none.
-func (c Card) AllowsKnowledge(k Knowledge) bool {
-	return k.Server != "" || slices.Contains(c.Knowledge, k.Name) || k.FromBody && slices.Contains(c.Knowledge, KnowBody)
+// AllowsKnowledge reports whether the card's knowledge list allows t: it
+// names t, or t is one its body declared (tool.FromBody) and it names
+// KnowBody. An empty list allows none. An MCP server's tool is allowed
+// by the robot's config (tools.mcp's allow), not by the card.
+func (c Card) AllowsKnowledge(t tool.Tool) bool {
+	mcp := t.Source != tool.FromRobot && t.Source != tool.FromBody
+	return mcp || slices.Contains(c.Knowledge, t.Name) || t.Source == tool.FromBody && slices.Contains(c.Knowledge, KnowBody)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
 	"github.com/chorus-robotics/chorus/runtime/seen"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Companion is one persona in a room.
@@ -31,9 +32,7 @@ type Companion struct {
 	judge  repetition.Judge
 	wg     sync.WaitGroup
 	out    *bus.Outbox
-	// knowClash are the body's knowledge tool names already said in the
-	// log as clashing (bodyKnowledge).
-	knowClash sync.Map
+	tools  *tool.Registry // what the model may call, and agents (tools.go)
 
 	// owned by Run
 	history  []protocol.Message
@@ -179,6 +178,7 @@ func New(cfg Config) (*Companion, error) {
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}
 	c.mem = c.newKeeper()
+	c.tools = c.newTools()
 	return c, nil
 }
 
@@ -423,7 +423,7 @@ func (c *Companion) onMessage(ctx context.Context, m protocol.Message) {
 			in, people = c.recall(ctx, m, in)
 		}
 	}
-	in.Knowledge = c.knowledge(m, in.Actions)
+	in.Tools = c.toolsFor(m)
 	if c.thinking >= maxThinking {
 		c.cfg.Room.Metrics.BrainFailures.WithLabelValues("busy").Inc()
 		c.listen(ctx, m.Params.ID)
@@ -475,9 +475,6 @@ func (c *Companion) keep(m protocol.Message) []protocol.Message {
 func (c *Companion) input(m protocol.Message, before []protocol.Message) brain.Input {
 	in := brain.Input{Card: c.cfg.Card, History: before, Message: m, Present: c.presentList(),
 		Members: c.cfg.Room.MemberList(), Turn: c.turnNo, Remaining: -1, Events: c.known(m)}
-	if c.cfg.Actions != nil && c.cfg.Device != "" {
-		in.Actions = c.cfg.Actions()
-	}
 	if by := c.repeats(); by != "" {
 		in.ClosingInstruction = brain.ClosingInstruction(c.cfg.Card.Language)
 		c.log.Info("repetition judge: the conversation repeats; asking to close", "message", m.Params.ID, "by", by)

@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/repetition"
 	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Defaults.
@@ -134,8 +135,8 @@ type Config struct {
 	Knowledge func() []protocol.KnowledgeDef
 	// Tools are the MCP servers' tools the robot's config allows
 	// (tools.mcp), as they are now: offered whatever card.knowledge says;
-	// those that act run only in a granted turn (brain.Knowledge.Acts).
-	Tools func() []brain.Knowledge
+	// those that act run only in a granted turn (tool.Acts).
+	Tools func() []tool.Tool
 	// HeardAs is the identity the room publishes a heard person's
 	// Message under (hearing.user; default protocol.DefaultHeardUser): a
 	// think on their words so far is a think on a Message of theirs

@@ -111,7 +111,7 @@ func (c *Companion) startEager(ctx context.Context, h protocol.Heard) {
 		in.Remembered = c.mem.Recall(m.Params.From, m.Params.Message, people)
 		recalled = len(in.Remembered) > 0 || c.mem.Knows(m.Params.From)
 	}
-	in.Knowledge = c.knowledge(m, in.Actions)
+	in.Tools = c.toolsFor(m)
 	c.eager = &eagerThink{from: h.From, utt: h.Utterance, id: id, words: h.Text, end: h.End, recalled: recalled}
 	c.eagerIDs.Add(id)
 	c.m.Eager.WithLabelValues("started").Inc()

@@ -15,6 +15,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // What the body of the knowledge tests declares: two tools of its own,
@@ -51,15 +52,19 @@ func knowingBrain(k *knowing) *braintest.Func {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		k.answers = map[string]string{}
-		for _, t := range in.Knowledge {
+		for _, t := range in.Tools {
+			if t.Kind == tool.WithWords {
+				continue // the body's actions: done with the words
+			}
 			k.offered = append(k.offered, t.Name)
-			if t.FromBody {
+			if t.Source == tool.FromBody {
 				k.body = append(k.body, t.Name)
 			}
 			if t.Name == companion.KnowDateTime {
 				continue
 			}
-			text, err := t.Call(ctx, json.RawMessage(`{"day":"today"}`))
+			res, err := t.Call(ctx, tool.Call{Name: t.Name, Args: json.RawMessage(`{"day":"today"}`), Caller: in.Message.Params.From})
+			text := res.Text
 			if err != nil {
 				text = "error: " + err.Error()
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Streamed thoughts (issue 28). With a brain that streams
@@ -35,9 +36,9 @@ type words struct {
 	text    string // the complete sentences so far
 	emotion protocol.Emotion
 	done    bool
-	u       brain.Utterance  // once done: the whole words (no Text: none)
-	calls   []brain.ToolCall // once done: the tools that act the think asked for (no words then)
-	grew    chan struct{}    // closed at every change
+	u       brain.Utterance // once done: the whole words (no Text: none)
+	calls   []tool.Call     // once done: the tools that act the think asked for (no words then)
+	grew    chan struct{}   // closed at every change
 }
 
 // soFar is what a words holds at one moment.
@@ -80,7 +81,7 @@ func (w *words) finish(t brain.Thought) {
 }
 
 // deferred are the tools that act the finished think asked for.
-func (w *words) deferred() []brain.ToolCall {
+func (w *words) deferred() []tool.Call {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.calls

@@ -11,6 +11,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // A turn is one granted utterance, from the grant to the words said: its
@@ -221,7 +222,7 @@ func (t *turn) utterance(ctx context.Context, tf thoughtFor) (brain.Utterance, e
 // utter is the granted turn's second brain call: calls, the tools that
 // act its think asked for, run first, and the words are written from
 // their results.
-func (t *turn) utter(ctx context.Context, tf thoughtFor, calls []brain.ToolCall) (brain.Utterance, error) {
+func (t *turn) utter(ctx context.Context, tf thoughtFor, calls []tool.Call) (brain.Utterance, error) {
 	uctx, cancel := context.WithTimeout(ctx, t.cfg.ThinkTimeout)
 	defer cancel()
 	in := tf.in

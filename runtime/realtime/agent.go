@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/room"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Talker is a brain that talks in realtime phases (the rule brain and the
@@ -442,7 +443,7 @@ func (a *Agent) maybeThink(ctx context.Context) {
 	in := brain.TalkInput{Card: a.cfg.Card, Remaining: p.remain, History: slices.Clone(p.history), Members: p.members, Channel: a.cfg.Channel,
 		Quiet: a.quiet(p, now)}
 	if a.cfg.Actions != nil && a.cfg.Device != "" {
-		in.Actions = a.cfg.Actions()
+		in.Tools = tool.Actions(a.cfg.Actions())
 	}
 	id := p.id
 	a.wg.Add(1)

@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -35,8 +36,8 @@ func TestThinkTakesAnActionInTheDraftingResponse(t *testing.T) {
 	})
 	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "sk-ant-test", Model: "claude-haiku-4-5"}), Draft: true}
 	in := input()
-	in.Actions = []protocol.ActionDef{{Name: "wave", Description: "Wave a hand.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"hand":{"enum":["left","right"]}},"additionalProperties":false}`)}}
+	in.Tools = tool.Actions([]protocol.ActionDef{{Name: "wave", Description: "Wave a hand.",
+		Schema: json.RawMessage(`{"type":"object","properties":{"hand":{"enum":["left","right"]}},"additionalProperties":false}`)}})
 	th, err := b.Think(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestThinkActionAloneIsAnsweredThenTheStateComes(t *testing.T) {
 		})
 	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "claude-haiku-4-5"}), Draft: true}
 	in := input()
-	in.Actions = []protocol.ActionDef{{Name: "wave", Description: "Wave.", Schema: json.RawMessage(`{"type":"object"}`)}}
+	in.Tools = tool.Actions([]protocol.ActionDef{{Name: "wave", Description: "Wave.", Schema: json.RawMessage(`{"type":"object"}`)}})
 	th, err := b.Think(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestTalkTakesAnActionWithItsWords(t *testing.T) {
 		})
 	b := &llm.Brain{Chat: New(Config{BaseURL: s.URL, APIKey: "k", Model: "claude-haiku-4-5"})}
 	in := brain.TalkInput{Card: brain.Card{ID: "hana", Name: "Hana", Language: "ja"}, Remaining: 3, Members: []string{"hana", "kyoko"},
-		Actions: []protocol.ActionDef{wave}}
+		Tools: tool.Actions([]protocol.ActionDef{wave})}
 	for _, want := range []struct {
 		text    string
 		actions int

@@ -94,7 +94,7 @@ type (
 		MaxTokens    int           `json:"max_tokens"`
 		System       []block       `json:"system,omitempty"`
 		Messages     []message     `json:"messages"`
-		Tools        []tool        `json:"tools,omitempty"`
+		Tools        []toolDef     `json:"tools,omitempty"`
 		ToolChoice   *toolChoice   `json:"tool_choice,omitempty"`
 		OutputConfig *outputConfig `json:"output_config,omitempty"`
 		Stream       bool          `json:"stream,omitempty"`
@@ -118,7 +118,7 @@ type (
 		MediaType string `json:"media_type"`
 		Data      string `json:"data"`
 	}
-	tool struct {
+	toolDef struct {
 		Name        string         `json:"name"`
 		Description string         `json:"description,omitempty"`
 		InputSchema map[string]any `json:"input_schema"`
@@ -183,7 +183,7 @@ func (c *Chat) request(r llm.Request) (messagesRequest, bool) {
 		if req, ok := td.Parameters["required"]; ok {
 			schema["required"] = req
 		}
-		req.Tools = append(req.Tools, tool{Name: td.Name, Description: td.Description, InputSchema: schema})
+		req.Tools = append(req.Tools, toolDef{Name: td.Name, Description: td.Description, InputSchema: schema})
 	}
 	if r.ForceTool != "" {
 		req.ToolChoice = &toolChoice{Type: "tool", Name: r.ForceTool}

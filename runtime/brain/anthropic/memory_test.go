@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 func brainOn(s *server) *llm.Brain {
@@ -52,9 +53,8 @@ func TestKnowledgeToolTurnAndEvents(t *testing.T) {
 	in.Card.Events = brain.Events{Params: map[string]any{"type": "object", "properties": map[string]any{
 		"need_response": map[string]any{"type": "boolean", "description": "返答が必要か"}}},
 		Conditions: []brain.Condition{{Expression: "need_response", Instruction: "答える"}}}
-	in.Knowledge = []brain.Knowledge{
-		{Name: "datetime", Description: "日時", Call: func(context.Context, json.RawMessage) (string, error) { return "木曜日の正午", nil }},
-		{Name: "other", Description: "not on the card", Call: func(context.Context, json.RawMessage) (string, error) { return "", nil }},
+	in.Tools = []tool.Tool{
+		{Name: "datetime", Description: "日時", Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "木曜日の正午", nil })},
 	}
 	th, err := brainOn(s).Think(context.Background(), in)
 	if err != nil || th.Draft != "正午だよ！" || th.Instruction != "答える" || th.Events["need_response"] != true {

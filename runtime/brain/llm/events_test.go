@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -164,31 +165,30 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// Knowledge tools are offered beside the actions in the state call (only
-// those the card allows); a call runs the tool, bounded, and its answer
+// Knowledge tools are offered beside the actions in the state call (one
+// with an action's name is not); a call runs the tool, bounded, and its answer
 // goes back as a tool turn that says it is data; an error is its answer.
 func TestKnowledgeTools(t *testing.T) {
 	const state = `{"state":"speak","importance":5,"selected":false,"closing":"none","draft":{"message":"It is noon.","to":[],"emotion":"neutral"}}`
 	slow := make(chan struct{})
 	defer close(slow)
 	var gotArgs string
-	ks := []brain.Knowledge{
-		{Name: "datetime", Description: "The date and time now.", Call: func(_ context.Context, args json.RawMessage) (string, error) {
+	ks := []tool.Tool{
+		{Name: "datetime", Description: "The date and time now.", Call: tool.Text(func(_ context.Context, args json.RawMessage) (string, error) {
 			gotArgs = string(args)
 			return "2026-11-26 12:00 " + strings.Repeat("x", 3000), nil
-		}},
+		})},
 		{Name: "broken", Description: "Fails.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
-			Call: func(context.Context, json.RawMessage) (string, error) { return "", errors.New("no network") }},
-		{Name: "stuck", Description: "Never answers.", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "", errors.New("no network") })},
+		{Name: "stuck", Description: "Never answers.", Call: tool.Text(func(ctx context.Context, _ json.RawMessage) (string, error) {
 			select {
 			case <-ctx.Done():
 				return "", ctx.Err()
 			case <-slow:
 				return "late", nil
 			}
-		}},
-		{Name: "hidden", Description: "Not on the card.", Call: func(context.Context, json.RawMessage) (string, error) { return "secret", nil }},
-		{Name: "nod", Description: "Collides with an action.", Call: func(context.Context, json.RawMessage) (string, error) { return "?", nil }},
+		})},
+		{Name: "nod", Description: "Collides with an action.", Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "?", nil })},
 	}
 	card := brain.Card{ID: "k", Name: "K", Language: "en", Knowledge: []string{"datetime", "broken", "stuck", "nod"}}
 	s := &script{answers: []Response{
@@ -198,7 +198,7 @@ func TestKnowledgeTools(t *testing.T) {
 	}}
 	b := &Brain{Chat: s, Draft: true, KnowledgeTimeout: 100 * time.Millisecond}
 	in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", nil, "What time is it?", ""), Remaining: -1,
-		Knowledge: ks, Actions: []protocol.ActionDef{{Name: "nod", Description: "Nod.", Schema: json.RawMessage(`{"type":"object"}`)}}}
+		Tools: append(tool.Actions([]protocol.ActionDef{{Name: "nod", Description: "Nod.", Schema: json.RawMessage(`{"type":"object"}`)}}), ks...)}
 	start := time.Now()
 	th, err := b.Think(context.Background(), in)
 	if err != nil {
@@ -232,33 +232,5 @@ func TestKnowledgeTools(t *testing.T) {
 	third := s.reqs[2].Turns
 	if st := third[len(third)-1]; st.ToolCallID != "c3" || !strings.Contains(st.Text, "deadline") {
 		t.Errorf("stuck's turn %+v", st)
-	}
-}
-
-// The card's word "body" allows every knowledge tool the body declared
-// (FromBody), and no other tool it does not name.
-func TestKnowledgeFromTheBody(t *testing.T) {
-	call := func(context.Context, json.RawMessage) (string, error) { return "", nil }
-	ks := []brain.Knowledge{
-		{Name: "weather", Description: "The body's.", Call: call, FromBody: true},
-		{Name: "date_time", Description: "Built in.", Call: call},
-		{Name: "news", Description: "The body's, named.", Call: call, FromBody: true},
-	}
-	for _, tc := range []struct {
-		list []string
-		want string
-	}{
-		{[]string{"body"}, "weather,news"},
-		{[]string{"body", "date_time"}, "weather,date_time,news"},
-		{[]string{"news"}, "news"},
-		{[]string{"date_time"}, "date_time"},
-	} {
-		var names []string
-		for _, td := range (&Brain{}).knowledgeTools(brain.Card{Knowledge: tc.list}, ks, nil) {
-			names = append(names, td.Name)
-		}
-		if got := strings.Join(names, ","); got != tc.want {
-			t.Errorf("card.knowledge %v offers %s, want %s", tc.list, got, tc.want)
-		}
 	}
 }

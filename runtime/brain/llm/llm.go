@@ -44,6 +44,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/sentence"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // Role of a turn in a chat.
@@ -289,18 +290,17 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	return b.ThinkStream(ctx, in, brain.Heard{})
 }
 
-// stateRequest is the call that asks for the State and the draft.
-func (b *Brain) stateRequest(in brain.Input) Request {
+// stateRequest is the call that asks for the State and the draft, and
+// the tools it offers (with the draft only: a vote alone calls none).
+func (b *Brain) stateRequest(in brain.Input) (Request, []tool.Tool) {
 	sys, user := prompts.System(in), prompts.State(in, b.Draft)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchemaWith(b.Draft, in.Card.Language, in.Card.Events), SchemaName: StateSchemaName}
-	if b.Look != nil && b.Draft {
-		req.Tools = []ToolDef{VisionTool(in.Card.Language)}
-	}
+	var tools []tool.Tool
 	if b.Draft {
-		req.Tools = append(req.Tools, ActionTools(in.Actions)...)
-		req.Tools = append(req.Tools, b.knowledgeTools(in.Card, in.Knowledge, req.Tools)...)
+		tools = b.toolbox(in, in.Tools, true)
+		req.Tools = defs(tools)
 	}
-	return req
+	return req, tools
 }
 
 // StateSchemaName names the state answer's structured output.
@@ -309,20 +309,6 @@ const StateSchemaName = "companion_state"
 // MaxTurnActions bounds the actions one turn's words take: a model that
 // calls more has the rest dropped.
 const MaxTurnActions = 4
-
-// ActionTools are the body's actions as tools: their name, description
-// and argument schema, as the body declared them.
-func ActionTools(defs []protocol.ActionDef) []ToolDef {
-	var out []ToolDef
-	for _, d := range defs {
-		var params map[string]any
-		if err := json.Unmarshal(d.Schema, &params); err != nil || params == nil {
-			continue // a declaration is checked where it is made; this one is not offered
-		}
-		out = append(out, ToolDef{Name: d.Name, Description: d.Description, Parameters: params})
-	}
-	return out
-}
 
 // bound keeps what the model said within the limits: at most MaxUtterance
 // characters, cut at a sentence boundary, addressed to the room only.
@@ -374,20 +360,13 @@ func addressees(to []string, in brain.Input) []string {
 func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, error) {
 	sys, user := prompts.System(in), prompts.Utter(in)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: []ToolDef{SpeakTool(in.Card.Language)}, ForceTool: "speak"}
-	if b.Look != nil {
-		req.Tools = append(req.Tools, VisionTool(in.Card.Language))
-		req.ForceTool = "" // it may look first; the prompt asks for speak
-	}
-	if acts := ActionTools(in.Actions); len(acts) > 0 {
-		req.Tools = append(req.Tools, acts...)
-		req.ForceTool = "" // it may gesture with its words
-	}
-	if ks := b.knowledgeTools(in.Card, in.Knowledge, req.Tools); len(ks) > 0 {
-		req.Tools = append(req.Tools, ks...)
-		req.ForceTool = "" // it may look things up first
+	tools := b.toolbox(in, in.Tools, true)
+	if len(tools) > 0 {
+		req.Tools = append(req.Tools, defs(tools)...)
+		req.ForceTool = "" // it may look, gesture or look things up first; the prompt asks for speak
 	}
 	var r ran
-	resp, err := b.run(ctx, in, req, nil, &r)
+	resp, err := b.run(ctx, in, req, tools, nil, &r)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
@@ -466,13 +445,13 @@ func ParseRepetition(text string) (float64, error) {
 func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, error) {
 	sys := prompts.System(brain.Input{Card: in.Card, Present: in.Members, Remaining: in.Remaining})
 	user := prompts.Talk(in)
-	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: ActionTools(in.Actions)}
 	// Tools that act are not offered: every robot of a realtime room
 	// talks when it likes, and a tool must be run once.
-	ks := slices.DeleteFunc(slices.Clone(in.Knowledge), func(k brain.Knowledge) bool { return k.Acts })
-	req.Tools = append(req.Tools, b.knowledgeTools(in.Card, ks, req.Tools)...)
+	ts := slices.DeleteFunc(slices.Clone(in.Tools), func(t tool.Tool) bool { return t.Kind == tool.Acts })
+	tools := b.toolbox(brain.Input{Card: in.Card}, ts, false)
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: defs(tools)}
 	var r ran
-	resp, err := b.run(ctx, brain.Input{Card: in.Card, Actions: in.Actions, Knowledge: ks}, req, nil, &r)
+	resp, err := b.run(ctx, brain.Input{Card: in.Card, Tools: ts}, req, tools, nil, &r)
 	if err != nil {
 		return brain.Utterance{}, err
 	}
@@ -509,34 +488,31 @@ func ParseTalk(text string, card brain.Card) (string, error) {
 	return t, nil
 }
 
-// run calls the model, runs vision tool calls, and calls again, up to
-// Rounds times. A speak call ends the loop (its arguments are the answer).
-// Calls of the body's actions (in.Actions) are collected, not run: the
-// body does them when the words are spoken. A response with actions and
-// its answer ends the loop; one with actions alone is told they will be
-// done and asked again for its answer. listen, when set, gives each
-// round's text a hearer.
+// run calls the model, runs the tools it calls, and calls again, up to
+// Rounds times. tools are what req offers beside speak, each run as its
+// kind says (runtime/tool): a speak call ends the loop (its arguments
+// are the answer); a body action (tool.WithWords) is collected, not run
+// — the body does it when the words are spoken; a response with actions
+// and its answer ends the loop, one with actions alone is told they will
+// be done and asked again for its answer; any other tool is run and its
+// answer given to the model. listen, when set, gives each round's text
+// a hearer.
 //
-// Tools that act (brain.Knowledge.Acts): a call that votes (voting) asks
-// for them without running them (ran.deferred, answered ToolDeferred);
-// otherwise the turn is granted, and the calls its vote asked for
-// (in.Calls) run first, as if the model had just made them. Knowledge
-// and tool calls run in one call are bounded by Brain.ToolBudget.
-func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen func() func(string), out *ran) (Response, error) {
+// Tools that act (tool.Acts): a call that votes (voting) asks for them
+// without running them (ran.deferred, answered ToolDeferred); otherwise
+// the turn is granted, and the calls its vote asked for (in.Calls) run
+// first, as if the model had just made them. The calls run in one call
+// are bounded by Brain.ToolBudget.
+func (b *Brain) run(ctx context.Context, in brain.Input, req Request, tools []tool.Tool, listen func() func(string), out *ran) (Response, error) {
 	rounds := b.Rounds
 	if rounds <= 0 {
 		rounds = 3
 	}
-	offered := map[string]bool{}
-	for _, t := range req.Tools {
-		offered[t.Name] = true
+	offered := map[string]tool.Tool{}
+	for _, t := range tools {
+		offered[t.Name] = t
 	}
-	knows := map[string]brain.Knowledge{}
-	for _, k := range in.Knowledge {
-		if offered[k.Name] && !isAction(in.Actions, k.Name) {
-			knows[k.Name] = k
-		}
-	}
+	speaks := slices.ContainsFunc(req.Tools, func(d ToolDef) bool { return d.Name == "speak" })
 	if out == nil {
 		out = &ran{}
 	}
@@ -545,14 +521,12 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 	ran := map[string]string{} // the answers of the calls of tools that act run so far, by name and arguments
 	answer := func(c ToolCall) string {
 		say := prompts.TextsFor(in.Card.Language)
-		k := knows[c.Name]
+		t := offered[c.Name]
 		switch {
-		case c.Name == "vision":
-			return b.see(ctx, in)
-		case k.Call == nil:
+		case t.Kind == tool.WithWords:
 			return say.ActionQueued
-		case k.Acts && voting:
-			out.deferred = append(out.deferred, brain.ToolCall{Name: c.Name, Args: c.Args})
+		case t.Kind == tool.Acts && voting:
+			out.deferred = append(out.deferred, tool.Call{Name: c.Name, Args: c.Args})
 			return say.ToolDeferred
 		case budget == 0:
 			metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("tool_budget").Inc()
@@ -560,12 +534,12 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 			return say.ToolBudget
 		}
 		key := c.Name + "\x00" + compactJSON(c.Args)
-		if said, ok := ran[key]; ok && k.Acts {
+		if said, ok := ran[key]; ok && t.Kind == tool.Acts {
 			return said // the same call again in one turn: done once (its answer stands)
 		}
 		budget--
-		said := b.know(ctx, in.Card.Language, k, c.Args)
-		if k.Acts {
+		said := b.know(ctx, in.Card.Language, t, tool.Call{Name: c.Name, Args: c.Args, Caller: in.Message.Params.From})
+		if t.Kind == tool.Acts {
 			ran[key] = said
 		}
 		return said
@@ -573,7 +547,7 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 	if !voting { // granted: what the vote asked for, and its card's condition, run first
 		var granted []ToolCall
 		for i, c := range in.Calls {
-			if knows[c.Name].Call == nil && !(offered[c.Name] && isAction(in.Actions, c.Name)) {
+			if _, ok := offered[c.Name]; !ok {
 				metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("tool_missing").Inc()
 				b.log().Warn("a tool the turn was to run is not offered here; not run", "tool", c.Name)
 				continue
@@ -583,7 +557,7 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 		if len(granted) > 0 {
 			req.Turns = append(req.Turns, Turn{Role: Assistant, ToolCalls: granted})
 			for _, c := range granted {
-				if knows[c.Name].Call == nil {
+				if offered[c.Name].Kind == tool.WithWords {
 					out.acts = b.action(out.acts, c)
 				}
 				req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer(c)})
@@ -605,29 +579,28 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, listen fun
 		case resp.Truncated:
 			return Response{}, errors.New("llm: the answer was cut off at the token limit")
 		}
-		var tools []ToolCall // calls answered with a tool turn
-		spoke := false
+		var called []ToolCall // calls answered with a tool turn
+		spoke, asked := false, false
 		for _, c := range resp.ToolCalls {
+			t, ok := offered[c.Name]
 			switch {
-			case c.Name == "speak" && offered["speak"]:
+			case c.Name == "speak" && speaks:
 				spoke = true
-			case c.Name == "vision" && offered["vision"]:
-				tools = append(tools, c)
-			case knows[c.Name].Call != nil:
-				tools = append(tools, c)
-			case offered[c.Name]:
-				tools = append(tools, c)
+			case !ok:
+				return Response{}, fmt.Errorf("llm: the model called an unknown tool %q", clip(c.Name))
+			case t.Kind == tool.WithWords:
+				called = append(called, c)
 				out.acts = b.action(out.acts, c)
 			default:
-				return Response{}, fmt.Errorf("llm: the model called an unknown tool %q", clip(c.Name))
+				called = append(called, c)
+				asked = true
 			}
 		}
-		asked := calls(tools, "vision") || slices.ContainsFunc(tools, func(c ToolCall) bool { return knows[c.Name].Call != nil })
-		if spoke || len(tools) == 0 || (strings.TrimSpace(resp.Text) != "" && !asked) {
+		if spoke || len(called) == 0 || (strings.TrimSpace(resp.Text) != "" && !asked) {
 			return resp, nil
 		}
 		req.Turns = append(req.Turns, Turn{Role: Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
-		for _, c := range tools {
+		for _, c := range called {
 			req.Turns = append(req.Turns, Turn{Role: Tool, ToolCallID: c.ID, ToolName: c.Name, Text: answer(c)})
 		}
 		req.ForceTool = ""
@@ -652,7 +625,7 @@ func compactJSON(raw json.RawMessage) string {
 type ran struct {
 	voting   bool
 	acts     []protocol.ActionRequest
-	deferred []brain.ToolCall
+	deferred []tool.Call
 }
 
 // DefaultToolBudget bounds the knowledge and tool calls one model call
@@ -674,15 +647,6 @@ func (b *Brain) ask(ctx context.Context, req Request, text func(string)) (Respon
 		return s.ChatStream(ctx, req, text)
 	}
 	return b.Chat.Chat(ctx, req)
-}
-
-func calls(cs []ToolCall, name string) bool {
-	for _, c := range cs {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // action adds the model's call c of a body action to acts: its arguments

@@ -15,6 +15,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/sentence"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 var _ brain.Streamer = (*Brain)(nil)
@@ -44,20 +45,21 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 		// A model offered a tool that acts may call it after writing its
 		// draft, in the same answer: none of the draft is said before the
 		// answer is whole (the words may be the tool's to write).
-		hold: slices.ContainsFunc(in.Knowledge, func(k brain.Knowledge) bool { return k.Acts && k.Call != nil })}
+		hold: slices.ContainsFunc(in.Tools, func(t tool.Tool) bool { return t.Kind == tool.Acts && t.Call != nil })}
 	var listen func() func(string)
 	if (h.Vote != nil || h.Said != nil) && !in.Card.Events.Executes() {
 		// A card whose conditions run tools is heard whole: which holds,
 		// and so whether the words wait for the tools, is known at the end.
 		listen = l.round
 	}
-	resp, err := b.run(sctx, in, b.stateRequest(in), listen, r)
+	req, tools := b.stateRequest(in)
+	resp, err := b.run(sctx, in, req, tools, listen, r)
 	acts := r.acts
 	if err == nil {
 		var t brain.Thought
 		var raw json.RawMessage
 		if t, raw, err = parseState(resp.Text, b.Draft); err == nil {
-			var calls []brain.ToolCall
+			var calls []tool.Call
 			t.Events, t.Instruction, calls = b.events(in, raw)
 			u := b.bound(brain.Utterance{Text: t.Draft, Emotion: t.Emotion, To: t.To}, in)
 			t.Draft, t.To = u.Text, u.To
@@ -93,7 +95,7 @@ func (b *Brain) ThinkStream(ctx context.Context, in brain.Input, h brain.Heard) 
 // failing the turn — merged with the values the runtime knows (which
 // win), and the instruction and the tool calls their conditions choose
 // (brain.Events).
-func (b *Brain) events(in brain.Input, raw json.RawMessage) (map[string]any, string, []brain.ToolCall) {
+func (b *Brain) events(in brain.Input, raw json.RawMessage) (map[string]any, string, []tool.Call) {
 	e := in.Card.Events
 	var model map[string]any
 	bad := 0

@@ -11,6 +11,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 var nodDef = protocol.ActionDef{Name: "nod", Description: "Nod your head.", Schema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)}
@@ -66,7 +67,7 @@ func TestThinkOffersActionsAndTakesThemWithTheDraft(t *testing.T) {
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "tool_calls"}}})
 	})
 	in := input()
-	in.Actions = []protocol.ActionDef{nodDef, lookDef}
+	in.Tools = tool.Actions([]protocol.ActionDef{nodDef, lookDef})
 	th, err := brainFor(s, nil, true, nil).Think(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestThinkActionFirstThenTheAnswer(t *testing.T) {
 			completion(goodState, "stop")(w, req)
 		})
 	in := input()
-	in.Actions = []protocol.ActionDef{nodDef}
+	in.Tools = tool.Actions([]protocol.ActionDef{nodDef})
 	th, err := brainFor(s, nil, true, nil).Think(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -136,9 +137,9 @@ func TestThinkActionsBadCalls(t *testing.T) {
 				json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": msg, "finish_reason": "tool_calls"}}})
 			})
 			in := input()
-			in.Actions = []protocol.ActionDef{nodDef, lookDef}
+			in.Tools = tool.Actions([]protocol.ActionDef{nodDef, lookDef})
 			for _, n := range []string{"wave", "shake", "blink"} {
-				in.Actions = append(in.Actions, protocol.ActionDef{Name: n, Description: n, Schema: nodDef.Schema})
+				in.Tools = append(in.Tools, tool.Actions([]protocol.ActionDef{protocol.ActionDef{Name: n, Description: n, Schema: nodDef.Schema}})...)
 			}
 			th, err := brainFor(s, nil, true, nil).Think(context.Background(), in)
 			if (err != nil) != c.wantErr {
@@ -166,7 +167,7 @@ func TestUtterTakesActionsWithSpeak(t *testing.T) {
 			scriptedToolCall("c2", "speak", `{"message":"Yes!","to":["user"],"emotion":"happy"}`))(w, req)
 	})
 	in := input()
-	in.Actions = []protocol.ActionDef{nodDef}
+	in.Tools = tool.Actions([]protocol.ActionDef{nodDef})
 	u, err := brainFor(s, nil, false, nil).Utter(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ func TestTalkTakesAnActionWithItsWords(t *testing.T) {
 	}
 	s := newServer(t, both("Yes, let's!", scriptedToolCall("c1", "nod", "{}")), both("Over", scriptedToolCall("c2", "nod", "{}")))
 	in := brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en"}, Remaining: 3, Members: []string{"kyoko", "hana"},
-		Actions: []protocol.ActionDef{nodDef}}
+		Tools: tool.Actions([]protocol.ActionDef{nodDef})}
 	u, err := brainFor(s, nil, true, nil).Talk(context.Background(), in)
 	if err != nil || u.Text != "Yes, let's!" || len(u.Actions) != 1 || u.Actions[0].Name != "nod" {
 		t.Fatalf("talk %+v %v", u, err)
@@ -211,7 +212,7 @@ func TestTalkRefusesToolsNotOffered(t *testing.T) {
 			looked := 0
 			look := func(context.Context) (llm.Image, error) { looked++; return llm.Image{}, nil }
 			in := brain.TalkInput{Card: brain.Card{ID: "kyoko", Name: "Kyoko", Language: "en"}, Remaining: 3, Members: []string{"kyoko", "hana"},
-				Actions: []protocol.ActionDef{nodDef}}
+				Tools: tool.Actions([]protocol.ActionDef{nodDef})}
 			u, err := brainFor(s, look, true, nil).Talk(context.Background(), in)
 			if err == nil || !strings.Contains(err.Error(), "unknown tool") || looked != 0 || u.Text != "" {
 				t.Fatalf("talk %+v, %v; looked %d times", u, err, looked)

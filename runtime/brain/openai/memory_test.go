@@ -10,6 +10,8 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/memory"
+	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // The card's events reach the API in the state schema after the vote and
@@ -48,9 +50,9 @@ func TestKnowledgeToolTurn(t *testing.T) {
 			completion(goodState, "stop")(w, req)
 		})
 	in := input()
-	in.Actions = append(in.Actions, nodDef)
-	in.Knowledge = []brain.Knowledge{{Name: "datetime", Description: "The date and time.",
-		Call: func(context.Context, json.RawMessage) (string, error) { return "Thursday noon", nil }}}
+	in.Tools = append(in.Tools, tool.Actions([]protocol.ActionDef{nodDef})...)
+	in.Tools = append(in.Tools, []tool.Tool{{Name: "datetime", Description: "The date and time.",
+		Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "Thursday noon", nil })}}...)
 	th, err := brainFor(s, nil, true, nil).Think(context.Background(), in)
 	if err != nil || th.Draft == "" || len(s.Requests()) != 2 {
 		t.Fatalf("%+v %v, %d calls", th, err, len(s.Requests()))

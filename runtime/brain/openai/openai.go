@@ -86,7 +86,7 @@ type (
 		Messages       []chatMessage   `json:"messages"`
 		MaxTokens      int             `json:"max_tokens,omitempty"`
 		ResponseFormat *responseFormat `json:"response_format,omitempty"`
-		Tools          []tool          `json:"tools,omitempty"`
+		Tools          []toolDef       `json:"tools,omitempty"`
 		ToolChoice     *toolChoice     `json:"tool_choice,omitempty"`
 		Stream         bool            `json:"stream,omitempty"`
 	}
@@ -122,7 +122,7 @@ type (
 		Schema map[string]any `json:"schema"`
 		Strict bool           `json:"strict"`
 	}
-	tool struct {
+	toolDef struct {
 		Type     string      `json:"type"`
 		Function functionDef `json:"function"`
 	}
@@ -183,7 +183,7 @@ func (c *Chat) request(r llm.Request) (chatRequest, bool) {
 		}
 	}
 	for _, td := range r.Tools {
-		req.Tools = append(req.Tools, tool{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters}})
+		req.Tools = append(req.Tools, toolDef{Type: "function", Function: functionDef{Name: td.Name, Description: td.Description, Parameters: td.Parameters}})
 	}
 	if r.ForceTool != "" {
 		req.ToolChoice = &toolChoice{Type: "function"}

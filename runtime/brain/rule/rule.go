@@ -50,6 +50,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // DefaultClosingAfter is the turn at which the rule brain starts closing.
@@ -170,7 +171,7 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 	u := b.line(in, t.Closing)
 	t.Draft, t.Emotion, t.To = u.Text, u.Emotion, u.To
 	if t.State == protocol.Speak && (slices.Contains(m.To, in.Card.ID) || brain.Addressed(in.Card, m)) {
-		t.Actions = nod(in.Actions)
+		t.Actions = nod(in.Tools)
 	}
 	// The card's events: only what the runtime knows (the rule brain
 	// judges no parameter), and the instruction they choose — which the
@@ -183,9 +184,9 @@ func (b *Brain) Think(ctx context.Context, in brain.Input) (brain.Thought, error
 // nod is the rule brain's one gesture: a companion spoken to nods as it
 // answers, when its body has an action named nod (the emotion of its words
 // shows on the body by itself).
-func nod(actions []protocol.ActionDef) []protocol.ActionRequest {
-	for _, a := range actions {
-		if a.Name == "nod" {
+func nod(tools []tool.Tool) []protocol.ActionRequest {
+	for _, a := range tools {
+		if a.Name == "nod" && a.Kind == tool.WithWords {
 			return []protocol.ActionRequest{{Name: "nod", Args: json.RawMessage("{}")}}
 		}
 	}
@@ -586,7 +587,7 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, 
 	said, answered, err := b.talk(ctx, in)
 	u := brain.Utterance{Text: said}
 	if answered {
-		u.Actions = nod(in.Actions)
+		u.Actions = nod(in.Tools)
 	}
 	return u, err
 }

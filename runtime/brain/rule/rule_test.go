@@ -7,6 +7,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 var card = brain.Card{ID: "kyoko", Name: "Kyoko", Personality: "cheerful", SampleLines: []string{"I love tea."}, Language: "en"}
@@ -203,7 +204,7 @@ func TestNodsWhenAddressedIfTheBodyCanNod(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", c.to, "How are you today?", ""), Actions: c.actions, Remaining: -1}
+			in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", c.to, "How are you today?", ""), Tools: tool.Actions(c.actions), Remaining: -1}
 			th, err := New(10, nil).Think(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
@@ -233,7 +234,7 @@ func TestTalkNodsWhenAskedByName(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			u, err := New(0, nil).Talk(context.Background(), brain.TalkInput{Card: card, Remaining: 10, History: []protocol.Talk{c.last},
-				Members: []string{"ann", "ben", "cat"}, Actions: c.actions})
+				Members: []string{"ann", "ben", "cat"}, Tools: tool.Actions(c.actions)})
 			if err != nil {
 				t.Fatal(err)
 			}
