@@ -797,6 +797,7 @@ func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []tool
 		}
 		c := mcp.New(s, token, d.log)
 		c.CheckSchema = schema.Check
+		c.Refused = func(why string) { d.m.BadInput.WithLabelValues("mcp_tool", why).Inc() }
 		clients = append(clients, c)
 		g.Go(func() error { c.Run(ctx); return nil })
 	}

@@ -98,6 +98,9 @@ type Client struct {
 	// (the robot's JSON Schema checks): a tool whose schema it refuses is
 	// not offered.
 	CheckSchema func(schema []byte) error
+	// Refused, when set, counts a tool of the server's list the robot
+	// does not offer, by why: schema (its argument schema is refused).
+	Refused func(why string)
 
 	mu      sync.Mutex
 	c       *client.Client // nil: not connected
@@ -377,6 +380,7 @@ func (c *Client) allowed(listed []mcp.Tool) ([]Tool, []string) {
 		}
 		if err != nil {
 			c.log.Warn("MCP server: a tool's input schema is refused; the tool is not offered", "tool", t.Name, "err", c.redact(err.Error()))
+			c.refused("schema")
 			continue
 		}
 		desc := strings.Map(printable, t.Description)
@@ -393,6 +397,13 @@ func (c *Client) allowed(listed []mcp.Tool) ([]Tool, []string) {
 		}
 	}
 	return out, missing
+}
+
+// refused counts a tool not offered (Refused).
+func (c *Client) refused(why string) {
+	if c.Refused != nil {
+		c.Refused(why)
+	}
 }
 
 // connect starts a session with the server, bounded by ctx, and keeps it.
