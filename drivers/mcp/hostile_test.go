@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +25,7 @@ import (
 // control characters, a session forgotten on restart.
 type hostile struct {
 	mode     string
+	pages    [][]json.RawMessage // mode raw: the tools of each page of tools/list, as they are
 	lists    atomic.Int64
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -77,6 +80,18 @@ func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch h.mode {
 		case "pages":
 			answer(map[string]any{"tools": []any{tool(fmt.Sprintf("Page%d", n), "a page", plain)}, "nextCursor": fmt.Sprintf("c%d", n)})
+		case "raw":
+			var page struct {
+				Cursor string `json:"cursor"`
+			}
+			json.Unmarshal(req.Params, &page)
+			i := 0
+			fmt.Sscan(page.Cursor, &i)
+			res := map[string]any{"tools": h.pages[i]}
+			if i+1 < len(h.pages) {
+				res["nextCursor"] = fmt.Sprint(i + 1)
+			}
+			answer(res)
 		case "schemas":
 			big := map[string]any{"type": "object", "properties": map[string]any{}}
 			for i := range 400 {
@@ -113,9 +128,15 @@ func hostileServer(t *testing.T, mode string) (*hostile, string) {
 
 func runClient(t *testing.T, s mcp.Settings, check func([]byte) error) (*mcp.Client, *syncBuffer) {
 	t.Helper()
+	return runClientWith(t, s, func(c *mcp.Client) { c.CheckSchema = check })
+}
+
+// runClientWith is runClient with the client set up by setup before it runs.
+func runClientWith(t *testing.T, s mcp.Settings, setup func(*mcp.Client)) (*mcp.Client, *syncBuffer) {
+	t.Helper()
 	log := &syncBuffer{}
 	c := mcp.New(s, token, logTo(log))
-	c.CheckSchema = check
+	setup(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
@@ -197,5 +218,127 @@ func TestAHostileServerIsBounded(t *testing.T) {
 			}
 		}
 		t.Errorf("still failing 5 s after the restart: %v", err)
+	})
+}
+
+// TestAToolThatDoesNotDecodeIsSkipped: a server's list with tools mixed
+// in that do not decode as MCP tools (a schema that is a string, a name
+// that is a number, ...). The others are offered and called; each of
+// those is left out, named in the log (by its place in the list when its
+// name cannot be read) and counted.
+func TestAToolThatDoesNotDecodeIsSkipped(t *testing.T) {
+	bad := []struct {
+		what, tool string
+		name       string // "": its name cannot be read
+	}{
+		{"a schema that is a string", `{"name":"StringSchema","inputSchema":"object"}`, "StringSchema"},
+		{"a schema that is a number", `{"name":"NumberSchema","inputSchema":42}`, "NumberSchema"},
+		{"a name that is a number", `{"name":7,"inputSchema":{"type":"object"}}`, ""},
+		{"annotations that are not an object", `{"name":"Annotated","inputSchema":{"type":"object"},"annotations":"read only"}`, "Annotated"},
+		{"a hint that is not a boolean", `{"name":"Hinted","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":"yes"}}`, "Hinted"},
+		{"properties that are a list", `{"name":"Listed","inputSchema":{"type":"object","properties":["a"]}}`, "Listed"},
+		{"a schema type that is a number", `{"name":"Typed","inputSchema":{"type":5}}`, "Typed"},
+		{"a description that is an object", `{"name":"Described","description":{"en":"x"},"inputSchema":{"type":"object"}}`, "Described"},
+		{"a tool that is a string", `"HassTurnOn"`, ""},
+		{"a tool that is a list", `[{"name":"Inner","inputSchema":{"type":"object"}}]`, ""},
+	}
+	good := func(name string) json.RawMessage {
+		return json.RawMessage(`{"name":"` + name + `","description":"A good tool.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`)
+	}
+	run := func(t *testing.T, pages [][]json.RawMessage, allow []string) (*mcp.Client, *syncBuffer, func() map[string]int) {
+		t.Helper()
+		h, url := hostileServer(t, "raw")
+		h.pages = pages
+		var mu sync.Mutex
+		counted := map[string]int{}
+		c, log := runClientWith(t, mcp.Settings{Name: "x", URL: url, Allow: allow}, func(c *mcp.Client) {
+			c.Refused = func(why string) { mu.Lock(); counted[why]++; mu.Unlock() }
+		})
+		return c, log, func() map[string]int { mu.Lock(); defer mu.Unlock(); return maps.Clone(counted) }
+	}
+	offered := func(t *testing.T, c *mcp.Client, want ...string) {
+		t.Helper()
+		var names []string
+		for _, tl := range c.Tools() {
+			names = append(names, tl.Remote)
+		}
+		if got := strings.Join(names, " "); got != strings.Join(want, " ") {
+			t.Fatalf("offered %q, want %q", got, strings.Join(want, " "))
+		}
+		for _, name := range want {
+			if text, err := c.Call(context.Background(), name, json.RawMessage(`{"name":"kitchen"}`)); err != nil || !strings.HasPrefix(text, "done") {
+				t.Errorf("call %s: %q, %v", name, text, err)
+			}
+		}
+	}
+	// named: the log names a skipped tool, by its name or its place.
+	named := func(t *testing.T, log, name string, page, index int) {
+		t.Helper()
+		want := fmt.Sprintf("tool=%s page=%d", name, page)
+		if name == "" {
+			want = fmt.Sprintf("tool=tools[%d] page=%d", index, page)
+		}
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, "does not decode") && strings.Contains(line, want+" ") {
+				return
+			}
+		}
+		t.Errorf("no warning with %q:\n%s", want, log)
+	}
+	for _, b := range bad {
+		t.Run(b.what, func(t *testing.T) {
+			allow := []string{"Before", "After"}
+			if b.name != "" {
+				allow = append(allow, b.name)
+			}
+			c, log, counted := run(t, [][]json.RawMessage{{good("Before"), json.RawMessage(b.tool), good("After")}}, allow)
+			offered(t, c, "Before", "After")
+			if n := counted(); n["malformed"] != 1 || len(n) != 1 {
+				t.Errorf("counted %v, want malformed: 1", n)
+			}
+			named(t, log.String(), b.name, 1, 1)
+		})
+	}
+	t.Run("all of them, on two pages", func(t *testing.T) {
+		pages := make([][]json.RawMessage, 2)
+		allow := []string{}
+		var want []string
+		for i, b := range bad {
+			p := i % 2
+			name := fmt.Sprintf("Good%d", i)
+			pages[p] = append(pages[p], good(name), json.RawMessage(b.tool))
+			want, allow = append(want, name), append(allow, name)
+			if b.name != "" {
+				allow = append(allow, b.name)
+			}
+		}
+		slices.SortStableFunc(want, func(a, b string) int { // page 1's tools first
+			var i, j int
+			fmt.Sscanf(a, "Good%d", &i)
+			fmt.Sscanf(b, "Good%d", &j)
+			return i%2 - j%2
+		})
+		c, log, counted := run(t, pages, allow)
+		offered(t, c, want...)
+		if n := counted(); n["malformed"] != len(bad) || len(n) != 1 {
+			t.Errorf("counted %v, want malformed: %d", n, len(bad))
+		}
+		logged := 0 // the first 8 of the list are named, in its order
+		for p := range 2 {
+			for i, b := range bad {
+				if i%2 == p {
+					if logged++; logged <= 8 {
+						named(t, log.String(), b.name, p+1, i/2*2+1)
+					}
+				}
+			}
+		}
+		if !strings.Contains(log.String(), fmt.Sprintf("more=%d", len(bad)-8)) {
+			t.Errorf("the tools past the first 8 are not told:\n%s", log)
+		}
+		_, _, has, err := c.Check(context.Background())
+		if err != nil || strings.Join(has, " ") != strings.Join(want, " ") {
+			t.Errorf("the doctor: has %q, %v; want %q", has, err, want)
+		}
 	})
 }

@@ -45,6 +45,7 @@ const (
 	maxPages           = 8       // pages of a tools/list read
 	maxListed          = 512     // tools of a tools/list read
 	maxError           = 300     // bytes of a server's error text kept
+	maxSkippedLogged   = 8       // tools of a list that do not decode named in the log
 )
 
 // Settings is one server of the config's tools.mcp.
@@ -99,7 +100,8 @@ type Client struct {
 	// not offered.
 	CheckSchema func(schema []byte) error
 	// Refused, when set, counts a tool of the server's list the robot
-	// does not offer, by why: schema (its argument schema is refused).
+	// does not offer, by why: malformed (it does not decode as an MCP
+	// tool), schema (its argument schema is refused).
 	Refused func(why string)
 
 	mu      sync.Mutex
@@ -337,14 +339,31 @@ func (c *Client) list(ctx context.Context) error {
 
 // listTools reads the server's tools, page by page, at most maxPages
 // pages and maxListed tools: a server that pages on and on is read no
-// further.
+// further. A tool that does not decode is left out, the others kept: it
+// is counted, and named in the log (the first maxSkippedLogged of a list).
 func (c *Client) listTools(ctx context.Context, cl *client.Client) ([]mcp.Tool, error) {
 	var out []mcp.Tool
 	var req mcp.ListToolsRequest
-	for range maxPages {
+	skipped := 0
+	defer func() {
+		if skipped > maxSkippedLogged {
+			c.log.Warn("MCP server: more of its tools do not decode; they are not offered", "more", skipped-maxSkippedLogged)
+		}
+	}()
+	for page := 1; page <= maxPages; page++ {
 		res, err := cl.ListToolsByPage(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("list the tools: %s", c.redact(err.Error()))
+		}
+		for _, s := range res.Skipped {
+			c.refused("malformed")
+			if skipped++; skipped <= maxSkippedLogged {
+				name := c.redact(s.Name)
+				if name == "" {
+					name = fmt.Sprintf("tools[%d]", s.Index)
+				}
+				c.log.Warn("MCP server: a tool does not decode; it is not offered", "tool", name, "page", page, "err", c.redact(s.Err.Error()))
+			}
 		}
 		out = append(out, res.Tools...)
 		if len(out) > maxListed {

@@ -27,6 +27,47 @@ type ListToolsRequest struct {
 type ListToolsResult struct {
 	PaginatedResult
 	Tools []Tool `json:"tools"`
+	// Skipped are the tools of the answer that did not decode, left out of
+	// Tools (UnmarshalJSON). Never sent.
+	Skipped []SkippedTool `json:"-"`
+}
+
+// SkippedTool is a tool of a tools/list answer that did not decode.
+type SkippedTool struct {
+	Index int    // its place in the answer's tools
+	Name  string // its name; "" when that is not a string
+	Err   error
+}
+
+// UnmarshalJSON decodes each of the answer's tools on its own: one that
+// does not decode (a schema that is not an object, a name that is not a
+// string, ...) is left out and noted in Skipped, and the others are kept.
+func (r *ListToolsResult) UnmarshalJSON(data []byte) error {
+	type plain ListToolsResult // without this method
+	aux := struct {
+		*plain
+		Tools []json.RawMessage `json:"tools"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return err
+	}
+	r.Tools, r.Skipped = nil, nil
+	if aux.Tools != nil {
+		r.Tools = make([]Tool, 0, len(aux.Tools))
+	}
+	for i, raw := range aux.Tools {
+		var t Tool
+		if err := json.Unmarshal(raw, &t); err != nil {
+			var named struct {
+				Name string `json:"name"`
+			}
+			json.Unmarshal(raw, &named) // a name that is not a string stays ""
+			r.Skipped = append(r.Skipped, SkippedTool{Index: i, Name: named.Name, Err: err})
+			continue
+		}
+		r.Tools = append(r.Tools, t)
+	}
+	return nil
 }
 
 // CallToolResult is the server's response to a tool call.
