@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 )
 
 // The bridge's tokens and identities for a program that is not a
@@ -48,5 +49,5 @@ func (b *Bridge) Memory(ctx context.Context, tok Token, device string, req proto
 		return protocol.MemoryAnswer{}, fmt.Errorf("bridge: connect as %s: %w", tok.Name, err)
 	}
 	defer b.release(tok.Name)
-	return id.memory.Ask(ctx, device, req, MemoryTimeout)
+	return query.Memory(ctx, id.memory, device, req, MemoryTimeout)
 }

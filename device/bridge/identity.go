@@ -5,8 +5,8 @@ import (
 	"sync"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/memory/control"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 )
 
 // Identities: one bus connection per name a client acts as, shared by its
@@ -23,7 +23,7 @@ type identity struct {
 	stop    context.CancelFunc // ends results' goroutine
 	// memory is the connection as the memory requests of its clients
 	// use it (User role): one subscription to its answers.
-	memory *control.Asker
+	memory *query.Client
 }
 
 // resultQueue bounds the results the bridge has waiting for one device.
@@ -44,7 +44,7 @@ func (b *Bridge) acquire(ctx context.Context, c *client) (*identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := &identity{b: conn, refs: 1, asked: newAsked(256), stop: func() {}, memory: control.NewAsker(conn, b.cfg.Room.Scheme, name)}
+	id := &identity{b: conn, refs: 1, asked: newAsked(256), stop: func() {}, memory: query.NewClient(conn, b.cfg.Room.Scheme, name, query.ClientOptions{Private: true, Log: b.log, Metrics: b.m})}
 	if c.tok.Role == Device {
 		id.results = &bus.Outbox{Bus: conn, Size: resultQueue, Log: b.log, OnDrop: func(string, error) {
 			b.m.BridgeDropped.WithLabelValues("publish_failed").Inc()
@@ -105,6 +105,7 @@ func (b *Bridge) release(name string) {
 	b.mu.Unlock()
 	if last {
 		id.stop()
+		id.memory.Close() // its questions fail now, not at their timeout
 		id.b.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 )
 
 // memory: a user's client lists and forgets what a device's companion
@@ -91,7 +92,7 @@ func (b *Bridge) memory(ctx context.Context, c *client, id *identity, rid json.R
 		b.send(c, errorFrame(rid, "memory", fmt.Sprintf("memory of %s: device %s is offline", dev, dev)))
 		return
 	}
-	a, err := id.memory.Ask(ctx, dev, req, MemoryTimeout)
+	a, err := query.Memory(ctx, id.memory, dev, req, MemoryTimeout)
 	if err != nil {
 		b.send(c, errorFrame(rid, "memory", err.Error()))
 		return

@@ -54,10 +54,9 @@ func memoryRig(t *testing.T) *rig {
 		if err := voices.Add("alice", "ecapa", time.Now(), []float32{1, 0.2}, []float32{1, 0.1}); err != nil {
 			t.Fatal(err)
 		}
-		srv := &control.Server{Bus: dev, Scheme: c.Room.Scheme, Device: "kiosk", Store: st, Voices: voices,
-			IsOperator: func(id string) bool { return id == "root" }, Log: c.Log}
+		m := &control.Memory{Store: st, Voices: voices, IsOperator: func(id string) bool { return id == "root" }, Log: c.Log}
 		served := make(chan error, 1)
-		go func() { served <- srv.Run(ctx) }()
+		go func() { served <- control.Serve(ctx, dev, c.Room.Scheme, "kiosk", m) }()
 		t.Cleanup(func() {
 			cancel()
 			if err := <-served; err != nil {
@@ -198,10 +197,10 @@ func TestMemoryThroughTheBridge(t *testing.T) {
 	if id == nil {
 		t.Fatal("no connection for alice")
 	}
-	for deadline := time.Now().Add(2 * time.Second); id.memory.Waiting() > 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(2 * time.Second); id.memory.Pending() > 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := id.memory.Waiting(); n != 0 {
+	if n := id.memory.Pending(); n != 0 {
 		t.Fatalf("%d answer handlers left after the requests", n)
 	}
 }

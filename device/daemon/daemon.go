@@ -849,10 +849,10 @@ func (d *Daemon) memory(ctx context.Context, g *errgroup.Group, l *link, b brain
 		return nil, err
 	}
 	people := cfg.Hearing.PeopleIDs()
-	srv := &control.Server{Bus: l.dev, Scheme: l.room.Scheme, Device: cfg.Device.ID, Store: st, Voices: voices,
+	ctl := &control.Memory{Store: st, Voices: voices,
 		Person:     func(id string) bool { return slices.Contains(people, id) },
 		IsOperator: mc.IsOperator, Forgot: func(p string, n int) { report(p, "", n) }, Log: d.log, Metrics: d.m}
-	g.Go(func() error { return srv.Run(ctx) })
+	g.Go(func() error { return control.Serve(ctx, l.dev, l.room.Scheme, cfg.Device.ID, ctl) })
 	m := &companion.Memory{Store: st, Recall: mc.Recall, RestAfter: mc.RestAfter, PerHour: mc.PerHour, Forgot: report, Share: mc.Share, Voices: voices}
 	if m.Embedder, err = mc.Embedder(); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)

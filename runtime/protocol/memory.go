@@ -10,9 +10,14 @@ import (
 // A companion that forgot someone reports it on its own room topic
 // (Forgot): every companion of the room hears the person's "forget me",
 // and each one says what it erased. An operator, or a person about
-// themselves, controls a device's memory with a MemoryRequest on the
-// device's memory topic under their own name; the device answers on that
-// topic's answer, which only they read (runtime/topic).
+// themselves, controls a device's memory with a query of TypeMemory
+// (body: a MemoryRequest) on the device's memory topic under their own
+// name; the device answers (result body: a MemoryAnswer) on that topic's
+// answer, which only they read (runtime/topic, runtime/query's private
+// lane).
+
+// TypeMemory is the query type of a memory request.
+const TypeMemory = "memory"
 
 // Forgot is a companion's report that it erased what it remembered about
 // a person.

@@ -144,6 +144,33 @@ func Know(ctx context.Context, a Asker, device string, r protocol.KnowledgeReque
 	return Call(ctx, a, device, protocol.TypeKnowledge, r, timeout, protocol.DecodeKnowledgeResult, CancelOnGiveUp())
 }
 
+// MemoryTimeout bounds one memory request (Memory's timeout 0).
+const MemoryTimeout = 10 * time.Second
+
+// Memory asks device about its companion's memory (protocol.TypeMemory)
+// and waits for the answer; timeout 0 means MemoryTimeout. Ask it through
+// a Private client, whose answers only its identity reads: the device
+// takes the request as that identity's (an operator's, or a person's
+// about themselves). An answer that refuses (its Error) is an error
+// naming the device, with the answer.
+func Memory(ctx context.Context, a Asker, device string, r protocol.MemoryRequest, timeout time.Duration) (protocol.MemoryAnswer, error) {
+	if r.ID == "" {
+		r.ID = protocol.NewID()
+	}
+	if timeout <= 0 {
+		timeout = MemoryTimeout
+	}
+	ans, err := Call(ctx, a, device, protocol.TypeMemory, r, timeout, decodeMemoryAnswer)
+	if err == nil && ans.Error != "" {
+		err = fmt.Errorf("memory of %s: %s", device, ans.Error)
+	}
+	return ans, err
+}
+
+func decodeMemoryAnswer(b []byte, _ int) (protocol.MemoryAnswer, error) {
+	return protocol.DecodeMemoryAnswer(b, protocol.MaxMemoryFacts*1024)
+}
+
 // Acts asks device for each of acts, the actions that go with the words
 // msgID (which ties them to the words' first audio): each on its own
 // goroutine counted in wg, so its owner waits for it and no caller waits

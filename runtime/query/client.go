@@ -16,6 +16,11 @@
 // strictly; whether a call given up is cancelled on the device is an option
 // of the call (CancelOnGiveUp: every Speak), not a rule of the type's name.
 //
+// A Private client and server ask and answer on each identity's own
+// topics (devices/{device}/memory/{identity} and its answer), for what
+// only the asker may read: the broker lets only that identity publish
+// and read there, and the server takes the query as that identity's.
+//
 // A Server subscribes to its device's queries, dispatches each by
 // params.type to a registered Handler on its own goroutine (bounded), and
 // publishes the result; an unknown type gets an error result naming it.
@@ -81,7 +86,11 @@ type ClientOptions struct {
 	MaxResultBytes int           // default protocol.DefaultMaxResultBytes
 	// Online tells whether a device is present; known false means no
 	// presence was ever seen for it (then the query is sent anyway).
-	Online  func(device string) (online, known bool)
+	Online func(device string) (online, known bool)
+	// Private asks on the client's own topics to each device, for what
+	// only it may read (a person's memory: Server.Private): queries on
+	// devices/{device}/memory/{from}, results on its answer topic.
+	Private bool
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 }
@@ -157,7 +166,7 @@ func (c *Client) watch(ctx context.Context, device string) error {
 	}
 	c.devices[device] = true
 	c.mu.Unlock()
-	err := c.bus.Subscribe(ctx, c.scheme.Results(device), func(t string, b []byte) { c.onResult(device, t, b) })
+	err := c.bus.Subscribe(ctx, c.results(device), func(t string, b []byte) { c.onResult(device, t, b) })
 	if err != nil {
 		c.mu.Lock()
 		delete(c.devices, device)
@@ -263,7 +272,7 @@ func (c *Client) ask(ctx context.Context, device, typ string, body any, timeout 
 	send := func() error {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		if err := c.bus.Publish(pctx, c.scheme.Queries(device), payload, false); err != nil {
+		if err := c.bus.Publish(pctx, c.queries(device), payload, false); err != nil {
 			return fmt.Errorf("query: send %s to %s: %w", typ, device, err)
 		}
 		return nil
@@ -323,7 +332,23 @@ func (c *Client) cancel(device, id string) {
 	b, _ := json.Marshal(q)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	c.bus.Publish(ctx, c.scheme.Queries(device), b, false)
+	c.bus.Publish(ctx, c.queries(device), b, false)
+}
+
+// queries is where the client's queries to device go, and results where
+// their results come back.
+func (c *Client) queries(device string) string {
+	if c.o.Private {
+		return c.scheme.Memory(device, c.from)
+	}
+	return c.scheme.Queries(device)
+}
+
+func (c *Client) results(device string) string {
+	if c.o.Private {
+		return c.scheme.MemoryAnswer(device, c.from)
+	}
+	return c.scheme.Results(device)
 }
 
 // Offline fails every pending query to device with ErrOffline at once:

@@ -47,17 +47,25 @@ type Server struct {
 	// Lanes gives query types a queue, a limit of running queries and a
 	// result queue of their own (type → how many run at once): a flood of
 	// one type (a body's actions) never delays another (speech).
-	Lanes   map[string]int
+	Lanes map[string]int
+	// Private serves each identity's queries on its own topics, for what
+	// only the asker may read (a person's memory): a query published on
+	// devices/{device}/memory/{identity}, which the broker lets only that
+	// identity publish — it is from that identity, whatever its
+	// params.from says (a query that names another is refused) — answered
+	// on that topic's answer, which only that identity reads. Otherwise
+	// the server answers the device's queries topic on its results topic.
+	Private bool
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 
 	mu       sync.Mutex
 	handlers map[string]Handler
-	running  map[string]context.CancelFunc
+	running  map[string]context.CancelFunc // by key (keyOf)
 	results  *bus.Outbox
 	rejects  *bus.Outbox
-	recent   map[string]*seenQuery // query id -> what became of it
-	order    []string              // recent's ids, oldest first
+	recent   map[string]*seenQuery // by key: what became of a query
+	order    []string              // recent's keys, oldest first
 }
 
 // Handle registers h for queries of type typ.
@@ -99,27 +107,43 @@ func (s *Server) Serve(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.Run(ctx) }()
 	}
-	main := &lane{queue: make(chan protocol.Query, queryQueue), sem: make(chan struct{}, s.MaxRunning), results: s.results}
+	main := &lane{queue: make(chan job, queryQueue), sem: make(chan struct{}, s.MaxRunning), results: s.results}
 	lanes := map[string]*lane{}
 	for typ, n := range s.Lanes {
-		l := &lane{queue: make(chan protocol.Query, queryQueue), sem: make(chan struct{}, max(1, n)),
+		l := &lane{queue: make(chan job, queryQueue), sem: make(chan struct{}, max(1, n)),
 			results: &bus.Outbox{Bus: s.Bus, Size: resultQueue, Log: s.Log, OnDrop: dropped}}
 		lanes[typ] = l
 		wg.Add(1)
 		go func() { defer wg.Done(); l.results.Run(ctx) }()
 	}
-	err := s.Bus.Subscribe(ctx, s.Scheme.Queries(s.Device), func(_ string, b []byte) {
+	filter := s.Scheme.Queries(s.Device)
+	if s.Private {
+		filter = s.Scheme.MemoryRequests(s.Device)
+	}
+	err := s.Bus.Subscribe(ctx, filter, func(t string, b []byte) {
+		j := job{to: s.Scheme.Results(s.Device)}
+		if s.Private {
+			r, ok := s.Scheme.Parse(t)
+			if !ok || r.Kind != topic.KindMemory || r.Device != s.Device {
+				return
+			}
+			j.from, j.to = r.Identity, s.Scheme.MemoryAnswer(s.Device, r.Identity)
+		}
 		q, err := protocol.DecodeQuery(b, s.MaxBytes)
+		if err == nil && j.from != "" && q.Params.From != j.from {
+			err = fmt.Errorf("query: params.from %q is not %s, whose topic it came on", q.Params.From, j.from)
+		}
 		if err != nil {
 			s.Metrics.Reject(s.Log, "query", s.Device, string(protocol.KindOf(err)), err)
 			// Answer whenever the id can be read, so the asker does not wait
 			// out its timeout (an oversize query included).
 			if id := protocol.QueryIDOf(b); id != "" {
-				s.reply(s.rejects, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: id, Error: err.Error()})
+				s.reply(s.rejects, j, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: id, Error: err.Error()})
 			}
 			return
 		}
-		if q.Method == protocol.MethodQuery && !s.first(q) {
+		j.q = q
+		if q.Method == protocol.MethodQuery && !s.first(j) {
 			return // a copy: running, or answered again from the cache
 		}
 		l := main
@@ -127,10 +151,10 @@ func (s *Server) Serve(ctx context.Context) error {
 			l = lanes[q.Params.Type]
 		}
 		select {
-		case l.queue <- q:
+		case l.queue <- j:
 		default:
-			s.forget(q.ID)
-			s.reply(s.rejects, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: "device busy: query queue full"})
+			s.forget(j)
+			s.reply(s.rejects, j, protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID, Error: "device busy: query queue full"})
 		}
 	})
 	if err != nil {
@@ -144,10 +168,21 @@ func (s *Server) Serve(ctx context.Context) error {
 	return nil
 }
 
+// job is a query and where its result goes; from is the identity whose
+// own topic it came on (Private), "" otherwise.
+type job struct {
+	q        protocol.Query
+	from, to string
+}
+
+// key is what j's query is known by: its id, among the queries of whoever
+// reads its result.
+func (j job) key(id string) string { return j.to + "\x00" + id }
+
 // lane is a queue of queries, how many of them run at once, and where
 // their results go.
 type lane struct {
-	queue   chan protocol.Query
+	queue   chan job
 	sem     chan struct{}
 	results *bus.Outbox
 }
@@ -158,9 +193,9 @@ func (s *Server) drain(ctx context.Context, l *lane, wg *sync.WaitGroup) {
 		select {
 		case <-ctx.Done():
 			return
-		case q := <-l.queue:
-			if q.Method == protocol.MethodQueryCancel {
-				s.cancel(q)
+		case j := <-l.queue:
+			if j.q.Method == protocol.MethodQueryCancel {
+				s.cancel(j)
 				continue
 			}
 			select {
@@ -172,36 +207,37 @@ func (s *Server) drain(ctx context.Context, l *lane, wg *sync.WaitGroup) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-l.sem }()
-				s.run(ctx, q, l.results)
+				s.run(ctx, j, l.results)
 			}()
 		}
 	}
 }
 
-func (s *Server) cancel(q protocol.Query) {
-	body, err := protocol.DecodeQueryCancel(q.Params.Body, 0)
+func (s *Server) cancel(j job) {
+	body, err := protocol.DecodeQueryCancel(j.q.Params.Body, 0)
 	if err != nil {
-		s.Metrics.Reject(s.Log, "query", q.Params.From, string(protocol.KindOf(err)), fmt.Errorf("query.cancel: %w", err))
+		s.Metrics.Reject(s.Log, "query", j.q.Params.From, string(protocol.KindOf(err)), fmt.Errorf("query.cancel: %w", err))
 		return
 	}
 	s.mu.Lock()
-	stop := s.running[body.ID]
+	stop := s.running[j.key(body.ID)]
 	s.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
 }
 
-func (s *Server) run(ctx context.Context, q protocol.Query, results *bus.Outbox) {
+func (s *Server) run(ctx context.Context, j job, results *bus.Outbox) {
+	q := j.q
 	s.mu.Lock()
 	h := s.handlers[q.Params.Type]
 	qctx, cancel := context.WithCancel(ctx)
-	s.running[q.ID] = cancel
+	s.running[j.key(q.ID)] = cancel
 	s.heldLocked()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.running, q.ID)
+		delete(s.running, j.key(q.ID))
 		s.heldLocked()
 		s.mu.Unlock()
 		cancel()
@@ -209,7 +245,7 @@ func (s *Server) run(ctx context.Context, q protocol.Query, results *bus.Outbox)
 	res := protocol.QueryResult{JSONRPC: protocol.JSONRPC, ID: q.ID}
 	if h == nil {
 		res.Error = fmt.Sprintf("unknown query type %q", q.Params.Type)
-		s.reply(s.rejects, res)
+		s.reply(s.rejects, j, res)
 		return
 	}
 	body, err := safeCall(qctx, h, q)
@@ -223,7 +259,7 @@ func (s *Server) run(ctx context.Context, q protocol.Query, results *bus.Outbox)
 			res.Result = &protocol.ResultBody{Success: true, Body: b}
 		}
 	}
-	s.reply(results, res)
+	s.reply(results, j, res)
 }
 
 // seenQuery is what the server remembers of a recent query id.
@@ -236,12 +272,13 @@ type seenQuery struct {
 // finished with a result too large to keep. A copy of a query that is
 // queued or running is dropped; a copy of a finished one is answered with
 // the kept result.
-func (s *Server) first(q protocol.Query) bool {
+func (s *Server) first(j job) bool {
+	key := j.key(j.q.ID)
 	s.mu.Lock()
-	e, seen := s.recent[q.ID]
+	e, seen := s.recent[key]
 	if !seen {
-		s.recent[q.ID] = &seenQuery{}
-		s.order = append(s.order, q.ID)
+		s.recent[key] = &seenQuery{}
+		s.order = append(s.order, key)
 		if len(s.order) > recentQueries {
 			delete(s.recent, s.order[0])
 			s.order = s.order[1:]
@@ -261,14 +298,14 @@ func (s *Server) first(q protocol.Query) bool {
 	s.mu.Unlock()
 	s.Metrics.Duplicates.WithLabelValues("query", "query").Inc()
 	if cached != nil {
-		s.results.Send(s.Scheme.Results(s.Device), cached, false)
+		s.results.Send(j.to, cached, false)
 	}
 	return again
 }
 
-func (s *Server) forget(id string) {
+func (s *Server) forget(j job) {
 	s.mu.Lock()
-	delete(s.recent, id)
+	delete(s.recent, j.key(j.q.ID))
 	s.heldLocked()
 	s.mu.Unlock()
 }
@@ -293,15 +330,15 @@ func safeCall(ctx context.Context, h Handler, q protocol.Query) (body any, err e
 
 // reply queues r on o; it never waits on the network. The result of a
 // query is kept for its copies when it is small.
-func (s *Server) reply(o *bus.Outbox, r protocol.QueryResult) {
+func (s *Server) reply(o *bus.Outbox, j job, r protocol.QueryResult) {
 	b, _ := json.Marshal(r)
 	s.mu.Lock()
-	if e, ok := s.recent[r.ID]; ok {
+	if e, ok := s.recent[j.key(r.ID)]; ok {
 		e.done = true
 		if len(b) <= maxCachedResult {
 			e.result = b
 		}
 	}
 	s.mu.Unlock()
-	o.Send(s.Scheme.Results(s.Device), b, false)
+	o.Send(j.to, b, false)
 }

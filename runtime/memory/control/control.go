@@ -1,20 +1,23 @@
 // Package control is a device's memory controlled over the bus (issue
-// 29): the device's Server answers memory requests (list, export,
-// forget, wipe) that identities publish under their own names, and Ask is
-// the asking side (chorus memory, tests).
+// 29): the device answers memory requests (list, export, forget, wipe,
+// and the voiceprints') that identities send under their own names, as
+// queries of type protocol.TypeMemory on a private query server
+// (runtime/query, Server.Private: each identity's requests on its own
+// topic, answered on that topic's answer, which only it reads); the
+// asking side is query.Memory over a Private query client (chorus
+// memory, the bridge).
 //
-// Who may do what is decided here, by the identity in the request's topic
-// (the broker lets only that identity publish there, and only it reads
-// the answer): an operator (memory.operators) may list, export and forget
-// anyone's facts and wipe them all; anyone else may list, export and
-// forget only their own.
+// Who may do what is decided here, by the identity of the request's
+// topic (the broker lets only that identity publish there, and only it
+// reads the answer): an operator (memory.operators) may list, export and
+// forget anyone's facts and wipe them all; anyone else may list, export
+// and forget only their own.
 //
 // # Concurrency
 //
-// The bus handler only decodes and queues (bounded; a full queue drops
-// the request, counted): the store's disk work and the answer's publish
-// run on the Server's own goroutine. A request seen again (at-least-once
-// delivery) gets the answer it had.
+// Handle is safe for concurrent use; the query server runs it on its own
+// goroutines, never on a bus handler. A request seen again with its id
+// (a client that sends it again in a new query) gets the answer it had.
 package control
 
 import (
@@ -30,21 +33,16 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
-const (
-	queueSize      = 32
-	answersKept    = 128
-	publishTimeout = 10 * time.Second
-)
+// answersKept bounds the answers kept for requests seen again.
+const answersKept = 128
 
-// Server answers a device's memory requests.
-type Server struct {
-	Bus    bus.Bus
-	Scheme topic.Scheme
-	Device string
-	Store  *memory.Store
+// Memory answers a device's memory requests.
+type Memory struct {
+	Store *memory.Store
 	// Voices are the device's voiceprints, nil when it keeps none: forget
 	// and wipe erase them with the facts.
 	Voices *memory.Voices
@@ -59,9 +57,8 @@ type Server struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 
-	queue   chan request
-	mu      sync.Mutex
-	answers map[string][]byte // by requester and request id
+	mu      sync.Mutex // one request at a time: the store's disk work, the answers
+	answers map[string]protocol.MemoryAnswer
 	order   []string
 }
 
@@ -70,75 +67,49 @@ type request struct {
 	req  protocol.MemoryRequest
 }
 
-// Run subscribes and answers until ctx ends.
-func (s *Server) Run(ctx context.Context) error {
-	if s.Log == nil {
-		s.Log = slog.Default()
-	}
-	s.Metrics = metrics.OrNew(s.Metrics)
-	s.queue = make(chan request, queueSize)
-	s.answers = map[string][]byte{}
-	err := s.Bus.Subscribe(ctx, s.Scheme.MemoryRequests(s.Device), func(t string, payload []byte) {
-		r, ok := s.Scheme.Parse(t)
-		if !ok || r.Kind != topic.KindMemory || r.Device != s.Device {
-			return
-		}
-		req, err := protocol.DecodeMemoryRequest(payload, 0)
-		if err != nil {
-			s.Metrics.Reject(s.Log, string(topic.KindMemory), r.Identity, string(protocol.KindOf(err)), err)
-			return
-		}
-		select {
-		case s.queue <- request{from: r.Identity, req: req}:
-		default:
-			s.Metrics.QueueDrops.WithLabelValues("memory", "request").Inc()
-		}
-	})
+// Handle is the query handler of protocol.TypeMemory: from is the
+// identity whose topic the request came on. A request that does not
+// decode is an error naming what is wrong; a refused one is an answer
+// whose Error says why.
+func (s *Memory) Handle(_ context.Context, from string, body json.RawMessage) (any, error) {
+	req, err := protocol.DecodeMemoryRequest(body, 0)
 	if err != nil {
-		return fmt.Errorf("memory control: %w", err)
+		metrics.OrNew(s.Metrics).Reject(s.log(), string(topic.KindMemory), from, string(protocol.KindOf(err)), err)
+		return nil, err
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case r := <-s.queue:
-			s.answer(ctx, r)
-		}
+	key := from + "\x00" + req.ID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, seen := s.answers[key]; seen {
+		metrics.OrNew(s.Metrics).Duplicates.WithLabelValues("memory", "request").Inc()
+		return a, nil
 	}
+	a := s.do(request{from: from, req: req})
+	a.ID = req.ID
+	if s.answers == nil {
+		s.answers = map[string]protocol.MemoryAnswer{}
+	}
+	s.answers[key] = a
+	s.order = append(s.order, key)
+	if len(s.order) > answersKept {
+		delete(s.answers, s.order[0])
+		s.order = s.order[1:]
+	}
+	return a, nil
 }
 
-func (s *Server) answer(ctx context.Context, r request) {
-	key := r.from + "\x00" + r.req.ID
-	s.mu.Lock()
-	b, seen := s.answers[key]
-	s.mu.Unlock()
-	if !seen {
-		a := s.do(r)
-		a.ID = r.req.ID
-		b, _ = json.Marshal(a)
-		s.mu.Lock()
-		s.answers[key] = b
-		s.order = append(s.order, key)
-		if len(s.order) > answersKept {
-			delete(s.answers, s.order[0])
-			s.order = s.order[1:]
-		}
-		s.mu.Unlock()
-	} else {
-		s.Metrics.Duplicates.WithLabelValues("memory", "request").Inc()
+func (s *Memory) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	if err := s.Bus.Publish(pctx, s.Scheme.MemoryAnswer(s.Device, r.from), b, false); err != nil {
-		s.Log.Warn("memory control: answer not sent", "to", r.from, "err", err)
-	}
+	return s.Log
 }
 
 // Refused says why a request was refused.
 var errRefused = errors.New("refused")
 
 // do runs one request.
-func (s *Server) do(r request) protocol.MemoryAnswer {
+func (s *Memory) do(r request) protocol.MemoryAnswer {
 	req, op := r.req, s.IsOperator != nil && s.IsOperator(r.from)
 	if req.Op == protocol.MemoryForget && req.Person == "" && req.Fact != "" {
 		// A fact's id names whose it is: the rule below is then the same
@@ -149,7 +120,7 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 		req.Person = r.from // a person's list without a name is their own
 	}
 	if err := allowed(r.from, op, req); err != nil {
-		s.Metrics.Reject(s.Log, string(topic.KindMemory), r.from, "refused", err)
+		metrics.OrNew(s.Metrics).Reject(s.log(), string(topic.KindMemory), r.from, "refused", err)
 		return protocol.MemoryAnswer{Error: err.Error()}
 	}
 	switch req.Op {
@@ -204,7 +175,7 @@ func (s *Server) do(r request) protocol.MemoryAnswer {
 }
 
 // voices answers the voiceprints' requests.
-func (s *Server) voices(req protocol.MemoryRequest) protocol.MemoryAnswer {
+func (s *Memory) voices(req protocol.MemoryRequest) protocol.MemoryAnswer {
 	if s.Voices == nil {
 		return protocol.MemoryAnswer{Error: "this device keeps no voiceprints (hearing.voice is off)"}
 	}
@@ -230,7 +201,7 @@ func (s *Server) voices(req protocol.MemoryRequest) protocol.MemoryAnswer {
 		if err := s.Voices.Add(req.Person, req.Model, time.Now(), req.Embeddings...); err != nil {
 			return protocol.MemoryAnswer{Error: err.Error()}
 		}
-		s.Log.Info("memory control: voice enrolled", "person", req.Person, "embeddings", len(req.Embeddings))
+		s.log().Info("memory control: voice enrolled", "person", req.Person, "embeddings", len(req.Embeddings))
 	}
 	out := []protocol.VoicePrint{}
 	for _, v := range s.Voices.List() {
@@ -242,7 +213,7 @@ func (s *Server) voices(req protocol.MemoryRequest) protocol.MemoryAnswer {
 }
 
 // owner is the person fact id is about, "" when no fact has that id.
-func (s *Server) owner(id string) string {
+func (s *Memory) owner(id string) string {
 	for _, f := range s.Store.Facts("") {
 		if f.ID == id {
 			return f.Person
@@ -271,120 +242,11 @@ func allowed(from string, operator bool, req protocol.MemoryRequest) error {
 	return nil
 }
 
-// Ask sends req to device's memory as identity as (b's identity) and
-// waits for the answer, up to timeout: NewAsker(b, s, as).Ask, for one
-// question.
-func Ask(ctx context.Context, b bus.Bus, s topic.Scheme, as, device string, req protocol.MemoryRequest, timeout time.Duration) (protocol.MemoryAnswer, error) {
-	return NewAsker(b, s, as).Ask(ctx, device, req, timeout)
-}
-
-// Asker asks devices about their memory as one identity on one
-// connection: one subscription to every memory answer to the identity,
-// made at the first question and kept with the connection (a bus
-// subscription lasts until its connection closes), and each question
-// waits for the answer with its id. A connection that lives long (the
-// bridge's, for its clients' identities) keeps one handler, not one per
-// question. Safe for concurrent use.
-type Asker struct {
-	b  bus.Bus
-	s  topic.Scheme
-	as string
-
-	subMu      sync.Mutex // one subscription, made once
-	subscribed bool
-
-	mu      sync.Mutex
-	waiting map[string]chan protocol.MemoryAnswer // by request id
-}
-
-// NewAsker is an Asker for identity as on b; it subscribes at the first
-// question.
-func NewAsker(b bus.Bus, s topic.Scheme, as string) *Asker {
-	return &Asker{b: b, s: s, as: as, waiting: map[string]chan protocol.MemoryAnswer{}}
-}
-
-// Waiting is how many questions wait for their answer.
-func (a *Asker) Waiting() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.waiting)
-}
-
-func (a *Asker) subscribe(ctx context.Context) error {
-	a.subMu.Lock()
-	defer a.subMu.Unlock()
-	if a.subscribed {
-		return nil
-	}
-	// The connection's own life, not the first question's: the one
-	// subscription serves every later question.
-	err := a.b.Subscribe(context.WithoutCancel(ctx), a.s.MemoryAnswer("+", a.as), func(t string, payload []byte) {
-		r, ok := a.s.Parse(t)
-		if !ok || r.Kind != topic.KindMemoryAnswer || r.Identity != a.as {
-			return
-		}
-		ans, err := protocol.DecodeMemoryAnswer(payload, protocol.MaxMemoryFacts*1024)
-		if err != nil {
-			return
-		}
-		a.mu.Lock()
-		got := a.waiting[r.Device+"\x00"+ans.ID]
-		a.mu.Unlock()
-		if got != nil {
-			select { // a bus handler never blocks: a repeat is dropped
-			case got <- ans:
-			default:
-			}
-		}
-	})
-	if err == nil {
-		a.subscribed = true
-	}
-	return err
-}
-
-// Ask sends req to device's memory and waits for the answer, up to
-// timeout, sending it again every 2 s (at least once: the device answers
-// a repeat with the same answer). An answer with Error is an error.
-func (a *Asker) Ask(ctx context.Context, device string, req protocol.MemoryRequest, timeout time.Duration) (protocol.MemoryAnswer, error) {
-	if req.ID == "" {
-		req.ID = protocol.NewID()
-	}
-	if err := a.subscribe(ctx); err != nil {
-		return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: %w", device, err)
-	}
-	key := device + "\x00" + req.ID
-	got := make(chan protocol.MemoryAnswer, 1)
-	a.mu.Lock()
-	a.waiting[key] = got
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.waiting, key)
-		a.mu.Unlock()
-	}()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	body, _ := json.Marshal(req)
-	noAnswer := fmt.Errorf("memory of %s: no answer within %v (is it online, with memory on?)", device, timeout)
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		if err := a.b.Publish(ctx, a.s.Memory(device, a.as), body, false); err != nil {
-			if ctx.Err() != nil { // a resend that met the deadline: no answer
-				return protocol.MemoryAnswer{}, noAnswer
-			}
-			return protocol.MemoryAnswer{}, fmt.Errorf("memory of %s: %w", device, err)
-		}
-		select {
-		case ans := <-got:
-			if ans.Error != "" {
-				return ans, fmt.Errorf("memory of %s: %s", device, ans.Error)
-			}
-			return ans, nil
-		case <-ctx.Done():
-			return protocol.MemoryAnswer{}, noAnswer
-		case <-tick.C:
-		}
-	}
+// Serve answers device's memory requests with m until ctx ends: a
+// private query server (runtime/query, Server.Private) on b, running one
+// request at a time (the store's disk work).
+func Serve(ctx context.Context, b bus.Bus, s topic.Scheme, device string, m *Memory) error {
+	srv := &query.Server{Bus: b, Scheme: s, Device: device, Private: true, MaxRunning: 1, Log: m.Log, Metrics: m.Metrics}
+	srv.Handle(protocol.TypeMemory, m.Handle)
+	return srv.Serve(ctx)
 }

@@ -2,7 +2,6 @@ package control_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/memory/control"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -57,12 +57,12 @@ func memoryControl(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer voices.Close()
-	srv := &control.Server{Bus: dial("dev"), Scheme: s, Device: "dev", Store: st, Voices: voices,
+	m := &control.Memory{Store: st, Voices: voices,
 		Person:     func(id string) bool { return id == "alice" || id == "bob" },
 		IsOperator: func(id string) bool { return id == "root" },
 		Forgot:     func(p string, n int) { mu.Lock(); forgot = append(forgot, p); mu.Unlock() }}
 	done := make(chan struct{})
-	go func() { defer close(done); srv.Run(ctx) }()
+	go func() { defer close(done); control.Serve(ctx, dial("dev"), s, "dev", m) }()
 	defer func() { cancel(); <-done }()
 	time.Sleep(100 * time.Millisecond) // subscribed
 
@@ -78,7 +78,9 @@ func memoryControl(t *testing.T, url string) {
 	})
 
 	ask := func(as string, req protocol.MemoryRequest) (protocol.MemoryAnswer, error) {
-		return control.Ask(ctx, dial(as), s, as, "dev", req, 5*time.Second)
+		c := query.NewClient(dial(as), s, as, query.ClientOptions{Private: true})
+		defer c.Close()
+		return query.Memory(ctx, c, "dev", req, 5*time.Second)
 	}
 	cases := []struct {
 		name, as string
@@ -146,7 +148,7 @@ func memoryControl(t *testing.T, url string) {
 		t.Fatalf("wipe: %v; bob's voice known %v", err, voices.Knows("bob"))
 	}
 	// eve's own answer reaches her subscription: it reads, just not others'.
-	if _, err := control.Ask(ctx, eve, s, "eve", "dev", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "eve"}, 5*time.Second); err != nil {
+	if _, err := query.Memory(ctx, query.NewClient(eve, s, "eve", query.ClientOptions{Private: true}), "dev", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "eve"}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -164,54 +166,5 @@ func memoryControl(t *testing.T, url string) {
 	}
 	if own == 0 {
 		t.Fatal("eve's subscription read nothing, not even her own answer: the test proves nothing")
-	}
-}
-
-// An Asker hears, for each question, only the answer of the device it
-// asked with the question's id; nothing waits once the question ends.
-func TestAskerHearsOnlyItsOwnAnswers(t *testing.T) {
-	br := bustest.StartEmbedded(t, bustest.Options{ACL: true})
-	ctx := context.Background()
-	s := topic.New("")
-	dial := func(id string) bus.Bus {
-		b, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: id + "-" + protocol.NewID()[:8], Username: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	a := control.NewAsker(dial("alice"), s, "alice")
-	// Two devices answer every request they see: "other" first, with a
-	// wrong id too, then "kiosk".
-	for _, dev := range []string{"other", "kiosk"} {
-		b := dial(dev)
-		dev := dev
-		b.Subscribe(ctx, s.MemoryRequests(dev), func(_ string, payload []byte) {
-			req, err := protocol.DecodeMemoryRequest(payload, 0)
-			if err != nil {
-				return
-			}
-			for _, id := range []string{"wrong-" + req.ID, req.ID} {
-				ans, _ := json.Marshal(protocol.MemoryAnswer{ID: id, Forgotten: map[string]int{"other": 7, "kiosk": 1}[dev]})
-				b.Publish(ctx, s.MemoryAnswer(dev, "alice"), ans, false)
-			}
-		})
-	}
-	time.Sleep(100 * time.Millisecond) // subscribed
-	for i := range 3 {                 // one subscription serves every question
-		ans, err := a.Ask(ctx, "kiosk", protocol.MemoryRequest{Op: protocol.MemoryForget, Person: "alice"}, 5*time.Second)
-		if err != nil || ans.Forgotten != 1 {
-			t.Fatalf("question %d: %+v, %v; want kiosk's answer", i, ans, err)
-		}
-		if n := a.Waiting(); n != 0 {
-			t.Fatalf("%d questions still wait after the answer", n)
-		}
-	}
-	if _, err := a.Ask(ctx, "nobody", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "alice"}, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no answer within") {
-		t.Fatalf("a device that never answers: %v", err)
-	}
-	if n := a.Waiting(); n != 0 {
-		t.Fatalf("%d questions still wait after the timeout", n)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
-	"github.com/chorus-robotics/chorus/runtime/memory/control"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
 
@@ -96,14 +96,15 @@ func askDevices(ctx context.Context, rf *roomFlags, devices string, timeout time
 		fmt.Fprintf(stderr, "asking %s\n", strings.Join(found, ", "))
 		devices = strings.Join(found, ",")
 	}
-	asker := control.NewAsker(b, r.Scheme, rf.user)
+	asker := query.NewClient(b, r.Scheme, rf.user, query.ClientOptions{Private: true})
+	defer asker.Close()
 	var failed []string
 	for _, dev := range strings.Split(devices, ",") {
 		if why := protocol.ValidIdentity(dev); why != "" {
 			return fmt.Errorf("-device %q: %s", dev, why)
 		}
 		req.ID = protocol.NewID()
-		a, err := asker.Ask(ctx, dev, req, timeout)
+		a, err := query.Memory(ctx, asker, dev, req, timeout)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", dev, err)
 			failed = append(failed, dev)

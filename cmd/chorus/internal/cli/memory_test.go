@@ -37,9 +37,8 @@ func TestMemoryWithItsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := topic.New("")
-	srv := &control.Server{Bus: dev, Scheme: s, Device: "dev", Store: st}
 	done := make(chan struct{})
-	go func() { defer close(done); srv.Run(ctx) }()
+	go func() { defer close(done); control.Serve(ctx, dev, s, "dev", &control.Memory{Store: st}) }()
 	defer func() { cancel(); <-done }()
 	p, _ := json.Marshal(protocol.Presence{Online: true, Device: "dev", Since: time.Now()})
 	if err := dev.Publish(ctx, s.Presence("lab", "kyoko"), p, true); err != nil {
