@@ -49,5 +49,5 @@ func (b *Bridge) Memory(ctx context.Context, tok Token, device string, req proto
 		return protocol.MemoryAnswer{}, fmt.Errorf("bridge: connect as %s: %w", tok.Name, err)
 	}
 	defer b.release(tok.Name)
-	return query.Memory(ctx, id.memory, device, req, MemoryTimeout)
+	return query.Call(ctx, id.memory, device, query.Memory, req, MemoryTimeout)
 }

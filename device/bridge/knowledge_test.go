@@ -176,7 +176,7 @@ func TestKnowledgeQueryIsAnsweredByTheBody(t *testing.T) {
 	}
 	done := make(chan known, 1)
 	go func() {
-		res, err := query.Know(ctx, qc, "web-bot", protocol.KnowledgeRequest{Name: "weather", Args: json.RawMessage(`{"day":"today"}`)}, 5*time.Second)
+		res, err := query.Call(ctx, qc, "web-bot", query.Knowledge, protocol.KnowledgeRequest{Name: "weather", Args: json.RawMessage(`{"day":"today"}`)}, 5*time.Second)
 		done <- known{res, err}
 	}()
 	q := next(t, d, "the knowledge query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })
@@ -193,7 +193,7 @@ func TestKnowledgeQueryIsAnsweredByTheBody(t *testing.T) {
 
 	// An answer that is not {text} is a bad result, named.
 	go func() {
-		res, err := query.Know(ctx, qc, "web-bot", protocol.KnowledgeRequest{Name: "weather"}, 5*time.Second)
+		res, err := query.Call(ctx, qc, "web-bot", query.Knowledge, protocol.KnowledgeRequest{Name: "weather"}, 5*time.Second)
 		done <- known{res, err}
 	}()
 	q = next(t, d, "the second knowledge query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })

@@ -92,7 +92,7 @@ func (b *Bridge) memory(ctx context.Context, c *client, id *identity, rid json.R
 		b.send(c, errorFrame(rid, "memory", fmt.Sprintf("memory of %s: device %s is offline", dev, dev)))
 		return
 	}
-	a, err := query.Memory(ctx, id.memory, dev, req, MemoryTimeout)
+	a, err := query.Call(ctx, id.memory, dev, query.Memory, req, MemoryTimeout)
 	if err != nil {
 		b.send(c, errorFrame(rid, "memory", err.Error()))
 		return

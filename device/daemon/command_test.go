@@ -52,7 +52,7 @@ http: {listen: "127.0.0.1:%d"}
 
 	var v protocol.VisionResult
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		v, err = query.Look(ctx, c, "bot", 2*time.Second)
+		v, err = query.Call(ctx, c, "bot", query.Vision, protocol.VisionRequest{}, 2*time.Second)
 		if errors.Is(err, query.ErrBadResult) {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ http: {listen: "127.0.0.1:%d"}
 	}
 
 	start := time.Now()
-	res, err := query.Speak(ctx, c, "bot", protocol.SpeakRequest{Message: "Hello there. Nice to see you."}, 10*time.Second)
+	res, err := query.Call(ctx, c, "bot", query.Speak, protocol.SpeakRequest{Message: "Hello there. Nice to see you."}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -745,7 +745,23 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 	if err != nil {
 		return err
 	}
+	// The robot's tools: its camera for agents here, the rest the
+	// companion's (its own, the body's, the MCP servers').
+	reg := &tool.Registry{Clash: func(name, source, why string) {
+		d.log.Warn("a tool is not offered", "tool", name, "source", source, "why", why)
+	}}
+	if look != nil {
+		if err := reg.Add(query.LookTool(qc, body, cfg.Query.Timeout)); err != nil {
+			return err
+		}
+	}
+	d.tools.Store(reg)
 	if cfg.Room.Mode == config.ModeRealtime {
+		// No companion: the body's actions for agents (a realtime
+		// agent's model is offered them by the agent).
+		if acts := d.actionsOf(body); acts != nil {
+			reg.Source(func() []tool.Tool { return query.ActionTools(qc, body, acts()) })
+		}
 		return d.realtimeAgents(ctx, g, l, p, b, qc)
 	}
 	mem, err := d.memory(ctx, g, l, b)
@@ -770,16 +786,10 @@ func (d *Daemon) companion(ctx context.Context, g *errgroup.Group, l *link, p *p
 		Overlap: cfg.Room.Turns == companion.TurnsOverlapped, BargeIn: protocol.BargeIn(cfg.Room.BargeIn),
 		Muted: p.Muted, BodyOnline: bodyOnline, OnStatus: d.onStatus(p), Actions: d.actionsOf(body),
 		Knowledge: d.knowledgeOf(body), SpeakMore: body == cfg.Device.ID, NoHold: body != cfg.Device.ID, Memory: mem,
-		HeardAs: cfg.Hearing.User, NoEager: cfg.Hearing.Ear.VAD.Eager.Off, Tools: tools})
+		HeardAs: cfg.Hearing.User, NoEager: cfg.Hearing.Ear.VAD.Eager.Off, Tools: tools, Registry: reg})
 	if err != nil {
 		return err
 	}
-	if cfg.Drivers.Camera.Kind != "none" || body != cfg.Device.ID {
-		if err := c.Tools().Add(query.LookTool(qc, body, cfg.Query.Timeout)); err != nil {
-			return err
-		}
-	}
-	d.tools.Store(c.Tools())
 	d.probe("companion", c)
 	g.Go(func() error { return c.Run(ctx) })
 	return nil
@@ -813,7 +823,7 @@ func (d *Daemon) mcpTools(ctx context.Context, g *errgroup.Group) (func() []tool
 					kind = tool.Answers
 				}
 				out = append(out, tool.Tool{Name: t.Name, Description: t.Description, Parameters: t.Schema,
-					Kind: kind, ReadOnly: t.ReadOnly, Source: c.Name(), Timeout: c.Timeout(),
+					Kind: kind, ReadOnly: t.ReadOnly, Source: tool.FromMCP(c.Name()), Timeout: c.Timeout(),
 					Call: tool.Text(func(ctx context.Context, args json.RawMessage) (string, error) { return c.Call(ctx, remote, args) })})
 			}
 		}
@@ -1030,7 +1040,7 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 // query through q.
 func visionEye(q query.Asker) llm.Eye {
 	return func(ctx context.Context, device string) (string, string, error) {
-		v, err := query.Look(ctx, q, device, 0)
+		v, err := query.Call(ctx, q, device, query.Vision, protocol.VisionRequest{}, 0)
 		if err != nil {
 			return "", "", err
 		}

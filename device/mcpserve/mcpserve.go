@@ -167,7 +167,7 @@ func (s *Server) syncTools() {
 	var ts []tool.Tool
 	if s.cfg.Tools != nil {
 		ts = slices.DeleteFunc(s.cfg.Tools(), func(t tool.Tool) bool {
-			return slices.Contains(own, t.Name) || !t.For(tool.ForAgents) || t.Call == nil
+			return slices.ContainsFunc(own, func(n string) bool { return strings.EqualFold(n, t.Name) }) || !t.For(tool.ForAgents) || t.Call == nil
 		})
 	}
 	s.mu.Lock()

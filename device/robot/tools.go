@@ -75,7 +75,7 @@ func checkServer(s mcp.Settings, p *settings.Problems) {
 	}
 	for i, a := range s.Allow {
 		if !toolName.MatchString(a) || len(s.Name)+1+len(a) > 64 {
-			p.Add(fmt.Sprintf("allow[%d]", i), "%q: a tool's name is letters, digits, _, . and -, and %s_%s is at most 64 characters", a, s.Name, a)
+			p.Add(fmt.Sprintf("allow[%d]", i), "%q: a tool's name is letters, digits, _, . and -, and %s is at most 64 characters", a, mcp.ToolName(s.Name, a))
 		}
 	}
 	if s.Timeout < 0 || s.Timeout > time.Minute {
@@ -119,7 +119,7 @@ func (c *Config) checkExecute(p, warn *settings.Problems) {
 	}
 	for _, s := range c.Tools.MCP {
 		for _, a := range s.Allow {
-			known = append(known, s.Name+"_"+a)
+			known = append(known, mcp.ToolName(s.Name, a))
 		}
 	}
 	if c.Brain.Provider == "rule" {

@@ -407,7 +407,7 @@ func (c *Client) allowed(listed []mcp.Tool) ([]Tool, []string) {
 			desc = strings.ToValidUTF8(desc[:MaxDescription], "") + "…"
 		}
 		ro := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
-		out = append(out, Tool{Name: c.s.Name + "_" + t.Name, Remote: t.Name, Description: desc, Schema: schema, ReadOnly: ro})
+		out = append(out, Tool{Name: ToolName(c.s.Name, t.Name), Remote: t.Name, Description: desc, Schema: schema, ReadOnly: ro})
 	}
 	var missing []string
 	for _, a := range c.s.Allow {
@@ -513,4 +513,12 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
+}
+
+// ToolName is what the robot calls a server's tool: the server's name,
+// _, and the tool's, its dots made _ (MCP allows them in a tool's name;
+// the models' APIs take letters, digits, _ and - only): ha_HassTurnOn,
+// ha_light_turn_on.
+func ToolName(server, tool string) string {
+	return server + "_" + strings.ReplaceAll(tool, ".", "_")
 }

@@ -41,6 +41,5 @@ const KnowBody = "body"
 // KnowBody. An empty list allows none. An MCP server's tool is allowed
 // by the robot's config (tools.mcp's allow), not by the card.
 func (c Card) AllowsKnowledge(t tool.Tool) bool {
-	mcp := t.Source != tool.FromRobot && t.Source != tool.FromBody
-	return mcp || slices.Contains(c.Knowledge, t.Name) || t.Source == tool.FromBody && slices.Contains(c.Knowledge, KnowBody)
+	return t.MCP() || slices.Contains(c.Knowledge, t.Name) || t.Source == tool.FromBody && slices.Contains(c.Knowledge, KnowBody)
 }

@@ -15,17 +15,18 @@ func TestCardAllowsKnowledge(t *testing.T) {
 		{Name: "weather", Source: tool.FromBody},
 		{Name: "date_time"},
 		{Name: "news", Source: tool.FromBody},
-		{Name: "ha_HassTurnOn", Source: "ha"},
+		{Name: "ha_HassTurnOn", Source: tool.FromMCP("ha")},
+		{Name: "body_HassTurnOff", Source: tool.FromMCP("body")}, // a server may be named body
 	}
 	for _, tc := range []struct {
 		list []string
 		want string
 	}{
-		{nil, "ha_HassTurnOn"},
-		{[]string{"body"}, "weather,news,ha_HassTurnOn"},
-		{[]string{"body", "date_time"}, "weather,date_time,news,ha_HassTurnOn"},
-		{[]string{"news"}, "news,ha_HassTurnOn"},
-		{[]string{"date_time"}, "date_time,ha_HassTurnOn"},
+		{nil, "ha_HassTurnOn,body_HassTurnOff"},
+		{[]string{"body"}, "weather,news,ha_HassTurnOn,body_HassTurnOff"},
+		{[]string{"body", "date_time"}, "weather,date_time,news,ha_HassTurnOn,body_HassTurnOff"},
+		{[]string{"news"}, "news,ha_HassTurnOn,body_HassTurnOff"},
+		{[]string{"date_time"}, "date_time,ha_HassTurnOn,body_HassTurnOff"},
 	} {
 		var names []string
 		for _, tl := range ts {

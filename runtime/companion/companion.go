@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
@@ -33,6 +34,10 @@ type Companion struct {
 	wg     sync.WaitGroup
 	out    *bus.Outbox
 	tools  *tool.Registry // what the model may call, and agents (tools.go)
+	// presentNow is the companions present as Run last saw them, for
+	// the companions_present tool, which the brain calls from its own
+	// goroutine.
+	presentNow atomic.Pointer[[]string]
 
 	// owned by Run
 	history  []protocol.Message
@@ -178,7 +183,9 @@ func New(cfg Config) (*Companion, error) {
 			OnDrop: func(string, error) { m.PublishDropped.WithLabelValues("companion").Inc() }},
 	}
 	c.mem = c.newKeeper()
-	c.tools = c.newTools()
+	if c.tools, err = c.newTools(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -292,6 +299,8 @@ func (c *Companion) handle(ctx context.Context, e event) {
 		} else {
 			delete(c.present, e.presence.ID)
 		}
+		list := c.presentList()
+		c.presentNow.Store(&list)
 		c.maybeStart(ctx) // a speaker gone holds nobody up
 	case evMessage:
 		c.onMessage(ctx, e.msg)

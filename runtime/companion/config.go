@@ -137,6 +137,9 @@ type Config struct {
 	// (tools.mcp), as they are now: offered whatever card.knowledge says;
 	// those that act run only in a granted turn (tool.Acts).
 	Tools func() []tool.Tool
+	// Registry is the robot's tool registry, which the companion adds its
+	// own tools and the body's to (Companion.Tools); nil: one of its own.
+	Registry *tool.Registry
 	// HeardAs is the identity the room publishes a heard person's
 	// Message under (hearing.user; default protocol.DefaultHeardUser): a
 	// think on their words so far is a think on a Message of theirs

@@ -234,7 +234,7 @@ func (t *turn) appendWords(ctx context.Context, m protocol.SpeakMore) bool {
 	var err error
 	for range appendTries {
 		var res protocol.SpeakMoreResult
-		if res, err = query.SpeakMore(ctx, t.cfg.Queries, t.cfg.Device, m, appendTimeout); err == nil {
+		if res, err = query.Call(ctx, t.cfg.Queries, t.cfg.Device, query.SpeakMore, m, appendTimeout); err == nil {
 			return res.Appended
 		}
 		if ctx.Err() != nil {

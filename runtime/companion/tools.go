@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -27,46 +28,58 @@ var BuiltinKnowledge = []string{KnowCompanions, KnowDateTime, KnowMemory}
 // robot registers more there (the camera for agents).
 func (c *Companion) Tools() *tool.Registry { return c.tools }
 
-// newTools registers the companion's tools, in the order a name is
-// claimed: its own (the companions present, the date and time, memory
-// search — whether or not the card lists them, so no body takes their
-// names), then the body's actions (Config.Actions), the knowledge tools
-// the body declares (Config.Knowledge), and the MCP servers' tools the
-// robot's config allows (Config.Tools). A tool whose name is taken is
-// left out, said in the log once.
-func (c *Companion) newTools() *tool.Registry {
-	r := &tool.Registry{Clash: func(name, source, why string) {
-		c.log.Warn("a tool is not offered", "tool", name, "source", source, "why", why)
-	}}
-	present, clk := c.presentList, c.cfg.Clock
-	must := func(t tool.Tool) {
+// newTools registers the companion's tools in the robot's registry
+// (Config.Registry), in the order a name is claimed: its own (the
+// companions present, the date and time, memory search — whether or not
+// the card lists them, so no body takes their names), then the body's
+// actions (Config.Actions), the MCP servers' tools the robot's config
+// allows (Config.Tools), and the knowledge tools the body declares that
+// the card allows (Config.Knowledge). A tool whose name is taken is left
+// out, said in the log once.
+func (c *Companion) newTools() (*tool.Registry, error) {
+	r := c.cfg.Registry
+	if r == nil {
+		r = &tool.Registry{Clash: func(name, source, why string) {
+			c.log.Warn("a tool is not offered", "tool", name, "source", source, "why", why)
+		}}
+	}
+	c.presentNow.Store(&[]string{})
+	present, clk := &c.presentNow, c.cfg.Clock
+	for _, t := range []tool.Tool{
+		{Name: KnowCompanions, Description: "The companions present in the room now (their ids).",
+			Call: tool.Text(func(context.Context, json.RawMessage) (string, error) {
+				b, _ := json.Marshal(*present.Load())
+				return string(b), nil
+			})},
+		{Name: KnowDateTime, Description: "The date, the day of the week and the time here.",
+			Call: tool.Text(func(context.Context, json.RawMessage) (string, error) {
+				return clk.Now().Format("Monday 2 January 2006, 15:04 MST"), nil
+			})},
+		{Name: KnowMemory, Person: true,
+			Description: "Search what you remember about the person you are answering. Argument: query, a few words.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
+			Call:        c.memorySearch},
+	} {
 		if err := r.Add(t); err != nil {
-			panic(err) // the companion's own tools are valid
+			return nil, fmt.Errorf("companion: %w", err)
 		}
 	}
-	must(tool.Tool{Name: KnowCompanions, Description: "The companions present in the room now (their ids).",
-		Call: tool.Text(func(context.Context, json.RawMessage) (string, error) {
-			b, _ := json.Marshal(present())
-			return string(b), nil
-		})})
-	must(tool.Tool{Name: KnowDateTime, Description: "The date, the day of the week and the time here.",
-		Call: tool.Text(func(context.Context, json.RawMessage) (string, error) {
-			return clk.Now().Format("Monday 2 January 2006, 15:04 MST"), nil
-		})})
-	must(tool.Tool{Name: KnowMemory, Person: true,
-		Description: "Search what you remember about the person you are answering. Argument: query, a few words.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
-		Call:        c.memorySearch})
 	if c.cfg.Device != "" && c.cfg.Actions != nil {
 		r.Source(func() []tool.Tool { return query.ActionTools(c.cfg.Queries, c.cfg.Device, c.cfg.Actions()) })
-	}
-	if c.cfg.Device != "" && c.cfg.Knowledge != nil {
-		r.Source(func() []tool.Tool { return query.KnowledgeTools(c.cfg.Queries, c.cfg.Device, c.cfg.Knowledge()) })
 	}
 	if c.cfg.Tools != nil {
 		r.Source(c.cfg.Tools)
 	}
-	return r
+	if c.cfg.Device != "" && c.cfg.Knowledge != nil {
+		r.Source(func() []tool.Tool {
+			// Only what the card allows claims a name: a tool it does
+			// not offer hides nothing.
+			return slices.DeleteFunc(query.KnowledgeTools(c.cfg.Queries, c.cfg.Device, c.cfg.Knowledge()), func(t tool.Tool) bool {
+				return !c.cfg.Card.AllowsKnowledge(t)
+			})
+		})
+	}
+	return r, nil
 }
 
 // memorySearch is memory_search: what the companion remembers about the

@@ -368,7 +368,7 @@ func (t *turn) start(ctx context.Context, now time.Time) {
 			t.host.deliver(ctx, event{kind: evSpoke, id: id, result: res, err: err})
 			return
 		}
-		if _, err := query.SpeakStart(ctx, t.cfg.Queries, t.cfg.Device, token, 5*time.Second); err != nil {
+		if _, err := query.Call(ctx, t.cfg.Queries, t.cfg.Device, query.SpeakStart, protocol.SpeakStart{Hold: token}, 5*time.Second); err != nil {
 			t.log.Warn("speak.start failed; the held speak times out", "body", t.cfg.Device, "err", err)
 		}
 	}()
@@ -493,7 +493,7 @@ func (t *turn) stop(at protocol.BargeIn, why string) {
 		defer t.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := query.SpeakStop(ctx, t.cfg.Queries, t.cfg.Device, at, 5*time.Second); err != nil {
+		if _, err := query.Call(ctx, t.cfg.Queries, t.cfg.Device, query.SpeakStop, protocol.SpeakStop{At: at}, 5*time.Second); err != nil {
 			t.log.Warn("speak.stop failed", "body", t.cfg.Device, "err", err)
 		}
 	}()
@@ -503,7 +503,7 @@ func (t *turn) stop(at protocol.BargeIn, why string) {
 // answered but that does not decode is counted and logged, and stands for
 // a result that says nothing (the words were said).
 func (t *turn) speakQuery(ctx context.Context, req protocol.SpeakRequest, timeout time.Duration) (protocol.SpeakResult, error) {
-	res, err := query.Speak(ctx, t.cfg.Queries, t.cfg.Device, req, timeout)
+	res, err := query.Call(ctx, t.cfg.Queries, t.cfg.Device, query.Speak, req, timeout)
 	if errors.Is(err, query.ErrBadResult) {
 		t.cfg.Room.Metrics.Reject(t.log, "result", t.cfg.Device, string(protocol.KindOf(err)), err)
 		return protocol.SpeakResult{}, nil

@@ -34,9 +34,6 @@ type callOptions struct {
 // what nobody wants any more (a speak cut off by a user's barge-in).
 func CancelOnGiveUp() CallOption { return func(o *callOptions) { o.cancelOnGiveUp = true } }
 
-// LookTimeout bounds one look through a device's camera (Look's timeout 0).
-const LookTimeout = 10 * time.Second
-
 // ErrBadResult wraps a result body that does not decode as its type's
 // result: the device answered, success, but with something else.
 var ErrBadResult = errors.New("query: result body is not what its type answers")
@@ -45,130 +42,100 @@ func badResult(device, typ string, err error) error {
 	return fmt.Errorf("%w: %s from %s: %w", ErrBadResult, typ, device, err)
 }
 
-// Call asks device the query typ with body and decodes its result with
-// decode (the protocol's decoder of typ's result): the one typed call
-// every query type's goes through. A result that does not decode returns
-// the zero R and an error wrapping ErrBadResult.
-func Call[R any](ctx context.Context, a Asker, device, typ string, body any, timeout time.Duration,
-	decode func([]byte, int) (R, error), opts ...CallOption) (R, error) {
-	var zero R
-	raw, err := a.Ask(ctx, device, typ, body, timeout, opts...)
+// Type is a query type as a caller asks it: its name, its result's
+// decoder, its default timeout, whether a call given up is cancelled on
+// the device, and what of a result is a refusal. A new query type is one
+// declaration; Call asks any of them.
+type Type[Req, Res any] struct {
+	Name    string
+	Decode  func([]byte, int) (Res, error)
+	Timeout time.Duration // a call's timeout 0: this; 0 here too: the Asker's own
+	Cancel  bool          // a call given up (its timeout, its context's end) is cancelled on the device
+	// Refused is why a result is a refusal ("" when it is not): the
+	// device answered, and said no.
+	Refused func(Res) string
+	// Silent is what a person is told when the device did not answer in
+	// time ("" : the client's error alone).
+	Silent string
+}
+
+// The query types (docs/protocol.md, "Query types").
+var (
+	// Speak says the words and answers when their audio has drained.
+	Speak = Type[protocol.SpeakRequest, protocol.SpeakResult]{Name: protocol.TypeSpeak, Decode: protocol.DecodeSpeakResult, Cancel: true}
+	// SpeakStart starts the speak held with a token (Started: one was).
+	SpeakStart = Type[protocol.SpeakStart, protocol.SpeakStartResult]{Name: protocol.TypeSpeakStart, Decode: protocol.DecodeSpeakStartResult}
+	// SpeakMore appends words to a speak still being said (Appended:
+	// taken); only a device that serves speak.more is sent it.
+	SpeakMore = Type[protocol.SpeakMore, protocol.SpeakMoreResult]{Name: protocol.TypeSpeakMore, Decode: protocol.DecodeSpeakMoreResult}
+	// SpeakStop stops what is said, after the sentence or at once
+	// (Stopped: something was).
+	SpeakStop = Type[protocol.SpeakStop, protocol.SpeakStopResult]{Name: protocol.TypeSpeakStop, Decode: protocol.DecodeSpeakStopResult}
+	// Vision is the newest frame of the device's camera.
+	Vision = Type[protocol.VisionRequest, protocol.VisionResult]{Name: protocol.TypeVision, Decode: protocol.DecodeVisionResult, Timeout: LookTimeout}
+	// Phase opens or ends a realtime phase on the device of the room's
+	// active floor, and answers what the floor did.
+	Phase = Type[protocol.PhaseCommand, protocol.PhaseCommand]{Name: protocol.TypePhase, Decode: protocol.DecodePhaseCommand}
+	// Action does one of the body's actions (docs/actions.md) and answers
+	// at its end.
+	Action = Type[protocol.ActionRequest, protocol.ActionResult]{Name: protocol.TypeAction, Decode: protocol.DecodeActionResult, Timeout: ActionTimeout, Cancel: true}
+	// Knowledge answers a knowledge tool the body declared.
+	Knowledge = Type[protocol.KnowledgeRequest, protocol.KnowledgeResult]{Name: protocol.TypeKnowledge, Decode: protocol.DecodeKnowledgeResult, Cancel: true}
+	// Memory asks about the companion's memory: ask it through a Private
+	// client, whose answers only its identity reads (the device takes the
+	// request as that identity's). An answer with Error is a refusal.
+	Memory = Type[protocol.MemoryRequest, protocol.MemoryAnswer]{Name: protocol.TypeMemory, Timeout: MemoryTimeout,
+		Decode: func(b []byte, _ int) (protocol.MemoryAnswer, error) {
+			return protocol.DecodeMemoryAnswer(b, protocol.MaxMemoryFacts*1024)
+		},
+		Refused: func(a protocol.MemoryAnswer) string { return a.Error },
+		Silent:  "is it online, with memory on?"}
+)
+
+// Bounds of the calls that have their own (Type.Timeout).
+const (
+	LookTimeout   = 10 * time.Second // one look through a device's camera
+	ActionTimeout = 30 * time.Second // one action: a gesture, a light, a short program
+	MemoryTimeout = 10 * time.Second // one memory request
+)
+
+// Call asks device the query t with r and decodes its result: the one
+// typed call every query type goes through. r is checked first when it
+// has a Validate method (an error naming the type and the device); a
+// result that does not decode returns the zero Res and an error wrapping
+// ErrBadResult; a refusal (t.Refused) is an error naming the device, with
+// the result. timeout 0 means t's, then the Asker's own.
+func Call[Req, Res any](ctx context.Context, a Asker, device string, t Type[Req, Res], r Req, timeout time.Duration) (Res, error) {
+	var zero Res
+	if v, ok := any(r).(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return zero, fmt.Errorf("query: %s to %s: %w", t.Name, device, err)
+		}
+	}
+	if timeout <= 0 {
+		timeout = t.Timeout
+	}
+	var opts []CallOption
+	if t.Cancel {
+		opts = append(opts, CancelOnGiveUp())
+	}
+	raw, err := a.Ask(ctx, device, t.Name, r, timeout, opts...)
+	if errors.Is(err, ErrTimeout) && t.Silent != "" {
+		return zero, fmt.Errorf("%s of %s: no answer within %v (%s): %w", t.Name, device, timeout, t.Silent, err)
+	}
 	if err != nil {
 		return zero, err
 	}
-	res, err := decode(raw, 0)
+	res, err := t.Decode(raw, 0)
 	if err != nil {
-		return zero, badResult(device, typ, err)
+		return zero, badResult(device, t.Name, err)
+	}
+	if t.Refused != nil {
+		if why := t.Refused(res); why != "" {
+			return res, fmt.Errorf("%s of %s: %s", t.Name, device, why)
+		}
 	}
 	return res, nil
-}
-
-// Speak asks device to say r and waits for the end of its audio. A speak
-// given up (timeout, or ctx ended) is cancelled on the device. A result that
-// does not decode returns the zero SpeakResult and an error wrapping
-// ErrBadResult: the device did say the words.
-func Speak(ctx context.Context, a Asker, device string, r protocol.SpeakRequest, timeout time.Duration) (protocol.SpeakResult, error) {
-	if err := r.Validate(); err != nil {
-		return protocol.SpeakResult{}, fmt.Errorf("query: speak to %s: %w", device, err)
-	}
-	return Call(ctx, a, device, protocol.TypeSpeak, r, timeout, protocol.DecodeSpeakResult, CancelOnGiveUp())
-}
-
-// SpeakStart starts the speak held on device with token; it reports
-// whether one was waiting there.
-func SpeakStart(ctx context.Context, a Asker, device, token string, timeout time.Duration) (bool, error) {
-	res, err := Call(ctx, a, device, protocol.TypeSpeakStart, protocol.SpeakStart{Hold: token}, timeout, protocol.DecodeSpeakStartResult)
-	return res.Started, err
-}
-
-// SpeakMore appends r's words to the speak with r.MessageID that device
-// is still saying (a speak sent with More); it reports whether the device
-// took them (false: that speak has ended). Only a device that serves
-// speak.more is sent it.
-func SpeakMore(ctx context.Context, a Asker, device string, r protocol.SpeakMore, timeout time.Duration) (protocol.SpeakMoreResult, error) {
-	if err := r.Validate(); err != nil {
-		return protocol.SpeakMoreResult{}, fmt.Errorf("query: speak.more to %s: %w", device, err)
-	}
-	return Call(ctx, a, device, protocol.TypeSpeakMore, r, timeout, protocol.DecodeSpeakMoreResult)
-}
-
-// SpeakStop stops what device is saying, after the current sentence
-// (protocol.BargeInSentence) or at once (protocol.BargeInImmediate); it
-// reports whether something was playing.
-func SpeakStop(ctx context.Context, a Asker, device string, at protocol.BargeIn, timeout time.Duration) (bool, error) {
-	res, err := Call(ctx, a, device, protocol.TypeSpeakStop, protocol.SpeakStop{At: at}, timeout, protocol.DecodeSpeakStopResult)
-	return res.Stopped, err
-}
-
-// Look asks device for the newest frame of its camera; timeout 0 means
-// LookTimeout.
-func Look(ctx context.Context, a Asker, device string, timeout time.Duration) (protocol.VisionResult, error) {
-	if timeout <= 0 {
-		timeout = LookTimeout
-	}
-	return Call(ctx, a, device, protocol.TypeVision, nil, timeout, protocol.DecodeVisionResult)
-}
-
-// Phase asks the floor running on device to open or end a realtime phase
-// (of the room, or of cmd.Channel's whisper channel); it returns what the
-// floor did.
-func Phase(ctx context.Context, a Asker, device string, cmd protocol.PhaseCommand, timeout time.Duration) (protocol.PhaseCommand, error) {
-	return Call(ctx, a, device, protocol.TypePhase, cmd, timeout, protocol.DecodePhaseCommand)
-}
-
-// ActionTimeout bounds one action (Action's timeout 0): a gesture, a
-// light, a short program.
-const ActionTimeout = 30 * time.Second
-
-// Action asks device to do r (docs/actions.md) and waits for
-// its end; timeout 0 means ActionTimeout. An action given up is cancelled
-// on the device.
-func Action(ctx context.Context, a Asker, device string, r protocol.ActionRequest, timeout time.Duration) (protocol.ActionResult, error) {
-	if err := r.Validate(); err != nil {
-		return protocol.ActionResult{}, fmt.Errorf("query: action to %s: %w", device, err)
-	}
-	if timeout <= 0 {
-		timeout = ActionTimeout
-	}
-	return Call(ctx, a, device, protocol.TypeAction, r, timeout, protocol.DecodeActionResult, CancelOnGiveUp())
-}
-
-// Know asks device for the answer of a knowledge tool its body declared
-// (protocol.TypeKnowledge) and waits for it, bounded by ctx (a brain's
-// knowledge call has its own deadline) and timeout (0: the Asker's own).
-// A knowledge query given up is cancelled on the device.
-func Know(ctx context.Context, a Asker, device string, r protocol.KnowledgeRequest, timeout time.Duration) (protocol.KnowledgeResult, error) {
-	if err := r.Validate(); err != nil {
-		return protocol.KnowledgeResult{}, fmt.Errorf("query: knowledge to %s: %w", device, err)
-	}
-	return Call(ctx, a, device, protocol.TypeKnowledge, r, timeout, protocol.DecodeKnowledgeResult, CancelOnGiveUp())
-}
-
-// MemoryTimeout bounds one memory request (Memory's timeout 0).
-const MemoryTimeout = 10 * time.Second
-
-// Memory asks device about its companion's memory (protocol.TypeMemory)
-// and waits for the answer; timeout 0 means MemoryTimeout. Ask it through
-// a Private client, whose answers only its identity reads: the device
-// takes the request as that identity's (an operator's, or a person's
-// about themselves). An answer that refuses (its Error) is an error
-// naming the device, with the answer.
-func Memory(ctx context.Context, a Asker, device string, r protocol.MemoryRequest, timeout time.Duration) (protocol.MemoryAnswer, error) {
-	if r.ID == "" {
-		r.ID = protocol.NewID()
-	}
-	if timeout <= 0 {
-		timeout = MemoryTimeout
-	}
-	ans, err := Call(ctx, a, device, protocol.TypeMemory, r, timeout, decodeMemoryAnswer)
-	if err == nil && ans.Error != "" {
-		err = fmt.Errorf("memory of %s: %s", device, ans.Error)
-	}
-	return ans, err
-}
-
-func decodeMemoryAnswer(b []byte, _ int) (protocol.MemoryAnswer, error) {
-	return protocol.DecodeMemoryAnswer(b, protocol.MaxMemoryFacts*1024)
 }
 
 // Acts asks device for each of acts, the actions that go with the words
@@ -182,7 +149,7 @@ func Acts(ctx context.Context, wg *sync.WaitGroup, a Asker, device, msgID string
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := Action(ctx, a, device, r, timeout)
+			res, err := Call(ctx, a, device, Action, r, timeout)
 			if err != nil {
 				m.QueryErrors.WithLabelValues(protocol.TypeAction, "failed").Inc()
 				level := slog.LevelWarn

@@ -191,7 +191,7 @@ func TestCancelStopsRunningQuery(t *testing.T) {
 		cancel bool
 	}{
 		{"typed speak", func(c *Client) error {
-			_, err := Speak(context.Background(), c, "pi5", protocol.SpeakRequest{Message: "hi"}, 50*time.Millisecond)
+			_, err := Call(context.Background(), c, "pi5", Speak, protocol.SpeakRequest{Message: "hi"}, 50*time.Millisecond)
 			return err
 		}, true},
 		{"option on another type", func(c *Client) error {

@@ -24,7 +24,7 @@ func ActionTools(a Asker, device string, defs []protocol.ActionDef) []tool.Tool 
 			if len(r.Args) == 0 {
 				r.Args = json.RawMessage("{}")
 			}
-			res, err := Action(ctx, a, device, r, 0)
+			res, err := Call(ctx, a, device, Action, r, 0)
 			switch {
 			case err != nil:
 				return tool.Result{}, fmt.Errorf("%s: %w", c.Name, err)
@@ -46,7 +46,7 @@ func KnowledgeTools(a Asker, device string, defs []protocol.KnowledgeDef) []tool
 		name := d.Name
 		out = append(out, tool.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters, Source: tool.FromBody,
 			Call: tool.Text(func(ctx context.Context, args json.RawMessage) (string, error) {
-				res, err := Know(ctx, a, device, protocol.KnowledgeRequest{Name: name, Args: args}, 0)
+				res, err := Call(ctx, a, device, Knowledge, protocol.KnowledgeRequest{Name: name, Args: args}, 0)
 				if err != nil {
 					return "", fmt.Errorf("knowledge %s of body %s: %w", name, device, err)
 				}
@@ -63,7 +63,7 @@ func LookTool(a Asker, device string, timeout time.Duration) tool.Tool {
 	return tool.Tool{Name: "look", Title: "Look through the camera", Use: tool.ForAgents, ReadOnly: true,
 		Description: "Take a picture with the robot's camera, now; the picture is the answer (JPEG).",
 		Call: func(ctx context.Context, _ tool.Call) (tool.Result, error) {
-			res, err := Look(ctx, a, device, timeout)
+			res, err := Call(ctx, a, device, Vision, protocol.VisionRequest{}, timeout)
 			if err != nil {
 				return tool.Result{}, fmt.Errorf("no picture: %w", err)
 			}

@@ -525,7 +525,7 @@ func (a *Agent) speak(ctx context.Context, m protocol.Message) {
 	go func() {
 		defer a.wg.Done()
 		req := protocol.SpeakRequest{Message: m.Params.Message, MessageID: m.Params.ID}
-		res, err := query.Speak(ctx, a.cfg.Queries, a.cfg.Device, req, a.cfg.SpeakTimeout)
+		res, err := query.Call(ctx, a.cfg.Queries, a.cfg.Device, query.Speak, req, a.cfg.SpeakTimeout)
 		switch {
 		case errors.Is(err, query.ErrBadResult): // said, but how long is unknown
 			a.m.Reject(a.log, "result", a.cfg.Device, string(protocol.KindOf(err)), err)

@@ -23,9 +23,11 @@ var ErrUnknown = errors.New("tool: no such tool")
 
 // Registry is a robot's tools: fixed ones (Add) and lists that change
 // (Source: the body's actions and declared knowledge, an MCP server's
-// tools), in the order they were registered. A name is one tool's,
-// whatever its case: the first registration keeps it, a later one is
-// left out and told to Clash once per name and source.
+// tools), fixed ones first, each in the order registered. For each use
+// (Tools), a name is one tool's, whatever its case: the first tool of
+// that use keeps it, a later one is left out and told to Clash once per
+// name and source. (An agents' camera, look, does not hide a body action
+// look from the model.)
 //
 // # Concurrency
 //
@@ -101,15 +103,14 @@ func (r *Registry) Tools(u Use) []Tool {
 	take := func(t Tool) {
 		key := strings.ToLower(t.Name)
 		switch {
+		case !t.For(u):
 		case taken[key]:
 			r.tell(t, "its name is another tool's")
 		case len(out) >= MaxTools:
 			r.tell(t, fmt.Sprintf("more than %d tools", MaxTools))
 		default:
 			taken[key] = true
-			if t.For(u) {
-				out = append(out, t)
-			}
+			out = append(out, t)
 		}
 	}
 	for _, t := range fixed {
@@ -127,22 +128,24 @@ func (r *Registry) Tools(u Use) []Tool {
 	return out
 }
 
-// tell says once per name and source why t was left out.
+// tell says once per name and source why t was left out; past maxTold
+// names it says no more (a source of thousands of bad tools is not a log
+// line per listing).
 func (r *Registry) tell(t Tool, why string) {
 	if r.Clash == nil {
 		return
 	}
 	key := t.Source + "\x00" + t.Name
 	r.mu.Lock()
-	told := r.told[key]
-	if !told && len(r.told) < maxTold {
+	say := !r.told[key] && len(r.told) < maxTold
+	if say {
 		if r.told == nil {
 			r.told = map[string]bool{}
 		}
 		r.told[key] = true
 	}
 	r.mu.Unlock()
-	if !told {
+	if say {
 		r.Clash(t.Name, t.Source, why)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,5 +192,44 @@ func TestSchema(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "tool x") {
 			t.Errorf("the error does not name the tool: %v", err)
 		}
+	}
+}
+
+// A source of more bad tools than the registry remembers is told once per
+// tool it remembers, and then no more: never a log line per listing.
+func TestToldIsBounded(t *testing.T) {
+	var n atomic.Int64
+	r := &tool.Registry{Clash: func(name, source, why string) { n.Add(1) }}
+	r.Source(func() []tool.Tool {
+		var out []tool.Tool
+		for i := range 1100 {
+			out = append(out, tool.Tool{Name: fmt.Sprintf("bad name %d", i), Source: tool.FromMCP("ha"), Call: answers("")})
+		}
+		return out
+	})
+	for range 3 {
+		r.Tools(tool.ForModel)
+	}
+	if got := n.Load(); got != 1024 {
+		t.Errorf("told %d times over 3 listings of 1100 bad tools, want 1024 (then no more)", got)
+	}
+}
+
+// A name is claimed per use: the agents' camera (look) does not hide a
+// body action look from the model, and the model's own tool does not
+// hide an agent's.
+func TestNamesAreClaimedPerUse(t *testing.T) {
+	r := &tool.Registry{}
+	if err := r.Add(tool.Tool{Name: "look", Use: tool.ForAgents, Call: answers("picture")}); err != nil {
+		t.Fatal(err)
+	}
+	r.Source(func() []tool.Tool {
+		return []tool.Tool{{Name: "look", Kind: tool.WithWords, Use: tool.ForModel | tool.ForAgents, Source: tool.FromBody}}
+	})
+	if got := r.Tools(tool.ForModel); names(got) != "look" || got[0].Kind != tool.WithWords {
+		t.Errorf("for the model: %+v, want the body's look action", got)
+	}
+	if got := r.Tools(tool.ForAgents); names(got) != "look" || got[0].Call == nil || got[0].Kind != tool.Answers {
+		t.Errorf("for agents: %+v, want the camera", got)
 	}
 }

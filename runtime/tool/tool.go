@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -50,8 +51,15 @@ const (
 const (
 	FromRobot = ""     // the companion's own (companions_present, date_time, memory_search, vision)
 	FromBody  = "body" // the body declared it: an action, or a bridge client's knowledge
-	// An MCP server's tool has the server's name (tools.mcp[].name).
+	// An MCP server's tool: FromMCP(its name).
 )
+
+// FromMCP is the Source of the tools of the MCP server named server
+// (tools.mcp[].name).
+func FromMCP(server string) string { return "mcp:" + server }
+
+// MCP reports whether t is an MCP server's tool.
+func (t Tool) MCP() bool { return strings.HasPrefix(t.Source, "mcp:") }
 
 // Call is one call of a tool: its name, its arguments (a JSON object),
 // and whom the call is for — the person the companion is answering, or
@@ -78,7 +86,7 @@ type Tool struct {
 	Parameters  json.RawMessage // a JSON Schema object; nil: no arguments
 	Kind        Kind
 	Use         Use    // 0: ForModel
-	Source      string // FromRobot, FromBody or an MCP server's name
+	Source      string // FromRobot, FromBody or FromMCP(a server's name)
 	// ReadOnly says a call changes nothing (MCP's readOnlyHint, served).
 	ReadOnly bool
 	// Person says the tool is about its caller: offered only when the

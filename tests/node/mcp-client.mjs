@@ -6,7 +6,9 @@
 //
 // TOKEN "-" sends none. Prints one JSON line per result: the tools'
 // names, or a call's content (an image's data shortened to its length);
-// a refused connection prints {"error": ...} and exits 2.
+// a refused connection prints {"error": ...} and exits 2, a request the
+// server answers with an error (a tool it does not have) {"error": ...}
+// and exits 3.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -30,6 +32,9 @@ try {
   } else {
     throw new Error(`want list or call, got ${what}`);
   }
+} catch (err) {
+  console.log(JSON.stringify({ error: String(err && err.message || err) }));
+  process.exitCode = 3;
 } finally {
   await client.close();
 }

@@ -126,4 +126,42 @@ func TestAnAgentUsesARobotOverMCP(t *testing.T) {
 			t.Errorf("token %q: exit %d, %v: want refused", tok, code, res)
 		}
 	}
+	for _, model := range []string{"date_time", "memory_search", "vision", "speak"} { // the model's, not agents'
+		if res, code := mcpAgent(t, url, userToken, "call", model, `{}`); code != 3 || !strings.Contains(fmt.Sprint(res["error"]), model) {
+			t.Errorf("%s, a tool of the model's: exit %d, %v; want the server's error naming it", model, code, res)
+		}
+	}
+}
+
+// A robot in a realtime room (no companion: realtime agents) serves its
+// body's camera and actions over MCP as a robot of a turn room does (an
+// outside check found them gone: the tool registry was the companion's).
+func TestARealtimeRobotServesItsBodyOverMCP(t *testing.T) {
+	chorusd := buildMCPChorusd(t)
+	dir := t.TempDir()
+	const userToken = "alice-mcp-token-8c1f2a"
+	tokens := filepath.Join(dir, "tokens.yaml")
+	os.WriteFile(tokens, []byte(fmt.Sprintf("- {token: %s, role: user, name: alice}\n", userToken)), 0o600)
+	mqttPort, httpPort := bustest.FreePort(t), bustest.FreePort(t)
+	cfg := filepath.Join(dir, "box.yaml")
+	yaml := strings.Replace(mcpRobotYAML, "pause: 20ms}", "pause: 20ms, mode: realtime}", 1)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(yaml, mqttPort, httpPort, tokens, filepath.Join(dir, "memory"), realFrame(t))), 0o644)
+	p := start(t, chorusd, cfg, "box")
+	base := fmt.Sprintf("127.0.0.1:%d", httpPort)
+	waitHealthy(t, p, base)
+	url := "http://" + base + "/mcp"
+	res, code := mcpAgent(t, url, userToken, "list")
+	var names []string
+	for _, tl := range res["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	if got := strings.Join(names, " "); code != 0 || got != "look memory_forget memory_list say wave" {
+		t.Fatalf("tools %q (exit %d)\n%s", got, code, p.log)
+	}
+	if res, code := mcpAgent(t, url, userToken, "call", "wave", `{"hand":"right"}`); code != 0 || res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "wave: done") {
+		t.Errorf("wave: exit %d, %v", code, res)
+	}
+	if res, code := mcpAgent(t, url, userToken, "call", "look"); code != 0 || res["isError"] == true {
+		t.Errorf("look: exit %d, %v", code, res)
+	}
 }

@@ -15,7 +15,7 @@ import (
 
 // turnOn is an MCP server's tool that acts, counting its calls.
 func turnOn(calls *atomic.Int32, answer string) tool.Tool {
-	return tool.Tool{Name: "ha_HassTurnOn", Description: "Turns on a device.", Kind: tool.Acts, Source: "ha",
+	return tool.Tool{Name: "ha_HassTurnOn", Description: "Turns on a device.", Kind: tool.Acts, Source: tool.FromMCP("ha"),
 		Parameters: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`),
 		Call: tool.Text(func(_ context.Context, args json.RawMessage) (string, error) {
 			calls.Add(1)
@@ -183,7 +183,7 @@ func TestAConditionExecutesItsTools(t *testing.T) {
 		gotArgs = string(c.Args)
 		return inner(ctx, c)
 	}
-	broken := tool.Tool{Name: "broken", Description: "Fails.", Source: "ha",
+	broken := tool.Tool{Name: "broken", Description: "Fails.", Source: tool.FromMCP("ha"),
 		Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "", errors.New("no network") })}
 	in := brain.Input{Card: card, Message: protocol.NewMessage("m1", "user", nil, "Brr, it is cold in the kitchen.", ""), Remaining: -1,
 		Tools: append(tool.Actions([]protocol.ActionDef{{Name: "nod", Description: "Nod.", Schema: json.RawMessage(`{"type":"object"}`)}}), on, broken)}
@@ -247,5 +247,33 @@ func TestTheSameCallTwiceInATurnRunsOnce(t *testing.T) {
 	}
 	if calls.Load() != 1 {
 		t.Errorf("run %d times, want once", calls.Load())
+	}
+}
+
+// The brain's camera is not counted against the turn's tool budget (it
+// has its own bounds, and was not before there were other tools), and a
+// tool about its caller is called with the person the model answers.
+func TestVisionIsOutsideTheBudgetAndTheCallerIsThePerson(t *testing.T) {
+	const state = `{"state":"speak","importance":5,"selected":false,"closing":"none","draft":{"message":"ok","to":[],"emotion":"neutral"}}`
+	var caller string
+	mem := tool.Tool{Name: "memory_search", Person: true, Call: func(_ context.Context, c tool.Call) (tool.Result, error) {
+		caller = c.Caller
+		return tool.Result{Text: "tea"}, nil
+	}}
+	s := &script{answers: []Response{
+		{ToolCalls: []ToolCall{{ID: "v1", Name: "vision", Args: json.RawMessage(`{}`)}, {ID: "m1", Name: "memory_search", Args: json.RawMessage(`{"query":"x"}`)}}},
+		{Text: state}}}
+	b := &Brain{Chat: s, Draft: true, ToolBudget: 1, Look: func(context.Context) (Image, error) { return Image{}, errors.New("camera off") }}
+	in := brain.Input{Card: brain.Card{ID: "hana", Name: "Hana", Language: "en"}, Tools: []tool.Tool{mem},
+		Message: protocol.NewMessage("m1", "alice", nil, "What do I like?", ""), Remaining: -1}
+	if _, err := b.Think(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if caller != "alice" {
+		t.Errorf("memory_search's caller %q, want alice", caller)
+	}
+	turns := s.reqs[1].Turns
+	if last := turns[len(turns)-1]; last.ToolName != "memory_search" || !strings.Contains(last.Text, "tea") {
+		t.Errorf("with a budget of 1, after a look: memory_search answered %+v", last)
 	}
 }

@@ -502,7 +502,8 @@ func ParseTalk(text string, card brain.Card) (string, error) {
 // without running them (ran.deferred, answered ToolDeferred); otherwise
 // the turn is granted, and the calls its vote asked for (in.Calls) run
 // first, as if the model had just made them. The calls run in one call
-// are bounded by Brain.ToolBudget.
+// are bounded by Brain.ToolBudget (the brain's camera is not counted: a
+// look has its own bounds, as before there were other tools).
 func (b *Brain) run(ctx context.Context, in brain.Input, req Request, tools []tool.Tool, listen func() func(string), out *ran) (Response, error) {
 	rounds := b.Rounds
 	if rounds <= 0 {
@@ -528,7 +529,7 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, tools []to
 		case t.Kind == tool.Acts && voting:
 			out.deferred = append(out.deferred, tool.Call{Name: c.Name, Args: c.Args})
 			return say.ToolDeferred
-		case budget == 0:
+		case budget == 0 && t.Name != VisionName: // the camera has its own bounds
 			metrics.OrNew(b.Metrics).BrainFailures.WithLabelValues("tool_budget").Inc()
 			b.log().Info("a tool call past the turn's budget; not run", "tool", c.Name, "budget", b.toolBudget())
 			return say.ToolBudget
@@ -537,7 +538,9 @@ func (b *Brain) run(ctx context.Context, in brain.Input, req Request, tools []to
 		if said, ok := ran[key]; ok && t.Kind == tool.Acts {
 			return said // the same call again in one turn: done once (its answer stands)
 		}
-		budget--
+		if t.Name != VisionName {
+			budget--
+		}
 		said := b.know(ctx, in.Card.Language, t, tool.Call{Name: c.Name, Args: c.Args, Caller: in.Message.Params.From})
 		if t.Kind == tool.Acts {
 			ran[key] = said

@@ -80,7 +80,10 @@ func memoryControl(t *testing.T, url string) {
 	ask := func(as string, req protocol.MemoryRequest) (protocol.MemoryAnswer, error) {
 		c := query.NewClient(dial(as), s, as, query.ClientOptions{Private: true})
 		defer c.Close()
-		return query.Memory(ctx, c, "dev", req, 5*time.Second)
+		if req.ID == "" {
+			req.ID = protocol.NewID()
+		}
+		return query.Call(ctx, c, "dev", query.Memory, req, 5*time.Second)
 	}
 	cases := []struct {
 		name, as string
@@ -148,7 +151,7 @@ func memoryControl(t *testing.T, url string) {
 		t.Fatalf("wipe: %v; bob's voice known %v", err, voices.Knows("bob"))
 	}
 	// eve's own answer reaches her subscription: it reads, just not others'.
-	if _, err := query.Memory(ctx, query.NewClient(eve, s, "eve", query.ClientOptions{Private: true}), "dev", protocol.MemoryRequest{Op: protocol.MemoryList, Person: "eve"}, 5*time.Second); err != nil {
+	if _, err := query.Call(ctx, query.NewClient(eve, s, "eve", query.ClientOptions{Private: true}), "dev", query.Memory, protocol.MemoryRequest{ID: protocol.NewID(), Op: protocol.MemoryList, Person: "eve"}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)

@@ -147,7 +147,7 @@ func Actions(ctx context.Context, turns, queries int) (ActionsResult, error) {
 	emotions := []string{"happy", "sad"}
 	for i := range queries {
 		start := time.Now()
-		got, err := query.Action(ctx, qc, "bot", protocol.ActionRequest{Name: "show", Args: json.RawMessage(`{"emotion":"` + emotions[i%2] + `"}`)}, 5*time.Second)
+		got, err := query.Call(ctx, qc, "bot", query.Action, protocol.ActionRequest{Name: "show", Args: json.RawMessage(`{"emotion":"` + emotions[i%2] + `"}`)}, 5*time.Second)
 		if err != nil {
 			return res, fmt.Errorf("actions: show: %w", err)
 		}
@@ -156,7 +156,7 @@ func Actions(ctx context.Context, turns, queries int) (ActionsResult, error) {
 		}
 		res.RoundTrip = append(res.RoundTrip, time.Since(start))
 		start = time.Now()
-		if _, err := query.SpeakStart(ctx, qc, "bot", "nothing-held", 5*time.Second); err != nil {
+		if _, err := query.Call(ctx, qc, "bot", query.SpeakStart, protocol.SpeakStart{Hold: "nothing-held"}, 5*time.Second); err != nil {
 			return res, fmt.Errorf("actions: speak.start: %w", err)
 		}
 		res.Baseline = append(res.Baseline, time.Since(start))

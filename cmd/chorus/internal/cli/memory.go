@@ -104,7 +104,7 @@ func askDevices(ctx context.Context, rf *roomFlags, devices string, timeout time
 			return fmt.Errorf("-device %q: %s", dev, why)
 		}
 		req.ID = protocol.NewID()
-		a, err := query.Memory(ctx, asker, dev, req, timeout)
+		a, err := query.Call(ctx, asker, dev, query.Memory, req, timeout)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", dev, err)
 			failed = append(failed, dev)

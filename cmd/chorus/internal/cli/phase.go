@@ -89,7 +89,7 @@ func runPhase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			default:
 			}
 		}
-		res, err := query.Phase(ctx, c, target, protocol.PhaseCommand{Action: action, Channel: *whisper}, *timeout)
+		res, err := query.Call(ctx, c, target, query.Phase, protocol.PhaseCommand{Action: action, Channel: *whisper}, *timeout)
 		if err != nil && strings.Contains(err.Error(), realtime.StandbyError) && ctx.Err() == nil {
 			// The claim was seen before its floor became active (its own copy
 			// of the claim is still on the way), or it has just lost the room:
