@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
@@ -168,4 +169,112 @@ func TestBodyKnowledgeNotOffered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// offeredRun runs a companion with card knowledge list, a body that
+// declares know, and MCP tools mcpTools; it returns the tools offered to
+// its brain for a person's message, as name(source).
+func offeredRun(t *testing.T, list []string, know []protocol.KnowledgeDef, mcpTools []tool.Tool) []string {
+	var mu sync.Mutex
+	var got []string
+	speakTuned(t, metrics.New(), func(context.Context, string, json.RawMessage) (any, error) {
+		return protocol.SpeakResult{DurationMs: 1}, nil
+	}, func(cfg *companion.Config, _ *query.Server) {
+		cfg.Card.Knowledge = list
+		cfg.Brain = &braintest.Func{ThinkFn: func(ctx context.Context, in brain.Input) (brain.Thought, error) {
+			if in.Message.Params.From != "user" {
+				return brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone}, nil
+			}
+			mu.Lock()
+			got = nil
+			for _, tl := range in.Tools {
+				got = append(got, tl.Name+"("+tl.Source+")")
+			}
+			mu.Unlock()
+			return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "ok"}, nil
+		}}
+		if know != nil {
+			cfg.Knowledge = func() []protocol.KnowledgeDef { return know }
+		}
+		cfg.Tools = func() []tool.Tool { return mcpTools }
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return got
+}
+
+// An MCP server's allowed tool is offered whatever card.knowledge says: a
+// body's knowledge tool of the same name neither hides it (the card does
+// not allow the body's) nor takes its place (the card allows it: the MCP
+// tool came first, and it acts, once) — an outside check found both.
+// A server may be named body.
+func TestMCPToolsAreNotShadowedByTheBodys(t *testing.T) {
+	ha := []tool.Tool{{Name: "ha_HassTurnOn", Description: "turn on", Kind: tool.Acts, Source: tool.FromMCP("ha"),
+		Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "on", nil })}}
+	body := []protocol.KnowledgeDef{{Name: "ha_HassTurnOn", Description: "the kiosk's", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	ha = append(ha, tool.Tool{Name: "body_HassTurnOff", Description: "turn off", Kind: tool.Acts, Source: tool.FromMCP("body"),
+		Call: tool.Text(func(context.Context, json.RawMessage) (string, error) { return "off", nil })})
+	want := "ha_HassTurnOn(mcp:ha),body_HassTurnOff(mcp:body)"
+	if got := strings.Join(offeredRun(t, nil, body, ha), ","); got != want {
+		t.Errorf("a card that lists no knowledge is offered %s, want %s", got, want)
+	}
+	if got := strings.Join(offeredRun(t, []string{"body"}, body, ha), ","); got != want {
+		t.Errorf("a card that lists body is offered %s, want %s", got, want)
+	}
+}
+
+// companions_present is called by the brain, off the companion's loop,
+// while presences come and go: it reads the list the loop last saw, never
+// the loop's own map (an outside check found the race: -race reported it,
+// and without -race chorusd died of a concurrent map iteration and write).
+func TestCompanionsPresentToolWhilePresencesChange(t *testing.T) {
+	var once sync.Once
+	speakTuned(t, metrics.New(), func(context.Context, string, json.RawMessage) (any, error) {
+		return protocol.SpeakResult{DurationMs: 1}, nil
+	}, func(cfg *companion.Config, _ *query.Server) {
+		cfg.Card.Knowledge = []string{companion.KnowCompanions}
+		rm := cfg.Room
+		cfg.Brain = &braintest.Func{ThinkFn: func(ctx context.Context, in brain.Input) (brain.Thought, error) {
+			if in.Message.Params.From != "user" {
+				return brain.Thought{State: protocol.Listen, Closing: protocol.ClosingNone}, nil
+			}
+			once.Do(func() {
+				stop := make(chan struct{})
+				go func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						id := []string{"hana", "aya"}[i%2]
+						a := rm.Announce(id, id, 0)
+						r := a.Birth(time.Now())
+						if i%4 >= 2 {
+							r = a.Will()
+						}
+						rm.Bus.Publish(context.Background(), r.Topic, r.Payload, true)
+					}
+				}()
+				called := 0
+				for _, tl := range in.Tools {
+					if tl.Name == companion.KnowCompanions {
+						for end := time.Now().Add(time.Second); time.Now().Before(end); called++ {
+							res, err := tl.Call(ctx, tool.Call{Name: tl.Name})
+							var ids []string
+							if err != nil || json.Unmarshal([]byte(res.Text), &ids) != nil {
+								t.Errorf("companions_present answered %+v %v", res, err)
+								break
+							}
+						}
+					}
+				}
+				close(stop)
+				if called == 0 {
+					t.Error("companions_present was not offered")
+				}
+			})
+			return brain.Thought{State: protocol.Speak, Importance: 5, Closing: protocol.ClosingNone, Draft: "ok"}, nil
+		}}
+	})
 }
