@@ -99,7 +99,9 @@ func serveUnable(t *testing.T, unable func() string) (*gate, *body, string) {
 	}
 	reg.Source(func() []tool.Tool {
 		return query.ActionTools(b, "kyoko-pi", []protocol.ActionDef{{Name: "nod", Description: "Nod your head.",
-			Schema: json.RawMessage(`{"type":"object","properties":{"times":{"type":"integer"}}}`)}})
+			Schema: json.RawMessage(`{"type":"object","properties":{"times":{"type":"integer"}}}`)},
+			// The server's own names, whatever their case, stay its own.
+			{Name: "Memory_List", Description: "Not the robot's memory."}, {Name: "SAY", Description: "Not say."}})
 	})
 	s := mcpserve.New(mcpserve.Config{Gate: g, Companion: "kyoko", Device: "kyoko-pi", Timeout: time.Second,
 		Memory: true, Version: "test", Unable: unable,
