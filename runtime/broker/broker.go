@@ -227,10 +227,16 @@ func (h *aclHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet,
 	return pk, nil
 }
 
-// limit is the payload cap of topic t.
+// limit is the payload cap of topic t: a query's result, and a memory
+// answer (a person's facts), as large as a result; a memory request as
+// an enrolment's embeddings.
 func (h *aclHook) limit(t string) int {
-	if r, ok := h.cfg.Scheme.Parse(t); ok && r.Kind == topic.KindResult {
+	r, ok := h.cfg.Scheme.Parse(t)
+	switch {
+	case ok && (r.Kind == topic.KindResult || r.Kind == topic.KindMemoryAnswer):
 		return h.cfg.MaxResult
+	case ok && r.Kind == topic.KindMemory:
+		return max(h.cfg.MaxPayload, protocol.MaxMemoryRequestBytes)
 	}
 	return h.cfg.MaxPayload
 }

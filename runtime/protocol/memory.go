@@ -65,6 +65,9 @@ const (
 const (
 	MaxEnrolEmbeddings = 16
 	MaxEmbeddingDims   = 4096
+	// MaxMemoryRequestBytes bounds a memory request's query: an
+	// enrolment's embeddings are more than other queries' 64 KB.
+	MaxMemoryRequestBytes = 1 << 20
 )
 
 // VoicePrint is a person's voiceprint as a MemoryAnswer lists it.
@@ -94,6 +97,12 @@ func DecodeMemoryRequest(b []byte, max int) (MemoryRequest, error) {
 	if err := decodeStrict("memory", b, max, &r); err != nil {
 		return MemoryRequest{}, err
 	}
+	return r, r.Validate()
+}
+
+// Validate names the first thing wrong with r, as DecodeMemoryRequest
+// would: a request is checked before it is sent.
+func (r MemoryRequest) Validate() error {
 	c := checker{typ: "memory"}
 	c.id("id", r.ID)
 	switch r.Op {
@@ -135,7 +144,7 @@ func DecodeMemoryRequest(b []byte, max int) (MemoryRequest, error) {
 			c.fail("fact", KindInvalid, "only forget takes a fact")
 		}
 	}
-	return r, c.done()
+	return c.done()
 }
 
 // MemoryFact is a remembered fact as a MemoryAnswer lists it.

@@ -14,8 +14,8 @@ import (
 )
 
 // Asker sends a query to a device and waits for its result: a *Client, or
-// whatever a test puts in its place. The typed calls (Speak, SpeakStart,
-// SpeakStop, Look, Phase) work over any Asker.
+// whatever a test puts in its place. Call asks any query Type over any
+// Asker.
 type Asker interface {
 	Ask(ctx context.Context, device, typ string, body any, timeout time.Duration, opts ...CallOption) (json.RawMessage, error)
 }

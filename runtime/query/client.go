@@ -11,10 +11,10 @@
 // RetryEvery and then at growing intervals (up to 2 s), so a lost query or
 // result costs seconds, not the whole timeout.
 //
-// The typed calls — Speak, SpeakStart, SpeakStop, Look, Phase — send the
-// bodies runtime/protocol declares over any Asker and decode their results
-// strictly; whether a call given up is cancelled on the device is an option
-// of the call (CancelOnGiveUp: every Speak), not a rule of the type's name.
+// Call asks any query Type (Speak, Vision, Action, Memory …) over any
+// Asker: it sends the body runtime/protocol declares and decodes the
+// result strictly; whether a call given up is cancelled on the device is
+// the Type's (Cancel: Speak, Action, Knowledge), not a rule of its name.
 //
 // A Private client and server ask and answer on each identity's own
 // topics (devices/{device}/memory/{identity} and its answer), for what
@@ -199,8 +199,8 @@ func (c *Client) onResult(device, t string, b []byte) {
 
 // Ask sends a query of type typ with body (nil, or anything that encodes
 // to a JSON object) to device and returns the result body. timeout 0 means
-// the client's default. The typed calls (Speak, Look, Phase …) are the
-// usual way in; Ask is for a type they do not cover.
+// the client's default. Call with a query Type (Speak, Vision, Phase …) is the
+// usual way in; Ask is for a type no Type declares.
 func (c *Client) Ask(ctx context.Context, device, typ string, body any, timeout time.Duration, opts ...CallOption) (json.RawMessage, error) {
 	var o callOptions
 	for _, opt := range opts {

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/topic"
 )
@@ -34,7 +37,8 @@ func TestPrivateQueriesAreTheAskersOwn(t *testing.T) {
 		return b
 	}
 	var runs atomic.Int32
-	srv := &Server{Bus: dial("dev"), Scheme: s, Device: "dev", Private: true}
+	m := metrics.New()
+	srv := &Server{Bus: dial("dev"), Scheme: s, Device: "dev", Private: true, Metrics: m}
 	srv.Handle(protocol.TypeMemory, func(_ context.Context, from string, body json.RawMessage) (any, error) {
 		runs.Add(1)
 		return map[string]any{"from": from, "body": body}, nil
@@ -121,6 +125,13 @@ func TestPrivateQueriesAreTheAskersOwn(t *testing.T) {
 	}
 	if n := runs.Load(); n != 5 {
 		t.Errorf("%d queries ran, want 5 (alice's and bob's twice, eve's, mallory's none)", n)
+	}
+	// Its gauges are its own: a device's public server writes the others.
+	if got := testutil.ToFloat64(m.Held.WithLabelValues("query_private_recent_ids")); got != 5 {
+		t.Errorf("query_private_recent_ids = %v, want 5", got)
+	}
+	if got := testutil.ToFloat64(m.Held.WithLabelValues("query_recent_ids")); got != 0 {
+		t.Errorf("the private server wrote the public server's query_recent_ids: %v", got)
 	}
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()

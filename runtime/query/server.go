@@ -134,7 +134,11 @@ func (s *Server) Serve(ctx context.Context) error {
 			err = fmt.Errorf("query: params.from %q is not %s, whose topic it came on", q.Params.From, j.from)
 		}
 		if err != nil {
-			s.Metrics.Reject(s.Log, "query", s.Device, string(protocol.KindOf(err)), err)
+			peer := s.Device
+			if j.from != "" {
+				peer = j.from // one identity's flood is told as theirs
+			}
+			s.Metrics.Reject(s.Log, "query", peer, string(protocol.KindOf(err)), err)
 			// Answer whenever the id can be read, so the asker does not wait
 			// out its timeout (an oversize query included).
 			if id := protocol.QueryIDOf(b); id != "" {
@@ -313,8 +317,12 @@ func (s *Server) forget(j job) {
 // heldLocked reports the running queries (0 when idle) and the book of
 // recent query ids (bounded); s.mu is held.
 func (s *Server) heldLocked() {
-	s.Metrics.Held.WithLabelValues("query_running").Set(float64(len(s.running)))
-	s.Metrics.Held.WithLabelValues("query_recent_ids").Set(float64(len(s.recent)))
+	lane := "query"
+	if s.Private { // a device serves both: each its own gauges
+		lane = "query_private"
+	}
+	s.Metrics.Held.WithLabelValues(lane + "_running").Set(float64(len(s.running)))
+	s.Metrics.Held.WithLabelValues(lane + "_recent_ids").Set(float64(len(s.recent)))
 }
 
 // safeCall turns a handler panic into an error result: one bad query must

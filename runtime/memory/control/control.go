@@ -72,7 +72,7 @@ type request struct {
 // decode is an error naming what is wrong; a refused one is an answer
 // whose Error says why.
 func (s *Memory) Handle(_ context.Context, from string, body json.RawMessage) (any, error) {
-	req, err := protocol.DecodeMemoryRequest(body, 0)
+	req, err := protocol.DecodeMemoryRequest(body, protocol.MaxMemoryRequestBytes)
 	if err != nil {
 		metrics.OrNew(s.Metrics).Reject(s.log(), string(topic.KindMemory), from, string(protocol.KindOf(err)), err)
 		return nil, err
@@ -114,7 +114,9 @@ func (s *Memory) do(r request) protocol.MemoryAnswer {
 	if req.Op == protocol.MemoryForget && req.Person == "" && req.Fact != "" {
 		// A fact's id names whose it is: the rule below is then the same
 		// as for a request that named the person.
-		req.Person = s.owner(req.Fact)
+		if req.Person = s.owner(req.Fact); req.Person == "" {
+			return protocol.MemoryAnswer{} // no such fact (forgotten already): nothing to forget
+		}
 	}
 	if !op && req.Person == "" && (req.Op == protocol.MemoryList || req.Op == protocol.MemoryExport || req.Op == protocol.MemoryVoices) {
 		req.Person = r.from // a person's list without a name is their own
@@ -246,7 +248,7 @@ func allowed(from string, operator bool, req protocol.MemoryRequest) error {
 // private query server (runtime/query, Server.Private) on b, running one
 // request at a time (the store's disk work).
 func Serve(ctx context.Context, b bus.Bus, s topic.Scheme, device string, m *Memory) error {
-	srv := &query.Server{Bus: b, Scheme: s, Device: device, Private: true, MaxRunning: 1, Log: m.Log, Metrics: m.Metrics}
+	srv := &query.Server{Bus: b, Scheme: s, Device: device, Private: true, MaxRunning: 1, MaxBytes: protocol.MaxMemoryRequestBytes + 4096, Log: m.Log, Metrics: m.Metrics}
 	srv.Handle(protocol.TypeMemory, m.Handle)
 	return srv.Serve(ctx)
 }

@@ -101,6 +101,7 @@ func memoryControl(t *testing.T, url string) {
 		{"a person enrols by command", "bob", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "bob", Model: "m", Embeddings: [][]float32{{1, 0}}}, "only an operator", 0},
 		{"an operator enrols nobody of the room", "root", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "zed", Model: "m", Embeddings: [][]float32{{1, 0}}}, "not one of the people", 0},
 		{"an operator enrols bob", "root", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "bob", Model: "m", Embeddings: [][]float32{{1, 0}}}, "", 0},
+		{"an operator enrols bob with the most embeddings a request takes", "root", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "bob", Model: "m", Embeddings: most()}, "", 0},
 		{"another model is refused", "root", protocol.MemoryRequest{Op: protocol.MemoryEnrolVoice, Person: "alice", Model: "other", Embeddings: [][]float32{{1, 0}}}, "of model", 0},
 		{"alice may not forget bob's voice", "alice", protocol.MemoryRequest{Op: protocol.MemoryForgetVoice, Person: "bob"}, "may not", 0},
 	}
@@ -144,6 +145,9 @@ func memoryControl(t *testing.T, url string) {
 	if a, err := ask("bob", protocol.MemoryRequest{Op: protocol.MemoryForget, Fact: bobs}); err != nil || a.Forgotten != 1 || len(st.Facts("bob")) != 0 {
 		t.Fatalf("bob forgets his fact by its id: %+v %v, left %v", a, err, st.Facts("bob"))
 	}
+	if a, err := ask("bob", protocol.MemoryRequest{Op: protocol.MemoryForget, Fact: bobs}); err != nil || a.Forgotten != 0 {
+		t.Fatalf("bob forgets a fact forgotten already: %+v %v; want nothing forgotten, no refusal", a, err)
+	}
 	if !voices.Knows("bob") {
 		t.Fatal("forgetting one fact took the voice")
 	}
@@ -170,4 +174,18 @@ func memoryControl(t *testing.T, url string) {
 	if own == 0 {
 		t.Fatal("eve's subscription read nothing, not even her own answer: the test proves nothing")
 	}
+}
+
+// most is an enrolment's most embeddings, each of the most dimensions
+// (protocol.MaxEnrolEmbeddings × MaxEmbeddingDims): more than the 64 KB
+// of other queries, which once refused it.
+func most() [][]float32 {
+	out := make([][]float32, protocol.MaxEnrolEmbeddings)
+	for i := range out {
+		out[i] = make([]float32, protocol.MaxEmbeddingDims)
+		for j := range out[i] {
+			out[i][j] = 0.1234567 + float32(i*j%7)/1000
+		}
+	}
+	return out
 }
