@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -140,13 +139,7 @@ func TestBadDeclarationsAreRefused(t *testing.T) {
 	for i := range 33 {
 		many = append(many, fmt.Sprintf(`{"name":"a%d","description":"d","schema":{"type":"object"}}`, i))
 	}
-	cases := []struct {
-		name   string
-		c      *websocket.Conn
-		frame  string
-		reason string
-		says   string
-	}{
+	cases := []refusal{
 		{"a user", u, declareFrame("b1", "", waveDef), "forbidden", "a user may not declare actions"},
 		{"a viewer", v, declareFrame("b2", "", waveDef), "forbidden", "a viewer may not declare actions"},
 		{"an unknown field in params", d, `{"jsonrpc":"2.0","id":"b3","method":"actions.declare","params":{"actions":[` + waveDef + `],"extra":1}}`, "invalid", "actions.declare: params.extra: unknown field"},
@@ -163,19 +156,7 @@ func TestBadDeclarationsAreRefused(t *testing.T) {
 		{"a delivery of its own", d, declareFrame("b12", "later", waveDef), "invalid", `params.delivery: must be "query" or "notify"`},
 		{"no jsonrpc", d, `{"id":"b13","method":"actions.declare","params":{"actions":[]}}`, "invalid", `jsonrpc must be "2.0"`},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			before := r.dropped(tc.reason)
-			send(t, tc.c, tc.frame)
-			f := next(t, tc.c, tc.says, isError(tc.says))
-			if r.dropped(tc.reason) != before+1 {
-				t.Fatalf("%s not counted", tc.reason)
-			}
-			if _, ok := f["id"].(string); !ok {
-				t.Fatalf("the refusal has id %v, want the frame's", f["id"])
-			}
-		})
-	}
+	r.refusesEach(t, cases)
 	if n := names(r.bridge.Actions("web-bot")); !slices.Equal(n, []string{"wave"}) {
 		t.Fatalf("after the refusals the device has %v, want the declaration before them", n)
 	}
@@ -191,9 +172,7 @@ func TestNotifyDeliverySendsActionSend(t *testing.T) {
 	r := newRig(t, nil)
 	d := r.dial(deviceToken)
 	declared(t, d, "decl-1", "notify", waveDef, nodDef)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	qc := r.asker(ctx)
+	ctx, qc := r.askerWithin(20 * time.Second)
 	ask := func(name, args string) (json.RawMessage, error) {
 		return qc.Ask(ctx, "web-bot", protocol.TypeAction, protocol.ActionRequest{Name: name, Args: json.RawMessage(args)}, 5*time.Second)
 	}
@@ -273,9 +252,7 @@ func TestQueryDeliveryActionIsAQuery(t *testing.T) {
 	r := newRig(t, nil)
 	d := r.dial(deviceToken)
 	declared(t, d, "decl-1", "", waveDef)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	qc := r.asker(ctx)
+	ctx, qc := r.askerWithin(10 * time.Second)
 	done := askAsync(ctx, qc, protocol.TypeAction, protocol.ActionRequest{Name: "wave", Args: json.RawMessage(`{"hand":"right"}`)})
 	q := next(t, d, "the action query", func(f map[string]any) bool { return f["method"] == protocol.MethodQuery })
 	p, _ := q["params"].(map[string]any)
@@ -323,9 +300,7 @@ func TestSpeakMoreNeverReachesABridgeBody(t *testing.T) {
 	r := newRig(t, nil)
 	d := r.dial(deviceToken)
 	declared(t, d, "decl-1", "", waveDef)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	qc := r.asker(ctx)
+	ctx, qc := r.askerWithin(10 * time.Second)
 	_, err := qc.Ask(ctx, "web-bot", protocol.TypeSpeakMore, protocol.SpeakMore{MessageID: "m1", Seq: 1, Message: "More."}, 5*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "does not serve it") {
 		t.Fatalf("speak.more to a bridge body: %v, want the bridge's refusal", err)

@@ -162,6 +162,43 @@ func (r *rig) asker(ctx context.Context) *query.Client {
 	return qc
 }
 
+// askerWithin is an asker whose context ends after d (or with the test).
+func (r *rig) askerWithin(d time.Duration) (context.Context, *query.Client) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	r.t.Cleanup(cancel)
+	return ctx, r.asker(ctx)
+}
+
+// refusal is a frame a client sends and the error it is answered with:
+// the counted reason and a part of the error's message.
+type refusal struct {
+	name   string
+	c      *websocket.Conn
+	frame  string
+	reason string
+	says   string
+}
+
+// refusesEach sends each case's frame and wants an error frame with the
+// frame's id, saying what the case says, and one more count of its reason.
+func (r *rig) refusesEach(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := r.dropped(tc.reason)
+			send(t, tc.c, tc.frame)
+			f := next(t, tc.c, tc.says, isError(tc.says))
+			if r.dropped(tc.reason) != before+1 {
+				t.Fatalf("%s not counted", tc.reason)
+			}
+			if _, ok := f["id"].(string); !ok {
+				t.Fatalf("the refusal has id %v, want the frame's", f["id"])
+			}
+		})
+	}
+}
+
 func (r *rig) publishAs(id, t string, v any) {
 	r.t.Helper()
 	ctx := context.Background()

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -117,13 +116,7 @@ func TestBadKnowledgeDeclarationsAreRefused(t *testing.T) {
 	for i := range 17 {
 		many = append(many, fmt.Sprintf(`{"name":"k%d","description":"d","parameters":{"type":"object"}}`, i))
 	}
-	cases := []struct {
-		name   string
-		c      *websocket.Conn
-		frame  string
-		reason string
-		says   string
-	}{
+	cases := []refusal{
 		{"a user", u, knowledgeFrame("b1", weatherDef), "forbidden", "a user may not declare knowledge"},
 		{"a viewer", v, knowledgeFrame("b2", weatherDef), "forbidden", "a viewer may not declare knowledge"},
 		{"an unknown field in params", d, `{"jsonrpc":"2.0","id":"b3","method":"knowledge.declare","params":{"knowledge":[],"delivery":"query"}}`, "invalid", "knowledge.declare: params.delivery: unknown field"},
@@ -142,19 +135,7 @@ func TestBadKnowledgeDeclarationsAreRefused(t *testing.T) {
 			"params.knowledge[0].description: must be at most 1024 bytes"},
 		{"no jsonrpc", d, `{"id":"b14","method":"knowledge.declare","params":{"knowledge":[]}}`, "invalid", `jsonrpc must be "2.0"`},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			before := r.dropped(tc.reason)
-			send(t, tc.c, tc.frame)
-			f := next(t, tc.c, tc.says, isError(tc.says))
-			if r.dropped(tc.reason) != before+1 {
-				t.Fatalf("%s not counted", tc.reason)
-			}
-			if _, ok := f["id"].(string); !ok {
-				t.Fatalf("the refusal has id %v, want the frame's", f["id"])
-			}
-		})
-	}
+	r.refusesEach(t, cases)
 	if n := knowledgeNamesOf(r.bridge.Knowledge("web-bot")); !slices.Equal(n, []string{"weather"}) {
 		t.Fatalf("after the refusals the device has %v, want the declaration before them", n)
 	}
@@ -167,9 +148,7 @@ func TestKnowledgeQueryIsAnsweredByTheBody(t *testing.T) {
 	r := newRig(t, nil)
 	d := r.dial(deviceToken)
 	declaredKnowledge(t, d, "know-1", weatherDef)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	qc := r.asker(ctx)
+	ctx, qc := r.askerWithin(10 * time.Second)
 	type known struct {
 		res protocol.KnowledgeResult
 		err error
