@@ -95,6 +95,14 @@ func dial(t *testing.T, url, id string, mod ...func(*bus.Options)) *bus.MQTT {
 	return b
 }
 
+// shortCtx ends after a second (or with the test): enough for a publish
+// the broker takes, and a bound on one it refuses.
+func shortCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func TestRoundTrip(t *testing.T) {
 	bustest.ForEach(t, bustest.Options{}, func(t *testing.T, br bustest.Broker) {
 		a := dial(t, br.URL(), "a")
@@ -221,16 +229,11 @@ func TestACL(t *testing.T) {
 		floor := dial(t, br.URL(), "floor", withPW)
 		hana := dial(t, br.URL(), "hana", withPW)
 		ctx := context.Background()
-		short := func() context.Context {
-			c, cancel := context.WithTimeout(ctx, time.Second)
-			t.Cleanup(cancel)
-			return c
-		}
 
 		// Denied: a state, a presence and a grant not under one's own name.
-		kyoko.Publish(short(), s.State("lr", "hana"), []byte("spoofed state"), false)
-		kyoko.Publish(short(), s.Presence("lr", "hana"), []byte("spoofed presence"), true)
-		hana.Publish(short(), s.Turns("lr"), []byte("fake grant"), false)
+		kyoko.Publish(shortCtx(t), s.State("lr", "hana"), []byte("spoofed state"), false)
+		kyoko.Publish(shortCtx(t), s.Presence("lr", "hana"), []byte("spoofed presence"), true)
+		hana.Publish(shortCtx(t), s.Turns("lr"), []byte("fake grant"), false)
 		// Allowed: own state, and a grant from the floor, published after.
 		if err := floor.Publish(ctx, s.Turns("lr"), []byte("grant"), false); err != nil {
 			t.Fatal(err)

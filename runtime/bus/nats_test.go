@@ -30,15 +30,10 @@ func TestNATSPermissions(t *testing.T) {
 	floor := dial(t, url, "floor", withPW)
 	hana := dial(t, url, "hana", withPW)
 	ctx := context.Background()
-	short := func() context.Context {
-		c, cancel := context.WithTimeout(ctx, time.Second)
-		t.Cleanup(cancel)
-		return c
-	}
 
-	kyoko.Publish(short(), s.State("lr", "hana"), []byte("spoofed state"), false)
-	alice.Publish(short(), s.State("lr", "alice"), []byte("a person's vote"), false)
-	hana.Publish(short(), s.Turns("lr"), []byte("fake grant"), false)
+	kyoko.Publish(shortCtx(t), s.State("lr", "hana"), []byte("spoofed state"), false)
+	alice.Publish(shortCtx(t), s.State("lr", "alice"), []byte("a person's vote"), false)
+	hana.Publish(shortCtx(t), s.Turns("lr"), []byte("fake grant"), false)
 	if err := floor.Publish(ctx, s.Turns("lr"), []byte("grant"), false); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +48,7 @@ func TestNATSPermissions(t *testing.T) {
 	// A person reads the room but not the devices' camera frames, and
 	// cannot ask for everything at once; a member reads the frames.
 	for _, f := range []string{s.Results("cam"), "chorus/#"} {
-		if err := alice.Subscribe(short(), f, func(string, []byte) {}); !errors.Is(err, bus.ErrRefused) {
+		if err := alice.Subscribe(shortCtx(t), f, func(string, []byte) {}); !errors.Is(err, bus.ErrRefused) {
 			t.Errorf("alice subscribing to %s: %v, want refused", f, err)
 		}
 	}
