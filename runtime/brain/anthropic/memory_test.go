@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/tool"
 )
@@ -31,7 +32,7 @@ func TestKnowledgeToolTurnAndEvents(t *testing.T) {
 				t.Errorf("tools %v", names)
 			}
 			b, _ := json.Marshal(req["output_config"])
-			if !inOrder(string(b), `"closing"`, `"events"`, `"need_response"`, `"draft"`) {
+			if !llmtest.InOrder(string(b), `"closing"`, `"events"`, `"need_response"`, `"draft"`) {
 				t.Errorf("output_config %s", b)
 			}
 			reply("tool_use", toolUse("toolu_01", "datetime", map[string]any{}))(w, req)
@@ -82,16 +83,4 @@ func TestExtractRequest(t *testing.T) {
 	if !strings.Contains(u, `{"person":"user-ann","messageId":"m1","text":"犬じゃなくて猫を飼ってるよ。"}`) || !strings.Contains(u, `"id":"f9"`) {
 		t.Errorf("prompt %q", u)
 	}
-}
-
-func inOrder(s string, names ...string) bool {
-	at := 0
-	for _, n := range names {
-		i := strings.Index(s[at:], n)
-		if i < 0 {
-			return false
-		}
-		at += i + len(n)
-	}
-	return true
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/tool"
@@ -23,7 +24,7 @@ func TestEventsSchemaOnTheWire(t *testing.T) {
 	for _, jsonMode := range []bool{false, true} {
 		req, _ := New(Config{Model: "m", JSONMode: jsonMode}).request(r)
 		b, _ := json.Marshal(req)
-		if !inOrder(strings.ReplaceAll(string(b), `\"`, `"`), `"closing":{`, `"events":{`, `"need_response"`, `"draft":{`, `"emotion"`) {
+		if !llmtest.InOrder(strings.ReplaceAll(string(b), `\"`, `"`), `"closing":{`, `"events":{`, `"need_response"`, `"draft":{`, `"emotion"`) {
 			t.Errorf("json mode %v: events not between the vote and the draft: %s", jsonMode, b)
 		}
 	}

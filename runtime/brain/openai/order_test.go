@@ -6,21 +6,8 @@ import (
 	"testing"
 
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
+	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 )
-
-// inOrder reports whether each of names occurs in s, each after the one
-// before it.
-func inOrder(s string, names ...string) bool {
-	at := 0
-	for _, n := range names {
-		i := strings.Index(s[at:], n)
-		if i < 0 {
-			return false
-		}
-		at += i + len(n)
-	}
-	return true
-}
 
 // The state answer's schema reaches the API with the vote's fields before
 // the draft and the draft's message before its emotion (issue 40), as the model is to
@@ -47,11 +34,11 @@ func TestSchemaOrderOnTheWire(t *testing.T) {
 		} else {
 			schema = wire[strings.Index(wire, `"response_format"`):strings.Index(wire, `"tools"`)]
 		}
-		if !inOrder(schema, vote...) {
+		if !llmtest.InOrder(schema, vote...) {
 			t.Errorf("json mode %v: the schema is not in the vote's order: %s", jsonMode, schema)
 		}
 		tools := wire[strings.Index(wire, `"tools"`):]
-		if !inOrder(tools, `"message":`, `"emotion":`, `"to":`) {
+		if !llmtest.InOrder(tools, `"message":`, `"emotion":`, `"to":`) {
 			t.Errorf("json mode %v: the speak tool's parameters are not in order: %s", jsonMode, tools)
 		}
 	}

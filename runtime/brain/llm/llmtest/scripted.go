@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 )
 
@@ -75,6 +76,20 @@ func (s *Scripted) Requests() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.Reqs
+}
+
+// InOrder reports whether each of names occurs in s, each after the one
+// before it (the order of the fields a request's schema names).
+func InOrder(s string, names ...string) bool {
+	at := 0
+	for _, n := range names {
+		i := strings.Index(s[at:], n)
+		if i < 0 {
+			return false
+		}
+		at += i + len(n)
+	}
+	return true
 }
 
 // Parts returns the content parts of type typ in every message of a
