@@ -169,6 +169,30 @@ func (r *roomRig) untilRest(limit time.Duration) (msgs []protocol.Message, grant
 	}
 }
 
+// companionTurns counts the messages the companions said.
+func companionTurns(msgs []protocol.Message) int {
+	turns := 0
+	for _, m := range msgs {
+		if m.Params.From != "user" {
+			turns++
+		}
+	}
+	return turns
+}
+
+// restedAtTerminal returns the rest grant, the last of grants, and fails
+// the test unless every vote in it is terminal.
+func restedAtTerminal(t *testing.T, grants []protocol.TurnGrant) protocol.TurnGrant {
+	t.Helper()
+	last := grants[len(grants)-1]
+	for _, v := range last.Votes {
+		if v.Closing != protocol.ClosingTerminal {
+			t.Fatalf("rested before terminal: %+v", last)
+		}
+	}
+	return last
+}
+
 func cards() []brain.Card {
 	return []brain.Card{
 		{ID: "kyoko", Name: "Kyoko", SampleLines: []string{"I love tea.", "Shall we sing?"}, Language: "en"},

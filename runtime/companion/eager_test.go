@@ -345,11 +345,7 @@ func TestEagerThinkBecomesAKnownVoicesMessage(t *testing.T) {
 // is open.
 func eagerMemRig(t *testing.T, b *heardBrain, facts ...memory.Fact) *streamRig {
 	t.Helper()
-	st, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, t.TempDir(), "kyoko")
 	if len(facts) > 0 {
 		if _, err := st.Add(facts...); err != nil {
 			t.Fatal(err)

@@ -13,11 +13,7 @@ import (
 // extracted when the companion starts, and taken out of the journal.
 func TestMemoryExtractsWhatTheJournalKeptAtStart(t *testing.T) {
 	dir := t.TempDir()
-	st, err := memory.Open(dir, "kyoko", memory.Limits{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir, "kyoko")
 	for _, h := range []memory.Heard{
 		{Person: "pat", MessageID: "m1", Text: "My name is Patricia."},
 		{Person: "sam", MessageID: "m2", Text: "I like plums."},

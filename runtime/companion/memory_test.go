@@ -15,6 +15,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/brain/openai"
+	"github.com/chorus-robotics/chorus/runtime/brain/rule"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -42,6 +43,19 @@ func newMemBrain() *memBrain {
 	return b
 }
 
+// newRuleMemBrain is a memBrain that thinks and utters as the rule brain.
+func newRuleMemBrain() *memBrain {
+	b, rb := newMemBrain(), rule.New(0, nil)
+	b.ThinkFn = func(ctx context.Context, in brain.Input) (brain.Thought, error) {
+		b.mu.Lock()
+		b.inputs[in.Message.Params.Message] = in
+		b.mu.Unlock()
+		return rb.Think(ctx, in)
+	}
+	b.UtterFn = rb.Utter
+	return b
+}
+
 func (b *memBrain) input(t *testing.T, text string) brain.Input {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -58,6 +72,17 @@ func (b *memBrain) input(t *testing.T, text string) brain.Input {
 	return brain.Input{}
 }
 
+// openStore opens the memory of robot in dir, closed with the test.
+func openStore(t *testing.T, dir, robot string) *memory.Store {
+	t.Helper()
+	st, err := memory.Open(dir, robot, memory.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // memRig is a room with one companion (kyoko) that remembers.
 func memRig(t *testing.T, b brain.Brain, mod func(*companion.Memory)) (*roomRig, *memory.Store, string) {
 	t.Helper()
@@ -68,11 +93,7 @@ func memRig(t *testing.T, b brain.Brain, mod func(*companion.Memory)) (*roomRig,
 func memRigCard(t *testing.T, card brain.Card, b brain.Brain, mod func(*companion.Memory)) (*roomRig, *memory.Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := memory.Open(dir, "kyoko", memory.Limits{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir, "kyoko")
 	r := newRig(t)
 	r.startFloor(time.Second)
 	mem := &companion.Memory{Store: st, RestAfter: 200 * time.Millisecond}
@@ -131,11 +152,7 @@ func TestMemoryRecallsWhatAPersonSaidAfterTheConversationRests(t *testing.T) {
 func TestMemoryWritesNothingBeforeTheFirstAudio(t *testing.T) {
 	b := newMemBrain()
 	dir := t.TempDir()
-	st, err := memory.Open(dir, "kyoko", memory.Limits{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir, "kyoko")
 	r := newRig(t)
 	r.startFloor(time.Second)
 	r.startCompanion(cards()[0], b, func(c *companion.Config) {
@@ -388,11 +405,7 @@ func TestMemorySharedByTheRoom(t *testing.T) {
 	r.startFloor(time.Second)
 	stores := map[string]*memory.Store{}
 	for i, card := range cards() {
-		st, err := memory.Open(t.TempDir(), card.ID, memory.Limits{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := openStore(t, t.TempDir(), card.ID)
 		stores[card.ID] = st
 		mem := &companion.Memory{Store: st, RestAfter: 200 * time.Millisecond, Share: card.ID != "aya"}
 		if i == 0 {
@@ -422,22 +435,14 @@ func TestMemorySharedByTheRoom(t *testing.T) {
 func TestMemoryForgetMeReachesACompanionThatWasAway(t *testing.T) {
 	r := newRig(t)
 	r.startFloor(time.Second)
-	kst, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kst.Close() })
+	kst := openStore(t, t.TempDir(), "kyoko")
 	r.startCompanion(cards()[0], newMemBrain(), func(c *companion.Config) {
 		c.Memory = &companion.Memory{Store: kst, RestAfter: 200 * time.Millisecond}
 	})
 	waitPresent(t, r, 1)
 	// hana is away; what she learned about the user is on her disk.
 	hdir := t.TempDir()
-	hst, err := memory.Open(hdir, "hana", memory.Limits{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hst.Close() })
+	hst := openStore(t, hdir, "hana")
 	if _, err := hst.Add(memory.Fact{Person: "user", Key: "home", Text: "lives in Osaka", MessageID: "m0"}); err != nil {
 		t.Fatal(err)
 	}

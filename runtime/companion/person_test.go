@@ -1,7 +1,6 @@
 package companion_test
 
 import (
-	"context"
 	"os"
 	"regexp"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
-	"github.com/chorus-robotics/chorus/runtime/brain/rule"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"go.yaml.in/yaml/v3"
 )
@@ -35,14 +33,7 @@ func TestRuleBrainAnswersThePersonFromMemory(t *testing.T) {
 	}
 	card := sim.Companion
 	card.ID, card.Name = "kyoko", "Kyoko"
-	b, rb := newMemBrain(), rule.New(0, nil)
-	b.ThinkFn = func(ctx context.Context, in brain.Input) (brain.Thought, error) {
-		b.mu.Lock()
-		b.inputs[in.Message.Params.Message] = in
-		b.mu.Unlock()
-		return rb.Think(ctx, in)
-	}
-	b.UtterFn = rb.Utter
+	b := newRuleMemBrain()
 	r, st, _ := memRigCard(t, card, b, nil)
 	counter := regexp.MustCompile(`[0-9]`)
 	var all []protocol.Message

@@ -1,16 +1,13 @@
 package companion_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/brain/openai"
-	"github.com/chorus-robotics/chorus/runtime/brain/rule"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -74,15 +71,7 @@ func TestMemoryRecallsOnlyTheSpeakersFacts(t *testing.T) {
 	})
 
 	t.Run("rule", func(t *testing.T) {
-		b := newMemBrain()
-		rb := rule.New(0, nil)
-		b.ThinkFn = func(ctx context.Context, in brain.Input) (brain.Thought, error) {
-			b.mu.Lock()
-			b.inputs[in.Message.Params.Message] = in
-			b.mu.Unlock()
-			return rb.Think(ctx, in)
-		}
-		b.UtterFn = rb.Utter
+		b := newRuleMemBrain()
 		r, st, _ := memRig(t, b, func(m *companion.Memory) { m.RestAfter = time.Hour })
 		remember(t, st)
 		say(t, r, "pat", "Hello everyone, I am back from work.")

@@ -36,11 +36,7 @@ func TestAlreadyRepliedIsThisCompanionsReply(t *testing.T) {
 					if !withMemory {
 						return
 					}
-					st, err := memory.Open(t.TempDir(), card.ID, memory.Limits{}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { st.Close() })
+					st := openStore(t, t.TempDir(), card.ID)
 					stores[card.ID] = st
 					c.Memory = &companion.Memory{Store: st, RestAfter: time.Hour}
 				})

@@ -10,7 +10,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/brain/openai"
 	"github.com/chorus-robotics/chorus/runtime/companion"
-	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/query"
 	"github.com/chorus-robotics/chorus/runtime/room"
 )
@@ -47,19 +46,9 @@ func TestSlowModelGetsItsTurns(t *testing.T) {
 	waitPresent(t, r, 2)
 	r.userSays("Hello, slow thinkers!")
 	msgs, grants := r.untilRest(40 * time.Second)
-	turns := 0
-	for _, m := range msgs {
-		if m.Params.From != "user" {
-			turns++
-		}
-	}
+	turns := companionTurns(msgs)
 	if turns < 2 {
 		t.Fatalf("%d companion turns; grants %+v", turns, grants)
 	}
-	last := grants[len(grants)-1]
-	for _, v := range last.Votes {
-		if v.Closing != protocol.ClosingTerminal {
-			t.Fatalf("rested before terminal: %+v", last)
-		}
-	}
+	restedAtTerminal(t, grants)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain/openai"
 	"github.com/chorus-robotics/chorus/runtime/companion"
 	"github.com/chorus-robotics/chorus/runtime/logtest"
-	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
 
 // A stubborn model — it answers closing none whatever it is asked and says
@@ -40,23 +39,13 @@ func TestStubbornModelIsClosed(t *testing.T) {
 	waitPresent(t, r, len(members))
 	r.userSays("Hello, robots!")
 	msgs, grants := r.untilRest(30 * time.Second)
-	turns := 0
-	for _, m := range msgs {
-		if m.Params.From != "user" {
-			turns++
-		}
-	}
+	turns := companionTurns(msgs)
 	// The judges' window (5) fills, CloseAsks asks, three stages: a
 	// dozen turns; 25 leaves room for the votes' order on a loaded machine.
 	if turns > 25 {
 		t.Fatalf("the room rested only after %d turns", turns)
 	}
-	last := grants[len(grants)-1]
-	for _, v := range last.Votes {
-		if v.Closing != protocol.ClosingTerminal {
-			t.Fatalf("rested before terminal: %+v", last)
-		}
-	}
+	last := restedAtTerminal(t, grants)
 	if len(last.Votes) < len(members)-1 { // all but the last speaker
 		t.Fatalf("the rest has votes %+v, want every listener's", last.Votes)
 	}
