@@ -15,11 +15,7 @@ import (
 // are short, so that the paced rooms end soon.
 func TestMemoryBenchPrintsEveryRow(t *testing.T) {
 	var out bytes.Buffer
-	short := func(me, lang string, turn int) (float64, string) {
-		imp, _ := Talk(me, lang, turn)
-		return imp, "Oh, hello. It is a fine day."
-	}
-	err := Memory(context.Background(), &out, MemoryOptions{N: 2, Messages: 50, Facts: 200, Turns: 200, TTFT: 50 * time.Millisecond, TPS: 300, Speak: short})
+	err := Memory(context.Background(), &out, MemoryOptions{N: 2, Messages: 50, Facts: 200, Turns: 200, TTFT: 50 * time.Millisecond, TPS: 300, Speak: shortTalk})
 	t.Logf("\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)

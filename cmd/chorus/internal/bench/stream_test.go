@@ -10,16 +10,18 @@ import (
 	"github.com/chorus-robotics/chorus/drivers/tts"
 )
 
+// shortTalk is Talk with short words, so that the paced rooms end soon.
+func shortTalk(me, lang string, turn int) (float64, string) {
+	imp, _ := Talk(me, lang, turn)
+	return imp, "Oh, hello. It is a fine day."
+}
+
 // `chorus bench stream` at a tiny n runs all three rooms in both modes
 // and prints every row (no figures are checked: that is the benchmark's
 // job). The words are short, so that the paced rooms end soon.
 func TestStreamBenchPrintsEveryRow(t *testing.T) {
 	var out bytes.Buffer
-	short := func(me, lang string, turn int) (float64, string) {
-		imp, _ := Talk(me, lang, turn)
-		return imp, "Oh, hello. It is a fine day."
-	}
-	err := Stream(context.Background(), &out, StreamOptions{TTFT: 50 * time.Millisecond, TPS: 300, N: 1, Modes: []bool{true, false}, Speak: short})
+	err := Stream(context.Background(), &out, StreamOptions{TTFT: 50 * time.Millisecond, TPS: 300, N: 1, Modes: []bool{true, false}, Speak: shortTalk})
 	t.Logf("\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +54,7 @@ func TestEagerBenchPrintsEveryRow(t *testing.T) {
 		t.Skip("espeak-ng speaks the person's question")
 	}
 	var out bytes.Buffer
-	short := func(me, lang string, turn int) (float64, string) {
-		imp, _ := Talk(me, lang, turn)
-		return imp, "Oh, hello. It is a fine day."
-	}
-	err := Eager(context.Background(), &out, EagerOptions{TTFT: 50 * time.Millisecond, TPS: 300, N: 1, Speak: short})
+	err := Eager(context.Background(), &out, EagerOptions{TTFT: 50 * time.Millisecond, TPS: 300, N: 1, Speak: shortTalk})
 	t.Logf("\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
