@@ -98,14 +98,20 @@ func wantDecode(t *testing.T, what, yaml, want string) {
 	}
 }
 
+// shippedConfigs lists every shipped config: those of firmware-configs
+// and of its livingroom, demo and demo-llm folders.
+func shippedConfigs() []string {
+	var files []string
+	for _, dir := range []string{"", "livingroom", "demo", "demo-llm"} {
+		f, _ := filepath.Glob(filepath.Join("../../firmware-configs", dir, "*.yaml"))
+		files = append(files, f...)
+	}
+	return files
+}
+
 // TestFirmwareConfigs loads and validates every shipped config.
 func TestFirmwareConfigs(t *testing.T) {
-	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
-	livingroom, _ := filepath.Glob("../../firmware-configs/livingroom/*.yaml")
-	files = append(files, livingroom...)
-	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
-	llm, _ := filepath.Glob("../../firmware-configs/demo-llm/*.yaml")
-	files = append(append(files, demo...), llm...)
+	files := shippedConfigs()
 	if len(files) < 10 {
 		t.Fatalf("only %d firmware configs", len(files))
 	}
@@ -221,13 +227,8 @@ companion: {id: k, name: K, language: en}
 
 // The shipped configs of one room agree on what the room is.
 func TestShippedRoomsAgree(t *testing.T) {
-	files, _ := filepath.Glob("../../firmware-configs/*.yaml")
-	livingroom, _ := filepath.Glob("../../firmware-configs/livingroom/*.yaml")
-	files = append(files, livingroom...)
-	demo, _ := filepath.Glob("../../firmware-configs/demo/*.yaml")
-	llm, _ := filepath.Glob("../../firmware-configs/demo-llm/*.yaml")
 	rooms := map[string]*Config{}
-	for _, f := range append(append(files, demo...), llm...) {
+	for _, f := range shippedConfigs() {
 		c, err := Load(f)
 		if err != nil {
 			t.Fatal(err)
