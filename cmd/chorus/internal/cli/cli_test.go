@@ -97,11 +97,7 @@ func TestQueryVisionImageOnly(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dev, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "cam", Username: "cam"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := dialAs(t, ctx, br.URL(), "cam", "cam")
 	var jpg bytes.Buffer
 	if err := jpeg.Encode(&jpg, image.NewGray(image.Rect(0, 0, 64, 48)), nil); err != nil {
 		t.Fatal(err)
@@ -265,11 +261,7 @@ http: {listen: "off"}
 	}
 	ctx := runDaemon(t, c)
 
-	watch, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "watch", Username: "bot"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
+	watch := dialAs(t, ctx, br.URL(), "watch", "bot")
 	r := room.New(watch, scheme, "lab", nil, nil)
 	phases := make(chan protocol.Phase, 16)
 	for _, ch := range []string{"", "pair"} {
@@ -348,11 +340,7 @@ func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "box-a", Username: "box-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := dialAs(t, ctx, br.URL(), "box-a", "box-a")
 	scheme := topic.New("")
 	claim, _ := json.Marshal(protocol.LeaderClaim{Instance: "box-a", Online: true, Since: time.Now()})
 	if err := b.Publish(ctx, scheme.FloorLeader("lab"), claim, true); err != nil {
@@ -382,6 +370,18 @@ func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
 	if n := asked.Load(); n != 3 {
 		t.Fatalf("the floor was asked %d times, want 3 (twice standing by, then active)", n)
 	}
+}
+
+// dialAs connects to the broker at url as user with client id id, closed
+// when the test ends.
+func dialAs(t *testing.T, ctx context.Context, url, id, user string) *bus.MQTT {
+	t.Helper()
+	b, err := bus.Dial(ctx, bus.Options{Broker: url, ClientID: id, Username: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 func lastWord(s string) string {

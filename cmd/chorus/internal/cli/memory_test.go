@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/memory/control"
@@ -22,11 +21,7 @@ func TestMemoryWithItsDefaults(t *testing.T) {
 	br := bustest.StartEmbedded(t, bustest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dev, err := bus.Dial(ctx, bus.Options{Broker: br.URL(), ClientID: "dev", Username: "dev"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := dialAs(t, ctx, br.URL(), "dev", "dev")
 	st, err := memory.Open(t.TempDir(), "kyoko", memory.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
