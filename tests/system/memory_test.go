@@ -107,6 +107,16 @@ func rememberPeople(t *testing.T, brainKind string) {
 	o.floor("floor-box")
 	procs := map[string]*proc{"ann": start("ann"), "ben": start("ben")}
 	w.onlineAfter(t, time.Time{}, "ann", "ben")
+	// restart kills both robots with -9 and starts them again.
+	restart := func() {
+		restarted := time.Now()
+		for _, id := range []string{"ann", "ben"} {
+			procs[id].cmd.Process.Kill()
+			<-procs[id].done
+			procs[id] = start(id)
+		}
+		w.onlineAfter(t, restarted, "ann", "ben")
+	}
 
 	for i, conv := range memoryScript {
 		facts := 0
@@ -127,13 +137,7 @@ func rememberPeople(t *testing.T, brainKind string) {
 			o.waitFacts(t, "dev-"+id, facts, 20*time.Second)
 		}
 		// Killed with -9 between conversations, and started again.
-		restarted := time.Now()
-		for _, id := range []string{"ann", "ben"} {
-			procs[id].cmd.Process.Kill()
-			<-procs[id].done
-			procs[id] = start(id)
-		}
-		w.onlineAfter(t, restarted, "ann", "ben")
+		restart()
 		o.waitFacts(t, "dev-ann", facts, 20*time.Second) // all there after the restart: nothing corrupted
 	}
 
@@ -197,13 +201,7 @@ func rememberPeople(t *testing.T, brainKind string) {
 			return l.topic == "chorus/rooms/lab/forgot/"+id && strings.Contains(l.payload, `"person":"alice"`) && strings.Contains(l.payload, asked)
 		})
 	}
-	restarted := time.Now()
-	for _, id := range []string{"ann", "ben"} {
-		procs[id].cmd.Process.Kill()
-		<-procs[id].done
-		procs[id] = start(id)
-	}
-	w.onlineAfter(t, restarted, "ann", "ben")
+	restart()
 	for _, id := range []string{"ann", "ben"} {
 		for _, v := range []string{"Alice", "green tea", "Osaka", "nurse", "blue", "alice"} {
 			if n := occurrences(t, dirs[id], v); n != 0 {
