@@ -116,6 +116,18 @@ func connect(t *testing.T, url, tok string) (*sdk.ClientSession, error) {
 	return c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcptest.Bearer(tok)}}, nil)
 }
 
+// session is an agent's session with the server at url, with token tok,
+// closed when the test ends.
+func session(t *testing.T, url, tok string) *sdk.ClientSession {
+	t.Helper()
+	cs, err := connect(t, url, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 func text(res *sdk.CallToolResult) string {
 	var out []string
 	for _, c := range res.Content {
@@ -132,11 +144,7 @@ func text(res *sdk.CallToolResult) string {
 // action is the body's, memory is the caller's own.
 func TestAnAgentUsesTheRobotsTools(t *testing.T) {
 	g, b, url := serve(t)
-	cs, err := connect(t, url, "alice-token-0123456")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := session(t, url, "alice-token-0123456")
 	lt, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -227,11 +235,7 @@ func TestOnlyAUserTokenIsServed(t *testing.T) {
 // (muted, its body offline) refuses a say instead of taking it.
 func TestAnAgentsRequestsAreChecked(t *testing.T) {
 	g, _, url := serve(t)
-	cs, err := connect(t, url, "alice-token-0123456")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := session(t, url, "alice-token-0123456")
 	call := func(name string, args any) *sdk.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: args})
@@ -263,11 +267,7 @@ func TestAnAgentsRequestsAreChecked(t *testing.T) {
 	}
 
 	_, _, muted := serveUnable(t, func() string { return "it is muted" })
-	cs2, err := connect(t, muted, "alice-token-0123456")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs2.Close()
+	cs2 := session(t, muted, "alice-token-0123456")
 	res, err := cs2.CallTool(t.Context(), &sdk.CallToolParams{Name: "say", Arguments: map[string]any{"text": "Hello"}})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "kyoko cannot say anything now: it is muted") {
 		t.Errorf("say to a muted robot: %v %v", res, err)
