@@ -143,21 +143,11 @@ func speakTuned(t *testing.T, m *metrics.Metrics, h query.Handler, tune func(*co
 	mem.Settle()
 	user := room.New(mem.Conn(nil, nil), rm.Scheme, "lr", nil, nil)
 	user.SendMessage(ctx, protocol.NewMessage("m1", "user", nil, "hi", ""))
-	select {
-	case <-states:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no State")
-	}
+	within(t, states, "no State")
 	s := "kyoko"
 	room.New(mem.Conn(nil, nil), rm.Scheme, "lr", nil, nil).SendGrant(ctx, protocol.TurnGrant{From: "floor", MessageID: "m1", Speaker: &s,
 		Reason: protocol.ReasonSpeak, DecidedBy: protocol.DecidedAllVoted, Votes: []protocol.Vote{}})
-	select {
-	case m := <-said:
-		return m
-	case <-time.After(5 * time.Second):
-		t.Fatal("no message")
-	}
-	return protocol.Message{}
+	return within(t, said, "no message")
 }
 
 // A companion announces how long its brain takes, measured, once it has a

@@ -169,6 +169,20 @@ func (r *roomRig) untilRest(limit time.Duration) (msgs []protocol.Message, grant
 	}
 }
 
+// within is the next value on ch; the test fails, saying what, when
+// none comes within 5 s.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
+	}
+	var zero T
+	return zero
+}
+
 // companionTurns counts the messages the companions said.
 func companionTurns(msgs []protocol.Message) int {
 	turns := 0

@@ -82,13 +82,7 @@ func TestStateIsSentAgainUntilTheMessageIsTooOld(t *testing.T) {
 	}
 	next := func(when string) string {
 		t.Helper()
-		select {
-		case id := <-votes:
-			return id
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no State from hana %s", when)
-		}
-		return ""
+		return within(t, votes, "no State from hana "+when)
 	}
 
 	say("m1")

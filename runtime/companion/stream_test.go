@@ -200,13 +200,7 @@ func (r *streamRig) grant(id string) {
 
 func (r *streamRig) state() protocol.State {
 	r.t.Helper()
-	select {
-	case s := <-r.states:
-		return s
-	case <-time.After(5 * time.Second):
-		r.t.Fatal("no State")
-	}
-	return protocol.State{}
+	return within(r.t, r.states, "no State")
 }
 
 // heard waits until the body has been asked each of kinds, in any order
@@ -228,13 +222,7 @@ func (r *streamRig) heard(kinds ...string) {
 
 func (r *streamRig) message() protocol.Message {
 	r.t.Helper()
-	select {
-	case m := <-r.said:
-		return m
-	case <-time.After(5 * time.Second):
-		r.t.Fatal("no Message")
-	}
-	return protocol.Message{}
+	return within(r.t, r.said, "no Message")
 }
 
 // noMessage asserts that no Message has been published by now.
