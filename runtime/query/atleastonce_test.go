@@ -30,10 +30,7 @@ func TestDuplicateQueryRunsOnce(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		return map[string]any{"durationMs": 50}, nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	serveUntilEnd(t, s)
 	mem.Settle()
 	c := NewClient(mem.Conn(nil, nil), topic.New(""), "kyoko", ClientOptions{})
 	if _, err := c.Ask(context.Background(), "pi5", "speak", map[string]string{"message": "hi"}, 5*time.Second); err != nil {
@@ -64,10 +61,7 @@ func TestLostQueryAndLostResultAreRecovered(t *testing.T) {
 				runs.Add(1)
 				return map[string]any{"durationMs": 1}, nil
 			})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); s.Serve(ctx) }()
-			defer func() { cancel(); <-done }()
+			serveUntilEnd(t, s)
 			mem.Settle()
 			c := NewClient(mem.Conn(nil, nil), topic.New(""), "kyoko", ClientOptions{RetryEvery: 100 * time.Millisecond})
 			start := time.Now()

@@ -21,6 +21,11 @@ func serve(t *testing.T, b bus.Bus, device string, handlers map[string]Handler) 
 	for typ, h := range handlers {
 		s.Handle(typ, h)
 	}
+	serveUntilEnd(t, s)
+}
+
+// serveUntilEnd runs s until the test ends.
+func serveUntilEnd(t *testing.T, s *Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
