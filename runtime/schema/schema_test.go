@@ -29,13 +29,20 @@ func TestCompile(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Compile([]byte(c.schema))
-			switch {
-			case c.want == "" && err != nil:
-				t.Fatalf("Compile: %v", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Fatalf("Compile: got %v, want an error with %q", err, c.want)
-			}
+			wantErr(t, "Compile", err, c.want)
 		})
+	}
+}
+
+// wantErr fails the test unless err is nil where want is "", or else an
+// error that says want; what names the call.
+func wantErr(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("%s: %v", what, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("%s: got %v, want an error with %q", what, err, want)
 	}
 }
 
@@ -60,12 +67,7 @@ func TestValidate(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := s.Validate([]byte(c.args))
-			switch {
-			case c.want == "" && err != nil:
-				t.Fatalf("Validate: %v", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Fatalf("Validate: got %v, want an error with %q", err, c.want)
-			}
+			wantErr(t, "Validate", err, c.want)
 		})
 	}
 }
