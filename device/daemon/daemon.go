@@ -95,7 +95,7 @@ type Daemon struct {
 	ready   atomic.Bool
 	br      *bridge.Bridge                // the WebSocket bridge, when enabled
 	asks    atomic.Pointer[query.Client]  // the companion's queries, told when a bridge body goes
-	tools   atomic.Pointer[tool.Registry] // the companion's tools, for agents (http.mcp)
+	tools   atomic.Pointer[tool.Registry] // the robot's tools, for agents (http.mcp)
 	acts    *parts.Body                   // the body's actions and the parts they move
 	fl      *floor.Floor                  // the room's turn-mode floor, when it runs here
 	ha      *homeassistant.Robot          // the robot as a Home Assistant device, when enabled

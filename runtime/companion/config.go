@@ -138,7 +138,7 @@ type Config struct {
 	// those that act run only in a granted turn (tool.Acts).
 	Tools func() []tool.Tool
 	// Registry is the robot's tool registry, which the companion adds its
-	// own tools and the body's to (Companion.Tools); nil: one of its own.
+	// own tools and the body's to; nil: one of its own.
 	Registry *tool.Registry
 	// HeardAs is the identity the room publishes a heard person's
 	// Message under (hearing.user; default protocol.DefaultHeardUser): a

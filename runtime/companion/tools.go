@@ -23,11 +23,6 @@ const (
 // a card may also list brain.KnowBody or a tool its body declares.
 var BuiltinKnowledge = []string{KnowCompanions, KnowDateTime, KnowMemory}
 
-// Tools is the robot's tool registry (runtime/tool): what its model may
-// call and what it serves to agents (device/mcpserve). Whoever wires the
-// robot registers more there (the camera for agents).
-func (c *Companion) Tools() *tool.Registry { return c.tools }
-
 // newTools registers the companion's tools in the robot's registry
 // (Config.Registry), in the order a name is claimed: its own (the
 // companions present, the date and time, memory search — whether or not

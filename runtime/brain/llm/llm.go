@@ -297,8 +297,7 @@ func (b *Brain) stateRequest(in brain.Input) (Request, []tool.Tool) {
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Schema: StateSchemaWith(b.Draft, in.Card.Language, in.Card.Events), SchemaName: StateSchemaName}
 	var tools []tool.Tool
 	if b.Draft {
-		tools = b.toolbox(in, in.Tools, true)
-		req.Tools = defs(tools)
+		tools, req.Tools = b.toolbox(in, in.Tools, true)
 	}
 	return req, tools
 }
@@ -360,9 +359,9 @@ func addressees(to []string, in brain.Input) []string {
 func (b *Brain) Utter(ctx context.Context, in brain.Input) (brain.Utterance, error) {
 	sys, user := prompts.System(in), prompts.Utter(in)
 	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: []ToolDef{SpeakTool(in.Card.Language)}, ForceTool: "speak"}
-	tools := b.toolbox(in, in.Tools, true)
+	tools, defs := b.toolbox(in, in.Tools, true)
 	if len(tools) > 0 {
-		req.Tools = append(req.Tools, defs(tools)...)
+		req.Tools = append(req.Tools, defs...)
 		req.ForceTool = "" // it may look, gesture or look things up first; the prompt asks for speak
 	}
 	var r ran
@@ -448,8 +447,8 @@ func (b *Brain) Talk(ctx context.Context, in brain.TalkInput) (brain.Utterance, 
 	// Tools that act are not offered: every robot of a realtime room
 	// talks when it likes, and a tool must be run once.
 	ts := slices.DeleteFunc(slices.Clone(in.Tools), func(t tool.Tool) bool { return t.Kind == tool.Acts })
-	tools := b.toolbox(brain.Input{Card: in.Card}, ts, false)
-	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: defs(tools)}
+	tools, defs := b.toolbox(brain.Input{Card: in.Card}, ts, false)
+	req := Request{System: sys, Turns: []Turn{{Role: User, Text: user}}, Tools: defs}
 	var r ran
 	resp, err := b.run(ctx, brain.Input{Card: in.Card, Tools: ts}, req, tools, nil, &r)
 	if err != nil {

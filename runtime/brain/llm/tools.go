@@ -27,54 +27,41 @@ const (
 // camera, described by its model.
 const VisionName = "vision"
 
-// toolbox is what the model is offered beside speak: vision when the
-// brain has a camera (look), then ts in their order. A tool with the
-// name of one before it, or whose parameters are not a JSON Schema
-// object, is not offered (said in the log).
-func (b *Brain) toolbox(in brain.Input, ts []tool.Tool, look bool) []tool.Tool {
+// toolbox is what the model is offered beside speak, and its
+// definitions as the model reads them: vision when the brain has a camera
+// (look), then ts in their order. A tool with the name of one before it,
+// or whose parameters are not a JSON Schema object, is not offered (said
+// in the log). Each schema is read once.
+func (b *Brain) toolbox(in brain.Input, ts []tool.Tool, look bool) ([]tool.Tool, []ToolDef) {
 	var out []tool.Tool
+	var defs []ToolDef
+	taken := map[string]bool{"speak": true}
+	add := func(t tool.Tool) {
+		params, err := t.Schema()
+		if err != nil {
+			b.log().Warn("a tool's parameters are not a JSON Schema object; not offered", "tool", t.Name)
+			return
+		}
+		taken[strings.ToLower(t.Name)] = true
+		out = append(out, t)
+		defs = append(defs, ToolDef{Name: t.Name, Description: t.Description, Parameters: params})
+	}
 	if look && b.Look != nil {
-		out = append(out, tool.Tool{Name: VisionName, Description: prompts.TextsFor(in.Card.Language).VisionTool, Kind: tool.Answers,
+		add(tool.Tool{Name: VisionName, Description: prompts.TextsFor(in.Card.Language).VisionTool, Kind: tool.Answers,
 			Call: func(ctx context.Context, _ tool.Call) (tool.Result, error) {
 				return tool.Result{Text: b.see(ctx, in)}, nil
 			}})
 	}
 	for _, t := range ts {
-		if _, taken := tool.Find(out, t.Name); taken || strings.EqualFold(t.Name, "speak") {
+		switch {
+		case taken[strings.ToLower(t.Name)]:
 			b.log().Warn("a tool has the name of another tool; not offered", "tool", t.Name)
-			continue
-		}
-		if _, err := t.Schema(); err != nil {
-			b.log().Warn("a tool's parameters are not a JSON Schema object; not offered", "tool", t.Name)
-			continue
-		}
-		if t.Kind != tool.WithWords && t.Call == nil {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-// defs are ts as the model is offered them.
-func defs(ts []tool.Tool) []ToolDef {
-	out := make([]ToolDef, 0, len(ts))
-	for _, t := range ts {
-		params, _ := t.Schema() // toolbox offers none that is not one
-		out = append(out, ToolDef{Name: t.Name, Description: t.Description, Parameters: params})
-	}
-	return out
-}
-
-// ActionTools are a body's actions as the model is offered them.
-func ActionTools(ts []tool.Tool) []ToolDef {
-	var out []tool.Tool
-	for _, t := range ts {
-		if _, err := t.Schema(); t.Kind == tool.WithWords && err == nil {
-			out = append(out, t)
+		case t.Kind != tool.WithWords && t.Call == nil:
+		default:
+			add(t)
 		}
 	}
-	return defs(out)
+	return out, defs
 }
 
 // know runs c with t for the model, bounded by t's timeout or
