@@ -179,7 +179,9 @@ func newStreamRig(t *testing.T, br brain.Brain, mod func(*companion.Config)) *st
 		}
 	})
 	r.obs.OnState(ctx, func(s protocol.State) { r.states <- s })
-	waitFor(t, func() bool { return slices.Contains(mem.Subscriptions(), rm.Scheme.Speakings("lr")) })
+	// The ears' reports are subscribed after the room's other topics (CI saw a
+	// tentative report published before it, and no think).
+	waitFor(t, func() bool { return slices.Contains(mem.Subscriptions(), rm.Scheme.Heards("lr")) })
 	mem.Settle()
 	return r
 }
