@@ -201,6 +201,11 @@ func (s *Server) handle(c net.Conn) {
 			}
 			s.mu.Unlock()
 			time.Sleep(delay)
+			// Recorded before it is answered: a test that reads Utterances
+			// once it has the transcript finds it there.
+			s.mu.Lock()
+			s.utterances = append(s.utterances, Utterance{Samples: samples, Rate: f.Rate, Stopped: stopped, Took: time.Since(stopped)})
+			s.mu.Unlock()
 			tr, _ := wy.NewEvent("transcript", map[string]any{"text": text}, nil)
 			if err := wy.WriteEvent(c, tr); err != nil {
 				return
@@ -209,9 +214,6 @@ func (s *Server) handle(c net.Conn) {
 				stop, _ := wy.NewEvent("transcript-stop", nil, nil)
 				wy.WriteEvent(c, stop)
 			}
-			s.mu.Lock()
-			s.utterances = append(s.utterances, Utterance{Samples: samples, Rate: f.Rate, Stopped: stopped, Took: time.Since(stopped)})
-			s.mu.Unlock()
 			return
 		}
 	}
