@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
@@ -87,7 +85,7 @@ func TestFailedSpeakIsMarkedUnspoken(t *testing.T) {
 		if _, marked := got.Params.Metadata[protocol.MetaSpoken]; marked {
 			t.Fatalf("words the body said marked %v", got.Params.Metadata)
 		}
-		if n := testutil.ToFloat64(m.BadInput.WithLabelValues("result", string(protocol.KindInvalid))); n != 1 {
+		if n := metrics.Value(m.BadInput.WithLabelValues("result", string(protocol.KindInvalid))); n != 1 {
 			t.Fatalf("bad speak results counted %v, want 1", n)
 		}
 	})
@@ -186,6 +184,10 @@ func TestMeasuredThinkTimeIsAnnounced(t *testing.T) {
 	if first := <-thinks; first != 10_000 {
 		t.Fatalf("first announcement %d ms, want the 10 s guess", first)
 	}
+	// Three calls are measured only if the first message is heard: the
+	// companion hears the room once its last subscription is made.
+	waitFor(t, func() bool { return slices.Contains(mem.Subscriptions(), rm.Scheme.Heards("lr")) })
+	mem.Settle()
 	user := room.New(mem.Conn(nil, nil), rm.Scheme, "lr", nil, nil)
 	for i := range 3 {
 		user.SendMessage(ctx, protocol.NewMessage(protocol.NewID(), "user", nil, "hello", ""))
