@@ -20,7 +20,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
@@ -214,7 +213,7 @@ func (r *rig) publishAs(id, t string, v any) {
 }
 
 func (r *rig) dropped(reason string) float64 {
-	return testutil.ToFloat64(r.m.BridgeDropped.WithLabelValues(reason))
+	return metrics.Value(r.m.BridgeDropped.WithLabelValues(reason))
 }
 
 // droppedOnce waits up to 2 s for a drop the client may see before the
@@ -601,7 +600,7 @@ func TestClientsLeaveNothingBehind(t *testing.T) {
 			t.Fatalf("goroutines %d before, %d after 90 clients came and went", before, after)
 		}
 	}
-	if n := testutil.ToFloat64(r.m.BridgeClients); n != 0 {
+	if n := metrics.Value(r.m.BridgeClients); n != 0 {
 		t.Fatalf("chorus_bridge_clients %v with nobody connected", n)
 	}
 }

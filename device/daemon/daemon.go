@@ -34,7 +34,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chorus-robotics/chorus/device/bridge"
@@ -1007,7 +1006,7 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 		}
 		w.Write([]byte("ok\n"))
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(d.m.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", d.m.Handler())
 	if path, h := d.mcpHandler(); d.br != nil && d.cfg.HTTP.MCP && h != nil {
 		mux.Handle(path, h)
 	}

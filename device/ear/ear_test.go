@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/drivers/mic"
 	mcommand "github.com/chorus-robotics/chorus/drivers/mic/command"
 	"github.com/chorus-robotics/chorus/drivers/mic/file"
@@ -126,7 +124,7 @@ func (r *earRig) run(samples []int16, silence time.Duration, during func(ctx con
 	// The audio plays, then silence; then the ear has its time to finish.
 	time.Sleep(time.Until(r.started.Add(time.Duration(len(samples))*time.Second/16000 + silence)))
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && testutil.ToFloat64(r.m.Hearing.WithLabelValues("utterance")) > float64(r.outcomes()) {
+	for time.Now().Before(deadline) && metrics.Value(r.m.Hearing.WithLabelValues("utterance")) > float64(r.outcomes()) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
@@ -230,7 +228,7 @@ func TestEarIsGatedWhileARobotSpeaks(t *testing.T) {
 			if len(reports) != tc.reports {
 				t.Fatalf("reports %+v, want %d", reports, tc.reports)
 			}
-			if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues("gated")); got != tc.gated {
+			if got := metrics.Value(r.m.Hearing.WithLabelValues("gated")); got != tc.gated {
 				t.Errorf("gated utterances = %v, want %v", got, tc.gated)
 			}
 			s := r.engine.Sessions()
@@ -267,7 +265,7 @@ func TestEarEngineFailures(t *testing.T) {
 			if len(reports) != 0 {
 				t.Fatalf("reported %+v", reports)
 			}
-			if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues(tt.outcome)); got != 1 {
+			if got := metrics.Value(r.m.Hearing.WithLabelValues(tt.outcome)); got != 1 {
 				t.Errorf("%s = %v, want 1", tt.outcome, got)
 			}
 			// An utterance the room was told of is ended for it: nobody
@@ -343,7 +341,7 @@ func TestEarWakeWord(t *testing.T) {
 			time.Sleep(2 * time.Second) // the ear listens again after its backoff
 			det.Hear("hey_jarvis")
 		})
-		if got := testutil.ToFloat64(r.m.Hearing.WithLabelValues("wake_error")); got < 1 {
+		if got := metrics.Value(r.m.Hearing.WithLabelValues("wake_error")); got < 1 {
 			t.Errorf("wake errors = %v, want the failure counted", got)
 		}
 		reports, _ := r.got()
@@ -363,12 +361,12 @@ func TestCountedMicrophone(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
-	for testutil.ToFloat64(m.Hearing.WithLabelValues("mic_error")) < 2 && ctx.Err() == nil {
+	for metrics.Value(m.Hearing.WithLabelValues("mic_error")) < 2 && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	<-done
-	if got := testutil.ToFloat64(m.Hearing.WithLabelValues("mic_error")); got < 2 {
+	if got := metrics.Value(m.Hearing.WithLabelValues("mic_error")); got < 2 {
 		t.Fatalf("mic errors = %v, want the program's exits counted", got)
 	}
 }

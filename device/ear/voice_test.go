@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 
 	"github.com/chorus-robotics/chorus/drivers/voiceid"
 	"github.com/chorus-robotics/chorus/drivers/voiceid/voiceidtest"
@@ -105,7 +105,7 @@ func TestEarVoiceFaults(t *testing.T) {
 		if v := h.Voice; v == nil || v.Person != "" || v.Distance != protocol.NoDistance {
 			t.Errorf("%s: the voice %+v, want unknown with no distance", tc.event, v)
 		}
-		if n := testutil.ToFloat64(r.m.Hearing.WithLabelValues(tc.event)); n != 1 {
+		if n := metrics.Value(r.m.Hearing.WithLabelValues(tc.event)); n != 1 {
 			t.Errorf("%s counted %v times", tc.event, n)
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -105,7 +103,7 @@ func TestCommands(t *testing.T) {
 				t.Fatalf("said %d, muted %v", len(*said), *muted)
 			}
 			if c.kind != "" {
-				if n := testutil.ToFloat64(r.Metrics.BadInput.WithLabelValues("ha_command", c.kind)); n != 2 {
+				if n := metrics.Value(r.Metrics.BadInput.WithLabelValues("ha_command", c.kind)); n != 2 {
 					t.Fatalf("%s counted %v times", c.kind, n)
 				}
 			}

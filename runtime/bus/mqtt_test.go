@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -208,7 +206,7 @@ func TestReconnectAfterBrokerRestart(t *testing.T) {
 		if !got.Load() {
 			t.Fatal("subscriber did not receive after the broker restarted")
 		}
-		if n := testutil.ToFloat64(m.Reconnects); n < 1 {
+		if n := metrics.Value(m.Reconnects); n < 1 {
 			t.Fatalf("reconnects metric = %v, want >= 1", n)
 		}
 		// The device re-announced its presence to the new broker.

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -141,11 +139,11 @@ func TestRepeatedGrantIsSpokenOnce(t *testing.T) {
 	if len(answers) != 1 {
 		t.Fatalf("kyoko published %d different answers, want 1: %v", len(answers), answers)
 	}
-	waitFor(t, func() bool { return testutil.ToFloat64(r.m.Resent.WithLabelValues("answer")) == 2 })
-	if n := testutil.ToFloat64(r.m.IgnoredGrants.WithLabelValues("already_answered")) + testutil.ToFloat64(r.m.IgnoredGrants.WithLabelValues("speaking")); n != 4 {
+	waitFor(t, func() bool { return metrics.Value(r.m.Resent.WithLabelValues("answer")) == 2 })
+	if n := metrics.Value(r.m.IgnoredGrants.WithLabelValues("already_answered")) + metrics.Value(r.m.IgnoredGrants.WithLabelValues("speaking")); n != 4 {
 		t.Fatalf("ignored grants = %v, want 4 (5 copies, one acted on)", n)
 	}
-	if n := testutil.ToFloat64(r.m.Duplicates.WithLabelValues("companion", "message")); n < 2 {
+	if n := metrics.Value(r.m.Duplicates.WithLabelValues("companion", "message")); n < 2 {
 		t.Fatalf("duplicate messages handled once = %v, want >= 2 (kyoko hears its own answer again)", n)
 	}
 }
@@ -168,7 +166,7 @@ func TestGrantOlderThanTheNewestSpokenTurnIsIgnored(t *testing.T) {
 	// Counted stale, or void when the two thoughts finished in the other
 	// order (a loaded machine): m1 is older than the user's newer m2.
 	waitFor(t, func() bool {
-		return testutil.ToFloat64(r.m.IgnoredGrants.WithLabelValues("stale"))+testutil.ToFloat64(r.m.IgnoredGrants.WithLabelValues("void")) == 1
+		return metrics.Value(r.m.IgnoredGrants.WithLabelValues("stale"))+metrics.Value(r.m.IgnoredGrants.WithLabelValues("void")) == 1
 	})
 }
 
@@ -338,7 +336,7 @@ func TestLostStateIsSentAgain(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("decided after %v", d)
 	}
-	if n := testutil.ToFloat64(r.m.Resent.WithLabelValues("state")); n < 1 {
+	if n := metrics.Value(r.m.Resent.WithLabelValues("state")); n < 1 {
 		t.Fatalf("resent states = %v", n)
 	}
 }

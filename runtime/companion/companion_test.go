@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
 	"github.com/chorus-robotics/chorus/runtime/brain/rule"
@@ -325,7 +323,7 @@ func TestBadBrainBecomesListen(t *testing.T) {
 	if th, _ := bad.Calls(); th != 2 {
 		t.Fatalf("bad brain called %d times, want 2 (one retry)", th)
 	}
-	if n := testutil.ToFloat64(r.m.BrainFailures.WithLabelValues("error")); n != 2 {
+	if n := metrics.Value(r.m.BrainFailures.WithLabelValues("error")); n != 2 {
 		t.Fatalf("brain failures = %v, want 2", n)
 	}
 }
@@ -424,7 +422,7 @@ func TestFloodAndSpoofsDoNotStopTheRoom(t *testing.T) {
 	if len(msgs) < 3 {
 		t.Fatalf("only %d messages", len(msgs))
 	}
-	if n := testutil.ToFloat64(r.m.BadInput.WithLabelValues("message", "syntax")); n < 100 {
+	if n := metrics.Value(r.m.BadInput.WithLabelValues("message", "syntax")); n < 100 {
 		t.Fatalf("malformed messages counted %v", n)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/anthropic"
@@ -382,10 +382,10 @@ func TestRepetitionJudgeFallbackAndSwitch(t *testing.T) {
 			}
 			if tt.failure != "" {
 				deadline := time.Now().Add(5 * time.Second)
-				for testutil.ToFloat64(r.m.BrainFailures.WithLabelValues(tt.failure)) == 0 && time.Now().Before(deadline) {
+				for metrics.Value(r.m.BrainFailures.WithLabelValues(tt.failure)) == 0 && time.Now().Before(deadline) {
 					time.Sleep(10 * time.Millisecond)
 				}
-				if testutil.ToFloat64(r.m.BrainFailures.WithLabelValues(tt.failure)) != 1 {
+				if metrics.Value(r.m.BrainFailures.WithLabelValues(tt.failure)) != 1 {
 					t.Fatalf("%s not counted once", tt.failure)
 				}
 			}

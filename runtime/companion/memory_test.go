@@ -21,7 +21,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // memBrain is a brain that speaks to every message and keeps the inputs
@@ -581,7 +580,7 @@ func injectionRefused(t *testing.T, model brain.Extractor, m *metrics.Metrics) {
 			t.Fatalf("recalled to the brain: %+v", f)
 		}
 	}
-	if n := testutil.ToFloat64(m.BrainFailures.WithLabelValues("bad_fact")); n != 1 {
+	if n := metrics.Value(m.BrainFailures.WithLabelValues("bad_fact")); n != 1 {
 		t.Fatalf("the refused fact was not counted (bad_fact %v)", n)
 	}
 }

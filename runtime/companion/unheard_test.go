@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/room"
@@ -80,7 +80,7 @@ func TestWordsTheRoomDidNotHearAreSaidOnceMore(t *testing.T) {
 	if n := copies(time.Second); n != 0 {
 		t.Fatalf("after newer words kyoko said the rested ones %d times more", n)
 	}
-	if got := testutil.ToFloat64(r.m.Resent.WithLabelValues("unheard")); got != 2 {
+	if got := metrics.Value(r.m.Resent.WithLabelValues("unheard")); got != 2 {
 		t.Fatalf("chorus_companion_resent_total{kind=unheard} = %v, want 2", got)
 	}
 }

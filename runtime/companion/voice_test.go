@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/braintest"
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -429,7 +427,7 @@ func TestGrantAfterANewerUserMessageIsVoid(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	r.grant(id)
 	waitFor(t, func() bool {
-		return testutil.ToFloat64(r.m.IgnoredGrants.WithLabelValues("void")) == 1
+		return metrics.Value(r.m.IgnoredGrants.WithLabelValues("void")) == 1
 	})
 	r.advance(5 * time.Second)
 	if n, _, _, _ := r.dev.counts(); n != 0 {

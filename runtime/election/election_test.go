@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -105,7 +103,7 @@ func TestElection(t *testing.T) {
 		}
 		clk.Advance(DefaultClaimCheck)
 		settle(mem, h)
-		if n := testutil.ToFloat64(m.ClaimFailures); n != 0 || !h.e.Active() {
+		if n := metrics.Value(m.ClaimFailures); n != 0 || !h.e.Active() {
 			t.Fatalf("claim failures %v active %v after a claim that came back", n, h.e.Active())
 		}
 	})
@@ -116,14 +114,14 @@ func TestElection(t *testing.T) {
 		settle(mem, h)
 		clk.Advance(DefaultClaimCheck)
 		settle(mem, h)
-		if h.e.Active() || testutil.ToFloat64(m.ClaimFailures) != 1 {
-			t.Fatalf("active %v failures %v, want standing by with one failure", h.e.Active(), testutil.ToFloat64(m.ClaimFailures))
+		if h.e.Active() || metrics.Value(m.ClaimFailures) != 1 {
+			t.Fatalf("active %v failures %v, want standing by with one failure", h.e.Active(), metrics.Value(m.ClaimFailures))
 		}
 		clk.Advance(DefaultRetry)
 		settle(mem, h)
 		clk.Advance(DefaultClaimCheck)
 		settle(mem, h)
-		if n := testutil.ToFloat64(m.ClaimFailures); n != 2 {
+		if n := metrics.Value(m.ClaimFailures); n != 2 {
 			t.Fatalf("claim failures = %v, want the retry to fail again", n)
 		}
 	})
@@ -165,7 +163,7 @@ func TestClaimsAreBoundedAndKeepTheLatest(t *testing.T) {
 	if latest.Online {
 		t.Fatal("the latest claim of i000 (offline) was not kept")
 	}
-	if r := testutil.ToFloat64(m.BadInput.WithLabelValues("leader", "too_many")); r != 100-MaxInstances {
+	if r := metrics.Value(m.BadInput.WithLabelValues("leader", "too_many")); r != 100-MaxInstances {
 		t.Fatalf("refused claims counted %v, want %d", r, 100-MaxInstances)
 	}
 }
@@ -305,7 +303,7 @@ func TestLease(t *testing.T) {
 			clk.Advance(DefaultBeat)
 			settle(mem, h1, h2)
 		}
-		if n := testutil.ToFloat64(m.ClaimFailures); n != 0 || !h1.e.Active() || h2.e.Active() {
+		if n := metrics.Value(m.ClaimFailures); n != 0 || !h1.e.Active() || h2.e.Active() {
 			t.Fatalf("claim failures %v, f1 active %v, f2 active %v, after a returning claim that came back", n, h1.e.Active(), h2.e.Active())
 		}
 	})

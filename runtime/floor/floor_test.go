@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/election"
@@ -193,7 +191,7 @@ func TestAllVotedDecidesAtOnce(t *testing.T) {
 	h.vote(a, protocol.StateParams{From: "a", MessageID: "m1", State: protocol.Speak, Importance: 10})
 	f.flush(t, h.mem)
 	h.noGrant()
-	if n := testutil.ToFloat64(h.m.LateStates); n != 1 {
+	if n := metrics.Value(h.m.LateStates); n != 1 {
 		t.Fatalf("late states = %v, want 1", n)
 	}
 }
@@ -243,11 +241,11 @@ func TestDroppedStates(t *testing.T) {
 		t.Fatalf("grant %+v", g)
 	}
 	for reason, want := range map[string]float64{"not_participant": 2, "unknown_message": 1} {
-		if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues(reason)); n != want {
+		if n := metrics.Value(h.m.DroppedStates.WithLabelValues(reason)); n != want {
 			t.Errorf("dropped %s = %v, want %v", reason, n, want)
 		}
 	}
-	if n := testutil.ToFloat64(h.m.BadInput.WithLabelValues("state", "not_member")); n != 1 {
+	if n := metrics.Value(h.m.BadInput.WithLabelValues("state", "not_member")); n != 1 {
 		t.Errorf("states from off the roster counted %v, want 1", n)
 	}
 	if len(f.early) != 1 || f.early["b"].s.MessageID != "never-0" {
@@ -371,7 +369,7 @@ func TestStateBeforeItsMessage(t *testing.T) {
 	if g.SpeakerID() != "b" || g.DecidedBy != protocol.DecidedAllVoted {
 		t.Fatalf("grant %+v", g)
 	}
-	if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 0 {
+	if n := metrics.Value(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 0 {
 		t.Fatalf("unknown_message = %v", n)
 	}
 }
@@ -394,7 +392,7 @@ func TestEarlyStatesOnePerVoter(t *testing.T) {
 	if len(f.early) != 2 {
 		t.Fatalf("%d early states kept, want one per voter (2)", len(f.early))
 	}
-	if n := testutil.ToFloat64(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 1999 {
+	if n := metrics.Value(h.m.DroppedStates.WithLabelValues("unknown_message")); n != 1999 {
 		t.Fatalf("unknown_message = %v, want 1999", n)
 	}
 	h.say(a, "a", "real")

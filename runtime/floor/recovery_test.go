@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-robotics/chorus/runtime/logtest"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/chorus-robotics/chorus/runtime/logtest"
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/election"
@@ -54,7 +54,7 @@ func TestLostGrantIsPublishedAgainUntilTheSpeakerAnswers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the lost grant was not published again within RegrantEvery")
 	}
-	if n := testutil.ToFloat64(h.m.Regrants); n != 1 {
+	if n := metrics.Value(h.m.Regrants); n != 1 {
 		t.Fatalf("regrants = %v, want 1", n)
 	}
 	// b answers: no more regrants.
@@ -65,7 +65,7 @@ func TestLostGrantIsPublishedAgainUntilTheSpeakerAnswers(t *testing.T) {
 	}
 	h.clk.Advance(5 * DefaultRegrantEvery)
 	f.flush(t, h.mem)
-	if n := testutil.ToFloat64(h.m.Regrants); n != 1 {
+	if n := metrics.Value(h.m.Regrants); n != 1 {
 		t.Fatalf("regrants after the answer = %v, want still 1", n)
 	}
 }
@@ -81,7 +81,7 @@ func TestRegrantStopsWhenTheSpeakerLeavesOrAfterRegrantFor(t *testing.T) {
 		h.clk.Advance(DefaultRegrantEvery)
 		f.flush(t, h.mem)
 	}
-	if n := testutil.ToFloat64(h.m.Regrants); n != 2 {
+	if n := metrics.Value(h.m.Regrants); n != 2 {
 		t.Fatalf("regrants = %v, want 2 (at 1 s and 2 s, then RegrantFor)", n)
 	}
 	h.say(b, "b", "m2")
@@ -91,7 +91,7 @@ func TestRegrantStopsWhenTheSpeakerLeavesOrAfterRegrantFor(t *testing.T) {
 	f.flush(t, h.mem)
 	h.clk.Advance(3 * DefaultRegrantEvery)
 	f.flush(t, h.mem)
-	if n := testutil.ToFloat64(h.m.Regrants); n != 2 {
+	if n := metrics.Value(h.m.Regrants); n != 2 {
 		t.Fatalf("regrants after the speaker left = %v, want still 2", n)
 	}
 }
@@ -115,7 +115,7 @@ func TestClaimThatNeverComesBackGrantsNothing(t *testing.T) {
 	if f1.Active() || f2.Active() {
 		t.Fatalf("active f1 %v f2 %v with claims the broker drops", f1.Active(), f2.Active())
 	}
-	if n := testutil.ToFloat64(h.m.ClaimFailures); n != 2 {
+	if n := metrics.Value(h.m.ClaimFailures); n != 2 {
 		t.Fatalf("claim failures = %v, want 2", n)
 	}
 	h.say(a, "a", "m1")
@@ -128,7 +128,7 @@ func TestClaimThatNeverComesBackGrantsNothing(t *testing.T) {
 	f1.flush(t, h.mem)
 	h.clk.Advance(DefaultClaimCheck)
 	f1.flush(t, h.mem)
-	if n := testutil.ToFloat64(h.m.ClaimFailures); n < 3 {
+	if n := metrics.Value(h.m.ClaimFailures); n < 3 {
 		t.Fatalf("claim failures = %v, want the floors to retry", n)
 	}
 }
@@ -193,7 +193,7 @@ func TestControlEventsSurviveAFullQueue(t *testing.T) {
 	if !f2.holds["b"] {
 		t.Fatal("the hold was lost in a full queue")
 	}
-	if n := testutil.ToFloat64(h.m.QueueDrops.WithLabelValues("floor", "state")); n != 1 {
+	if n := metrics.Value(h.m.QueueDrops.WithLabelValues("floor", "state")); n != 1 {
 		t.Fatalf("queue drops = %v, want 1", n)
 	}
 	_, _ = a, b
@@ -329,7 +329,7 @@ func TestMessageLostToTheFloorIsDecidedFromItsStates(t *testing.T) {
 	if g.MessageID != "lost" || g.SpeakerID() != "c" || g.DecidedBy != protocol.DecidedAllVoted {
 		t.Fatalf("grant %+v", g)
 	}
-	if n := testutil.ToFloat64(h.m.Recovered.WithLabelValues("message")); n != 1 {
+	if n := metrics.Value(h.m.Recovered.WithLabelValues("message")); n != 1 {
 		t.Fatalf("recovered = %v", n)
 	}
 }
@@ -367,7 +367,7 @@ func TestVotesAfterTheRoomRestedOnAMessageDecideItAgain(t *testing.T) {
 	if g.MessageID != "m1" || g.SpeakerID() != "a" || g.DecidedBy != protocol.DecidedDeadline || len(g.Votes) != 2 {
 		t.Fatalf("grant %+v: want m1 decided again for a, on both votes", g)
 	}
-	if n := testutil.ToFloat64(h.m.Recovered.WithLabelValues("late_vote")); n != 1 {
+	if n := metrics.Value(h.m.Recovered.WithLabelValues("late_vote")); n != 1 {
 		t.Fatalf("recovered late_vote = %v, want 1", n)
 	}
 	// Granted to a speaker: final. A vote after it changes nothing.

@@ -3,7 +3,7 @@ package floor
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 )
@@ -23,7 +23,7 @@ func TestMessageBeforeClaimIsAnnounced(t *testing.T) {
 	// A grant first published on taking over is this floor's grant: the
 	// count says how many turns the floor granted (what the companions
 	// may play), announced late or not.
-	if n := testutil.ToFloat64(h.m.Grants.WithLabelValues(protocol.ReasonSpeak)); n != 1 {
+	if n := metrics.Value(h.m.Grants.WithLabelValues(protocol.ReasonSpeak)); n != 1 {
 		t.Fatalf("chorus_floor_grants_total{reason=speak} = %v after announcing one grant, want 1", n)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
@@ -230,7 +229,7 @@ func TestLateDuplicateAndNextSentence(t *testing.T) {
 		t.Fatalf("Messages = %+v, want the two sentences once each", msgs)
 	}
 	for outcome, want := range map[string]float64{"taken": 2, "late": 1, "same": 1, "duplicate": 4} {
-		if got := testutil.ToFloat64(h.m.Heard.WithLabelValues(outcome)); got != want {
+		if got := metrics.Value(h.m.Heard.WithLabelValues(outcome)); got != want {
 			t.Errorf("heard %s = %v, want %v", outcome, got, want)
 		}
 	}
@@ -283,7 +282,7 @@ func TestBadReportsAreCounted(t *testing.T) {
 		t.Fatalf("bad reports became %d Messages", n)
 	}
 	for _, kind := range []string{string(protocol.KindSpoof), "not_member", string(protocol.KindSyntax)} {
-		if got := testutil.ToFloat64(h.m.BadInput.WithLabelValues("heard", kind)); got != 1 {
+		if got := metrics.Value(h.m.BadInput.WithLabelValues("heard", kind)); got != 1 {
 			t.Errorf("bad heard input %s = %v, want 1", kind, got)
 		}
 	}
@@ -374,11 +373,11 @@ func TestCaptionsForwardTheNewestWords(t *testing.T) {
 	if want := []string{"what is", "what is the weather", "thanks", "hello", "good", "good night robots"}; !slices.Equal(texts, want) {
 		t.Errorf("captions %q, want %q", texts, want)
 	}
-	if n := testutil.ToFloat64(h.m.Heard.WithLabelValues("caption")); n != 6 {
+	if n := metrics.Value(h.m.Heard.WithLabelValues("caption")); n != 6 {
 		t.Errorf("counted %v captions, want 6", n)
 	}
 	// The floor hears its own captions on heard/+: not bad input.
-	if n := testutil.ToFloat64(h.m.BadInput.WithLabelValues("heard", "not_member")); n != 0 {
+	if n := metrics.Value(h.m.BadInput.WithLabelValues("heard", "not_member")); n != 0 {
 		t.Errorf("captions counted as %v reports from a non-member", n)
 	}
 }

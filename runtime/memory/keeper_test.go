@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
@@ -162,10 +160,10 @@ func TestKeeperRestWritesWhatWasHeard(t *testing.T) {
 			if n := len(r.st.Journal().Pending()); n != 0 {
 				t.Errorf("the journal holds %d lines after the write", n)
 			}
-			if n := testutil.ToFloat64(r.m.BrainFailures.WithLabelValues("bad_fact")); n != tc.badFacts {
+			if n := metrics.Value(r.m.BrainFailures.WithLabelValues("bad_fact")); n != tc.badFacts {
 				t.Errorf("bad facts counted %v, want %v", n, tc.badFacts)
 			}
-			if n := testutil.ToFloat64(r.m.BrainFailures.WithLabelValues("extract")); n != tc.extractFa {
+			if n := metrics.Value(r.m.BrainFailures.WithLabelValues("extract")); n != tc.extractFa {
 				t.Errorf("failed extractions counted %v, want %v", n, tc.extractFa)
 			}
 			var shared []string
@@ -192,7 +190,7 @@ func TestKeeperHeardIsBoundedAndRests(t *testing.T) {
 	if n := len(r.k.pending); n != PendingLines {
 		t.Errorf("%d things wait, want %d", n, PendingLines)
 	}
-	if n := testutil.ToFloat64(r.m.QueueDrops.WithLabelValues("memory", "pending")); n != 2 {
+	if n := metrics.Value(r.m.QueueDrops.WithLabelValues("memory", "pending")); n != 2 {
 		t.Errorf("drops counted %v, want 2", n)
 	}
 	r.clk.Advance(59 * time.Second)

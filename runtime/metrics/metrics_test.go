@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func TestRejectCountsEveryTimeLogsOnce(t *testing.T) {
@@ -19,7 +21,7 @@ func TestRejectCountsEveryTimeLogsOnce(t *testing.T) {
 		m.Reject(log, "state", "kyoko", "syntax", errors.New("bad"))
 	}
 	m.Reject(log, "state", "hana", "syntax", errors.New("bad"))
-	if got := testutil.ToFloat64(m.BadInput.WithLabelValues("state", "syntax")); got != 6 {
+	if got := Value(m.BadInput.WithLabelValues("state", "syntax")); got != 6 {
 		t.Fatalf("counted %v rejects, want 6", got)
 	}
 	if n := strings.Count(buf.String(), "rejected input"); n != 2 {
@@ -38,5 +40,107 @@ func TestLimiterBounded(t *testing.T) {
 	}
 	if !l.allow("late-key", now.Add(2*time.Minute)) {
 		t.Fatal("after the period a new key must be let through")
+	}
+}
+
+func TestExposition(t *testing.T) {
+	m := New()
+	m.Build.WithLabelValues("v1", "go1.26").Set(1)
+	m.Votes.Inc()
+	m.Hearing.WithLabelValues("reported").Add(2)
+	m.Hearing.WithLabelValues("reported").Add(-5) // a counter only grows
+	m.BadInput.WithLabelValues("state", "a \"quoted\"\nkind\\").Inc()
+	m.TurnLatency.Observe(0.015)
+	m.Held.WithLabelValues("floor_ballots").Set(3)
+	var buf bytes.Buffer
+	if err := m.WritePrometheus(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"# HELP chorus_floor_votes_total States counted by the floor.\n# TYPE chorus_floor_votes_total counter\nchorus_floor_votes_total 1\n",
+		`chorus_build_info{goversion="go1.26",version="v1"} 1` + "\n", // labels in name order, as Prometheus's clients write them
+		`chorus_hearing_total{event="reported"} 2` + "\n",
+		`chorus_bad_input_total{kind="a \"quoted\"\nkind\\",source="state"} 1` + "\n",
+		`chorus_bad_input_total{kind="syntax",source="state"} 0` + "\n", // the zero series exported at start
+		`chorus_floor_turn_latency_seconds_bucket{le="0.02"} 1` + "\n",
+		`chorus_floor_turn_latency_seconds_bucket{le="0.01"} 0` + "\n",
+		"chorus_floor_turn_latency_seconds_count 1\n",
+		"# TYPE chorus_floor_turn_latency_seconds histogram\n",
+		`chorus_held_entries{what="floor_ballots"} 3` + "\n",
+		"go_goroutines ",
+		"process_resident_memory_bytes ",
+		"process_open_fds ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+	if got := Value(m.Hearing.WithLabelValues("reported")); got != 2 {
+		t.Errorf("Value = %v, want 2", got)
+	}
+}
+
+func TestWrongLabelCountIsTheCallersBug(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a series named by the wrong number of label values must panic, as Prometheus's client does")
+		}
+	}()
+	New().BadInput.WithLabelValues("state")
+}
+
+// TestPrometheusParsesTheExposition reads /metrics as Prometheus does, with
+// its own text parser: every family typed, its help text, its series.
+func TestPrometheusParsesTheExposition(t *testing.T) {
+	m := New()
+	m.Build.WithLabelValues("v1", "go1.26").Set(1)
+	m.BadInput.WithLabelValues("state", "odd \"kind\"\n\\").Inc()
+	m.ActionDuration.WithLabelValues("wave").Observe(0.3)
+	m.QueryLatency.WithLabelValues("speak").Observe(0.01)
+	var buf bytes.Buffer
+	if err := m.WritePrometheus(&buf); err != nil {
+		t.Fatal(err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(&buf)
+	if err != nil {
+		t.Fatalf("Prometheus cannot parse the exposition: %v", err)
+	}
+	for name, typ := range map[string]dto.MetricType{
+		"chorus_build_info":            dto.MetricType_GAUGE,
+		"chorus_bad_input_total":       dto.MetricType_COUNTER,
+		"chorus_action_seconds":        dto.MetricType_HISTOGRAM,
+		"chorus_query_latency_seconds": dto.MetricType_HISTOGRAM,
+		"go_goroutines":                dto.MetricType_GAUGE,
+	} {
+		f := fams[name]
+		if f == nil {
+			t.Errorf("no family %s", name)
+			continue
+		}
+		if f.GetType() != typ {
+			t.Errorf("%s is a %v, want %v", name, f.GetType(), typ)
+		}
+		if strings.HasPrefix(name, "chorus_") && f.GetHelp() == "" {
+			t.Errorf("%s has no help text", name)
+		}
+	}
+	found := false
+	for _, s := range fams["chorus_bad_input_total"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "kind" && l.GetValue() == "odd \"kind\"\n\\" {
+				found = s.GetCounter().GetValue() == 1
+			}
+		}
+	}
+	if !found {
+		t.Error("the escaped label value did not come back as written")
+	}
+	if h := fams["chorus_action_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("chorus_action_seconds = %v, want one series of one observation", h)
 	}
 }

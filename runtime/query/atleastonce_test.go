@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/topic"
@@ -40,7 +38,7 @@ func TestDuplicateQueryRunsOnce(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("a query delivered twice ran %d times", n)
 	}
-	if n := testutil.ToFloat64(m.Duplicates.WithLabelValues("query", "query")); n != 1 {
+	if n := metrics.Value(m.Duplicates.WithLabelValues("query", "query")); n != 1 {
 		t.Fatalf("duplicate queries counted %v, want 1", n)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -127,10 +125,10 @@ func TestPrivateQueriesAreTheAskersOwn(t *testing.T) {
 		t.Errorf("%d queries ran, want 5 (alice's and bob's twice, eve's, mallory's none)", n)
 	}
 	// Its gauges are its own: a device's public server writes the others.
-	if got := testutil.ToFloat64(m.Held.WithLabelValues("query_private_recent_ids")); got != 5 {
+	if got := metrics.Value(m.Held.WithLabelValues("query_private_recent_ids")); got != 5 {
 		t.Errorf("query_private_recent_ids = %v, want 5", got)
 	}
-	if got := testutil.ToFloat64(m.Held.WithLabelValues("query_recent_ids")); got != 0 {
+	if got := metrics.Value(m.Held.WithLabelValues("query_recent_ids")); got != 0 {
 		t.Errorf("the private server wrote the public server's query_recent_ids: %v", got)
 	}
 	time.Sleep(200 * time.Millisecond)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/chorus-robotics/chorus/runtime/metrics"
 
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/bus"
@@ -107,7 +107,7 @@ func TestAgentDoesNotPostIntoABusyFloor(t *testing.T) {
 	if b := next(); b.Params.Metadata[protocol.MetaSpeaker] != "ann" {
 		t.Fatalf("broadcast %+v, want ann's words once ben's voice ended", b.Params)
 	}
-	if n := testutil.ToFloat64(m.RealtimeRejects.WithLabelValues(protocol.RejectFloorBusy)); n != 0 {
+	if n := metrics.Value(m.RealtimeRejects.WithLabelValues(protocol.RejectFloorBusy)); n != 0 {
 		t.Fatalf("the floor refused %v posts as floor_busy", n)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/clock"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -60,11 +58,11 @@ func TestControlEventsSurviveAFloodOfPosts(t *testing.T) {
 	if !f.present["ann"] || !f.present["ben"] || f.present["cat"] {
 		t.Fatalf("present %v, want ann and ben (cat left during the flood)", f.present)
 	}
-	if n := testutil.ToFloat64(m.QueueDrops.WithLabelValues("realtime", "post")); n != 1 {
+	if n := metrics.Value(m.QueueDrops.WithLabelValues("realtime", "post")); n != 1 {
 		t.Fatalf("posts dropped = %v, want the one that found the queue full", n)
 	}
 	for _, kind := range []string{"presence", "speaking", "leader", "phase"} {
-		if n := testutil.ToFloat64(m.QueueDrops.WithLabelValues("realtime", kind)); n != 0 {
+		if n := metrics.Value(m.QueueDrops.WithLabelValues("realtime", kind)); n != 0 {
 			t.Fatalf("%s events dropped = %v", kind, n)
 		}
 	}
@@ -91,7 +89,7 @@ func TestPhaseTimeoutSurvivesAFloodOfPosts(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the phase timeout was lost in the flood: the phase never ended")
 	}
-	if n := testutil.ToFloat64(m.QueueDrops.WithLabelValues("realtime", "timer")); n != 0 {
+	if n := metrics.Value(m.QueueDrops.WithLabelValues("realtime", "timer")); n != 0 {
 		t.Fatalf("timers dropped = %v", n)
 	}
 }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/chorus-robotics/chorus/runtime/logtest"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -55,10 +53,10 @@ func TestRealtimeLeaderBehindAnACLThatRefusesTheClaim(t *testing.T) {
 	bustest.ForEach(t, bustest.Options{ACL: true, Rosters: map[string][]string{"lr": members}}, func(t *testing.T, br bustest.Broker) {
 		refused, m, logs := runLeader(t, br.URL(), "box", "box-a")
 		deadline := time.Now().Add(10 * time.Second)
-		for testutil.ToFloat64(m.ClaimFailures) < 2 && time.Now().Before(deadline) {
+		for metrics.Value(m.ClaimFailures) < 2 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if n := testutil.ToFloat64(m.ClaimFailures); n < 2 {
+		if n := metrics.Value(m.ClaimFailures); n < 2 {
 			t.Fatalf("claim failures = %v, want the leader to say so and try again\n%s", n, logs)
 		}
 		if !strings.Contains(logs.String(), "CANNOT CLAIM THE ROOM") {
@@ -76,7 +74,7 @@ func TestRealtimeLeaderBehindAnACLThatRefusesTheClaim(t *testing.T) {
 		if !allowed.Active() {
 			t.Fatalf("a floor identity the ACL allows did not lead\n%s", logs2)
 		}
-		if n := testutil.ToFloat64(m2.ClaimFailures); n != 0 {
+		if n := metrics.Value(m2.ClaimFailures); n != 0 {
 			t.Fatalf("claim failures = %v for a claim the broker took", n)
 		}
 		if refused.Active() {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
@@ -109,7 +107,7 @@ func TestAgentSpeaksThroughItsDevice(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the voice never ended")
 	}
-	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("result", string(protocol.KindUnknownField))); n != 1 {
+	if n := metrics.Value(m.BadInput.WithLabelValues("result", string(protocol.KindUnknownField))); n != 1 {
 		t.Fatalf("bad speak results counted %v, want 1", n)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/bus"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
@@ -80,7 +78,7 @@ func TestBadInputRejectedAndCounted(t *testing.T) {
 			{"state", "syntax"}, {"state", "unknown_field"}, {"state", "invalid"},
 			{"state", "oversize"}, {"state", "spoof"}, {"grant", "spoof"},
 		} {
-			if n := testutil.ToFloat64(m.BadInput.WithLabelValues(c.source, c.kind)); n != 1 {
+			if n := metrics.Value(m.BadInput.WithLabelValues(c.source, c.kind)); n != 1 {
 				t.Errorf("bad input %s/%s counted %v times, want 1", c.source, c.kind, n)
 			}
 		}
@@ -175,10 +173,10 @@ func TestPresenceOnlyFromMembersWithValidIdentities(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("%d more presence events got through", len(got))
 	}
-	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("presence", "not_member")); n != 1 {
+	if n := metrics.Value(m.BadInput.WithLabelValues("presence", "not_member")); n != 1 {
 		t.Errorf("non-member presence counted %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("presence", "topic")); n != 2 {
+	if n := metrics.Value(m.BadInput.WithLabelValues("presence", "topic")); n != 2 {
 		t.Errorf("bad presence topics counted %v, want 2", n)
 	}
 }
@@ -226,10 +224,10 @@ func TestSpeakingStatusFromMembersOnly(t *testing.T) {
 	if e := <-got; !e.Cleared || e.ID != "kyoko" {
 		t.Fatalf("got %+v, want kyoko's status cleared", e)
 	}
-	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("speaking", "not_member")); n != 1 {
+	if n := metrics.Value(m.BadInput.WithLabelValues("speaking", "not_member")); n != 1 {
 		t.Errorf("non-member status counted %v times", n)
 	}
-	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("speaking", "invalid")); n != 1 {
+	if n := metrics.Value(m.BadInput.WithLabelValues("speaking", "invalid")); n != 1 {
 		t.Errorf("absurd duration counted %v times", n)
 	}
 }

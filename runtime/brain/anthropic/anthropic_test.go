@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
@@ -296,7 +294,7 @@ func TestImageOver5MBIsNotSent(t *testing.T) {
 	if !strings.Contains(toolText, fmt.Sprint(len(img))) || !strings.Contains(toolText, fmt.Sprint(MaxImageBytes)) {
 		t.Errorf("the vision tool answered %q: want the size and the limit", toolText)
 	}
-	if n := testutil.ToFloat64(m.BadInput.WithLabelValues("image", "oversize")); n != 1 {
+	if n := metrics.Value(m.BadInput.WithLabelValues("image", "oversize")); n != 1 {
 		t.Errorf("counted %v, want 1", n)
 	}
 }

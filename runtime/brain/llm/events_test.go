@@ -14,7 +14,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/metrics"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
 	"github.com/chorus-robotics/chorus/runtime/tool"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func eventsCard() brain.Card {
@@ -86,7 +85,7 @@ func TestThinkEvents(t *testing.T) {
 			if string(got) != string(want) || th.Instruction != c.instruction {
 				t.Errorf("events %s, instruction %q; want %s, %q", got, th.Instruction, want, c.instruction)
 			}
-			if n := testutil.ToFloat64(m.BrainFailures.WithLabelValues("bad_events")); n != c.bad {
+			if n := metrics.Value(m.BrainFailures.WithLabelValues("bad_events")); n != c.bad {
 				t.Errorf("bad_events %v, want %v", n, c.bad)
 			}
 			if th.Draft != "Hello there." {
@@ -152,7 +151,7 @@ func TestThinkEventsNotAskedFor(t *testing.T) {
 	if err != nil || th.Events != nil || th.Instruction != "" {
 		t.Fatalf("%+v %v", th, err)
 	}
-	if n := testutil.ToFloat64(m.BrainFailures.WithLabelValues("bad_events")); n != 1 {
+	if n := metrics.Value(m.BrainFailures.WithLabelValues("bad_events")); n != 1 {
 		t.Errorf("bad_events %v", n)
 	}
 	if strings.Contains(mustJSON(s.reqs[0].Schema), "events") {

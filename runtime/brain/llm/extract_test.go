@@ -11,7 +11,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/memory"
 	"github.com/chorus-robotics/chorus/runtime/metrics"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func extractInput() brain.ExtractInput {
@@ -95,7 +94,7 @@ func TestExtractChecksFactsAsTheRulesDo(t *testing.T) {
 	if rule := memory.Extract("I have a daughter called Nia."); len(rule) != 1 || rule[0].Key != facts[0].Key {
 		t.Errorf("the rules key %+v, the model's fact %q", rule, facts[0].Key)
 	}
-	if n := testutil.ToFloat64(m.BrainFailures.WithLabelValues("bad_fact")); n != 3 {
+	if n := metrics.Value(m.BrainFailures.WithLabelValues("bad_fact")); n != 3 {
 		t.Errorf("bad_fact %v, want 3", n)
 	}
 	log := logged.String()
@@ -125,7 +124,7 @@ func TestExtractAsksOnce(t *testing.T) {
 			t.Errorf("prompt lacks %s:\n%s", want, p)
 		}
 	}
-	if n := testutil.ToFloat64(m.BrainFailures.WithLabelValues("bad_fact")); n != 1 {
+	if n := metrics.Value(m.BrainFailures.WithLabelValues("bad_fact")); n != 1 {
 		t.Errorf("bad_fact %v", n)
 	}
 	if facts, err := b.Extract(context.Background(), brain.ExtractInput{}); facts != nil || err != nil || len(s.reqs) != 1 {

@@ -13,8 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/chorus-robotics/chorus/runtime/brain"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm"
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
@@ -331,7 +329,7 @@ func TestLongDraftsAreCutAtASentenceBoundary(t *testing.T) {
 			if n := utf8.RuneCountInString(th.Draft); n > 120 || n < 100 || !strings.HasSuffix(th.Draft, ".") {
 				t.Fatalf("draft of %d characters, ending %q", n, th.Draft[max(0, len(th.Draft)-10):])
 			}
-			if c := testutil.ToFloat64(m.Clipped); c != 1 {
+			if c := metrics.Value(m.Clipped); c != 1 {
 				t.Fatalf("clipped = %v", c)
 			}
 		})
