@@ -33,7 +33,6 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags bench ./cmd/chorus/...
-	$(GO) vet -tags mcpserve ./device/daemon/ ./cmd/chorusd/
 	CGO_ENABLED=0 $(GO) build $(PKGS)
 
 # The soak of RELIABILITY.md: 30 minutes of a 5-companion room of chorusd

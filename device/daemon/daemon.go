@@ -189,9 +189,6 @@ func checkFiles(cfg *robot.Config) []string {
 			out = append(out, fmt.Sprintf("memory.dir: the facts cannot be kept in %s: %v", mem.Dir, err))
 		}
 	}
-	if cfg.HTTP.MCP && !mcpServerBuilt {
-		out = append(out, "http.mcp: this chorusd is built without the MCP server: build it with -tags mcpserve (docs/mcp.md; it takes the robot's binary past 16 MB)")
-	}
 	for i := range cfg.Tools.MCP {
 		if _, err := cfg.MCPToken(i); err != nil {
 			out = append(out, err.Error())

@@ -3,8 +3,10 @@ package metrics
 import (
 	"bytes"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +144,43 @@ func TestPrometheusParsesTheExposition(t *testing.T) {
 	}
 	if h := fams["chorus_action_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 1 {
 		t.Errorf("chorus_action_seconds = %v, want one series of one observation", h)
+	}
+}
+
+// BenchmarkCountWithLabels is the cost of counting one event of a labelled
+// series (the hot use: the floor's and the companion's counters).
+func BenchmarkCountWithLabels(b *testing.B) {
+	m := New()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.BadInput.WithLabelValues("state", "syntax").Inc()
+	}
+}
+
+// Series named from many goroutines at once are one series each, counted
+// exactly, while /metrics is written.
+func TestSeriesFromManyGoroutines(t *testing.T) {
+	m := New()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				m.Hearing.WithLabelValues([]string{"a", "b", "c"}[i%3]).Inc()
+				m.Held.WithLabelValues("g" + string(rune('0'+g))).Set(float64(i))
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			m.WritePrometheus(io.Discard)
+		}
+	})
+	wg.Wait()
+	total := Value(m.Hearing.WithLabelValues("a")) + Value(m.Hearing.WithLabelValues("b")) + Value(m.Hearing.WithLabelValues("c"))
+	if total != 8000 {
+		t.Fatalf("counted %v, want 8000", total)
+	}
+	if got := Value(m.Held.WithLabelValues("g3")); got != 999 {
+		t.Fatalf("gauge %v, want its last value 999", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	vm "github.com/VictoriaMetrics/metrics"
 )
@@ -65,6 +66,9 @@ type vec[T any] struct {
 	labels []string
 	order  []int // label indexes, in name order: Prometheus's own clients write them so
 	series func(name string) T
+
+	mu   sync.RWMutex
+	made map[string]T // by the label values joined with 0xff
 }
 
 func newVec[T any](s *set, name string, labels []string, series func(string) T) vec[T] {
@@ -73,7 +77,7 @@ func newVec[T any](s *set, name string, labels []string, series func(string) T) 
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
-	return vec[T]{set: s, name: name, labels: labels, order: order, series: series}
+	return vec[T]{set: s, name: name, labels: labels, order: order, series: series, made: make(map[string]T)}
 }
 
 // labelValue escapes a label's value as Prometheus's text format does.
@@ -82,9 +86,20 @@ var labelValue = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 // with returns the series of values, one per label, created on first use.
 // A wrong number of values is a bug of the caller's, as with Prometheus's
 // client: it panics.
-func (v vec[T]) with(values []string) T {
+func (v *vec[T]) with(values []string) T {
 	if len(values) != len(v.labels) {
 		panic("metrics: " + v.name + " takes " + strings.Join(v.labels, ", "))
+	}
+	var buf [128]byte
+	key := buf[:0]
+	for _, s := range values {
+		key = append(append(key, s...), 0xff)
+	}
+	v.mu.RLock()
+	t, ok := v.made[string(key)]
+	v.mu.RUnlock()
+	if ok {
+		return t
 	}
 	var b strings.Builder
 	b.WriteString(v.name)
@@ -99,7 +114,11 @@ func (v vec[T]) with(values []string) T {
 		b.WriteByte('"')
 	}
 	b.WriteByte('}')
-	return v.series(b.String())
+	t = v.series(b.String())
+	v.mu.Lock()
+	v.made[string(key)] = t
+	v.mu.Unlock()
+	return t
 }
 
 // CounterVec is a counter with labels.

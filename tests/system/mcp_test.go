@@ -13,13 +13,6 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 )
 
-var mcpBuild build
-
-// buildMCPChorusd builds chorusd with its MCP server (the tag mcpserve).
-func buildMCPChorusd(t *testing.T) string {
-	return mcpBuild.chorusd(t, "chorusd-mcpserve", nil, "-tags", "mcpserve")
-}
-
 const mcpRobotYAML = `version: 1
 device: {id: box}
 room: {name: lab, members: [bot], floor: true, vote_timeout: 3s, pause: 20ms}
@@ -66,7 +59,7 @@ func mcpAgent(t *testing.T, url, token string, args ...string) (map[string]any, 
 // word), wave and look; without a token, or with a viewer's, it is
 // refused.
 func TestAnAgentUsesARobotOverMCP(t *testing.T) {
-	chorusd := buildMCPChorusd(t)
+	chorusd, _ := buildBinaries(t)
 	dir := t.TempDir()
 	const userToken, viewerToken = "alice-mcp-token-8c1f2a", "viewer-mcp-token-3b7e90"
 	tokens := filepath.Join(dir, "tokens.yaml")
@@ -137,7 +130,7 @@ func TestAnAgentUsesARobotOverMCP(t *testing.T) {
 // body's camera and actions over MCP as a robot of a turn room does (an
 // outside check found them gone: the tool registry was the companion's).
 func TestARealtimeRobotServesItsBodyOverMCP(t *testing.T) {
-	chorusd := buildMCPChorusd(t)
+	chorusd, _ := buildBinaries(t)
 	dir := t.TempDir()
 	const userToken = "alice-mcp-token-8c1f2a"
 	tokens := filepath.Join(dir, "tokens.yaml")

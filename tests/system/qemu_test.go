@@ -96,6 +96,22 @@ func qemuAudio(root, out string) func() (int64, error) {
 
 var arm64Build build
 
+// maxRobotBytes is the robot's budget for chorusd: linux/arm64, stripped.
+const maxRobotBytes = 16_000_000
+
+// The robot's chorusd, built as make dist builds it for linux/arm64, fits
+// the 16 MB its boards are flashed with (BENCHMARKS.md, "Binary size").
+func TestTheRobotsChorusdFitsItsBudget(t *testing.T) {
+	info, err := os.Stat(buildArm64(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size() > maxRobotBytes {
+		t.Fatalf("chorusd for linux/arm64 is %d bytes stripped, over the robot's %d", info.Size(), maxRobotBytes)
+	}
+	t.Logf("chorusd for linux/arm64: %d bytes stripped, %d left", info.Size(), maxRobotBytes-info.Size())
+}
+
 // buildArm64 cross-builds the pure-Go linux/arm64 chorusd as make dist
 // does, once per test run.
 func buildArm64(t *testing.T) string {

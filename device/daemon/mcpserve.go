@@ -1,5 +1,3 @@
-//go:build mcpserve
-
 package daemon
 
 import (
@@ -8,11 +6,6 @@ import (
 	"github.com/chorus-robotics/chorus/device/mcpserve"
 	"github.com/chorus-robotics/chorus/runtime/tool"
 )
-
-// mcpServerBuilt: this chorusd serves the robot's tools over MCP
-// (http.mcp), built with the tag mcpserve: the MCP library's server takes
-// the robot's binary past its 16 MB (BENCHMARKS.md, "Tools over MCP").
-const mcpServerBuilt = true
 
 // mcpHandler is the robot's MCP server and its path.
 func (d *Daemon) mcpHandler() (string, http.Handler) { return mcpserve.Path, d.mcpServer() }
