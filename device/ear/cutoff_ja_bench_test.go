@@ -2,6 +2,7 @@ package ear
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -86,7 +87,7 @@ func BenchmarkFalseCutOffsStreaming(b *testing.B) {
 // hangover alone and with the words' pauses (runtime/endofturn), and with
 // eager end of turn the tentative reports per sentence and those taken
 // back (each a model call that was thrown away).
-func oracleCutOffs(b *testing.B, set []pauseSentence, lang, join string, say func(i int, text string) []int16) {
+func oracleCutOffs(b *testing.B, set []pauseSentence, lang, join string, say func(i int, text string) []int16, only ...string) {
 	const rate, gap, lag = 16000, 2000 * time.Millisecond, 100 * time.Millisecond
 	type span struct{ start, firstEnd, end time.Duration }
 	audioIn := make([]int16, rate/2)
@@ -149,6 +150,9 @@ func oracleCutOffs(b *testing.B, set []pauseSentence, lang, join string, say fun
 		// The defaults with eager on: plain words end on hangover_plain.
 		{"hangover-0.5s+words+eager+plain-0.9s", vad.DefaultHangover, words(DefaultHangoverPlainEager), DefaultEager},
 	} {
+		if len(only) > 0 && !slices.Contains(only, mode.name) {
+			continue
+		}
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				r := newEarRig(b)
