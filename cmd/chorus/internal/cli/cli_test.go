@@ -55,6 +55,22 @@ func TestUsageAndUnknownCommand(t *testing.T) {
 	}
 }
 
+// A command that takes an operation first shows its operations when asked
+// for help, and exits 0, as every other command does with -h.
+func TestHelpOfCommandsWithOperations(t *testing.T) {
+	for _, c := range []struct{ cmd, want string }{{"memory", "list|export|forget|wipe"}, {"voice", "list|forget|enroll"}} {
+		for _, h := range []string{"-h", "--help", "help"} {
+			code, out, errOut := run(c.cmd, h)
+			if code != 0 || !strings.Contains(out, c.want) || !strings.Contains(out, "chorus "+c.cmd+" <operation> -h") {
+				t.Errorf("chorus %s %s: exit %d, out %q, err %q", c.cmd, h, code, out, errOut)
+			}
+		}
+		if code, _, errOut := run(c.cmd, "list", "-h"); code != 0 || !strings.Contains(errOut, "-device") {
+			t.Errorf("chorus %s list -h: exit %d, err %q", c.cmd, code, errOut)
+		}
+	}
+}
+
 // TestSayQueryAgainstADevice runs a device in-process and drives it with
 // the CLI: vision to a file, speak, an unknown type, say.
 func TestSayQueryAgainstADevice(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -26,6 +27,9 @@ func init() {
 // the identity -as: an operator (memory.operators) about anyone, anyone
 // else about themselves (the device decides, by the request's topic).
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if askedForHelp(args, stdout, "chorus memory list|export|forget|wipe -device D [-person P] [-fact ID] [flags]") {
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return errors.New("want an operation: chorus memory list|export|forget|wipe -device D [flags]")
 	}
@@ -85,18 +89,33 @@ func askDevices(ctx context.Context, rf *roomFlags, devices string, timeout time
 		return err
 	}
 	defer b.Close()
+	// Who is present: every robot online, when no device is named; a named
+	// device whose companions are all offline fails at once, not after
+	// timeout.
+	wait := 300 * time.Millisecond
 	if devices == "" {
-		found, err := onlineDevices(ctx, b, r.Scheme, room)
-		if err != nil {
-			return err
+		wait = time.Second
+	}
+	present, err := presentDevices(ctx, b, r.Scheme, room, wait)
+	if err != nil {
+		return err
+	}
+	if devices == "" {
+		var found []string
+		for d, online := range present {
+			if online {
+				found = append(found, d)
+			}
 		}
+		slices.Sort(found)
 		if len(found) == 0 {
 			return fmt.Errorf("no robot is online on %s%s: name one with -device", rf.broker, map[bool]string{true: "", false: " in room " + room}[room == ""])
 		}
 		fmt.Fprintf(stderr, "asking %s\n", strings.Join(found, ", "))
 		devices = strings.Join(found, ",")
 	}
-	asker := query.NewClient(b, r.Scheme, rf.user, query.ClientOptions{Private: true})
+	online := func(dev string) (bool, bool) { on, known := present[dev]; return on, known }
+	asker := query.NewClient(b, r.Scheme, rf.user, query.ClientOptions{Private: true, Online: online})
 	defer asker.Close()
 	var failed []string
 	for _, dev := range strings.Split(devices, ",") {
@@ -120,9 +139,10 @@ func askDevices(ctx context.Context, rf *roomFlags, devices string, timeout time
 	return nil
 }
 
-// onlineDevices is the devices whose companions say they are online, in
-// room ("" every room): their retained presence, read for a moment.
-func onlineDevices(ctx context.Context, b bus.Bus, s topic.Scheme, room string) ([]string, error) {
+// presentDevices is the devices that announce a companion in room ("" every
+// room), by whether one of their companions is online: their retained
+// presence, read for wait.
+func presentDevices(ctx context.Context, b bus.Bus, s topic.Scheme, room string, wait time.Duration) (map[string]bool, error) {
 	if room == "" {
 		room = "+"
 	}
@@ -130,22 +150,22 @@ func onlineDevices(ctx context.Context, b bus.Bus, s topic.Scheme, room string) 
 	found := map[string]bool{}
 	err := b.Subscribe(ctx, s.Presences(room), func(_ string, payload []byte) {
 		p, err := protocol.DecodePresence(payload, 0)
-		if err != nil || !p.Online || protocol.ValidIdentity(p.Device) != "" {
+		if err != nil || protocol.ValidIdentity(p.Device) != "" {
 			return
 		}
 		mu.Lock()
-		found[p.Device] = true
+		found[p.Device] = found[p.Device] || p.Online
 		mu.Unlock()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading who is online: %w", err)
 	}
 	select {
-	case <-time.After(time.Second): // retained presences arrive at once
+	case <-time.After(wait): // retained presences arrive at once
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return slices.Sorted(maps.Keys(found)), nil
+	return maps.Clone(found), nil
 }

@@ -53,3 +53,22 @@ func TestMemoryWithItsDefaults(t *testing.T) {
 		t.Fatalf("after forget: %v", st.Facts(""))
 	}
 }
+
+// A named device whose companion is offline is named at once, not after
+// the timeout (it waited all of -timeout before).
+func TestMemoryOfAnOfflineDeviceFailsAtOnce(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dev := dialAs(t, ctx, br.URL(), "dev", "dev")
+	s := topic.New("")
+	p, _ := json.Marshal(protocol.Presence{Online: false, Device: "dev", Since: time.Now()})
+	if err := dev.Publish(ctx, s.Presence("lab", "kyoko"), p, true); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, _, errOut := run("memory", "list", "-broker", br.URL(), "-device", "dev", "-timeout", "20s")
+	if took := time.Since(start); code == 0 || !strings.Contains(errOut, "offline") || took > 5*time.Second {
+		t.Fatalf("memory list of an offline device: exit %d after %v: %s", code, took, errOut)
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,9 @@ func init() {
 // hearing.voice (the robots' own model: embeddings of another are not
 // compared).
 func runVoice(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if askedForHelp(args, stdout, "chorus voice list|forget|enroll [-device D] [-person P] [flags]") {
+		return flag.ErrHelp
+	}
 	if len(args) == 0 {
 		return errors.New("want an operation: chorus voice list|forget|enroll [flags]")
 	}
