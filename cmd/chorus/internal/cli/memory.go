@@ -74,6 +74,13 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	})
 }
 
+// How long chorus memory reads the retained presences: every robot online,
+// when it will ask them all; the named devices, when it will ask those.
+const (
+	presenceWaitAll   = time.Second
+	presenceWaitNamed = 300 * time.Millisecond
+)
+
 // askDevices sends req (under a new id each) to the memory of each of
 // devices (comma-separated; "" every robot online in rf's room, or on the
 // broker) as rf's identity, and shows each answer; a device that does
@@ -92,9 +99,9 @@ func askDevices(ctx context.Context, rf *roomFlags, devices string, timeout time
 	// Who is present: every robot online, when no device is named; a named
 	// device whose companions are all offline fails at once, not after
 	// timeout.
-	wait := 300 * time.Millisecond
+	wait := presenceWaitNamed
 	if devices == "" {
-		wait = time.Second
+		wait = presenceWaitAll
 	}
 	present, err := presentDevices(ctx, b, r.Scheme, room, wait)
 	if err != nil {
