@@ -1,12 +1,9 @@
 package ear
 
 import (
-	"context"
 	"testing"
 
-	"github.com/chorus-robotics/chorus/drivers/audio"
 	"github.com/chorus-robotics/chorus/drivers/mic/mictest"
-	"github.com/chorus-robotics/chorus/drivers/tts/openjtalk"
 )
 
 // The held-out sets: sentences written after the rules of runtime/endofturn
@@ -83,15 +80,5 @@ func BenchmarkFalseCutOffsHeldOut(b *testing.B) {
 			return trimmed(mictest.Speech(b, pauseVoices[i%len(pauseVoices)], text))
 		}, rows...)
 	})
-	b.Run("ja", func(b *testing.B) {
-		mictest.Need(b, "open_jtalk")
-		voices := []openjtalk.Engine{{}, {Speed: 1.15, Pitch: 3}, {Speed: 0.9, Pitch: -3}}
-		oracleCutOffs(b, heldOutJA, "ja", "", func(i int, text string) []int16 {
-			p, err := voices[i%len(voices)].Synthesize(context.Background(), text, "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			return trimmed(audio.Resample(p, 16000).Samples)
-		}, rows...)
-	})
+	b.Run("ja", func(b *testing.B) { oracleCutOffs(b, heldOutJA, "ja", "", sayJA(b), rows...) })
 }

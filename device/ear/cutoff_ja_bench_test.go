@@ -55,15 +55,21 @@ var pauseSetJA = []pauseSentence{
 //
 //	CHORUS_REQUIRE_STT=1 go test -run XXX -bench FalseCutOffsJapanese -benchtime 1x ./device/ear/
 func BenchmarkFalseCutOffsJapanese(b *testing.B) {
+	oracleCutOffs(b, pauseSetJA, "ja", "", sayJA(b))
+}
+
+// sayJA says the i-th sentence with Open JTalk at one of three speeds and
+// pitches, trimmed, at 16 kHz.
+func sayJA(b *testing.B) func(i int, text string) []int16 {
 	mictest.Need(b, "open_jtalk")
 	voices := []openjtalk.Engine{{}, {Speed: 1.15, Pitch: 3}, {Speed: 0.9, Pitch: -3}}
-	oracleCutOffs(b, pauseSetJA, "ja", "", func(i int, text string) []int16 {
+	return func(i int, text string) []int16 {
 		p, err := voices[i%len(voices)].Synthesize(context.Background(), text, "")
 		if err != nil {
 			b.Fatal(err)
 		}
 		return trimmed(audio.Resample(p, 16000).Samples)
-	})
+	}
 }
 
 // BenchmarkFalseCutOffsStreaming is BenchmarkFalseCutOffs's English
