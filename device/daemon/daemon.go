@@ -42,6 +42,7 @@ import (
 	"github.com/chorus-robotics/chorus/device/ear"
 	"github.com/chorus-robotics/chorus/device/homeassistant"
 	"github.com/chorus-robotics/chorus/device/led"
+	"github.com/chorus-robotics/chorus/device/mcpserve"
 	"github.com/chorus-robotics/chorus/device/panel"
 	"github.com/chorus-robotics/chorus/device/parts"
 	"github.com/chorus-robotics/chorus/device/robot"
@@ -1004,8 +1005,8 @@ func (d *Daemon) serveHTTP(ctx context.Context, g *errgroup.Group, l *link) erro
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", d.m.Handler())
-	if path, h := d.mcpHandler(); d.br != nil && d.cfg.HTTP.MCP && h != nil {
-		mux.Handle(path, h)
+	if d.br != nil && d.cfg.HTTP.MCP && d.cfg.Companion != nil { // the config's check refuses http.mcp without them
+		mux.Handle(mcpserve.Path, d.mcpServer())
 	}
 	if d.br != nil {
 		mux.Handle("/ws", d.br)

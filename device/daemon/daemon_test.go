@@ -251,3 +251,40 @@ func testLog(t *testing.T) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// A device without a companion (a floor alone, a body alone) serves
+// /healthz and /metrics on its HTTP listener: the MCP server, which is
+// the companion's, is not built for it (it crashed chorusd at start once
+// the server was in every build).
+func TestADeviceWithoutACompanionServesHTTP(t *testing.T) {
+	br := bustest.StartEmbedded(t, bustest.Options{})
+	port := bustest.FreePort(t)
+	_, stop, _ := start(t, load(t, fmt.Sprintf(`version: 1
+device: {id: floorbox}
+room: {name: lab, members: [bot], floor: true}
+mqtt: {broker: %q}
+http: {listen: "127.0.0.1:%d"}
+`, br.URL(), port)))
+	defer stop()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz never answered 200: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := get(t, base+"/metrics"); code != 200 || !strings.Contains(body, "chorus_floor_active") {
+		t.Fatalf("/metrics: %d %.200s", code, body)
+	}
+	if code, _ := get(t, base+"/mcp"); code != 404 {
+		t.Fatalf("/mcp on a device without a companion: %d, want 404", code)
+	}
+}

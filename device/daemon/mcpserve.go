@@ -1,14 +1,9 @@
 package daemon
 
 import (
-	"net/http"
-
 	"github.com/chorus-robotics/chorus/device/mcpserve"
 	"github.com/chorus-robotics/chorus/runtime/tool"
 )
-
-// mcpHandler is the robot's MCP server and its path.
-func (d *Daemon) mcpHandler() (string, http.Handler) { return mcpserve.Path, d.mcpServer() }
 
 // mcpServer is the robot's tools over MCP, behind the bridge's tokens
 // (http.mcp): the companion's registry's tools for agents, once the

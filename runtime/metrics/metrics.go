@@ -9,7 +9,7 @@
 // private one, so tests need not wire it.
 //
 // The metrics are VictoriaMetrics/metrics counters, gauges and Prometheus
-// histograms (docs/choices.md: the Prometheus client linked 3 MB of protobuf
+// histograms (docs/choices.md: the Prometheus client linked 1.9 MB of protobuf
 // into the robot). The types here give them the shape the code uses: a
 // metric with labels is a *CounterVec, *GaugeVec or *HistogramVec whose
 // WithLabelValues names one series; labels are written in name order, their

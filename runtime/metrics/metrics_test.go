@@ -101,6 +101,7 @@ func TestPrometheusParsesTheExposition(t *testing.T) {
 	m := New()
 	m.Build.WithLabelValues("v1", "go1.26").Set(1)
 	m.BadInput.WithLabelValues("state", "odd \"kind\"\n\\").Inc()
+	m.BadInput.WithLabelValues("state", "not utf-8 \xff\xfe").Inc()
 	m.ActionDuration.WithLabelValues("wave").Observe(0.3)
 	m.QueryLatency.WithLabelValues("speak").Observe(0.01)
 	var buf bytes.Buffer
@@ -141,6 +142,11 @@ func TestPrometheusParsesTheExposition(t *testing.T) {
 	}
 	if !found {
 		t.Error("the escaped label value did not come back as written")
+	}
+	// Two lists of values that join alike are two series.
+	m.BadInput.WithLabelValues("a\xff", "b").Inc()
+	if got := Value(m.BadInput.WithLabelValues("a", "\xffb")); got != 0 {
+		t.Errorf("(a\\xff, b) and (a, \\xffb) are one series: %v", got)
 	}
 	if h := fams["chorus_action_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 1 {
 		t.Errorf("chorus_action_seconds = %v, want one series of one observation", h)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"io"
 	"slices"
 	"strings"
@@ -68,7 +69,7 @@ type vec[T any] struct {
 	series func(name string) T
 
 	mu   sync.RWMutex
-	made map[string]T // by the label values joined with 0xff
+	made map[string]T // by the label values, each after its length
 }
 
 func newVec[T any](s *set, name string, labels []string, series func(string) T) vec[T] {
@@ -92,8 +93,9 @@ func (v *vec[T]) with(values []string) T {
 	}
 	var buf [128]byte
 	key := buf[:0]
-	for _, s := range values {
-		key = append(append(key, s...), 0xff)
+	for _, s := range values { // each value's length first: no two lists of values share a key
+		key = binary.AppendUvarint(key, uint64(len(s)))
+		key = append(key, s...)
 	}
 	v.mu.RLock()
 	t, ok := v.made[string(key)]
@@ -110,7 +112,7 @@ func (v *vec[T]) with(values []string) T {
 		}
 		b.WriteString(v.labels[i])
 		b.WriteString(`="`)
-		labelValue.WriteString(&b, values[i])
+		labelValue.WriteString(&b, strings.ToValidUTF8(values[i], "\uFFFD")) // Prometheus refuses a page with invalid UTF-8
 		b.WriteByte('"')
 	}
 	b.WriteByte('}')
