@@ -54,11 +54,8 @@ const MaxImageBytes = 5 << 20
 
 // Chat is an llm.Chatter on the Messages API.
 type Chat struct {
-	stream *llm.Stream // its calls streamed
+	stream *llm.Stream // its calls, streamed or whole
 	cfg    Config
-	url    string
-	header http.Header
-	client *modelhttp.Client
 }
 
 var _ llm.Streamer = (*Chat)(nil)
@@ -79,12 +76,10 @@ func New(cfg Config) *Chat {
 	h := http.Header{}
 	h.Set("X-Api-Key", cfg.APIKey)
 	h.Set("Anthropic-Version", APIVersion)
-	c := &Chat{cfg: cfg, url: base + "/v1/messages", header: h,
-		client: &modelhttp.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
-			OnRateLimited: cfg.Metrics.RateLimitedBy("anthropic")}}
-	c.stream = &llm.Stream{Client: c.client, URL: c.url, Header: h, Idle: cfg.StreamIdle, Decode: DecodeResponse,
-		Provider: "anthropic", Model: cfg.Model, Log: cfg.Log}
-	return c
+	client := &modelhttp.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
+		OnRateLimited: cfg.Metrics.RateLimitedBy("anthropic")}
+	return &Chat{cfg: cfg, stream: &llm.Stream{Client: client, URL: base + "/v1/messages", Header: h, Idle: cfg.StreamIdle,
+		Decode: DecodeResponse, Provider: "anthropic", Model: cfg.Model, Log: cfg.Log}}
 }
 
 // The request, as the API defines it (the fields Chorus uses).
@@ -249,16 +244,7 @@ func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 	}
 	req, hasImage := c.request(r)
 	start := time.Now()
-	var out llm.Response
-	err := c.client.Post(ctx, c.url, c.header, req, func(b []byte) error {
-		var err error
-		out, err = DecodeResponse(b)
-		return err
-	})
-	if err != nil {
-		return llm.Response{}, c.failed(err, hasImage, start)
-	}
-	return out, nil
+	return c.stream.Whole(ctx, req, func(err error) error { return c.failed(err, hasImage, start) })
 }
 
 // imagesFit refuses, before sending, an image the API would refuse.

@@ -77,6 +77,21 @@ func (s *Stream) Do(ctx context.Context, text func(string), body any, a Assemble
 	return out, nil
 }
 
+// Whole posts body (the provider's request, not streamed) and decodes
+// the whole answer. failed names what failed.
+func (s *Stream) Whole(ctx context.Context, body any, failed func(error) error) (Response, error) {
+	var out Response
+	err := s.Client.Post(ctx, s.URL, s.Header, body, func(b []byte) error {
+		var err error
+		out, err = s.Decode(b)
+		return err
+	})
+	if err != nil {
+		return Response{}, failed(err)
+	}
+	return out, nil
+}
+
 func (s *Stream) remember(why error) {
 	if !s.off.Swap(true) && s.Log != nil {
 		s.Log.Warn("model server does not stream; asking it for whole answers from now on", "provider", s.Provider, "model", s.Model, "why", why)

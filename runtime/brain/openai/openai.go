@@ -53,10 +53,7 @@ type Config struct {
 // Chat is an llm.Chatter on chat completions.
 type Chat struct {
 	cfg    Config
-	url    string
-	header http.Header
-	client *modelhttp.Client
-	stream *llm.Stream // its calls streamed
+	stream *llm.Stream // its calls, streamed or whole
 }
 
 var _ llm.Streamer = (*Chat)(nil)
@@ -71,12 +68,10 @@ func New(cfg Config) *Chat {
 	if cfg.APIKey != "" {
 		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	c := &Chat{cfg: cfg, url: base + "/chat/completions", header: h,
-		client: &modelhttp.Client{Provider: "openai", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
-			OnRateLimited: cfg.Metrics.RateLimitedBy("openai")}}
-	c.stream = &llm.Stream{Client: c.client, URL: c.url, Header: h, Idle: cfg.StreamIdle, Decode: DecodeResponse,
-		Provider: "openai", Model: cfg.Model, Log: cfg.Log}
-	return c
+	client := &modelhttp.Client{Provider: "openai", HTTP: cfg.HTTPClient, MaxRetries: cfg.MaxRetries, Log: cfg.Log,
+		OnRateLimited: cfg.Metrics.RateLimitedBy("openai")}
+	return &Chat{cfg: cfg, stream: &llm.Stream{Client: client, URL: base + "/chat/completions", Header: h, Idle: cfg.StreamIdle,
+		Decode: DecodeResponse, Provider: "openai", Model: cfg.Model, Log: cfg.Log}}
 }
 
 // The request, as the API defines it (the fields Chorus uses).
@@ -196,16 +191,7 @@ func (c *Chat) request(r llm.Request) (chatRequest, bool) {
 func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 	req, hasImage := c.request(r)
 	start := time.Now()
-	var out llm.Response
-	err := c.client.Post(ctx, c.url, c.header, req, func(b []byte) error {
-		var err error
-		out, err = DecodeResponse(b)
-		return err
-	})
-	if err != nil {
-		return llm.Response{}, c.failed(err, hasImage, start)
-	}
-	return out, nil
+	return c.stream.Whole(ctx, req, func(err error) error { return c.failed(err, hasImage, start) })
 }
 
 // failed names what failed: the model, how long it took, or that it
