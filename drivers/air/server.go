@@ -309,23 +309,9 @@ func (q *source) doneCount() uint64 {
 func (s *Server) serveSource(ctx context.Context, c net.Conn, br *bufio.Reader, h Hello, log *slog.Logger) error {
 	q := &source{hello: h, max: int(int64(s.rate()) * int64(SourceBuffer) / int64(time.Second)),
 		room: make(chan struct{}, 1), notify: make(chan struct{}, 1)}
-	s.mu.Lock()
-	s.sources[q] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.sources, q)
-		s.mu.Unlock()
-	}()
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	defer enter(&s.mu, s.sources, q)()
 	// The writer tells the client how much has played, as it changes.
-	wg.Go(func() {
-		defer cancel()
+	ctx, stop := alongside(ctx, func(ctx context.Context) {
 		var sent uint64
 		for {
 			select {
@@ -345,6 +331,7 @@ func (s *Server) serveSource(ctx context.Context, c net.Conn, br *bufio.Reader, 
 			sent = n
 		}
 	})
+	defer stop()
 	for {
 		f, err := ReadFrame(br, MaxPayload(s.rate()))
 		if err != nil {
@@ -379,14 +366,7 @@ func (s *Server) serveMic(ctx context.Context, c net.Conn, br *bufio.Reader, h H
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetWriteBuffer(8 << 10) // a mic that does not read shows soon
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	wg.Go(func() {
-		defer cancel()
+	ctx, stop := alongside(ctx, func(ctx context.Context) {
 		for {
 			select {
 			case b := <-m.out:
@@ -401,20 +381,41 @@ func (s *Server) serveMic(ctx context.Context, c net.Conn, br *bufio.Reader, h H
 			}
 		}
 	})
-	s.mu.Lock()
-	s.mics[m] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.mics, m)
-		s.mu.Unlock()
-	}()
+	defer stop()
+	defer enter(&s.mu, s.mics, m)()
 	// A mic sends nothing: the read ends when it leaves.
 	f, err := ReadFrame(br, 0)
 	if err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: a mic sends nothing, got %q", ErrBadFrame, f.Type)
+}
+
+// enter adds k to set under mu; the leave it returns takes it out again.
+func enter[K comparable](mu *sync.Mutex, set map[K]struct{}, k K) (leave func()) {
+	mu.Lock()
+	set[k] = struct{}{}
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		delete(set, k)
+		mu.Unlock()
+	}
+}
+
+// alongside runs write beside its caller on a context of ctx that ends
+// when write returns; stop ends that context and waits for write.
+func alongside(ctx context.Context, write func(ctx context.Context)) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer cancel()
+		write(ctx)
+	})
+	return ctx, func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // mix runs the ticks in real time until ctx ends: the count of ticks is
