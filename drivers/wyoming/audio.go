@@ -57,6 +57,22 @@ func Begin(typ string, v any, f Audio) ([]byte, error) {
 	return b, nil
 }
 
+// Start opens an audio stream on conn: it writes Begin(typ, v, f) within
+// timeout. On failure it closes conn.
+func Start(conn net.Conn, typ string, v any, f Audio, timeout time.Duration) error {
+	b, err := Begin(typ, v, f)
+	if err == nil {
+		conn.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err = conn.Write(b); err != nil {
+			err = fmt.Errorf("sending %s: %w", typ, err)
+		}
+	}
+	if err != nil {
+		conn.Close()
+	}
+	return err
+}
+
 // WriteChunk writes payload (little-endian PCM in format f) to conn as one
 // audio-chunk, within timeout.
 func WriteChunk(conn net.Conn, f Audio, payload []byte, timeout time.Duration) error {

@@ -265,15 +265,8 @@ func (e *Engine) start(ctx context.Context, rate int, timeout, afterStop time.Du
 		return nil, err
 	}
 	format := wy.Mono16(rate)
-	b, err := wy.Begin("transcribe", transcribe{e.Language, model}, format)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("stt wyoming: %w", err)
-	}
-	conn.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := conn.Write(b); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("stt wyoming: %s: sending transcribe: %w", e.Addr, err)
+	if err := wy.Start(conn, "transcribe", transcribe{e.Language, model}, format, timeout); err != nil {
+		return nil, fmt.Errorf("stt wyoming: %s: %w", e.Addr, err)
 	}
 	max := e.MaxQueue
 	if max <= 0 {

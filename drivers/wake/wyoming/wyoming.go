@@ -234,14 +234,7 @@ func (d *Detector) Listen(ctx context.Context, rate int) (wake.Listener, error) 
 		return nil, err
 	}
 	f := wy.Mono16(rate)
-	b, err := wy.Begin("detect", map[string]any{"names": d.Names}, f)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("wake wyoming: %w", err)
-	}
-	conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := conn.Write(b); err != nil {
-		conn.Close()
+	if err := wy.Start(conn, "detect", map[string]any{"names": d.Names}, f, writeTimeout); err != nil {
 		return nil, fmt.Errorf("wake wyoming: %s: %w", d.Addr, err)
 	}
 	n := d.MaxQueue
