@@ -329,12 +329,7 @@ func (s *stream) Abort() {
 	s.mu.Unlock()
 	s.pace.Abort()
 	if cmd != nil {
-		select {
-		case <-s.exited: // reaped: its pid may belong to another process now
-		default:
-			proc.Kill(cmd)
-			<-s.exited
-		}
+		proc.Reap(cmd, s.exited)
 		s.in.Close()
 	}
 	s.finish()

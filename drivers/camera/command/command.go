@@ -79,20 +79,12 @@ type Source struct {
 var _ camera.Source = (*Source)(nil)
 
 // Name implements camera.Source.
-func (s *Source) Name() string {
-	if len(s.Command) == 0 {
-		return "command"
-	}
-	return "command:" + s.Command[0]
-}
+func (s *Source) Name() string { return proc.Name(s.Command) }
 
 // Open starts the program.
 func (s *Source) Open(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if err := proc.Startable(ctx, "camera command", s.Command); err != nil {
 		return err
-	}
-	if len(s.Command) == 0 || s.Command[0] == "" {
-		return errors.New("camera command: no program given")
 	}
 	s.Close()
 	cmd, tail, r, err := proc.StartReading("camera command", s.Command)
@@ -245,20 +237,11 @@ func (s *Source) Read(ctx context.Context) (camera.Frame, error) {
 // ended says why the stream ended: the exit status, once the program is
 // reaped, and its last stderr line.
 func (s *Source) ended() error {
-	t := time.NewTimer(2 * time.Second)
-	defer t.Stop()
-	select {
-	case <-s.exited:
-	case <-t.C: // closed its stdout but runs on: Close kills it
-		return fmt.Errorf("camera command %s: closed its output%s", s.Command[0], s.stderr.Suffix())
-	}
-	s.errMu.Lock()
-	werr := s.werr
-	s.errMu.Unlock()
-	if werr == nil {
-		werr = errors.New("exited")
-	}
-	return fmt.Errorf("camera command %s: %w%s", s.Command[0], werr, s.stderr.Suffix())
+	return proc.Ended("camera command "+s.Command[0], s.exited, func() error {
+		s.errMu.Lock()
+		defer s.errMu.Unlock()
+		return s.werr
+	}, s.stderr)
 }
 
 // Close kills the program and its children and reaps it; idempotent.
@@ -266,12 +249,7 @@ func (s *Source) Close() error {
 	if s.cmd == nil {
 		return nil
 	}
-	select {
-	case <-s.exited: // reaped: its pid may belong to another process now
-	default:
-		proc.Kill(s.cmd) // the whole group: a shell's children hold the pipe too
-		<-s.exited
-	}
+	proc.Reap(s.cmd, s.exited)
 	s.out.Close() // unblocks the reader if a grandchild still holds the pipe
 	<-s.eof
 	s.cmd, s.out = nil, nil

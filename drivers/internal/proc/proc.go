@@ -6,6 +6,7 @@
 package proc
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,6 +24,28 @@ func Command(argv []string) (*exec.Cmd, *Tail) {
 	ownGroup(cmd)
 	cmd.WaitDelay = time.Second // a grandchild holding stderr open
 	return cmd, t
+}
+
+// Name is a command driver's name: "command:" and argv's program, or
+// "command" when argv is empty.
+func Name(argv []string) string {
+	if len(argv) == 0 {
+		return "command"
+	}
+	return "command:" + argv[0]
+}
+
+// Startable is what a command driver checks before it starts argv: that
+// ctx has not ended and that argv names a program. who begins the errors
+// ("camera command").
+func Startable(ctx context.Context, who string, argv []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return fmt.Errorf("%s: no program given", who)
+	}
+	return nil
 }
 
 // StartReading starts argv (Command) with its stdout on a pipe, and
@@ -53,6 +76,35 @@ func Kill(cmd *exec.Cmd) {
 	}
 	killGroup(cmd.Process.Pid)
 	cmd.Process.Kill()
+}
+
+// Reap kills cmd (Kill) unless it has been reaped already, and waits
+// until it is: exited is closed once its Wait returns.
+func Reap(cmd *exec.Cmd, exited <-chan struct{}) {
+	select {
+	case <-exited: // reaped: its pid may belong to another process now
+	default:
+		Kill(cmd) // the whole group: a shell's children hold the pipe too
+		<-exited
+	}
+}
+
+// Ended says why a program that closed its output ended: its exit status
+// (status, read once exited is closed) or, when it has not exited within
+// 2 s, that it closed its output and runs on; then tail's last line. who
+// begins the error ("camera command raspivid").
+func Ended(who string, exited <-chan struct{}, status func() error, tail *Tail) error {
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C: // closed its stdout but runs on: its Close kills it
+		return fmt.Errorf("%s: closed its output%s", who, tail.Suffix())
+	}
+	if err := status(); err != nil {
+		return fmt.Errorf("%s: %w%s", who, err, tail.Suffix())
+	}
+	return fmt.Errorf("%s: exited%s", who, tail.Suffix())
 }
 
 // Tail keeps the last non-empty line written to it (at most 512 bytes of

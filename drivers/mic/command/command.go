@@ -61,23 +61,15 @@ type Source struct {
 var _ mic.Source = (*Source)(nil)
 
 // Name implements mic.Source.
-func (s *Source) Name() string {
-	if len(s.Command) == 0 {
-		return "command"
-	}
-	return "command:" + s.Command[0]
-}
+func (s *Source) Name() string { return proc.Name(s.Command) }
 
 // Rate implements mic.Source.
 func (s *Source) Rate() int { return mic.RateOr(s.SampleRate) }
 
 // Open starts the program.
 func (s *Source) Open(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if err := proc.Startable(ctx, "mic command", s.Command); err != nil {
 		return err
-	}
-	if len(s.Command) == 0 || s.Command[0] == "" {
-		return errors.New("mic command: no program given")
 	}
 	s.Close()
 	argv := audiocmd.Argv(s.Command, s.Rate())
@@ -147,17 +139,7 @@ func (s *Source) Read(ctx context.Context, buf []int16) (int, error) {
 // ended says how the program ended: its exit status once reaped, and its
 // last stderr line.
 func (s *Source) ended() error {
-	t := time.NewTimer(2 * time.Second)
-	defer t.Stop()
-	select {
-	case <-s.exited:
-	case <-t.C: // closed its stdout but runs on: Close kills it
-		return fmt.Errorf("mic command %s: closed its output%s", s.prog, s.tail.Suffix())
-	}
-	if s.werr == nil {
-		return fmt.Errorf("mic command %s: exited%s", s.prog, s.tail.Suffix())
-	}
-	return fmt.Errorf("mic command %s: %w%s", s.prog, s.werr, s.tail.Suffix())
+	return proc.Ended("mic command "+s.prog, s.exited, func() error { return s.werr }, s.tail)
 }
 
 // Close kills the program and its children and reaps it; idempotent.
@@ -165,12 +147,7 @@ func (s *Source) Close() error {
 	if s.cmd == nil {
 		return nil
 	}
-	select {
-	case <-s.exited: // reaped: its pid may belong to another process now
-	default:
-		proc.Kill(s.cmd)
-		<-s.exited
-	}
+	proc.Reap(s.cmd, s.exited)
 	s.out.Close()
 	s.cmd, s.out = nil, nil
 	return nil
