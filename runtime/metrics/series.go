@@ -62,7 +62,6 @@ func Value(m interface{ value() float64 }) float64 { return m.value() }
 
 // vec names the series of one metric by its label values.
 type vec[T any] struct {
-	set    *set
 	name   string
 	labels []string
 	order  []int // label indexes, in name order: Prometheus's own clients write them so
@@ -72,13 +71,13 @@ type vec[T any] struct {
 	made map[string]T // by the label values, each after its length
 }
 
-func newVec[T any](s *set, name string, labels []string, series func(string) T) vec[T] {
+func newVec[T any](name string, labels []string, series func(string) T) vec[T] {
 	order := make([]int, len(labels))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
-	return vec[T]{set: s, name: name, labels: labels, order: order, series: series, made: make(map[string]T)}
+	return vec[T]{name: name, labels: labels, order: order, series: series, made: make(map[string]T)}
 }
 
 // labelValue escapes a label's value as Prometheus's text format does.
@@ -176,17 +175,17 @@ func newHistogram(s *set, name, help string, buckets []float64) *Histogram {
 
 func newCounterVec(s *set, name, help string, labels ...string) *CounterVec {
 	s.help[name] = help
-	return &CounterVec{newVec(s, name, labels, s.counter)}
+	return &CounterVec{newVec(name, labels, s.counter)}
 }
 
 func newGaugeVec(s *set, name, help string, labels ...string) *GaugeVec {
 	s.help[name] = help
-	return &GaugeVec{newVec(s, name, labels, s.gauge)}
+	return &GaugeVec{newVec(name, labels, s.gauge)}
 }
 
 func newHistogramVec(s *set, name, help string, buckets []float64, labels ...string) *HistogramVec {
 	s.help[name] = help
-	return &HistogramVec{newVec(s, name, labels, s.histogram(buckets))}
+	return &HistogramVec{newVec(name, labels, s.histogram(buckets))}
 }
 
 // write writes the set in Prometheus's text format, each # HELP line with
@@ -199,17 +198,14 @@ func (s *set) write(w io.Writer) error {
 	vm.WriteFDMetrics(&buf)
 	out := bufio.NewWriter(w)
 	for line := range bytes.Lines(buf.Bytes()) {
-		name, ok := bytes.CutPrefix(line, []byte("# HELP "))
-		if help := s.help[string(bytes.TrimSpace(name))]; ok && help != "" {
-			out.Write(bytes.TrimRight(line, "\n"))
-			out.WriteByte(' ')
-			out.WriteString(help)
-			out.WriteByte('\n')
-			continue
+		if name, ok := bytes.CutPrefix(line, []byte("# HELP ")); ok {
+			if help := s.help[string(bytes.TrimSpace(name))]; help != "" {
+				out.Write(bytes.TrimRight(line, "\n"))
+				out.WriteString(" " + help + "\n")
+				continue
+			}
 		}
-		if _, err := out.Write(line); err != nil {
-			return err
-		}
+		out.Write(line)
 	}
-	return out.Flush()
+	return out.Flush() // the first write error, if any
 }

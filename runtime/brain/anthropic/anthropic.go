@@ -244,7 +244,11 @@ func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 	}
 	req, hasImage := c.request(r)
 	start := time.Now()
-	return c.stream.Whole(ctx, req, func(err error) error { return c.failed(err, hasImage, start) })
+	out, err := c.stream.Whole(ctx, req)
+	if err != nil {
+		return llm.Response{}, c.failed(err, hasImage, start)
+	}
+	return out, nil
 }
 
 // imagesFit refuses, before sending, an image the API would refuse.

@@ -78,18 +78,15 @@ func (s *Stream) Do(ctx context.Context, text func(string), body any, a Assemble
 }
 
 // Whole posts body (the provider's request, not streamed) and decodes
-// the whole answer. failed names what failed.
-func (s *Stream) Whole(ctx context.Context, body any, failed func(error) error) (Response, error) {
+// the whole answer.
+func (s *Stream) Whole(ctx context.Context, body any) (Response, error) {
 	var out Response
 	err := s.Client.Post(ctx, s.URL, s.Header, body, func(b []byte) error {
 		var err error
 		out, err = s.Decode(b)
 		return err
 	})
-	if err != nil {
-		return Response{}, failed(err)
-	}
-	return out, nil
+	return out, err
 }
 
 func (s *Stream) remember(why error) {

@@ -191,7 +191,11 @@ func (c *Chat) request(r llm.Request) (chatRequest, bool) {
 func (c *Chat) Chat(ctx context.Context, r llm.Request) (llm.Response, error) {
 	req, hasImage := c.request(r)
 	start := time.Now()
-	return c.stream.Whole(ctx, req, func(err error) error { return c.failed(err, hasImage, start) })
+	out, err := c.stream.Whole(ctx, req)
+	if err != nil {
+		return llm.Response{}, c.failed(err, hasImage, start)
+	}
+	return out, nil
 }
 
 // failed names what failed: the model, how long it took, or that it

@@ -66,13 +66,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // askedForHelp reports whether a command that takes an operation first
-// was asked for its help instead (-h, --help, help), and then prints the
-// operations to w: the command returns flag.ErrHelp, exit 0.
-func askedForHelp(args []string, w io.Writer, ops string) bool {
+// was asked for its help instead (-h, --help, help), and then prints its
+// usage ("memory list|export|…") to w: the command returns flag.ErrHelp,
+// exit 0.
+func askedForHelp(args []string, w io.Writer, usage string) bool {
 	if len(args) == 0 || (args[0] != "-h" && args[0] != "-help" && args[0] != "--help" && args[0] != "help") {
 		return false
 	}
-	fmt.Fprintf(w, "usage: %s\n\n%s <operation> -h shows its flags.\n", ops, strings.Fields(ops)[0]+" "+strings.Fields(ops)[1])
+	name, _, _ := strings.Cut(usage, " ")
+	fmt.Fprintf(w, "usage: chorus %s [flags]\n\nchorus %s <operation> -h shows its flags.\n", usage, name)
 	return true
 }
 

@@ -358,10 +358,7 @@ func TestPhaseAsksAgainWhileTheClaimedFloorStandsBy(t *testing.T) {
 	defer cancel()
 	b := dialAs(t, ctx, br.URL(), "box-a", "box-a")
 	scheme := topic.New("")
-	claim, _ := json.Marshal(protocol.LeaderClaim{Instance: "box-a", Online: true, Since: time.Now()})
-	if err := b.Publish(ctx, scheme.FloorLeader("lab"), claim, true); err != nil {
-		t.Fatal(err)
-	}
+	retain(t, ctx, b, scheme.FloorLeader("lab"), protocol.LeaderClaim{Instance: "box-a", Online: true, Since: time.Now()})
 	var asked atomic.Int32
 	srv := &query.Server{Bus: b, Scheme: scheme, Device: "box-a"}
 	srv.Handle(protocol.TypePhase, func(_ context.Context, _ string, body json.RawMessage) (any, error) {
@@ -398,6 +395,18 @@ func dialAs(t *testing.T, ctx context.Context, url, id, user string) *bus.MQTT {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// retain publishes v as JSON, retained, on topic.
+func retain(t *testing.T, ctx context.Context, b *bus.MQTT, topic string, v any) {
+	t.Helper()
+	p, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(ctx, topic, p, true); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func lastWord(s string) string {

@@ -20,18 +20,20 @@ import (
 )
 
 func init() {
-	commands["memory"] = command{"see or erase what a robot remembers: memory list|export|forget|wipe -device D [-person P] [-fact ID]", runMemory}
+	commands["memory"] = command{"see or erase what a robot remembers: " + memoryUsage, runMemory}
 }
+
+const memoryUsage = "memory list|export|forget|wipe -device D [-person P] [-fact ID]"
 
 // runMemory asks one or more devices about their companion's memory, as
 // the identity -as: an operator (memory.operators) about anyone, anyone
 // else about themselves (the device decides, by the request's topic).
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if askedForHelp(args, stdout, "chorus memory list|export|forget|wipe -device D [-person P] [-fact ID] [flags]") {
+	if askedForHelp(args, stdout, memoryUsage) {
 		return flag.ErrHelp
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New("want an operation: chorus memory list|export|forget|wipe -device D [flags]")
+		return errors.New("want an operation: chorus " + memoryUsage)
 	}
 	op := args[0]
 	switch op {

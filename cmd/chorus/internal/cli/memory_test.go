@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -35,10 +34,7 @@ func TestMemoryWithItsDefaults(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); control.Serve(ctx, dev, s, "dev", &control.Memory{Store: st}) }()
 	defer func() { cancel(); <-done }()
-	p, _ := json.Marshal(protocol.Presence{Online: true, Device: "dev", Since: time.Now()})
-	if err := dev.Publish(ctx, s.Presence("lab", "kyoko"), p, true); err != nil {
-		t.Fatal(err)
-	}
+	retain(t, ctx, dev, s.Presence("lab", "kyoko"), protocol.Presence{Online: true, Device: "dev", Since: time.Now()})
 	time.Sleep(100 * time.Millisecond) // the server's subscription
 
 	code, out, errOut := run("memory", "list", "-broker", br.URL())
@@ -62,10 +58,7 @@ func TestMemoryOfAnOfflineDeviceFailsAtOnce(t *testing.T) {
 	defer cancel()
 	dev := dialAs(t, ctx, br.URL(), "dev", "dev")
 	s := topic.New("")
-	p, _ := json.Marshal(protocol.Presence{Online: false, Device: "dev", Since: time.Now()})
-	if err := dev.Publish(ctx, s.Presence("lab", "kyoko"), p, true); err != nil {
-		t.Fatal(err)
-	}
+	retain(t, ctx, dev, s.Presence("lab", "kyoko"), protocol.Presence{Online: false, Device: "dev", Since: time.Now()})
 	start := time.Now()
 	code, _, errOut := run("memory", "list", "-broker", br.URL(), "-device", "dev", "-timeout", "20s")
 	if took := time.Since(start); code == 0 || !strings.Contains(errOut, "offline") || took > 5*time.Second {

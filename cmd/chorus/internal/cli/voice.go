@@ -16,8 +16,10 @@ import (
 )
 
 func init() {
-	commands["voice"] = command{"see, enrol or erase the voices robots know people by: voice list|forget|enroll [-device D] [-person P] [-config ROBOT.yaml FILE.wav…]", runVoice}
+	commands["voice"] = command{"see, enrol or erase the voices robots know people by: " + voiceUsage, runVoice}
 }
+
+const voiceUsage = "voice list|forget|enroll [-device D] [-person P] [-config ROBOT.yaml FILE.wav…]"
 
 // runVoice asks devices about their voiceprints (docs/hearing.md, "Who is
 // speaking"), as the identity -as: list, forget a person's, or enrol a
@@ -26,11 +28,11 @@ func init() {
 // hearing.voice (the robots' own model: embeddings of another are not
 // compared).
 func runVoice(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if askedForHelp(args, stdout, "chorus voice list|forget|enroll [-device D] [-person P] [flags]") {
+	if askedForHelp(args, stdout, voiceUsage) {
 		return flag.ErrHelp
 	}
 	if len(args) == 0 {
-		return errors.New("want an operation: chorus voice list|forget|enroll [flags]")
+		return errors.New("want an operation: chorus " + voiceUsage)
 	}
 	ops := map[string]string{"list": protocol.MemoryVoices, "forget": protocol.MemoryForgetVoice, "enroll": protocol.MemoryEnrolVoice}
 	op, ok := ops[args[0]]
