@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/chorus-robotics/chorus/runtime/brain/llm/llmtest"
 	"github.com/chorus-robotics/chorus/runtime/bus/bustest"
 	"github.com/chorus-robotics/chorus/runtime/protocol"
+	"github.com/chorus-robotics/chorus/runtime/tool"
 )
 
 // A room of three robots, each with Home Assistant's tools (tools.mcp)
@@ -43,6 +45,7 @@ func turnsItOnOnce(t *testing.T, afterWords bool) {
 	}()
 	br := bustest.StartEmbedded(t, bustest.Options{})
 	robots := []string{"kyoko", "ann", "ben"}
+	var daemons []*Daemon
 	for i, id := range robots {
 		yaml := fmt.Sprintf(`version: 1
 device: {id: %[1]s}
@@ -58,10 +61,11 @@ tools:
     - {name: ha, url: "%[5]s", token_env: CHORUS_TEST_HA_TOKEN, allow: [HassTurnOn, HassTurnOff]}
 http: {listen: "127.0.0.1:%[6]d"}
 `, id, i == 0, br.URL(), model.BaseURL(), ha.URL(), bustest.FreePort(t))
-		_, stop, _ := start(t, load(t, yaml))
+		d, stop, _ := start(t, load(t, yaml))
 		defer stop()
+		daemons = append(daemons, d)
 	}
-	waitListed(t, ha, len(robots))
+	waitOffered(t, "ha_HassTurnOn", daemons...)
 	ctx := context.Background()
 	obs, msgs, closeWatch := watchLab(t, br.URL())
 	defer closeWatch()
@@ -132,9 +136,9 @@ tools:
     - {name: ha, url: "%s", token_env: CHORUS_TEST_HA_TOKEN, allow: [HassTurnOn]}
 http: {listen: "127.0.0.1:%d"}
 `, br.URL(), model.BaseURL(), draft, ha.URL(), bustest.FreePort(t))
-	_, stop, _ := start(t, load(t, yaml))
+	d, stop, _ := start(t, load(t, yaml))
 	defer stop()
-	waitListed(t, ha, 1)
+	waitOffered(t, "ha_HassTurnOn", d)
 	obs, msgs, closeWatch := watchLab(t, br.URL())
 	defer closeWatch()
 	if err := obs.SendMessage(context.Background(), protocol.NewMessage(protocol.NewID(), "user", nil, "Brr, I am so cold.", "")); err != nil {
@@ -150,13 +154,20 @@ http: {listen: "127.0.0.1:%d"}
 	}
 }
 
-// waitListed waits until Home Assistant has listed its tools n times (a
-// robot's client lists them at its start).
-func waitListed(t *testing.T, ha *mcptest.HomeAssistant, n int) {
+// waitOffered waits until each daemon's tool registry offers the model
+// the tool name: Home Assistant having answered the list is not enough,
+// the robot must have read it (CI saw a turn start in between).
+func waitOffered(t *testing.T, name string, daemons ...*Daemon) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ha.Lists() < n; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Home Assistant listed its tools %d times, want %d", ha.Lists(), n)
+	offered := func(d *Daemon) bool {
+		r := d.tools.Load()
+		return r != nil && slices.ContainsFunc(r.Tools(tool.ForModel), func(x tool.Tool) bool { return x.Name == name })
+	}
+	for _, d := range daemons {
+		for deadline := time.Now().Add(10 * time.Second); !offered(d); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the robot was never offered %s", name)
+			}
 		}
 	}
 }
