@@ -201,7 +201,9 @@ func (s *set) write(w io.Writer) error {
 		if name, ok := bytes.CutPrefix(line, []byte("# HELP ")); ok {
 			if help := s.help[string(bytes.TrimSpace(name))]; help != "" {
 				out.Write(bytes.TrimRight(line, "\n"))
-				out.WriteString(" " + help + "\n")
+				out.WriteByte(' ')
+				out.WriteString(help)
+				out.WriteByte('\n')
 				continue
 			}
 		}
